@@ -1,0 +1,79 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// envParser reads typed values from the environment, collecting every bad
+// value so the user sees all problems at once, each naming its variable.
+type envParser struct {
+	getenv func(string) string
+	errs   []error
+}
+
+func (p *envParser) fail(name, raw, want string) {
+	p.errs = append(p.errs, fmt.Errorf("%s=%q: %s", name, raw, want))
+}
+
+func (p *envParser) err() error { return errors.Join(p.errs...) }
+
+func (p *envParser) str(name, def string) string {
+	if v := strings.TrimSpace(p.getenv(name)); v != "" {
+		return v
+	}
+	return def
+}
+
+func (p *envParser) int(name string, def, lo, hi int) int {
+	raw := strings.TrimSpace(p.getenv(name))
+	if raw == "" {
+		return def
+	}
+	n, err := strconv.Atoi(raw)
+	if err != nil || n < lo || n > hi {
+		p.fail(name, raw, fmt.Sprintf("want a whole number from %d to %d", lo, hi))
+		return def
+	}
+	return n
+}
+
+func (p *envParser) bool(name string, def bool) bool {
+	raw := strings.TrimSpace(p.getenv(name))
+	if raw == "" {
+		return def
+	}
+	b, err := strconv.ParseBool(raw)
+	if err != nil {
+		p.fail(name, raw, "want true or false")
+		return def
+	}
+	return b
+}
+
+func (p *envParser) duration(name string, def, lo, hi time.Duration) time.Duration {
+	raw := strings.TrimSpace(p.getenv(name))
+	if raw == "" {
+		return def
+	}
+	d, err := time.ParseDuration(raw)
+	if err != nil || d < lo || d > hi {
+		p.fail(name, raw, fmt.Sprintf("want a duration from %s to %s, such as 30s or 168h", lo, hi))
+		return def
+	}
+	return d
+}
+
+func (p *envParser) oneOf(name, def string, allowed ...string) string {
+	v := p.str(name, def)
+	for _, a := range allowed {
+		if v == a {
+			return v
+		}
+	}
+	p.fail(name, v, "want one of "+strings.Join(allowed, ", "))
+	return def
+}

@@ -1,0 +1,314 @@
+package main
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/db"
+	"github.com/hookrelay/hookrelay/storage"
+)
+
+// allRoles lists the roles a process can run, in start order.
+var allRoles = []string{"api", "dispatch", "web", "maintenance"}
+
+// service is what every role gets: configuration, logger, database, payload
+// store, the shared HTTP router and the metrics registry.
+type service struct {
+	cfg      config
+	logger   *slog.Logger
+	db       *db.DB
+	store    *storage.Store
+	echo     *echo.Echo
+	registry *prometheus.Registry
+	stdout   io.Writer
+	// listenAddr is the address the HTTP server actually listens on (useful
+	// when cfg.Addr has port 0).
+	listenAddr string
+}
+
+// roleFunc starts a role: it registers routes or prepares workers and returns
+// the function that runs until ctx ends (nil when the role needs no loop).
+type roleFunc func(ctx context.Context, s *service) (func(ctx context.Context) error, error)
+
+var roleStarters = map[string]roleFunc{
+	"api":         startAPI,
+	"dispatch":    startDispatch,
+	"web":         startWeb,
+	"maintenance": startMaintenance,
+}
+
+func parseRoles(raw string) ([]string, error) {
+	if strings.TrimSpace(raw) == "" || raw == "all" {
+		return allRoles, nil
+	}
+	var roles []string
+	for _, r := range strings.Split(raw, ",") {
+		r = strings.TrimSpace(r)
+		if !slices.Contains(allRoles, r) {
+			return nil, fmt.Errorf("%w: unknown role %q (want some of %s)", errUsage, r, strings.Join(allRoles, ","))
+		}
+		if !slices.Contains(roles, r) {
+			roles = append(roles, r)
+		}
+	}
+	return roles, nil
+}
+
+func runServe(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	rolesFlag := fs.String("roles", getenv("HOOKRELAY_ROLES"), "comma-separated roles: api,dispatch,web,maintenance (default all)")
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	roles, err := parseRoles(*rolesFlag)
+	if err != nil {
+		return err
+	}
+	cfg, err := loadConfig(getenv)
+	if err != nil {
+		return err
+	}
+	logger := newLogger(cfg, stderr)
+	s, cleanup, err := newService(ctx, cfg, logger, stdout)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+
+	runs := map[string]func(context.Context) error{}
+	for _, name := range roles {
+		fn, err := roleStarters[name](ctx, s)
+		if err != nil {
+			return fmt.Errorf("start role %s: %w", name, err)
+		}
+		if fn != nil {
+			runs[name] = fn
+		}
+	}
+	if err := cfg.env.err(); err != nil {
+		return fmt.Errorf("configuration: %w", err)
+	}
+
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	s.listenAddr = ln.Addr().String()
+	srv := &http.Server{
+		Handler:           s.echo,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	logger.Info("hookrelay serving", "addr", s.listenAddr, "roles", strings.Join(roles, ","),
+		"dashboard", "http://"+s.listenAddr+"/ui/", "version", version)
+
+	g, gctx := errgroup.WithContext(ctx)
+	for name, fn := range runs {
+		g.Go(func() error {
+			if err := fn(gctx); err != nil && !errors.Is(err, context.Canceled) {
+				return fmt.Errorf("role %s: %w", name, err)
+			}
+			return nil
+		})
+	}
+	g.Go(func() error {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("http server: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		<-gctx.Done()
+		logger.Info("shutting down")
+		shCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+		defer cancel()
+		return srv.Shutdown(shCtx)
+	})
+	err = g.Wait()
+	logger.Info("stopped", "error", err)
+	return err
+}
+
+// newService connects to the database (creating and migrating it), starts the
+// embedded S3 store when no external one is configured, and builds the router
+// with the service endpoints. cleanup releases everything.
+func newService(ctx context.Context, cfg config, logger *slog.Logger, stdout io.Writer) (*service, func(), error) {
+	var closers []func()
+	cleanup := func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}
+	fail := func(err error) (*service, func(), error) {
+		cleanup()
+		return nil, nil, err
+	}
+
+	store, err := openDatabase(ctx, cfg, logger)
+	if err != nil {
+		return fail(err)
+	}
+	closers = append(closers, store.Close)
+
+	s3cfg := storage.Config{Endpoint: cfg.S3Endpoint, Bucket: cfg.S3Bucket, Region: cfg.S3Region, UsePathStyle: true}
+	if cfg.S3Endpoint == "" {
+		emb, err := storage.StartEmbedded(ctx, logger, cfg.S3EmbedAddr, filepath.Join(cfg.DataDir, "s3"))
+		if err != nil {
+			return fail(fmt.Errorf("start embedded S3 store on %s: %w", cfg.S3EmbedAddr, err))
+		}
+		closers = append(closers, func() { _ = emb.Close() })
+		ec := emb.Config()
+		ec.Bucket, ec.Region = cfg.S3Bucket, cfg.S3Region
+		s3cfg = ec
+		logger.Info("embedded S3 store started", "url", emb.URL(), "dir", filepath.Join(cfg.DataDir, "s3"))
+	}
+	payloads, err := storage.New(ctx, s3cfg)
+	if err != nil {
+		return fail(fmt.Errorf("S3 client: %w", err))
+	}
+	if err := payloads.EnsureBucket(ctx); err != nil {
+		// An unreachable external store must not keep the service down: ingest
+		// answers 503 for large payloads until it is back, /readyz reports it.
+		logger.Warn("S3 bucket check failed; will keep trying on use", "bucket", cfg.S3Bucket, "error", err)
+	}
+
+	if err := ensureAdminToken(ctx, cfg, store, stdout); err != nil {
+		return fail(err)
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	s := &service{cfg: cfg, logger: logger, db: store, store: payloads, registry: reg, stdout: stdout}
+	s.echo = newRouter(s)
+	return s, cleanup, nil
+}
+
+func openDatabase(ctx context.Context, cfg config, logger *slog.Logger) (*db.DB, error) {
+	if err := retryStartup(ctx, logger, "database", func() error { return db.EnsureDatabase(ctx, cfg.DatabaseURL) }); err != nil {
+		return nil, err
+	}
+	store, err := db.Open(ctx, db.Config{
+		URL:                      cfg.DatabaseURL,
+		MaxConns:                 int32(cfg.DBMaxConns),
+		StatementTimeout:         cfg.StatementTimeout,
+		IdleInTransactionTimeout: cfg.IdleInTxTimeout,
+		LockTimeout:              cfg.LockTimeout,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := store.Migrate(ctx, logger); err != nil {
+		store.Close()
+		return nil, err
+	}
+	return store, nil
+}
+
+// retryStartup retries fn for up to 30 s, so a process started together with
+// its database (or during a database restart) comes up on its own.
+func retryStartup(ctx context.Context, logger *slog.Logger, what string, fn func() error) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := fn()
+		if err == nil {
+			return nil
+		}
+		var hrErr *hookrelay.Error
+		if errors.As(err, &hrErr) && hrErr.Code == hookrelay.EINVALID || time.Now().After(deadline) {
+			return err
+		}
+		logger.Warn("waiting for "+what, "error", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+const adminTokenSetting = "admin_token_sha256"
+
+// ensureAdminToken makes the stored admin token hash match
+// HOOKRELAY_ADMIN_TOKEN, or on first start without it generates a token,
+// stores its hash and prints it once.
+func ensureAdminToken(ctx context.Context, cfg config, store *db.DB, stdout io.Writer) error {
+	if cfg.AdminToken != "" {
+		return store.SettingPut(ctx, adminTokenSetting, hex.EncodeToString(hookrelay.HashKey(cfg.AdminToken)))
+	}
+	token := hookrelay.NewKey(hookrelay.AdminTokenPrefix)
+	stored, err := store.SettingPutIfAbsent(ctx, adminTokenSetting, hex.EncodeToString(hookrelay.HashKey(token)))
+	if err != nil {
+		return err
+	}
+	if stored {
+		fmt.Fprintf(stdout, "\nadmin token (shown once, keep it): %s\n\n", token)
+	}
+	return nil
+}
+
+func newLogger(cfg config, w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.LogLevel))
+	opts := &slog.HandlerOptions{Level: level}
+	format := cfg.LogFormat
+	if format == "auto" {
+		format = "json"
+		if f, ok := w.(*os.File); ok {
+			if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+				format = "text"
+			}
+		}
+	}
+	if format == "text" {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+// newRouter returns the echo instance with the service endpoints; roles add
+// their routes to it.
+func newRouter(s *service) *echo.Echo {
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.GET("/healthz", func(c echo.Context) error {
+		return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
+	})
+	e.GET("/readyz", func(c echo.Context) error {
+		ctx, cancel := context.WithTimeout(c.Request().Context(), 3*time.Second)
+		defer cancel()
+		checks := map[string]string{"database": "ok", "s3": "ok"}
+		status := http.StatusOK
+		if err := s.db.Ping(ctx); err != nil {
+			checks["database"], status = "unreachable", http.StatusServiceUnavailable
+		}
+		if err := s.store.Ping(ctx); err != nil {
+			checks["s3"], status = "unreachable", http.StatusServiceUnavailable
+		}
+		return c.JSON(status, checks)
+	})
+	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{})))
+	return e
+}

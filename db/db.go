@@ -1,0 +1,198 @@
+// Package db is hookrelay's only door to PostgreSQL: a pgx pool, the migrations,
+// the sqlc-generated queries (db/internal/dbsqlc) and a small hand-written store
+// that turns rows into hookrelay domain types and pgx.ErrNoRows into
+// hookrelay.ENOTFOUND. Nothing outside this package writes SQL.
+package db
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/db/internal/dbsqlc"
+)
+
+// Config configures the connection pool and the session settings every
+// connection of the application gets.
+type Config struct {
+	// URL is the PostgreSQL connection string (postgres://...). The database is
+	// created when missing (see EnsureDatabase).
+	URL string
+	// MaxConns caps the pool. Default 16.
+	MaxConns int32
+	// MinConns keeps this many connections open. Default 2.
+	MinConns int32
+	// AppName is sent as application_name, visible in pg_stat_activity.
+	// Default "hookrelay".
+	AppName string
+	// StatementTimeout aborts any statement running longer. Default 30s.
+	StatementTimeout time.Duration
+	// IdleInTransactionTimeout ends a session idle inside a transaction for
+	// longer, so a stuck client cannot hold back vacuum. Default 60s.
+	IdleInTransactionTimeout time.Duration
+	// LockTimeout aborts a statement waiting longer for a lock. Default 10s.
+	LockTimeout time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	c.MaxConns = cmp.Or(c.MaxConns, 16)
+	c.MinConns = cmp.Or(c.MinConns, 2)
+	c.AppName = cmp.Or(c.AppName, "hookrelay")
+	c.StatementTimeout = cmp.Or(c.StatementTimeout, 30*time.Second)
+	c.IdleInTransactionTimeout = cmp.Or(c.IdleInTransactionTimeout, 60*time.Second)
+	c.LockTimeout = cmp.Or(c.LockTimeout, 10*time.Second)
+	return c
+}
+
+// DB is the store: a pool and the generated queries.
+type DB struct {
+	pool *pgxpool.Pool
+	q    *dbsqlc.Queries
+	cfg  Config
+}
+
+// Open connects to the database described by cfg (which must exist; see
+// EnsureDatabase) and checks the connection.
+func Open(ctx context.Context, cfg Config) (*DB, error) {
+	cfg = cfg.withDefaults()
+	pcfg, err := pgxpool.ParseConfig(cfg.URL)
+	if err != nil {
+		return nil, hookrelay.WrapError(hookrelay.EINVALID, "invalid database URL", err)
+	}
+	pcfg.MaxConns = cfg.MaxConns
+	pcfg.MinConns = min(cfg.MinConns, cfg.MaxConns)
+	pcfg.MaxConnIdleTime = 5 * time.Minute
+	pcfg.HealthCheckPeriod = 15 * time.Second
+	rp := pcfg.ConnConfig.RuntimeParams
+	rp["application_name"] = cfg.AppName
+	rp["statement_timeout"] = ms(cfg.StatementTimeout)
+	rp["idle_in_transaction_session_timeout"] = ms(cfg.IdleInTransactionTimeout)
+	rp["lock_timeout"] = ms(cfg.LockTimeout)
+	rp["timezone"] = "UTC"
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return nil, fmt.Errorf("open pool: %w", err)
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := pool.Ping(pingCtx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect to database: %w", err)
+	}
+	return &DB{pool: pool, q: dbsqlc.New(pool), cfg: cfg}, nil
+}
+
+func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
+
+// Close closes every connection of the pool.
+func (db *DB) Close() { db.pool.Close() }
+
+// Ping reports whether the database answers.
+func (db *DB) Ping(ctx context.Context) error {
+	if err := db.pool.Ping(ctx); err != nil {
+		return hookrelay.WrapError(hookrelay.EUNAVAILABLE, "database unreachable", err)
+	}
+	return nil
+}
+
+// PoolStats returns the pool's acquired, idle and maximum connections.
+func (db *DB) PoolStats() (acquired, idle, max int32) {
+	s := db.pool.Stat()
+	return s.AcquiredConns(), s.IdleConns(), s.MaxConns()
+}
+
+// EnsureDatabase creates the database named in url when it does not exist,
+// connecting to the server's "postgres" database to do so. It is safe when
+// several processes start at once.
+func EnsureDatabase(ctx context.Context, url string) error {
+	cc, err := pgx.ParseConfig(url)
+	if err != nil {
+		return hookrelay.WrapError(hookrelay.EINVALID, "invalid database URL", err)
+	}
+	name := cc.Database
+	if name == "" {
+		return hookrelay.Errorf(hookrelay.EINVALID, "database URL names no database")
+	}
+	// Connect to the database itself first: the common case needs no admin work.
+	if conn, err := pgx.ConnectConfig(ctx, cc); err == nil {
+		return conn.Close(ctx)
+	} else if !isCode(err, "3D000") { // invalid_catalog_name
+		return fmt.Errorf("connect to database %q: %w", name, err)
+	}
+	admin := cc.Copy()
+	admin.Database = "postgres"
+	conn, err := pgx.ConnectConfig(ctx, admin)
+	if err != nil {
+		return fmt.Errorf("connect to server to create database %q: %w", name, err)
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
+	if err != nil && !isCode(err, "42P04") { // duplicate_database: another process won
+		return fmt.Errorf("create database %q: %w", name, err)
+	}
+	return nil
+}
+
+func isCode(err error, code string) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == code
+}
+
+// notFound maps pgx.ErrNoRows to a hookrelay not-found error naming what.
+func notFound(err error, what string) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return hookrelay.Errorf(hookrelay.ENOTFOUND, "%s not found", what)
+	}
+	return err
+}
+
+// unavailable marks connection-level failures (server down, restarting, pool
+// closed, timeouts) as hookrelay.EUNAVAILABLE so callers answer 503 rather
+// than 500; other errors are returned unchanged.
+func unavailable(err error) error {
+	if err == nil {
+		return nil
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code[:2] {
+		case "08", "53", "57": // connection exception, insufficient resources, operator intervention
+			return hookrelay.WrapError(hookrelay.EUNAVAILABLE, "database unavailable", err)
+		}
+		return err
+	}
+	if errors.Is(err, context.Canceled) {
+		return err
+	}
+	return hookrelay.WrapError(hookrelay.EUNAVAILABLE, "database unavailable", err)
+}
+
+// InTx runs fn in a transaction, committing when it returns nil.
+func (db *DB) inTx(ctx context.Context, fn func(q *dbsqlc.Queries, tx pgx.Tx) error) error {
+	tx, err := db.pool.Begin(ctx)
+	if err != nil {
+		return unavailable(err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if err := fn(db.q.WithTx(tx), tx); err != nil {
+		return err
+	}
+	return unavailable(tx.Commit(ctx))
+}
+
+// unavailableUnlessNoRows is unavailable for every error but pgx.ErrNoRows,
+// which it leaves for notFound.
+func unavailableUnlessNoRows(err error) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return err
+	}
+	return unavailable(err)
+}

@@ -1,0 +1,98 @@
+package db_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/db"
+	"github.com/hookrelay/hookrelay/db/dbtest"
+)
+
+func TestMigrateConcurrentAndIdempotent(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := dbtest.NewURL(t)
+	// Several processes starting at once: each opens its own pool and migrates.
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			store, err := db.Open(ctx, db.Config{URL: url, MaxConns: 2})
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			defer store.Close()
+			_, errs[i] = store.Migrate(ctx, nil)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	store := dbtest.Open(t, url, db.Config{})
+	applied, err := store.Migrate(ctx, nil)
+	require.NoError(t, err)
+	require.Empty(t, applied, "a second migrate applies nothing")
+}
+
+func TestEnsureDatabaseCreatesMissing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := dbtest.NewURL(t)
+	store := dbtest.Open(t, url, db.Config{})
+	_ = store
+	// The test database exists: EnsureDatabase is a no-op on it.
+	require.NoError(t, db.EnsureDatabase(ctx, url))
+}
+
+func TestSessionSettings(t *testing.T) {
+	t.Parallel()
+	store := dbtest.Open(t, dbtest.NewURL(t), db.Config{
+		StatementTimeout:         7 * time.Second,
+		IdleInTransactionTimeout: 11 * time.Second,
+		LockTimeout:              3 * time.Second,
+	})
+	got, err := store.SessionSettings(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, "7s", got["statement_timeout"])
+	require.Equal(t, "11s", got["idle_in_transaction_session_timeout"])
+	require.Equal(t, "3s", got["lock_timeout"])
+}
+
+func TestPartitionsAhead(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := dbtest.New(t)
+	future := time.Now().AddDate(0, 0, 10)
+	n, err := store.EnsurePartitions(ctx, future, 2)
+	require.NoError(t, err)
+	require.Equal(t, 12, n, "4 days x 3 partitioned tables")
+	n, err = store.EnsurePartitions(ctx, future, 2)
+	require.NoError(t, err)
+	require.Zero(t, n, "idempotent")
+}
+
+func TestSettings(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := dbtest.New(t)
+	_, err := store.SettingGet(ctx, "nope")
+	require.Equal(t, hookrelay.ENOTFOUND, hookrelay.ErrorCode(err))
+	ok, err := store.SettingPutIfAbsent(ctx, "k", "v1")
+	require.NoError(t, err)
+	require.True(t, ok)
+	ok, err = store.SettingPutIfAbsent(ctx, "k", "v2")
+	require.NoError(t, err)
+	require.False(t, ok)
+	v, err := store.SettingGet(ctx, "k")
+	require.NoError(t, err)
+	require.Equal(t, "v1", v)
+}

@@ -1,0 +1,71 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+
+	"github.com/hookrelay/hookrelay/migrations"
+)
+
+// migrationLockID is the advisory lock key serialising migrations across
+// processes that start at the same time.
+const migrationLockID = 7368211000
+
+// Migrate applies every pending migration, holding a session advisory lock so
+// that concurrent start-ups apply each migration once. It then makes sure the
+// day partitions around today exist. It returns the versions applied.
+func (db *DB) Migrate(ctx context.Context, logger *slog.Logger) ([]int64, error) {
+	sqlDB := stdlib.OpenDBFromPool(db.pool)
+	defer sqlDB.Close()
+	applied, err := migrate(ctx, sqlDB, logger)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := db.EnsurePartitions(ctx, time.Now(), 2); err != nil {
+		return applied, err
+	}
+	return applied, nil
+}
+
+func migrate(ctx context.Context, sqlDB *sql.DB, logger *slog.Logger) ([]int64, error) {
+	locker, err := lock.NewPostgresSessionLocker(lock.WithLockID(migrationLockID))
+	if err != nil {
+		return nil, fmt.Errorf("migration locker: %w", err)
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, sqlDB, migrations.FS,
+		goose.WithSessionLocker(locker), goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		return nil, fmt.Errorf("migration provider: %w", err)
+	}
+	results, err := p.Up(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("apply migrations: %w", err)
+	}
+	var versions []int64
+	for _, r := range results {
+		versions = append(versions, r.Source.Version)
+		if logger != nil {
+			logger.Info("migration applied", "version", r.Source.Version, "file", r.Source.Path, "duration", r.Duration)
+		}
+	}
+	return versions, nil
+}
+
+// EnsurePartitions creates the day partitions of the partitioned tables from
+// the day before now through `ahead` days after it (UTC). It returns how many
+// partitions it created.
+func (db *DB) EnsurePartitions(ctx context.Context, now time.Time, ahead int) (int, error) {
+	day := now.UTC().Truncate(24 * time.Hour).AddDate(0, 0, -1)
+	n, err := db.q.PartitionsEnsure(ctx, dbsqlcPartitions(day, ahead+1))
+	if err != nil {
+		return 0, fmt.Errorf("ensure partitions: %w", unavailable(err))
+	}
+	return int(n), nil
+}

@@ -1,0 +1,54 @@
+package db
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/hookrelay/hookrelay/db/internal/dbsqlc"
+)
+
+func dbsqlcPartitions(from time.Time, days int) dbsqlc.PartitionsEnsureParams {
+	return dbsqlc.PartitionsEnsureParams{FromDay: from, Days: int32(days)}
+}
+
+// SettingGet returns the named setting, or a hookrelay.ENOTFOUND error.
+func (db *DB) SettingGet(ctx context.Context, name string) (string, error) {
+	v, err := db.q.SettingGet(ctx, name)
+	if err != nil {
+		return "", notFound(unavailableUnlessNoRows(err), "setting "+name)
+	}
+	return v, nil
+}
+
+// SettingPutIfAbsent stores the setting unless it exists and reports whether
+// it stored it.
+func (db *DB) SettingPutIfAbsent(ctx context.Context, name, value string) (bool, error) {
+	n, err := db.q.SettingPutIfAbsent(ctx, dbsqlc.SettingPutIfAbsentParams{Name: name, Value: value})
+	if err != nil {
+		return false, fmt.Errorf("put setting %s: %w", name, unavailable(err))
+	}
+	return n == 1, nil
+}
+
+// SettingPut stores the setting, replacing any value.
+func (db *DB) SettingPut(ctx context.Context, name, value string) error {
+	if err := db.q.SettingPut(ctx, dbsqlc.SettingPutParams{Name: name, Value: value}); err != nil {
+		return fmt.Errorf("put setting %s: %w", name, unavailable(err))
+	}
+	return nil
+}
+
+// SessionSettings returns the timeouts in force on a pooled session, as
+// PostgreSQL shows them (e.g. "30s").
+func (db *DB) SessionSettings(ctx context.Context) (map[string]string, error) {
+	r, err := db.q.SessionSettings(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("session settings: %w", unavailable(err))
+	}
+	return map[string]string{
+		"statement_timeout":                   r.StatementTimeout,
+		"idle_in_transaction_session_timeout": r.IdleInTransactionSessionTimeout,
+		"lock_timeout":                        r.LockTimeout,
+	}, nil
+}

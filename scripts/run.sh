@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# `make run`: database from the machine, the embedded S3 store, all roles.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+server=$(scripts/pg-url.sh)
+if [ -z "${DATABASE_URL:-}" ]; then
+  # Same server, our own database (created by `serve` when missing).
+  export DATABASE_URL="${server%%/postgres\?*}/hookrelay?sslmode=disable"
+fi
+mkdir -p data
+if [ -z "${HOOKRELAY_ADMIN_TOKEN:-}" ]; then
+  [ -s data/admin-token ] || { umask 077; ./bin/hookrelay token > data/admin-token; }
+  HOOKRELAY_ADMIN_TOKEN=$(cat data/admin-token)
+  export HOOKRELAY_ADMIN_TOKEN
+fi
+addr="${HOOKRELAY_ADDR:-127.0.0.1:8080}"
+echo "hookrelay: dashboard http://$addr/ui/"
+echo "hookrelay: admin token $HOOKRELAY_ADMIN_TOKEN (kept in data/admin-token)"
+exec ./bin/hookrelay serve "$@"
