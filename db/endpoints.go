@@ -1,0 +1,272 @@
+package db
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hookrelay/hookrelay/db/internal/dbsqlc"
+)
+
+// Endpoint statuses.
+const (
+	EndpointEnabled  = "enabled"
+	EndpointDisabled = "disabled"
+	EndpointDeleted  = "deleted"
+)
+
+// SecretOverlap is how long a rotated-out endpoint secret keeps signing.
+const SecretOverlap = 24 * time.Hour
+
+// Endpoint is a merchant URL with its filters and delivery settings.
+type Endpoint struct {
+	ID              int64
+	MerchantID      int64
+	URL             string
+	Description     string
+	CarrierIDs      []int64  // empty = every carrier
+	EventTypes      []string // empty = every event type
+	Status          string   // enabled | disabled | deleted
+	DisabledReason  string
+	MaxInFlight     int
+	RateLimitPerSec int    // 0 = unlimited
+	PayloadMode     string // inline | reference
+	RetrySchedule   []time.Duration
+	Timeout         time.Duration
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+}
+
+// EndpointFields are the settable fields of an endpoint.
+type EndpointFields struct {
+	URL             string
+	Description     string
+	CarrierIDs      []int64
+	EventTypes      []string
+	MaxInFlight     int             // default 10
+	RateLimitPerSec int             // default 0
+	PayloadMode     string          // default inline
+	RetrySchedule   []time.Duration // empty = the default schedule
+	Timeout         time.Duration   // default 15 s
+}
+
+func (f EndpointFields) withDefaults() EndpointFields {
+	if f.MaxInFlight == 0 {
+		f.MaxInFlight = 10
+	}
+	if f.PayloadMode == "" {
+		f.PayloadMode = "inline"
+	}
+	if f.Timeout == 0 {
+		f.Timeout = 15 * time.Second
+	}
+	if f.CarrierIDs == nil {
+		f.CarrierIDs = []int64{}
+	}
+	if f.EventTypes == nil {
+		f.EventTypes = []string{}
+	}
+	return f
+}
+
+func msList(ds []time.Duration) []int64 {
+	out := make([]int64, len(ds))
+	for i, d := range ds {
+		out[i] = d.Milliseconds()
+	}
+	return out
+}
+
+func endpointFrom(r dbsqlc.Endpoint) Endpoint {
+	sched := make([]time.Duration, len(r.RetryScheduleMs))
+	for i, v := range r.RetryScheduleMs {
+		sched[i] = time.Duration(v) * time.Millisecond
+	}
+	return Endpoint{
+		ID: r.ID, MerchantID: r.MerchantID, URL: r.Url, Description: r.Description,
+		CarrierIDs: r.CarrierIds, EventTypes: r.EventTypes, Status: r.Status,
+		DisabledReason: r.DisabledReason, MaxInFlight: int(r.MaxInFlight),
+		RateLimitPerSec: int(r.RateLimitPerSec), PayloadMode: r.PayloadMode,
+		RetrySchedule: sched, Timeout: time.Duration(r.TimeoutMs) * time.Millisecond,
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+	}
+}
+
+// EndpointCreate inserts an enabled endpoint of merchantID together with its
+// first signing secret.
+func (db *DB) EndpointCreate(ctx context.Context, merchantID int64, f EndpointFields, secret string) (Endpoint, error) {
+	f = f.withDefaults()
+	var ep Endpoint
+	err := db.inTx(ctx, func(q *dbsqlc.Queries, _ pgx.Tx) error {
+		r, err := q.EndpointInsert(ctx, dbsqlc.EndpointInsertParams{
+			MerchantID: merchantID, Url: f.URL, Description: f.Description,
+			CarrierIds: f.CarrierIDs, EventTypes: f.EventTypes, MaxInFlight: int32(f.MaxInFlight),
+			RateLimitPerSec: int32(f.RateLimitPerSec), PayloadMode: f.PayloadMode,
+			RetryScheduleMs: msList(f.RetrySchedule), TimeoutMs: int32(f.Timeout.Milliseconds()),
+		})
+		if err != nil {
+			return unavailable(err)
+		}
+		if _, err := q.EndpointSecretInsert(ctx, dbsqlc.EndpointSecretInsertParams{EndpointID: r.ID, Secret: secret}); err != nil {
+			return unavailable(err)
+		}
+		ep = endpointFrom(r)
+		return nil
+	})
+	if err != nil {
+		return Endpoint{}, fmt.Errorf("create endpoint: %w", err)
+	}
+	return ep, nil
+}
+
+// EndpointGet returns the endpoint with id unless deleted, or hookrelay.ENOTFOUND.
+func (db *DB) EndpointGet(ctx context.Context, id int64) (Endpoint, error) {
+	r, err := db.q.EndpointGet(ctx, id)
+	if err != nil {
+		return Endpoint{}, notFound(unavailableUnlessNoRows(err), "endpoint")
+	}
+	return endpointFrom(r), nil
+}
+
+// EndpointList returns up to limit endpoints (not deleted) of merchantID (0 =
+// every merchant) with ids above afterID, by id.
+func (db *DB) EndpointList(ctx context.Context, merchantID, afterID int64, limit int) ([]Endpoint, error) {
+	rows, err := db.q.EndpointList(ctx, dbsqlc.EndpointListParams{MerchantID: merchantID, AfterID: afterID, Lim: int32(limit)})
+	if err != nil {
+		return nil, fmt.Errorf("list endpoints: %w", unavailable(err))
+	}
+	out := make([]Endpoint, len(rows))
+	for i, r := range rows {
+		out[i] = endpointFrom(r)
+	}
+	return out, nil
+}
+
+// EndpointRoute is the part of an endpoint the ingest fan-out needs.
+type EndpointRoute struct {
+	ID         int64
+	MerchantID int64
+	CarrierIDs []int64  // empty = every carrier
+	EventTypes []string // empty = every event type
+	Status     string
+}
+
+// EndpointRoutes returns every endpoint that is not deleted.
+func (db *DB) EndpointRoutes(ctx context.Context) ([]EndpointRoute, error) {
+	rows, err := db.q.EndpointsLive(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("load endpoint routes: %w", unavailable(err))
+	}
+	out := make([]EndpointRoute, len(rows))
+	for i, r := range rows {
+		out[i] = EndpointRoute{ID: r.ID, MerchantID: r.MerchantID, CarrierIDs: r.CarrierIds, EventTypes: r.EventTypes, Status: r.Status}
+	}
+	return out, nil
+}
+
+// EndpointUpdate replaces the settable fields of endpoint id (callers merge a
+// partial update into the current fields first).
+func (db *DB) EndpointUpdate(ctx context.Context, id int64, f EndpointFields) (Endpoint, error) {
+	f = f.withDefaults()
+	r, err := db.q.EndpointUpdate(ctx, dbsqlc.EndpointUpdateParams{
+		ID: id, Url: f.URL, Description: f.Description, CarrierIds: f.CarrierIDs, EventTypes: f.EventTypes,
+		MaxInFlight: int32(f.MaxInFlight), RateLimitPerSec: int32(f.RateLimitPerSec), PayloadMode: f.PayloadMode,
+		RetryScheduleMs: msList(f.RetrySchedule), TimeoutMs: int32(f.Timeout.Milliseconds()),
+	})
+	if err != nil {
+		return Endpoint{}, notFound(unavailableUnlessNoRows(err), "endpoint")
+	}
+	return endpointFrom(r), nil
+}
+
+// EndpointFieldsOf returns the settable fields of ep.
+func EndpointFieldsOf(ep Endpoint) EndpointFields {
+	return EndpointFields{
+		URL: ep.URL, Description: ep.Description, CarrierIDs: ep.CarrierIDs, EventTypes: ep.EventTypes,
+		MaxInFlight: ep.MaxInFlight, RateLimitPerSec: ep.RateLimitPerSec, PayloadMode: ep.PayloadMode,
+		RetrySchedule: ep.RetrySchedule, Timeout: ep.Timeout,
+	}
+}
+
+// EndpointEnable enables endpoint id, resets its health (failures, circuit)
+// and makes its held deliveries visible at once.
+func (db *DB) EndpointEnable(ctx context.Context, id int64) (Endpoint, error) {
+	var ep Endpoint
+	err := db.inTx(ctx, func(q *dbsqlc.Queries, _ pgx.Tx) error {
+		r, err := q.EndpointSetStatus(ctx, dbsqlc.EndpointSetStatusParams{ID: id, Status: EndpointEnabled})
+		if err != nil {
+			return notFound(unavailableUnlessNoRows(err), "endpoint")
+		}
+		if err := q.EndpointHealthReset(ctx, id); err != nil {
+			return unavailable(err)
+		}
+		if _, err := q.EndpointDeliveriesRelease(ctx, id); err != nil {
+			return unavailable(err)
+		}
+		ep = endpointFrom(r)
+		return nil
+	})
+	return ep, err
+}
+
+// EndpointDisable disables endpoint id; the dispatcher holds its deliveries.
+func (db *DB) EndpointDisable(ctx context.Context, id int64, reason string) (Endpoint, error) {
+	r, err := db.q.EndpointSetStatus(ctx, dbsqlc.EndpointSetStatusParams{ID: id, Status: EndpointDisabled, DisabledReason: reason})
+	if err != nil {
+		return Endpoint{}, notFound(unavailableUnlessNoRows(err), "endpoint")
+	}
+	return endpointFrom(r), nil
+}
+
+// EndpointDelete marks endpoint id deleted and deletes its pending
+// deliveries; it returns how many deliveries it deleted.
+func (db *DB) EndpointDelete(ctx context.Context, id int64) (int64, error) {
+	var n int64
+	err := db.inTx(ctx, func(q *dbsqlc.Queries, _ pgx.Tx) error {
+		if _, err := q.EndpointSetStatus(ctx, dbsqlc.EndpointSetStatusParams{ID: id, Status: EndpointDeleted}); err != nil {
+			return notFound(unavailableUnlessNoRows(err), "endpoint")
+		}
+		var err error
+		n, err = q.EndpointDeliveriesDelete(ctx, id)
+		return unavailable(err)
+	})
+	return n, err
+}
+
+// EndpointSecret is a signing secret of an endpoint.
+type EndpointSecret struct {
+	ID        int64
+	Secret    string
+	CreatedAt time.Time
+	ExpiresAt *time.Time // nil: no expiry
+}
+
+// EndpointSecretRotate adds secret as the newest secret of endpoint id; every
+// older secret expires SecretOverlap from now (or sooner if set so).
+func (db *DB) EndpointSecretRotate(ctx context.Context, id int64, secret string) error {
+	return db.inTx(ctx, func(q *dbsqlc.Queries, _ pgx.Tx) error {
+		if _, err := q.EndpointGet(ctx, id); err != nil {
+			return notFound(unavailableUnlessNoRows(err), "endpoint")
+		}
+		if err := q.EndpointSecretsExpire(ctx, dbsqlc.EndpointSecretsExpireParams{EndpointID: id, Overlap: SecretOverlap}); err != nil {
+			return unavailable(err)
+		}
+		_, err := q.EndpointSecretInsert(ctx, dbsqlc.EndpointSecretInsertParams{EndpointID: id, Secret: secret})
+		return unavailable(err)
+	})
+}
+
+// EndpointSecretsActive returns the unexpired secrets of endpoint id, newest first.
+func (db *DB) EndpointSecretsActive(ctx context.Context, id int64) ([]EndpointSecret, error) {
+	rows, err := db.q.EndpointSecretsActive(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("endpoint secrets: %w", unavailable(err))
+	}
+	out := make([]EndpointSecret, len(rows))
+	for i, r := range rows {
+		out[i] = EndpointSecret{ID: r.ID, Secret: r.Secret, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt}
+	}
+	return out, nil
+}

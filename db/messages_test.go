@@ -1,0 +1,136 @@
+package db_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/db"
+	"github.com/hookrelay/hookrelay/db/dbtest"
+)
+
+func newMsg(carrierID int64, key, idem string, eps ...int64) db.NewMessage {
+	p := []byte(`{"tracking_no":"` + key + `"}`)
+	sum := sha256.Sum256(p)
+	return db.NewMessage{
+		CarrierID: carrierID, OrderingKey: key, EventType: "delivered", Queue: hookrelay.QueueFor(key, 32),
+		IdempotencyKey: idem, Payload: p, PayloadSize: len(p), PayloadSHA256: sum[:], EndpointIDs: eps,
+	}
+}
+
+func TestMessageInsertManyStoresMessagesAndDeliveries(t *testing.T) {
+	t.Parallel()
+	store := dbtest.New(t)
+	ctx := context.Background()
+	c, _ := dbtest.Carrier(t, store, nil)
+	e1, _ := dbtest.Endpoint(t, store, nil)
+	e2, _ := dbtest.Endpoint(t, store, nil)
+
+	res, err := store.MessageInsertMany(ctx, []db.NewMessage{
+		newMsg(c.ID, "A1", "", e1.ID, e2.ID),
+		newMsg(c.ID, "A2", "", e1.ID),
+		newMsg(c.ID, "A3", ""),
+	})
+	require.NoError(t, err)
+	require.Len(t, res, 3)
+	require.Len(t, res[0].DeliveryIDs, 2)
+	require.Len(t, res[1].DeliveryIDs, 1)
+	require.Empty(t, res[2].DeliveryIDs)
+	require.NotEqual(t, res[0].ID, res[1].ID)
+	for i, r := range res {
+		m, err := store.MessageGet(ctx, r.ID, r.ReceivedAt)
+		require.NoError(t, err)
+		require.Equal(t, []byte(`{"tracking_no":"A`+string(rune('1'+i))+`"}`), m.Payload)
+		require.Equal(t, r.Deliveries, m.Deliveries)
+	}
+	_, err = store.MessageGet(ctx, res[0].ID+1000, res[0].ReceivedAt)
+	require.Equal(t, hookrelay.ENOTFOUND, hookrelay.ErrorCode(err))
+}
+
+func TestMessageInsertManyOffloadedAndReservedID(t *testing.T) {
+	t.Parallel()
+	store := dbtest.New(t)
+	ctx := context.Background()
+	ids, err := store.MessageIDsReserve(ctx, 2)
+	require.NoError(t, err)
+	require.Len(t, ids, 2)
+	c, _ := dbtest.Carrier(t, store, nil)
+	m := newMsg(c.ID, "K", "")
+	m.ID, m.Payload, m.PayloadKey = ids[1], nil, "payloads/x/1"
+	res, err := store.MessageInsertMany(ctx, []db.NewMessage{m})
+	require.NoError(t, err)
+	require.Equal(t, ids[1], res[0].ID)
+	got, err := store.MessageGetByID(ctx, ids[1])
+	require.NoError(t, err)
+	require.Nil(t, got.Payload)
+	require.Equal(t, "payloads/x/1", got.PayloadKey)
+}
+
+func TestMessageInsertManyIdempotency(t *testing.T) {
+	t.Parallel()
+	store := dbtest.New(t)
+	ctx := context.Background()
+	c, _ := dbtest.Carrier(t, store, nil)
+	other, _ := dbtest.Carrier(t, store, nil)
+	ep, _ := dbtest.Endpoint(t, store, nil)
+
+	// Within one batch: the second use of a key is a duplicate of the first.
+	res, err := store.MessageInsertMany(ctx, []db.NewMessage{
+		newMsg(c.ID, "K1", "idem-1", ep.ID),
+		newMsg(c.ID, "K1", "idem-1", ep.ID),
+		newMsg(other.ID, "K1", "idem-1", ep.ID), // another carrier: its own key space
+	})
+	require.NoError(t, err)
+	require.False(t, res[0].Duplicate)
+	require.True(t, res[1].Duplicate)
+	require.Equal(t, res[0].ID, res[1].ID)
+	require.Equal(t, 1, res[1].Deliveries)
+	require.False(t, res[2].Duplicate)
+
+	// Across batches.
+	res2, err := store.MessageInsertMany(ctx, []db.NewMessage{newMsg(c.ID, "K1", "idem-1", ep.ID), newMsg(c.ID, "K2", "idem-2", ep.ID)})
+	require.NoError(t, err)
+	require.True(t, res2[0].Duplicate)
+	require.Equal(t, res[0].ID, res2[0].ID)
+	require.Nil(t, res2[0].DeliveryIDs)
+	require.False(t, res2[1].Duplicate)
+}
+
+func TestMessageInsertManyConcurrentDuplicates(t *testing.T) {
+	t.Parallel()
+	store := dbtest.New(t)
+	ctx := context.Background()
+	c, _ := dbtest.Carrier(t, store, nil)
+	ep, _ := dbtest.Endpoint(t, store, nil)
+	const n = 8
+	results := make([]db.StoredMessage, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			res, err := store.MessageInsertMany(ctx, []db.NewMessage{newMsg(c.ID, "K", "same", ep.ID)})
+			require.NoError(t, err)
+			results[i] = res[0]
+		}()
+	}
+	close(start)
+	wg.Wait()
+	firsts := 0
+	for _, r := range results {
+		require.Equal(t, results[0].ID, r.ID)
+		if !r.Duplicate {
+			firsts++
+		}
+	}
+	require.Equal(t, 1, firsts, "exactly one request stores the message")
+	got, err := store.MessageGetByID(ctx, results[0].ID)
+	require.NoError(t, err)
+	require.Equal(t, "same", got.IdempotencyKey)
+}
