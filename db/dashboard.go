@@ -1,0 +1,248 @@
+package db
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hookrelay/hookrelay/db/internal/dbsqlc"
+)
+
+// Read models for the dashboard (web/). Every query behind them is
+// index-driven and bounded; see db/queries/dashboard.sql.
+
+// DashboardOverview are the live numbers of the overview page that are read
+// from the tables rather than from the sampled counters.
+type DashboardOverview struct {
+	// Backlog is the number of pending deliveries per logical queue (index =
+	// queue number; the slice has at least `queues` entries).
+	Backlog []int64
+	// OldestPending is when the message of the oldest pending delivery was
+	// received; zero when nothing is pending.
+	OldestPending time.Time
+	// DeadLetters is the number of dead letters: exact up to
+	// DeadLettersExact, else the planner's estimate.
+	DeadLetters      int64
+	DeadLettersExact bool
+	// MessagesTotal and DeliveriesTotal are how many message and delivery ids
+	// were ever handed out (from the sequences, not a count).
+	MessagesTotal   int64
+	DeliveriesTotal int64
+}
+
+// deadLetterExactCap is how many dead letters are counted exactly before the
+// overview switches to the pg_class estimate.
+const deadLetterExactCap = 10000
+
+// DashboardOverview reads the overview numbers for `queues` logical queues.
+func (db *DB) DashboardOverview(ctx context.Context, queues int) (DashboardOverview, error) {
+	var o DashboardOverview
+	rows, err := db.q.DashboardBacklogByQueue(ctx)
+	if err != nil {
+		return o, fmt.Errorf("backlog by queue: %w", unavailable(err))
+	}
+	n := queues
+	for _, r := range rows {
+		n = max(n, int(r.Queue)+1)
+	}
+	o.Backlog = make([]int64, n)
+	for _, r := range rows {
+		o.Backlog[r.Queue] = r.N
+	}
+	if len(rows) > 0 {
+		at, err := db.q.DashboardOldestPending(ctx)
+		switch {
+		case err == nil:
+			o.OldestPending = at
+		case !errors.Is(err, pgx.ErrNoRows): // emptied meanwhile: nothing pending
+			return o, fmt.Errorf("oldest pending: %w", unavailable(err))
+		}
+	}
+	exact, err := db.q.DashboardCappedCount(ctx, deadLetterExactCap+1)
+	if err != nil {
+		return o, fmt.Errorf("count dead letters: %w", unavailable(err))
+	}
+	o.DeadLetters, o.DeadLettersExact = exact, exact <= deadLetterExactCap
+	if !o.DeadLettersExact {
+		est, err := db.q.DashboardRelEstimate(ctx, "dead_letters")
+		if err != nil {
+			return o, fmt.Errorf("estimate dead letters: %w", unavailable(err))
+		}
+		o.DeadLetters = max(est, exact)
+	}
+	if o.MessagesTotal, err = db.q.DashboardSequenceValue(ctx, "messages_id_seq"); err != nil {
+		return o, fmt.Errorf("messages sequence: %w", notFound(unavailableUnlessNoRows(err), "sequence"))
+	}
+	if o.DeliveriesTotal, err = db.q.DashboardSequenceValue(ctx, "deliveries_id_seq"); err != nil {
+		return o, fmt.Errorf("deliveries sequence: %w", notFound(unavailableUnlessNoRows(err), "sequence"))
+	}
+	return o, nil
+}
+
+// DashboardSample is one row of the sampled service counters (stat_samples),
+// its data left as JSON for the reader to decode.
+type DashboardSample struct {
+	At   time.Time
+	Data json.RawMessage
+}
+
+// DashboardSamplesSince returns the samples taken since since, oldest first
+// (at most 2,000).
+func (db *DB) DashboardSamplesSince(ctx context.Context, since time.Time) ([]DashboardSample, error) {
+	rows, err := db.q.DashboardStatSamples(ctx, since)
+	if err != nil {
+		return nil, fmt.Errorf("stat samples: %w", unavailable(err))
+	}
+	out := make([]DashboardSample, len(rows))
+	for i, r := range rows {
+		out[i] = DashboardSample{At: r.SampledAt, Data: json.RawMessage(r.Data)}
+	}
+	return out, nil
+}
+
+// EndpointStatus is an endpoint with its delivery health.
+type EndpointStatus struct {
+	ID                  int64
+	MerchantID          int64
+	URL                 string
+	Description         string
+	Status              string // enabled | disabled
+	DisabledReason      string
+	PayloadMode         string
+	CreatedAt           time.Time
+	ConsecutiveFailures int
+	CircuitState        string // closed | open | half_open
+	CircuitOpenUntil    *time.Time
+	FailingSince        *time.Time
+	LastSuccessAt       *time.Time
+	LastFailureAt       *time.Time
+	LastError           string
+}
+
+// DashboardEndpoints returns up to limit endpoints of merchantID (0 = all)
+// with ids above afterID, with their health, by id.
+func (db *DB) DashboardEndpoints(ctx context.Context, merchantID, afterID int64, limit int) ([]EndpointStatus, error) {
+	rows, err := db.q.DashboardEndpoints(ctx, dbsqlc.DashboardEndpointsParams{MerchantID: merchantID, AfterID: afterID, Lim: int32(limit)})
+	if err != nil {
+		return nil, fmt.Errorf("list endpoints with health: %w", unavailable(err))
+	}
+	out := make([]EndpointStatus, len(rows))
+	for i, r := range rows {
+		out[i] = EndpointStatus{
+			ID: r.ID, MerchantID: r.MerchantID, URL: r.Url, Description: r.Description, Status: r.Status,
+			DisabledReason: r.DisabledReason, PayloadMode: r.PayloadMode, CreatedAt: r.CreatedAt,
+			ConsecutiveFailures: int(r.ConsecutiveFailures), CircuitState: r.CircuitState,
+			CircuitOpenUntil: r.CircuitOpenUntil, FailingSince: r.FailingSince,
+			LastSuccessAt: r.LastSuccessAt, LastFailureAt: r.LastFailureAt, LastError: r.LastError,
+		}
+	}
+	return out, nil
+}
+
+// DashboardEndpointPending counts the pending deliveries of an endpoint up to
+// limit.
+func (db *DB) DashboardEndpointPending(ctx context.Context, endpointID int64, limit int) (int64, error) {
+	n, err := db.q.DashboardEndpointPending(ctx, dbsqlc.DashboardEndpointPendingParams{EndpointID: endpointID, Cap: int32(limit)})
+	if err != nil {
+		return 0, fmt.Errorf("count pending: %w", unavailable(err))
+	}
+	return n, nil
+}
+
+// DeadLetterView is a dead letter as the dashboard shows it.
+type DeadLetterView struct {
+	ID                int64 // the delivery id
+	MessageID         int64
+	MessageReceivedAt time.Time
+	EndpointID        int64
+	MerchantID        int64
+	CarrierID         int64
+	Queue             int
+	OrderingKey       string
+	EventType         string
+	Attempts          int
+	LastStatus        *int
+	LastError         string
+	CreatedAt         time.Time
+}
+
+func deadLetterViewFrom(r dbsqlc.DeadLetter) DeadLetterView {
+	v := DeadLetterView{
+		ID: r.ID, MessageID: r.MessageID, MessageReceivedAt: r.MessageReceivedAt, EndpointID: r.EndpointID,
+		MerchantID: r.MerchantID, CarrierID: r.CarrierID, Queue: int(r.Queue), OrderingKey: r.OrderingKey,
+		EventType: r.EventType, Attempts: int(r.Attempts), LastError: r.LastError, CreatedAt: r.CreatedAt,
+	}
+	if r.LastStatus != nil {
+		s := int(*r.LastStatus)
+		v.LastStatus = &s
+	}
+	return v
+}
+
+// DeadLetterQuery filters dead letters: zero fields match anything.
+type DeadLetterQuery struct {
+	EndpointID int64
+	CarrierID  int64
+	MerchantID int64
+	Since      time.Time // created at or after
+	Until      time.Time // created before; zero = no bound
+}
+
+func (f DeadLetterQuery) bounds() (time.Time, time.Time) {
+	since, until := f.Since, f.Until
+	if since.IsZero() {
+		since = time.Unix(0, 0)
+	}
+	if until.IsZero() {
+		until = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
+	}
+	return since, until
+}
+
+// DashboardDeadLetters returns up to limit dead letters matching f, newest
+// first, strictly below the keyset cursor (beforeAt, beforeID); a zero
+// beforeAt starts at the newest.
+func (db *DB) DashboardDeadLetters(ctx context.Context, f DeadLetterQuery, beforeAt time.Time, beforeID int64, limit int) ([]DeadLetterView, error) {
+	since, until := f.bounds()
+	if beforeAt.IsZero() {
+		beforeAt, beforeID = until, 0
+	}
+	rows, err := db.q.DashboardDeadLetters(ctx, dbsqlc.DashboardDeadLettersParams{
+		EndpointID: f.EndpointID, CarrierID: f.CarrierID, MerchantID: f.MerchantID,
+		Since: since, Until: until, BeforeAt: beforeAt, BeforeID: beforeID, Lim: int32(limit),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list dead letters: %w", unavailable(err))
+	}
+	out := make([]DeadLetterView, len(rows))
+	for i, r := range rows {
+		out[i] = deadLetterViewFrom(r)
+	}
+	return out, nil
+}
+
+// DashboardDeadLettersCount counts the dead letters matching f up to limit.
+func (db *DB) DashboardDeadLettersCount(ctx context.Context, f DeadLetterQuery, limit int) (int64, error) {
+	since, until := f.bounds()
+	n, err := db.q.DashboardDeadLettersCount(ctx, dbsqlc.DashboardDeadLettersCountParams{
+		EndpointID: f.EndpointID, CarrierID: f.CarrierID, MerchantID: f.MerchantID,
+		Since: since, Until: until, Cap: int32(limit),
+	})
+	if err != nil {
+		return 0, fmt.Errorf("count dead letters: %w", unavailable(err))
+	}
+	return n, nil
+}
+
+// DashboardDeadLetter returns one dead letter, or hookrelay.ENOTFOUND.
+func (db *DB) DashboardDeadLetter(ctx context.Context, id int64) (DeadLetterView, error) {
+	r, err := db.q.DashboardDeadLetter(ctx, id)
+	if err != nil {
+		return DeadLetterView{}, notFound(unavailableUnlessNoRows(err), "dead letter")
+	}
+	return deadLetterViewFrom(r), nil
+}
