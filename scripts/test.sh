@@ -14,6 +14,11 @@ echo "== gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' | grep -v '^tools/') 2>/dev/null || true)
 if [ -n "$unformatted" ]; then echo "not gofmt-ed:"; echo "$unformatted"; exit 1; fi
 
+if [ -x scripts/browser-deps.sh ]; then
+  echo "== browser for dashboard tests"
+  scripts/browser-deps.sh
+fi
+
 echo "== go test -race"
 go test -race -count=1 -timeout 30m ./...
 
