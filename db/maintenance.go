@@ -1,0 +1,259 @@
+package db
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hookrelay/hookrelay/db/internal/dbsqlc"
+)
+
+// SessionConfig configures a dedicated maintenance session: one connection of
+// its own, outside the pool, never left inside a transaction.
+type SessionConfig struct {
+	// AppName is the session's application_name. Default "hookrelay-maintenance".
+	AppName string
+	// StatementTimeout bounds one statement; VACUUM of a large table and a
+	// DETACH waiting for old snapshots need longer than API queries.
+	// Default 10m.
+	StatementTimeout time.Duration
+	// LockTimeout bounds waiting for a lock, so DDL never queues in front of
+	// the application's statements for long. Default 5s.
+	LockTimeout time.Duration
+	// IdleInTransactionTimeout ends the session if it is ever left idle in a
+	// transaction. Default 60s.
+	IdleInTransactionTimeout time.Duration
+}
+
+func (c SessionConfig) withDefaults() SessionConfig {
+	c.AppName = cmp.Or(c.AppName, "hookrelay-maintenance")
+	c.StatementTimeout = cmp.Or(c.StatementTimeout, 10*time.Minute)
+	c.LockTimeout = cmp.Or(c.LockTimeout, 5*time.Second)
+	c.IdleInTransactionTimeout = cmp.Or(c.IdleInTransactionTimeout, 60*time.Second)
+	return c
+}
+
+// Session is a dedicated connection for maintenance work: the session-level
+// leadership lock, partition DDL and VACUUM (which cannot run in a
+// transaction). Every statement runs in autocommit, so the session is never
+// idle in a transaction; when the connection is lost, the server releases its
+// lock. A Session is not safe for concurrent use.
+type Session struct {
+	conn *pgx.Conn
+	q    *dbsqlc.Queries
+}
+
+// OpenSession opens a dedicated session on the store's database.
+func (db *DB) OpenSession(ctx context.Context, cfg SessionConfig) (*Session, error) {
+	cfg = cfg.withDefaults()
+	cc, err := pgx.ParseConfig(db.cfg.URL)
+	if err != nil {
+		return nil, fmt.Errorf("open session: %w", err)
+	}
+	rp := cc.RuntimeParams
+	rp["application_name"] = cfg.AppName
+	rp["statement_timeout"] = ms(cfg.StatementTimeout)
+	rp["lock_timeout"] = ms(cfg.LockTimeout)
+	rp["idle_in_transaction_session_timeout"] = ms(cfg.IdleInTransactionTimeout)
+	rp["timezone"] = "UTC"
+	conn, err := pgx.ConnectConfig(ctx, cc)
+	if err != nil {
+		return nil, fmt.Errorf("open session: %w", unavailable(err))
+	}
+	return &Session{conn: conn, q: dbsqlc.New(conn)}, nil
+}
+
+// Close closes the connection, releasing any lock it holds.
+func (s *Session) Close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = s.conn.Close(ctx)
+}
+
+// Ping reports whether the session's connection still answers.
+func (s *Session) Ping(ctx context.Context) error {
+	if err := s.conn.Ping(ctx); err != nil {
+		return fmt.Errorf("session ping: %w", unavailable(err))
+	}
+	return nil
+}
+
+// PID returns the server process id of the session.
+func (s *Session) PID() uint32 { return s.conn.PgConn().PID() }
+
+// TryLock takes the session-level advisory lock key without waiting and
+// reports whether this session now holds it.
+func (s *Session) TryLock(ctx context.Context, key int64) (bool, error) {
+	ok, err := s.q.MaintenanceTryLock(ctx, key)
+	if err != nil {
+		return false, fmt.Errorf("try lock %d: %w", key, unavailable(err))
+	}
+	return ok, nil
+}
+
+// Unlock releases the advisory lock key held by this session.
+func (s *Session) Unlock(ctx context.Context, key int64) error {
+	if _, err := s.q.MaintenanceUnlock(ctx, key); err != nil {
+		return fmt.Errorf("unlock %d: %w", key, unavailable(err))
+	}
+	return nil
+}
+
+// Vacuum runs a plain VACUUM (never FULL) of table.
+func (s *Session) Vacuum(ctx context.Context, table string) error {
+	stmt, err := s.q.VacuumStatement(ctx, table)
+	if err == nil {
+		_, err = s.conn.Exec(ctx, stmt)
+	}
+	if err != nil {
+		return fmt.Errorf("vacuum %s: %w", table, unavailable(err))
+	}
+	return nil
+}
+
+// DetachPartition detaches child from parent CONCURRENTLY (the parent stays
+// writable). An interrupted detach leaves the child "detach pending"; call
+// FinalizeDetach then.
+func (s *Session) DetachPartition(ctx context.Context, parent, child string) error {
+	stmt, err := s.q.PartitionDetachStatement(ctx, dbsqlc.PartitionDetachStatementParams{Parent: parent, Child: child})
+	if err == nil {
+		_, err = s.conn.Exec(ctx, stmt)
+	}
+	if err != nil {
+		return fmt.Errorf("detach %s from %s: %w", child, parent, unavailable(err))
+	}
+	return nil
+}
+
+// FinalizeDetach completes an interrupted concurrent detach of child.
+func (s *Session) FinalizeDetach(ctx context.Context, parent, child string) error {
+	stmt, err := s.q.PartitionFinalizeStatement(ctx, dbsqlc.PartitionFinalizeStatementParams{Parent: parent, Child: child})
+	if err == nil {
+		_, err = s.conn.Exec(ctx, stmt)
+	}
+	if err != nil {
+		return fmt.Errorf("finalize detach of %s: %w", child, unavailable(err))
+	}
+	return nil
+}
+
+// DropTable drops a detached day table.
+func (s *Session) DropTable(ctx context.Context, name string) error {
+	stmt, err := s.q.PartitionDropStatement(ctx, name)
+	if err == nil {
+		_, err = s.conn.Exec(ctx, stmt)
+	}
+	if err != nil {
+		return fmt.Errorf("drop %s: %w", name, unavailable(err))
+	}
+	return nil
+}
+
+// Partition is one day table of a partitioned history table.
+type Partition struct {
+	Name   string    `json:"name"`   // e.g. messages_p20261129
+	Parent string    `json:"parent"` // messages, delivery_attempts or idempotency_keys
+	Day    time.Time `json:"day"`    // the UTC day it holds
+	// Attached is false for a table an interrupted run detached but did
+	// not drop yet.
+	Attached bool `json:"attached"`
+	// DetachPending reports an interrupted DETACH ... CONCURRENTLY.
+	DetachPending bool  `json:"detach_pending"`
+	Bytes         int64 `json:"bytes"` // table, indexes and TOAST
+}
+
+// Partitions lists the day tables of messages, delivery_attempts and
+// idempotency_keys, oldest day first.
+func (db *DB) Partitions(ctx context.Context) ([]Partition, error) {
+	rows, err := db.q.PartitionTables(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list partitions: %w", unavailable(err))
+	}
+	out := make([]Partition, len(rows))
+	for i, r := range rows {
+		out[i] = Partition{Name: r.Name, Parent: r.Parent, Day: r.Day.UTC(), Attached: r.Attached,
+			DetachPending: r.DetachPending, Bytes: r.Bytes}
+	}
+	return out, nil
+}
+
+// DeadLettersDiscardBefore deletes the dead letters whose message was received
+// before t and returns how many it deleted.
+func (db *DB) DeadLettersDiscardBefore(ctx context.Context, t time.Time) (int64, error) {
+	n, err := db.q.RetentionDeadLettersDiscard(ctx, t)
+	if err != nil {
+		return 0, fmt.Errorf("discard dead letters before %s: %w", t.Format(time.RFC3339), unavailable(err))
+	}
+	return n, nil
+}
+
+// PendingDeliveriesBetween counts pending deliveries whose message was
+// received in [from, to).
+func (db *DB) PendingDeliveriesBetween(ctx context.Context, from, to time.Time) (int64, error) {
+	n, err := db.q.RetentionPendingDeliveries(ctx, dbsqlc.RetentionPendingDeliveriesParams{FromTime: from, ToTime: to})
+	if err != nil {
+		return 0, fmt.Errorf("count pending deliveries: %w", unavailable(err))
+	}
+	return n, nil
+}
+
+// MaintenanceRun records when a maintenance job last ran.
+type MaintenanceRun struct {
+	Job       string    `json:"job"`
+	LastRunAt time.Time `json:"last_run_at"`
+	Detail    string    `json:"detail"`
+}
+
+// MaintenanceRuns lists the recorded jobs whose name starts with prefix.
+func (db *DB) MaintenanceRuns(ctx context.Context, prefix string) ([]MaintenanceRun, error) {
+	rows, err := db.q.MaintenanceRunList(ctx, prefix)
+	if err != nil {
+		return nil, fmt.Errorf("list maintenance runs: %w", unavailable(err))
+	}
+	out := make([]MaintenanceRun, len(rows))
+	for i, r := range rows {
+		out[i] = MaintenanceRun{Job: r.Job, LastRunAt: r.LastRunAt, Detail: r.Detail}
+	}
+	return out, nil
+}
+
+// MaintenanceRunSet records a run of job.
+func (db *DB) MaintenanceRunSet(ctx context.Context, r MaintenanceRun) error {
+	err := db.q.MaintenanceRunSet(ctx, dbsqlc.MaintenanceRunSetParams{Job: r.Job, LastRunAt: r.LastRunAt, Detail: r.Detail})
+	if err != nil {
+		return fmt.Errorf("record maintenance run %s: %w", r.Job, unavailable(err))
+	}
+	return nil
+}
+
+// MaintenanceRunDelete forgets job.
+func (db *DB) MaintenanceRunDelete(ctx context.Context, job string) error {
+	if err := db.q.MaintenanceRunDelete(ctx, job); err != nil {
+		return fmt.Errorf("delete maintenance run %s: %w", job, unavailable(err))
+	}
+	return nil
+}
+
+// TupleCount is a table's live and dead tuples as the statistics collector
+// last saw them.
+type TupleCount struct {
+	Table string
+	Live  int64
+	Dead  int64
+}
+
+// TupleCounts returns the tuple counts of the named tables.
+func (db *DB) TupleCounts(ctx context.Context, tables []string) ([]TupleCount, error) {
+	rows, err := db.q.HotTableStats(ctx, tables)
+	if err != nil {
+		return nil, fmt.Errorf("tuple counts: %w", unavailable(err))
+	}
+	out := make([]TupleCount, len(rows))
+	for i, r := range rows {
+		out[i] = TupleCount{Table: r.Name, Live: r.Live, Dead: r.Dead}
+	}
+	return out, nil
+}

@@ -1,0 +1,72 @@
+-- Maintenance role: leadership lock, day partitions, retention, hot-table vacuum.
+-- DDL and VACUUM take identifiers, which cannot be bound parameters: the
+-- *Statement queries let the server quote them (format %I) and the caller runs
+-- the returned text on its dedicated session, outside any transaction.
+
+-- name: MaintenanceTryLock :one
+SELECT pg_try_advisory_lock(sqlc.arg(key)::bigint)::boolean AS locked;
+
+-- name: MaintenanceUnlock :one
+SELECT pg_advisory_unlock(sqlc.arg(key)::bigint)::boolean AS unlocked;
+
+-- name: MaintenanceBackendPID :one
+SELECT pg_backend_pid()::integer AS pid;
+
+-- name: PartitionTables :many
+-- Every day table of the partitioned history tables, attached or left detached
+-- by an interrupted run, with its day and size.
+SELECT c.relname::text AS name,
+       substring(c.relname FROM '^(.*)_p[0-9]{8}$')::text AS parent,
+       to_date(right(c.relname, 8), 'YYYYMMDD')::date AS day,
+       (i.inhrelid IS NOT NULL)::boolean AS attached,
+       coalesce(i.inhdetachpending, false)::boolean AS detach_pending,
+       pg_total_relation_size(c.oid)::bigint AS bytes
+FROM pg_catalog.pg_class c
+JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace AND n.nspname = current_schema()
+LEFT JOIN pg_catalog.pg_inherits i ON i.inhrelid = c.oid
+WHERE c.relkind = 'r'
+  AND c.relname ~ '^(messages|delivery_attempts|idempotency_keys)_p[0-9]{8}$'
+ORDER BY day, name;
+
+-- name: PartitionDetachStatement :one
+SELECT format('ALTER TABLE %I DETACH PARTITION %I CONCURRENTLY',
+              sqlc.arg(parent)::text, sqlc.arg(child)::text)::text AS stmt;
+
+-- name: PartitionFinalizeStatement :one
+SELECT format('ALTER TABLE %I DETACH PARTITION %I FINALIZE',
+              sqlc.arg(parent)::text, sqlc.arg(child)::text)::text AS stmt;
+
+-- name: PartitionDropStatement :one
+SELECT format('DROP TABLE IF EXISTS %I', sqlc.arg(child)::text)::text AS stmt;
+
+-- name: VacuumStatement :one
+SELECT format('VACUUM %I', sqlc.arg(table_name)::text)::text AS stmt;
+
+-- name: RetentionDeadLettersDiscard :execrows
+-- Dead letters whose message is past retention are history too: they go
+-- before their message's partition is dropped.
+DELETE FROM dead_letters WHERE message_received_at < sqlc.arg(before)::timestamptz;
+
+-- name: RetentionPendingDeliveries :one
+-- Pending deliveries still referencing messages of [from, to): they pin the day.
+SELECT count(*)::bigint AS n FROM deliveries
+WHERE message_received_at >= sqlc.arg(from_time)::timestamptz
+  AND message_received_at < sqlc.arg(to_time)::timestamptz;
+
+-- name: MaintenanceRunList :many
+SELECT job, last_run_at, detail FROM maintenance_runs
+WHERE job LIKE sqlc.arg(prefix)::text || '%' ORDER BY job;
+
+-- name: MaintenanceRunSet :exec
+INSERT INTO maintenance_runs (job, last_run_at, detail)
+VALUES (sqlc.arg(job), sqlc.arg(last_run_at), sqlc.arg(detail))
+ON CONFLICT (job) DO UPDATE SET last_run_at = excluded.last_run_at, detail = excluded.detail;
+
+-- name: MaintenanceRunDelete :exec
+DELETE FROM maintenance_runs WHERE job = sqlc.arg(job);
+
+-- name: HotTableStats :many
+-- Live and dead tuples of the churning tables, for the vacuum policy.
+SELECT relname::text AS name, n_live_tup::bigint AS live, n_dead_tup::bigint AS dead
+FROM pg_catalog.pg_stat_user_tables
+WHERE schemaname = current_schema() AND relname = ANY (sqlc.arg(names)::text[]);

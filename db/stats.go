@@ -1,0 +1,153 @@
+package db
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/hookrelay/hookrelay/db/internal/dbsqlc"
+)
+
+// StatSample is one point of the dashboard charts: counters over the window
+// [WindowStart, WindowEnd) and gauges at SampledAt. The maintenance role
+// writes one every ~10 s and keeps about two hours.
+type StatSample struct {
+	SampledAt   time.Time `json:"sampled_at"`
+	WindowStart time.Time `json:"window_start"`
+	WindowEnd   time.Time `json:"window_end"`
+	// Ingested counts callbacks received in the window.
+	Ingested int64 `json:"ingested"`
+	// IngestedTotal is messages_id_seq's high-water mark: a running total
+	// that may run ahead of the true count by up to 100 per database session
+	// (the sequence's cache). Use Ingested for rates.
+	IngestedTotal int64 `json:"ingested_total"`
+	// Delivered and Failed count attempts in the window by outcome (every
+	// non-2xx outcome is a failure).
+	Delivered int64 `json:"delivered"`
+	Failed    int64 `json:"failed"`
+	// ErrorRate is Failed / (Delivered + Failed), 0 without attempts.
+	ErrorRate float64 `json:"error_rate"`
+	// E2EP50Ms and E2EP99Ms are end-to-end latencies (received → delivered)
+	// of the window's successful attempts, 0 without any.
+	E2EP50Ms float64 `json:"e2e_p50_ms"`
+	E2EP99Ms float64 `json:"e2e_p99_ms"`
+	// BacklogTotal counts pending deliveries; BacklogPerQueue[q] those of
+	// logical queue q.
+	BacklogTotal    int64   `json:"backlog_total"`
+	BacklogPerQueue []int64 `json:"backlog_per_queue"`
+	// OldestPendingAgeSeconds is how long ago the oldest pending delivery's
+	// callback was received (0 when nothing is pending).
+	OldestPendingAgeSeconds float64 `json:"oldest_pending_age_seconds"`
+	DeadLettersTotal        int64   `json:"dead_letters_total"`
+	// QueryMs is how long taking the sample took.
+	QueryMs float64 `json:"query_ms"`
+}
+
+// Rate returns n per second of the sample's window.
+func (s StatSample) Rate(n int64) float64 {
+	d := s.WindowEnd.Sub(s.WindowStart).Seconds()
+	if d <= 0 {
+		return 0
+	}
+	return float64(n) / d
+}
+
+// StatSampleTake measures a sample over [from, to) at now, with queues logical
+// queues. It does not store it.
+func (db *DB) StatSampleTake(ctx context.Context, from, to, now time.Time, queues int) (StatSample, error) {
+	start := time.Now()
+	s := StatSample{SampledAt: now.UTC(), WindowStart: from.UTC(), WindowEnd: to.UTC(), BacklogPerQueue: make([]int64, queues)}
+	win := dbsqlc.StatIngestedParams{FromTime: from, ToTime: to}
+	ing, err := db.q.StatIngested(ctx, win)
+	if err != nil {
+		return s, fmt.Errorf("stat ingested: %w", unavailable(err))
+	}
+	s.Ingested, s.IngestedTotal = ing.Ingested, ing.IngestedTotal
+	att, err := db.q.StatAttempts(ctx, dbsqlc.StatAttemptsParams{FromTime: from, ToTime: to})
+	if err != nil {
+		return s, fmt.Errorf("stat attempts: %w", unavailable(err))
+	}
+	s.Delivered, s.Failed, s.E2EP50Ms, s.E2EP99Ms = att.Delivered, att.Failed, att.E2eP50Ms, att.E2eP99Ms
+	if n := s.Delivered + s.Failed; n > 0 {
+		s.ErrorRate = float64(s.Failed) / float64(n)
+	}
+	backlog, err := db.q.StatBacklog(ctx)
+	if err != nil {
+		return s, fmt.Errorf("stat backlog: %w", unavailable(err))
+	}
+	var oldest time.Time
+	for _, b := range backlog {
+		s.BacklogTotal += b.Pending
+		if int(b.Queue) >= 0 && int(b.Queue) < queues {
+			s.BacklogPerQueue[b.Queue] += b.Pending
+		}
+		if oldest.IsZero() || b.Oldest.Before(oldest) {
+			oldest = b.Oldest
+		}
+	}
+	if !oldest.IsZero() {
+		s.OldestPendingAgeSeconds = max(0, now.Sub(oldest).Seconds())
+	}
+	if s.DeadLettersTotal, err = db.q.StatDeadLetters(ctx); err != nil {
+		return s, fmt.Errorf("stat dead letters: %w", unavailable(err))
+	}
+	s.QueryMs = float64(time.Since(start).Microseconds()) / 1000
+	return s, nil
+}
+
+// StatSampleInsert stores s (a second sample at the same instant is ignored).
+func (db *DB) StatSampleInsert(ctx context.Context, s StatSample) error {
+	data, err := json.Marshal(s)
+	if err != nil {
+		return fmt.Errorf("encode stat sample: %w", err)
+	}
+	if err := db.q.StatSampleInsert(ctx, dbsqlc.StatSampleInsertParams{SampledAt: s.SampledAt, Data: data}); err != nil {
+		return fmt.Errorf("insert stat sample: %w", unavailable(err))
+	}
+	return nil
+}
+
+// StatSamplesTrim deletes the samples taken before t and returns how many.
+func (db *DB) StatSamplesTrim(ctx context.Context, t time.Time) (int64, error) {
+	n, err := db.q.StatSamplesTrim(ctx, t)
+	if err != nil {
+		return 0, fmt.Errorf("trim stat samples: %w", unavailable(err))
+	}
+	return n, nil
+}
+
+// StatSamplesSince returns the samples taken at or after since, oldest first.
+func (db *DB) StatSamplesSince(ctx context.Context, since time.Time) ([]StatSample, error) {
+	rows, err := db.q.StatSamplesSince(ctx, since)
+	if err != nil {
+		return nil, fmt.Errorf("stat samples: %w", unavailable(err))
+	}
+	out := make([]StatSample, 0, len(rows))
+	for _, r := range rows {
+		s, err := decodeStatSample(r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// StatSampleLatest returns the newest sample, or a hookrelay.ENOTFOUND error.
+func (db *DB) StatSampleLatest(ctx context.Context) (StatSample, error) {
+	r, err := db.q.StatSampleLatest(ctx)
+	if err != nil {
+		return StatSample{}, notFound(unavailableUnlessNoRows(err), "stat sample")
+	}
+	return decodeStatSample(r)
+}
+
+func decodeStatSample(r dbsqlc.StatSample) (StatSample, error) {
+	var s StatSample
+	if err := json.Unmarshal(r.Data, &s); err != nil {
+		return s, fmt.Errorf("decode stat sample of %s: %w", r.SampledAt.Format(time.RFC3339), err)
+	}
+	s.SampledAt = r.SampledAt.UTC()
+	return s, nil
+}
