@@ -1,0 +1,257 @@
+package db
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hookrelay/hookrelay/db/internal/dbsqlc"
+)
+
+// ClaimedDelivery is a leased delivery with what the sender needs.
+type ClaimedDelivery struct {
+	ID                int64
+	Queue             int
+	EndpointID        int64
+	OrderingKey       string
+	Ordered           bool
+	MessageID         int64
+	MessageReceivedAt time.Time
+	Attempt           int // attempts spent so far; this try is Attempt+1
+	CreatedAt         time.Time
+	CarrierID         int64
+	CarrierName       string
+	EventType         string
+	Payload           []byte // nil when offloaded
+	PayloadKey        string // S3 object key when offloaded
+	PayloadSize       int
+	PayloadSHA256     []byte
+	LeaseToken        int64
+}
+
+// DeliveryClaim claims up to batch due deliveries of logical queue for owner,
+// leasing them for lease under token (see DeliveryClaim in deliveries.sql:
+// only chain heads are returned; non-heads are parked, heads of disabled
+// endpoints held, heads of open circuits deferred).
+func (db *DB) DeliveryClaim(ctx context.Context, queue, batch int, owner, token int64, lease time.Duration) ([]ClaimedDelivery, error) {
+	rows, err := db.q.DeliveryClaim(ctx, dbsqlc.DeliveryClaimParams{
+		Queue: int16(queue), Batch: int32(batch), Lease: lease, Owner: owner, Token: token,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim queue %d: %w", queue, unavailable(err))
+	}
+	out := make([]ClaimedDelivery, len(rows))
+	for i, r := range rows {
+		out[i] = ClaimedDelivery{
+			ID: r.ID, Queue: int(r.Queue), EndpointID: r.EndpointID, OrderingKey: r.OrderingKey,
+			Ordered: r.Ordered, MessageID: r.MessageID, MessageReceivedAt: r.MessageReceivedAt,
+			Attempt: int(r.Attempt), CreatedAt: r.CreatedAt, CarrierID: r.CarrierID,
+			CarrierName: r.CarrierName, EventType: r.EventType, Payload: r.Payload,
+			PayloadSize: int(r.PayloadSize), PayloadSHA256: r.PayloadSha256, LeaseToken: token,
+		}
+		if r.PayloadKey != nil {
+			out[i].PayloadKey = *r.PayloadKey
+		}
+	}
+	return out, nil
+}
+
+// AckKind says what a delivery result does to its row.
+type AckKind string
+
+// Ack kinds.
+const (
+	AckSuccess AckKind = "success" // delete the row, record the attempt, promote the successor
+	AckDead    AckKind = "dead"    // move to dead_letters, record the attempt, promote the successor
+	AckRetry   AckKind = "retry"   // reschedule after Delay, record the attempt
+	AckRelease AckKind = "release" // give the row back at once; nothing recorded
+)
+
+// DeliveryResult is one finished (or abandoned) delivery attempt.
+type DeliveryResult struct {
+	ID         int64
+	LeaseToken int64
+	EndpointID int64
+	Kind       AckKind
+	// Spend reports whether a retry uses up an attempt (false: 410 hold,
+	// payload store down).
+	Spend bool
+	// Delay is how long a retried row stays invisible.
+	Delay time.Duration
+	// Outcome is the delivery_attempts outcome: success, failed, timeout,
+	// conn_error, gone, throttled, refused.
+	Outcome     string
+	Status      int
+	Latency     time.Duration
+	Error       string
+	Excerpt     string
+	AttemptedAt time.Time
+	// CountsForCircuit reports whether a failure counts against the
+	// endpoint's circuit breaker.
+	CountsForCircuit bool
+}
+
+// EndpointOutcome is one endpoint's share of an ack batch, in the form
+// endpoint_health needs.
+type EndpointOutcome struct {
+	EndpointID int64
+	Successes  int
+	Failures   int    // failures that count for the circuit
+	Trailing   int    // failures after the last success (all when none)
+	Gone       bool   // some attempt was answered 410
+	LastError  string // last failure's error, "" for none
+}
+
+// HealthPolicy is the circuit breaker and auto-disable policy applied by
+// DeliveryAckBatch.
+type HealthPolicy struct {
+	Threshold    int           // consecutive failures that open the circuit
+	BaseBackoff  time.Duration // first open period
+	MaxBackoff   time.Duration // cap of the doubling
+	DisableAfter time.Duration // failing this long disables the endpoint
+}
+
+// AckReport says what an ack batch changed.
+type AckReport struct {
+	Applied  int     // results whose lease token still matched
+	Stale    int     // results ignored: the row was re-leased or is gone
+	Promoted int64   // parked successors made visible
+	Disabled []int64 // endpoints disabled by this batch (410 or failing too long)
+	Opened   []int64 // endpoints whose circuit is now open or half-open
+	Closed   []int64 // endpoints whose circuit is now closed
+}
+
+// DeliveryAckBatch applies results and endpoint outcomes in one transaction
+// (synchronous_commit off: a lost ack only causes a redelivery): rows are
+// deleted, rescheduled or dead-lettered (fenced by lease token), attempts
+// appended, successors promoted and endpoint health folded in.
+func (db *DB) DeliveryAckBatch(ctx context.Context, dispatcherID int64, results []DeliveryResult,
+	outcomes []EndpointOutcome, policy HealthPolicy) (AckReport, error) {
+	var rep AckReport
+	p := dbsqlc.DeliveryAckParams{DispatcherID: dispatcherID}
+	for _, r := range results {
+		p.Ids = append(p.Ids, r.ID)
+		p.Tokens = append(p.Tokens, r.LeaseToken)
+		p.Kinds = append(p.Kinds, string(r.Kind))
+		p.Spend = append(p.Spend, r.Spend)
+		p.DelaysMs = append(p.DelaysMs, r.Delay.Milliseconds())
+		p.Outcomes = append(p.Outcomes, r.Outcome)
+		p.Statuses = append(p.Statuses, int32(r.Status))
+		p.LatenciesMs = append(p.LatenciesMs, int32(r.Latency.Milliseconds()))
+		p.Errors = append(p.Errors, r.Error)
+		p.Excerpts = append(p.Excerpts, r.Excerpt)
+		at := r.AttemptedAt
+		if at.IsZero() {
+			at = time.Now()
+		}
+		p.AttemptedAt = append(p.AttemptedAt, at)
+	}
+	err := db.inTx(ctx, func(q *dbsqlc.Queries, tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SET LOCAL synchronous_commit = off"); err != nil {
+			return unavailable(err)
+		}
+		rep = AckReport{}
+		var promote dbsqlc.DeliveryPromoteParams
+		if len(results) > 0 {
+			rows, err := q.DeliveryAck(ctx, p)
+			if err != nil {
+				return fmt.Errorf("ack deliveries: %w", unavailable(err))
+			}
+			rep.Applied = len(rows)
+			rep.Stale = len(results) - len(rows)
+			for _, r := range rows {
+				if r.Deleted && r.Ordered {
+					promote.EndpointIds = append(promote.EndpointIds, r.EndpointID)
+					promote.OrderingKeys = append(promote.OrderingKeys, r.OrderingKey)
+					promote.Ids = append(promote.Ids, r.ID)
+				}
+			}
+		}
+		if len(promote.Ids) > 0 {
+			n, err := q.DeliveryPromote(ctx, promote)
+			if err != nil {
+				return fmt.Errorf("promote successors: %w", unavailable(err))
+			}
+			rep.Promoted = n
+		}
+		if len(outcomes) == 0 {
+			return nil
+		}
+		hp := dbsqlc.EndpointHealthApplyParams{
+			Threshold:     int32(policy.Threshold),
+			BaseBackoffMs: policy.BaseBackoff.Milliseconds(),
+			MaxBackoffMs:  policy.MaxBackoff.Milliseconds(),
+			DisableAfter:  policy.DisableAfter,
+		}
+		for _, o := range outcomes {
+			hp.EndpointIds = append(hp.EndpointIds, o.EndpointID)
+			hp.Successes = append(hp.Successes, int32(o.Successes))
+			hp.Failures = append(hp.Failures, int32(o.Failures))
+			hp.Trail = append(hp.Trail, int32(o.Trailing))
+			hp.Gone = append(hp.Gone, o.Gone)
+			hp.LastErrors = append(hp.LastErrors, o.LastError)
+		}
+		if err := q.EndpointHealthEnsure(ctx, hp.EndpointIds); err != nil {
+			return fmt.Errorf("endpoint health: %w", unavailable(err))
+		}
+		rows, err := q.EndpointHealthApply(ctx, hp)
+		if err != nil {
+			return fmt.Errorf("endpoint health: %w", unavailable(err))
+		}
+		for _, r := range rows {
+			if r.Disabled {
+				rep.Disabled = append(rep.Disabled, r.EndpointID)
+			}
+			if r.CircuitState == "closed" {
+				rep.Closed = append(rep.Closed, r.EndpointID)
+			} else {
+				rep.Opened = append(rep.Opened, r.EndpointID)
+			}
+		}
+		return nil
+	})
+	return rep, err
+}
+
+// DeliveryExtend extends the lease of in-flight rows; it returns how many
+// were still ours.
+func (db *DB) DeliveryExtend(ctx context.Context, ids, tokens []int64, lease time.Duration) (int64, error) {
+	n, err := db.q.DeliveryExtend(ctx, dbsqlc.DeliveryExtendParams{Lease: lease, Ids: ids, Tokens: tokens})
+	if err != nil {
+		return 0, fmt.Errorf("extend leases: %w", unavailable(err))
+	}
+	return n, nil
+}
+
+// DeliveryResumeEndpoint makes an endpoint's held rows visible now (not those
+// in flight, not parked non-heads).
+func (db *DB) DeliveryResumeEndpoint(ctx context.Context, endpointID int64) (int64, error) {
+	n, err := db.q.DeliveryResumeEndpoint(ctx, endpointID)
+	if err != nil {
+		return 0, fmt.Errorf("resume endpoint %d: %w", endpointID, unavailable(err))
+	}
+	return n, nil
+}
+
+// QueueCounts is the backlog of one logical queue.
+type QueueCounts struct {
+	Queue   int
+	Due     int64 // visible now
+	Waiting int64 // leased, retrying or held
+	Parked  int64 // behind their predecessor
+}
+
+// DeliveryQueueCounts returns the backlog per logical queue that has rows.
+func (db *DB) DeliveryQueueCounts(ctx context.Context) ([]QueueCounts, error) {
+	rows, err := db.q.DeliveryQueueCounts(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("queue counts: %w", unavailable(err))
+	}
+	out := make([]QueueCounts, len(rows))
+	for i, r := range rows {
+		out[i] = QueueCounts{Queue: int(r.Queue), Due: r.Due, Waiting: r.Waiting, Parked: r.Parked}
+	}
+	return out, nil
+}

@@ -1,0 +1,188 @@
+package db_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/db"
+	"github.com/hookrelay/hookrelay/db/dbtest"
+)
+
+var testPolicy = db.HealthPolicy{Threshold: 3, BaseBackoff: time.Minute, MaxBackoff: 10 * time.Minute, DisableAfter: 5 * 24 * time.Hour}
+
+func claimAll(t *testing.T, store *db.DB, queue int, token int64) []db.ClaimedDelivery {
+	t.Helper()
+	got, err := store.DeliveryClaim(context.Background(), queue, 50, 1, token, time.Minute)
+	require.NoError(t, err)
+	return got
+}
+
+func ack(t *testing.T, store *db.DB, rs ...db.DeliveryResult) db.AckReport {
+	t.Helper()
+	rep, err := store.DeliveryAckBatch(context.Background(), 1, rs, nil, testPolicy)
+	require.NoError(t, err)
+	return rep
+}
+
+func TestDeliveryClaimOnlyHeadsThenPromote(t *testing.T) {
+	t.Parallel()
+	store := dbtest.New(t)
+	ep, _ := dbtest.Endpoint(t, store, nil)
+	var ids []int64
+	for range 3 {
+		m := dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: "K1"})
+		ids = append(ids, m.DeliveryIDs[0])
+	}
+	other := dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: "K2"})
+	q1, q2 := hookrelay.QueueFor("K1", 32), hookrelay.QueueFor("K2", 32)
+
+	got := claimAll(t, store, q1, 11)
+	require.Len(t, got, 1)
+	require.Equal(t, ids[0], got[0].ID)
+	require.Equal(t, "K1", got[0].OrderingKey)
+	require.NotEmpty(t, got[0].Payload)
+	require.NotEmpty(t, got[0].CarrierName)
+	require.Empty(t, claimAll(t, store, q1, 12), "non-heads parked, head leased")
+	require.Len(t, claimAll(t, store, q2, 13), 1, "another key is not held back")
+	_ = other
+
+	// A stale token changes nothing.
+	rep := ack(t, store, db.DeliveryResult{ID: ids[0], LeaseToken: 999, Kind: db.AckSuccess, Outcome: "success", Status: 200})
+	require.Equal(t, 1, rep.Stale)
+	require.Empty(t, claimAll(t, store, q1, 14))
+
+	rep = ack(t, store, db.DeliveryResult{ID: ids[0], LeaseToken: 11, EndpointID: ep.ID, Kind: db.AckSuccess, Outcome: "success", Status: 200})
+	require.Equal(t, 1, rep.Applied)
+	require.EqualValues(t, 1, rep.Promoted)
+	got = claimAll(t, store, q1, 15)
+	require.Len(t, got, 1)
+	require.Equal(t, ids[1], got[0].ID)
+
+	// A retry keeps the chain blocked and spends an attempt.
+	ack(t, store, db.DeliveryResult{ID: ids[1], LeaseToken: 15, Kind: db.AckRetry, Spend: true, Delay: 0, Outcome: "failed", Status: 500, Error: "boom"})
+	got = claimAll(t, store, q1, 16)
+	require.Len(t, got, 1)
+	require.Equal(t, ids[1], got[0].ID)
+	require.Equal(t, 1, got[0].Attempt)
+
+	// Dead letter moves the row and promotes the next.
+	rep = ack(t, store, db.DeliveryResult{ID: ids[1], LeaseToken: 16, Kind: db.AckDead, Outcome: "failed", Status: 500, Error: "boom"})
+	require.EqualValues(t, 1, rep.Promoted)
+	n, err := store.DeadLetterCountForEndpoint(context.Background(), ep.ID)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n)
+	got = claimAll(t, store, q1, 17)
+	require.Len(t, got, 1)
+	require.Equal(t, ids[2], got[0].ID)
+
+	atts, err := store.AttemptsForDelivery(context.Background(), ids[1])
+	require.NoError(t, err)
+	require.Len(t, atts, 2)
+	require.Equal(t, []int{1, 2}, []int{atts[0].Attempt, atts[1].Attempt})
+}
+
+func TestDeliveryClaimHoldsDisabledEndpoint(t *testing.T) {
+	t.Parallel()
+	store := dbtest.New(t)
+	ep, _ := dbtest.Endpoint(t, store, &dbtest.EndpointOpts{Disabled: true})
+	dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: "H"})
+	q := hookrelay.QueueFor("H", 32)
+	require.Empty(t, claimAll(t, store, q, 1))
+	counts, err := store.DeliveryQueueCounts(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, []db.QueueCounts{{Queue: q, Waiting: 1}}, counts)
+	_, err = store.EndpointEnable(context.Background(), ep.ID)
+	require.NoError(t, err)
+	require.Len(t, claimAll(t, store, q, 2), 1)
+}
+
+func TestCircuitOpensAndDefersClaims(t *testing.T) {
+	t.Parallel()
+	store := dbtest.New(t)
+	ctx := context.Background()
+	ep, _ := dbtest.Endpoint(t, store, nil)
+	rep, err := store.DeliveryAckBatch(ctx, 1, nil, []db.EndpointOutcome{{EndpointID: ep.ID, Failures: 3, Trailing: 3, LastError: "x"}}, testPolicy)
+	require.NoError(t, err)
+	require.Equal(t, []int64{ep.ID}, rep.Opened)
+	h, err := store.EndpointHealthGet(ctx, ep.ID)
+	require.NoError(t, err)
+	require.Equal(t, "open", h.CircuitState)
+	require.Equal(t, time.Minute, h.CircuitBackoff)
+	require.NotNil(t, h.FailingSince)
+
+	dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: "C"})
+	require.Empty(t, claimAll(t, store, hookrelay.QueueFor("C", 32), 1))
+
+	rep, err = store.DeliveryAckBatch(ctx, 1, nil, []db.EndpointOutcome{{EndpointID: ep.ID, Successes: 1}}, testPolicy)
+	require.NoError(t, err)
+	require.Equal(t, []int64{ep.ID}, rep.Closed)
+	h, err = store.EndpointHealthGet(ctx, ep.ID)
+	require.NoError(t, err)
+	require.Equal(t, "closed", h.CircuitState)
+	require.Nil(t, h.FailingSince)
+
+	// 410 disables.
+	rep, err = store.DeliveryAckBatch(ctx, 1, nil, []db.EndpointOutcome{{EndpointID: ep.ID, Gone: true}}, testPolicy)
+	require.NoError(t, err)
+	require.Equal(t, []int64{ep.ID}, rep.Disabled)
+	got, err := store.EndpointGet(ctx, ep.ID)
+	require.NoError(t, err)
+	require.Equal(t, "disabled", got.Status)
+}
+
+// TestParkingRace hammers claim and ack on one chain from several goroutines:
+// every row must be delivered in order and none may stay parked forever.
+func TestParkingRace(t *testing.T) {
+	t.Parallel()
+	store := dbtest.New(t)
+	ctx := context.Background()
+	ep, _ := dbtest.Endpoint(t, store, nil)
+	const n = 60
+	for range n {
+		dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: "race"})
+	}
+	q := hookrelay.QueueFor("race", 32)
+	var delivered []int64
+	var mu sync.Mutex
+	var token atomic.Int64
+	deadline := time.Now().Add(60 * time.Second)
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for time.Now().Before(deadline) {
+				mu.Lock()
+				done := len(delivered) == n
+				mu.Unlock()
+				if done {
+					return
+				}
+				tok := token.Add(1)
+				got, err := store.DeliveryClaim(ctx, q, 50, int64(w), tok, time.Minute)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				for _, d := range got {
+					mu.Lock()
+					delivered = append(delivered, d.ID)
+					mu.Unlock()
+					if _, err := store.DeliveryAckBatch(ctx, int64(w), []db.DeliveryResult{{ID: d.ID, LeaseToken: tok, Kind: db.AckSuccess, Outcome: "success", Status: 200}}, nil, testPolicy); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	require.Len(t, delivered, n, "some rows were never delivered (parked forever?)")
+	for i := 1; i < n; i++ {
+		require.Less(t, delivered[i-1], delivered[i], "order")
+	}
+}

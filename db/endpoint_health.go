@@ -1,0 +1,84 @@
+package db
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// DispatchEndpoint is what the dispatcher needs to deliver to an endpoint.
+type DispatchEndpoint struct {
+	ID              int64
+	URL             string
+	Status          string // enabled | disabled | deleted
+	MaxInFlight     int
+	RateLimitPerSec int    // 0 = unlimited
+	PayloadMode     string // inline | reference
+	RetrySchedule   []time.Duration
+	Timeout         time.Duration
+	// Secrets are every secret that may sign now, newest first.
+	Secrets             []string
+	ConsecutiveFailures int
+	CircuitState        string // closed | open | half_open
+}
+
+// EndpointsDispatchLoad returns the dispatch settings of the given endpoints
+// (missing ids are left out).
+func (db *DB) EndpointsDispatchLoad(ctx context.Context, ids []int64) ([]DispatchEndpoint, error) {
+	rows, err := db.q.EndpointsDispatchLoad(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("load endpoints: %w", unavailable(err))
+	}
+	out := make([]DispatchEndpoint, len(rows))
+	for i, r := range rows {
+		sched := make([]time.Duration, len(r.RetryScheduleMs))
+		for j, ms := range r.RetryScheduleMs {
+			sched[j] = time.Duration(ms) * time.Millisecond
+		}
+		out[i] = DispatchEndpoint{
+			ID: r.ID, URL: r.Url, Status: r.Status, MaxInFlight: int(r.MaxInFlight),
+			RateLimitPerSec: int(r.RateLimitPerSec), PayloadMode: r.PayloadMode,
+			RetrySchedule: sched, Timeout: time.Duration(r.TimeoutMs) * time.Millisecond,
+			Secrets: r.Secrets, ConsecutiveFailures: int(r.ConsecutiveFailures), CircuitState: r.CircuitState,
+		}
+	}
+	return out, nil
+}
+
+// EndpointHealth is an endpoint's delivery health and circuit state.
+type EndpointHealth struct {
+	EndpointID          int64
+	ConsecutiveFailures int
+	CircuitState        string
+	CircuitOpenUntil    *time.Time
+	CircuitBackoff      time.Duration
+	FailingSince        *time.Time
+	LastSuccessAt       *time.Time
+	LastFailureAt       *time.Time
+	LastError           string
+}
+
+// EndpointHealthGet returns an endpoint's health row (ENOTFOUND when it has
+// none: nothing was ever attempted).
+func (db *DB) EndpointHealthGet(ctx context.Context, endpointID int64) (EndpointHealth, error) {
+	r, err := db.q.EndpointHealthGet(ctx, endpointID)
+	if err != nil {
+		return EndpointHealth{}, notFound(unavailableUnlessNoRows(err), "endpoint health")
+	}
+	return EndpointHealth{
+		EndpointID: r.EndpointID, ConsecutiveFailures: int(r.ConsecutiveFailures),
+		CircuitState: r.CircuitState, CircuitOpenUntil: r.CircuitOpenUntil,
+		CircuitBackoff: time.Duration(r.CircuitBackoffMs) * time.Millisecond,
+		FailingSince:   r.FailingSince, LastSuccessAt: r.LastSuccessAt, LastFailureAt: r.LastFailureAt,
+		LastError: r.LastError,
+	}, nil
+}
+
+// EndpointHealthOpenCount counts endpoints whose circuit is not closed.
+func (db *DB) EndpointHealthOpenCount(ctx context.Context) (int64, error) {
+	n, err := db.q.EndpointHealthOpenCount(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("count open circuits: %w", unavailable(err))
+	}
+	return n, nil
+}

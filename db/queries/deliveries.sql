@@ -1,0 +1,210 @@
+-- name: DeliveryClaim :many
+-- Claims up to @batch due rows of one logical queue in ONE statement.
+-- Candidates are due rows in (visible_at, id) order, locked FOR UPDATE SKIP
+-- LOCKED. For each candidate:
+--   * not the head of its (endpoint, ordering key) chain: park it
+--     (visible_at = 'infinity') after taking FOR KEY SHARE SKIP LOCKED on its
+--     immediate predecessor; if that lock cannot be had (the predecessor is
+--     being deleted, or is gone) the row is left untouched for the next claim
+--     (the parking race, docs/architecture.md);
+--   * head of a disabled or deleted endpoint: held, re-checked in a minute;
+--   * head of an endpoint whose circuit is open: waits for the probe time,
+--     attempt unchanged; once the probe is due only the first head of that
+--     endpoint in the batch goes (the probe), the others wait a little;
+--   * otherwise leased: visible_at = now() + lease, lease_owner, lease_token.
+-- Only leased rows are returned, with what the sender needs from messages and
+-- carriers.
+WITH cand AS MATERIALIZED (
+    SELECT d.id, d.endpoint_id, d.ordering_key, d.ordered
+    FROM deliveries d
+    WHERE d.queue = sqlc.arg(queue)::smallint
+      AND d.visible_at <= now()
+      AND d.visible_at < 'infinity'
+    ORDER BY d.visible_at, d.id
+    LIMIT sqlc.arg(batch)::integer
+    FOR UPDATE SKIP LOCKED
+),
+info AS MATERIALIZED (
+    SELECT c.id, c.endpoint_id,
+           CASE WHEN c.ordered THEN (
+               SELECT p.id FROM deliveries p
+               WHERE p.endpoint_id = c.endpoint_id AND p.ordering_key = c.ordering_key
+                 AND p.ordered AND p.id < c.id
+               ORDER BY p.id DESC LIMIT 1)
+           END AS pred_id,
+           coalesce(e.status, 'deleted') AS ep_status,
+           coalesce(h.circuit_state, 'closed') AS circuit_state,
+           h.circuit_open_until
+    FROM cand c
+    LEFT JOIN endpoints e ON e.id = c.endpoint_id
+    LEFT JOIN endpoint_health h ON h.endpoint_id = c.endpoint_id
+),
+locked_pred AS MATERIALIZED (
+    SELECT p.id FROM deliveries p
+    WHERE p.id IN (SELECT i.pred_id FROM info i WHERE i.pred_id IS NOT NULL)
+    FOR KEY SHARE SKIP LOCKED
+),
+ranked AS MATERIALIZED (
+    SELECT i.*,
+           row_number() OVER (PARTITION BY i.endpoint_id, (i.pred_id IS NULL) ORDER BY i.id) AS head_rank
+    FROM info i
+),
+decide AS MATERIALIZED (
+    SELECT r.id, r.endpoint_id, r.circuit_state, r.circuit_open_until,
+           CASE
+               WHEN r.pred_id IS NOT NULL THEN
+                   CASE WHEN EXISTS (SELECT 1 FROM locked_pred lp WHERE lp.id = r.pred_id)
+                        THEN 'park' ELSE 'skip' END
+               WHEN r.ep_status <> 'enabled' THEN 'hold'
+               WHEN r.circuit_open_until > now() THEN 'wait'
+               WHEN r.circuit_state <> 'closed' AND r.head_rank > 1 THEN 'wait_probe'
+               ELSE 'lease'
+           END AS action
+    FROM ranked r
+),
+probe AS (
+    UPDATE endpoint_health h
+    SET circuit_state = 'half_open',
+        circuit_open_until = now() + sqlc.arg(lease)::interval,
+        updated_at = now()
+    WHERE h.endpoint_id IN (SELECT x.endpoint_id FROM decide x
+                            WHERE x.action = 'lease' AND x.circuit_state <> 'closed')
+),
+upd AS (
+    UPDATE deliveries d
+    SET visible_at = CASE x.action
+            WHEN 'park' THEN 'infinity'::timestamptz
+            WHEN 'hold' THEN now() + interval '1 minute'
+            WHEN 'wait' THEN x.circuit_open_until
+            WHEN 'wait_probe' THEN now() + interval '5 seconds'
+            ELSE now() + sqlc.arg(lease)::interval
+        END,
+        lease_owner = CASE WHEN x.action = 'lease' THEN sqlc.arg(owner)::bigint END,
+        lease_token = CASE WHEN x.action = 'lease' THEN sqlc.arg(token)::bigint END
+    FROM decide x
+    WHERE d.id = x.id AND x.action <> 'skip'
+    RETURNING d.id, d.queue, d.endpoint_id, d.ordering_key, d.ordered, d.message_id,
+              d.message_received_at, d.attempt, d.created_at, x.action
+)
+SELECT u.id, u.queue, u.endpoint_id, u.ordering_key, u.ordered, u.message_id,
+       u.message_received_at, u.attempt, u.created_at,
+       m.carrier_id, m.event_type, m.payload, m.payload_key, m.payload_size, m.payload_sha256,
+       coalesce(c.name, '')::text AS carrier_name
+FROM upd u
+JOIN messages m ON m.id = u.message_id AND m.received_at = u.message_received_at
+LEFT JOIN carriers c ON c.id = m.carrier_id
+WHERE u.action = 'lease'
+ORDER BY u.id;
+
+-- name: DeliveryAck :many
+-- Applies a batch of results, each fenced by its lease token (stale results
+-- change nothing): 'success' and 'dead' delete the row ('dead' also writes the
+-- dead letter), 'retry' reschedules it (spending an attempt when spend),
+-- 'release' gives it back at once without an attempt. Every applied result
+-- but 'release' appends a delivery_attempts row. Returns the deleted ordered
+-- rows, whose successors the caller then promotes (DeliveryPromote, a separate
+-- statement so that it sees rows parked by claims it waited for).
+WITH r AS (
+    SELECT unnest(sqlc.arg(ids)::bigint[]) AS id,
+           unnest(sqlc.arg(tokens)::bigint[]) AS token,
+           unnest(sqlc.arg(kinds)::text[]) AS kind,
+           unnest(sqlc.arg(spend)::boolean[]) AS spend,
+           unnest(sqlc.arg(delays_ms)::bigint[]) AS delay_ms,
+           unnest(sqlc.arg(outcomes)::text[]) AS outcome,
+           unnest(sqlc.arg(statuses)::integer[]) AS status,
+           unnest(sqlc.arg(latencies_ms)::integer[]) AS latency_ms,
+           unnest(sqlc.arg(errors)::text[]) AS error,
+           unnest(sqlc.arg(excerpts)::text[]) AS excerpt,
+           unnest(sqlc.arg(attempted_at)::timestamptz[]) AS attempted_at
+),
+del AS (
+    DELETE FROM deliveries d USING r
+    WHERE d.id = r.id AND d.lease_token = r.token AND r.kind IN ('success', 'dead')
+    RETURNING d.id, d.queue, d.endpoint_id, d.ordering_key, d.ordered, d.message_id,
+              d.message_received_at, d.attempt + 1 AS attempt
+),
+upd AS (
+    UPDATE deliveries d
+    SET attempt = d.attempt + CASE WHEN r.spend THEN 1 ELSE 0 END,
+        visible_at = now() + r.delay_ms * interval '1 millisecond',
+        lease_owner = NULL,
+        lease_token = NULL,
+        last_status = CASE WHEN r.kind = 'release' THEN d.last_status ELSE r.status END,
+        last_error = CASE WHEN r.kind = 'release' THEN d.last_error ELSE r.error END
+    FROM r
+    WHERE d.id = r.id AND d.lease_token = r.token AND r.kind IN ('retry', 'release')
+    RETURNING d.id, d.endpoint_id, d.message_id, d.message_received_at, d.attempt
+),
+applied AS (
+    SELECT x.id, x.message_id, x.message_received_at, x.endpoint_id, x.attempt FROM del x
+    UNION ALL
+    SELECT u.id, u.message_id, u.message_received_at, u.endpoint_id,
+           u.attempt + CASE WHEN rr.spend THEN 0 ELSE 1 END
+    FROM upd u JOIN r rr ON rr.id = u.id
+    WHERE rr.kind <> 'release'
+),
+att AS (
+    INSERT INTO delivery_attempts (delivery_id, message_id, message_received_at, endpoint_id, attempt,
+                                   attempted_at, outcome, status_code, latency_ms, error,
+                                   response_excerpt, dispatcher_id)
+    SELECT a.id, a.message_id, a.message_received_at, a.endpoint_id, a.attempt,
+           r.attempted_at, r.outcome, r.status, r.latency_ms, r.error, r.excerpt,
+           sqlc.arg(dispatcher_id)::bigint
+    FROM applied a JOIN r ON r.id = a.id
+),
+dl AS (
+    INSERT INTO dead_letters (id, message_id, message_received_at, endpoint_id, merchant_id,
+                              carrier_id, queue, ordering_key, event_type, attempts,
+                              last_status, last_error)
+    SELECT x.id, x.message_id, x.message_received_at, x.endpoint_id, e.merchant_id,
+           m.carrier_id, x.queue, x.ordering_key, m.event_type, x.attempt,
+           rr.status, rr.error
+    FROM del x
+    JOIN r rr ON rr.id = x.id
+    JOIN messages m ON m.id = x.message_id AND m.received_at = x.message_received_at
+    JOIN endpoints e ON e.id = x.endpoint_id
+    WHERE rr.kind = 'dead'
+    ON CONFLICT (id) DO UPDATE SET
+        attempts = excluded.attempts, last_status = excluded.last_status,
+        last_error = excluded.last_error, created_at = now()
+)
+SELECT d.id, d.endpoint_id, d.ordering_key, d.ordered, true AS deleted
+FROM del d
+UNION ALL
+SELECT u.id, u.endpoint_id, ''::text AS ordering_key, false AS ordered, false AS deleted
+FROM upd u;
+
+-- name: DeliveryPromote :execrows
+-- Makes the successor of each removed chain row visible now when it is parked.
+UPDATE deliveries d SET visible_at = now()
+FROM (
+    SELECT (SELECT n.id FROM deliveries n
+            WHERE n.endpoint_id = x.endpoint_id AND n.ordering_key = x.ordering_key
+              AND n.ordered AND n.id > x.id
+            ORDER BY n.id LIMIT 1) AS next_id
+    FROM (SELECT unnest(sqlc.arg(endpoint_ids)::bigint[]) AS endpoint_id,
+                 unnest(sqlc.arg(ordering_keys)::text[]) AS ordering_key,
+                 unnest(sqlc.arg(ids)::bigint[]) AS id) x
+) s
+WHERE d.id = s.next_id AND d.visible_at = 'infinity';
+
+-- name: DeliveryExtend :execrows
+-- Extends the lease of rows still in flight (long HTTP calls).
+UPDATE deliveries d SET visible_at = now() + sqlc.arg(lease)::interval
+FROM (SELECT unnest(sqlc.arg(ids)::bigint[]) AS id, unnest(sqlc.arg(tokens)::bigint[]) AS token) x
+WHERE d.id = x.id AND d.lease_token = x.token;
+
+-- name: DeliveryResumeEndpoint :execrows
+-- Held (not leased, not parked) rows of an endpoint become visible now: used
+-- when an endpoint is enabled again.
+UPDATE deliveries SET visible_at = now()
+WHERE endpoint_id = sqlc.arg(endpoint_id)::bigint AND lease_token IS NULL
+  AND visible_at > now() AND visible_at < 'infinity';
+
+-- name: DeliveryQueueCounts :many
+-- Due, leased/scheduled and parked rows per logical queue (tests, dashboard).
+SELECT queue::integer AS queue,
+       count(*) FILTER (WHERE visible_at <= now())::bigint AS due,
+       count(*) FILTER (WHERE visible_at > now() AND visible_at < 'infinity')::bigint AS waiting,
+       count(*) FILTER (WHERE visible_at = 'infinity')::bigint AS parked
+FROM deliveries GROUP BY queue ORDER BY queue;

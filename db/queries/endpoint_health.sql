@@ -1,0 +1,101 @@
+-- name: EndpointsDispatchLoad :many
+-- What the dispatcher needs to send to the given endpoints: delivery settings,
+-- every secret that may sign now (newest first) and the circuit state.
+SELECT e.id, e.url, e.status, e.max_in_flight, e.rate_limit_per_sec, e.payload_mode,
+       e.retry_schedule_ms, e.timeout_ms,
+       coalesce((SELECT array_agg(s.secret ORDER BY s.id DESC) FROM endpoint_secrets s
+                 WHERE s.endpoint_id = e.id AND (s.expires_at IS NULL OR s.expires_at > now())),
+                '{}')::text[] AS secrets,
+       coalesce(h.consecutive_failures, 0)::integer AS consecutive_failures,
+       coalesce(h.circuit_state, 'closed')::text AS circuit_state
+FROM endpoints e
+LEFT JOIN endpoint_health h ON h.endpoint_id = e.id
+WHERE e.id = ANY(sqlc.arg(ids)::bigint[]);
+
+-- name: EndpointHealthEnsure :exec
+INSERT INTO endpoint_health (endpoint_id)
+SELECT x FROM unnest(sqlc.arg(endpoint_ids)::bigint[]) AS x
+ON CONFLICT (endpoint_id) DO NOTHING;
+
+-- name: EndpointHealthApply :many
+-- Folds one ack batch's outcomes per endpoint into endpoint_health (rows must
+-- exist: EndpointHealthEnsure) and disables endpoints that answered 410 or
+-- have been failing since before now() - @disable_after.
+--   successes: successful attempts; failures: failed attempts that count for
+--   the circuit; trailing: failures after the batch's last success (all
+--   failures when there was none); gone: some attempt got 410.
+-- Circuit: @threshold consecutive failures open it for @base_backoff; a failed
+-- probe (half_open, or open and due) doubles the wait up to @max_backoff; a
+-- success closes it.
+WITH x AS (
+    SELECT unnest(sqlc.arg(endpoint_ids)::bigint[]) AS endpoint_id,
+           unnest(sqlc.arg(successes)::integer[]) AS successes,
+           unnest(sqlc.arg(failures)::integer[]) AS failures,
+           unnest(sqlc.arg(trail)::integer[]) AS trail,
+           unnest(sqlc.arg(gone)::boolean[]) AS gone,
+           unnest(sqlc.arg(last_errors)::text[]) AS last_error
+),
+hu AS (
+    UPDATE endpoint_health h SET
+        consecutive_failures = CASE WHEN n.successes > 0 THEN n.trail
+                                    ELSE h.consecutive_failures + n.failures END,
+        failing_since = CASE
+            WHEN n.successes > 0 AND n.trail = 0 THEN NULL
+            WHEN n.successes > 0 THEN now()
+            WHEN n.failures > 0 THEN coalesce(h.failing_since, now())
+            ELSE h.failing_since END,
+        last_success_at = CASE WHEN n.successes > 0 THEN now() ELSE h.last_success_at END,
+        last_failure_at = CASE WHEN n.failures > 0 THEN now() ELSE h.last_failure_at END,
+        last_error = CASE WHEN n.last_error <> '' THEN n.last_error ELSE h.last_error END,
+        circuit_state = CASE
+            WHEN n.successes > 0 AND n.trail = 0 THEN 'closed'
+            WHEN (CASE WHEN n.successes > 0 THEN n.trail ELSE h.consecutive_failures + n.failures END)
+                 < sqlc.arg(threshold)::integer THEN
+                 CASE WHEN n.successes > 0 THEN 'closed' ELSE h.circuit_state END
+            WHEN h.circuit_state = 'closed' OR n.successes > 0 THEN 'open'
+            WHEN h.circuit_state = 'half_open' OR h.circuit_open_until <= now() THEN 'open'
+            ELSE h.circuit_state END,
+        circuit_backoff_ms = CASE
+            WHEN n.successes > 0 AND n.trail = 0 THEN 0
+            WHEN (CASE WHEN n.successes > 0 THEN n.trail ELSE h.consecutive_failures + n.failures END)
+                 < sqlc.arg(threshold)::integer THEN
+                 CASE WHEN n.successes > 0 THEN 0 ELSE h.circuit_backoff_ms END
+            WHEN h.circuit_state = 'closed' OR n.successes > 0 THEN sqlc.arg(base_backoff_ms)::bigint
+            WHEN h.circuit_state = 'half_open' OR h.circuit_open_until <= now() THEN
+                 least(greatest(h.circuit_backoff_ms, sqlc.arg(base_backoff_ms)::bigint) * 2,
+                       sqlc.arg(max_backoff_ms)::bigint)
+            ELSE h.circuit_backoff_ms END,
+        circuit_open_until = CASE
+            WHEN n.successes > 0 AND n.trail = 0 THEN NULL
+            WHEN (CASE WHEN n.successes > 0 THEN n.trail ELSE h.consecutive_failures + n.failures END)
+                 < sqlc.arg(threshold)::integer THEN
+                 CASE WHEN n.successes > 0 THEN NULL ELSE h.circuit_open_until END
+            WHEN h.circuit_state = 'closed' OR n.successes > 0 THEN
+                 now() + sqlc.arg(base_backoff_ms)::bigint * interval '1 millisecond'
+            WHEN h.circuit_state = 'half_open' OR h.circuit_open_until <= now() THEN
+                 now() + least(greatest(h.circuit_backoff_ms, sqlc.arg(base_backoff_ms)::bigint) * 2,
+                               sqlc.arg(max_backoff_ms)::bigint) * interval '1 millisecond'
+            ELSE h.circuit_open_until END,
+        updated_at = now()
+    FROM x AS n
+    WHERE h.endpoint_id = n.endpoint_id
+    RETURNING h.endpoint_id, h.circuit_state, h.consecutive_failures, h.failing_since
+),
+dis AS (
+    UPDATE endpoints e SET status = 'disabled', updated_at = now(),
+        disabled_reason = CASE WHEN x.gone THEN 'the endpoint answered 410 Gone'
+                               ELSE 'deliveries failing for too long' END
+    FROM x JOIN hu ON hu.endpoint_id = x.endpoint_id
+    WHERE e.id = x.endpoint_id AND e.status = 'enabled'
+      AND (x.gone OR hu.failing_since < now() - sqlc.arg(disable_after)::interval)
+    RETURNING e.id
+)
+SELECT hu.endpoint_id, hu.circuit_state::text AS circuit_state, hu.consecutive_failures,
+       (hu.endpoint_id IN (SELECT id FROM dis))::boolean AS disabled
+FROM hu;
+
+-- name: EndpointHealthGet :one
+SELECT * FROM endpoint_health WHERE endpoint_id = sqlc.arg(endpoint_id)::bigint;
+
+-- name: EndpointHealthOpenCount :one
+SELECT count(*)::bigint FROM endpoint_health WHERE circuit_state <> 'closed';

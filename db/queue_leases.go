@@ -1,0 +1,85 @@
+package db
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/hookrelay/hookrelay/db/internal/dbsqlc"
+)
+
+// QueueLease is a held logical queue.
+type QueueLease struct {
+	Queue int
+	Epoch int64 // grows on every change of owner
+}
+
+// QueueLeaseRow is the state of one logical queue's lease.
+type QueueLeaseRow struct {
+	Queue     int
+	Owner     int64 // 0 for none
+	Epoch     int64
+	ExpiresAt time.Time
+}
+
+// QueueLeasesEnsure creates the lease rows of queues 0..queues-1.
+func (db *DB) QueueLeasesEnsure(ctx context.Context, queues int) error {
+	if err := db.q.QueueLeasesEnsure(ctx, int32(queues)); err != nil {
+		return fmt.Errorf("create queue leases: %w", unavailable(err))
+	}
+	return nil
+}
+
+// QueueLeasesRenew extends every lease owner holds and returns them.
+func (db *DB) QueueLeasesRenew(ctx context.Context, owner int64, queues int, lease time.Duration) ([]QueueLease, error) {
+	rows, err := db.q.QueueLeasesRenew(ctx, dbsqlc.QueueLeasesRenewParams{Owner: owner, Queues: int32(queues), Lease: lease})
+	if err != nil {
+		return nil, fmt.Errorf("renew queue leases: %w", unavailable(err))
+	}
+	out := make([]QueueLease, len(rows))
+	for i, r := range rows {
+		out[i] = QueueLease{Queue: int(r.Queue), Epoch: r.Epoch}
+	}
+	return out, nil
+}
+
+// QueueLeasesAcquire takes up to n free or expired leases for owner.
+func (db *DB) QueueLeasesAcquire(ctx context.Context, owner int64, queues, n int, lease time.Duration) ([]QueueLease, error) {
+	rows, err := db.q.QueueLeasesAcquire(ctx, dbsqlc.QueueLeasesAcquireParams{
+		Owner: owner, Lease: lease, Queues: int32(queues), N: int32(n),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("acquire queue leases: %w", unavailable(err))
+	}
+	out := make([]QueueLease, len(rows))
+	for i, r := range rows {
+		out[i] = QueueLease{Queue: int(r.Queue), Epoch: r.Epoch}
+	}
+	return out, nil
+}
+
+// QueueLeasesRelease gives up n of owner's leases (the highest queues), or all
+// of them when n < 0, and returns how many it released.
+func (db *DB) QueueLeasesRelease(ctx context.Context, owner int64, n int) (int64, error) {
+	c, err := db.q.QueueLeasesRelease(ctx, dbsqlc.QueueLeasesReleaseParams{Owner: owner, N: int32(n)})
+	if err != nil {
+		return 0, fmt.Errorf("release queue leases: %w", unavailable(err))
+	}
+	return c, nil
+}
+
+// QueueLeasesList returns every queue lease.
+func (db *DB) QueueLeasesList(ctx context.Context) ([]QueueLeaseRow, error) {
+	rows, err := db.q.QueueLeasesList(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list queue leases: %w", unavailable(err))
+	}
+	out := make([]QueueLeaseRow, len(rows))
+	for i, r := range rows {
+		out[i] = QueueLeaseRow{Queue: int(r.Queue), Epoch: r.Epoch, ExpiresAt: r.ExpiresAt}
+		if r.Owner != nil {
+			out[i].Owner = *r.Owner
+		}
+	}
+	return out, nil
+}
