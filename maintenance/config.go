@@ -1,0 +1,96 @@
+package maintenance
+
+import (
+	"cmp"
+	"time"
+
+	"github.com/hookrelay/hookrelay/db"
+)
+
+// LockKey is the advisory lock key of the maintenance role.
+const LockKey int64 = 7368211002
+
+// Config configures the maintenance role. Zero fields take their defaults; a
+// negative interval switches that loop off.
+type Config struct {
+	// Retention is how long history (messages, delivery attempts) is kept:
+	// a day partition is dropped once its whole day is older. Default 168h.
+	Retention time.Duration
+	// PartitionsAhead is how many days of partitions exist ahead of today.
+	// Default 3, at least 2.
+	PartitionsAhead int
+	// IdempotencyDays is how many days of idempotency_keys partitions are
+	// kept, today included: the 24 h dedupe window reads today's and
+	// yesterday's. Default 2, at least 2.
+	IdempotencyDays int
+	// RetentionInterval is the time between partition/retention passes. A
+	// pass also runs whenever a process becomes the holder, so a missed
+	// run (process down for days) catches up at once. Default 1h.
+	RetentionInterval time.Duration
+
+	// VacuumInterval is how often the hot tables' dead tuples are checked.
+	// Default 2s.
+	VacuumInterval time.Duration
+	// VacuumDeadTuples: a hot table with at least this many dead tuples is
+	// vacuumed. Default 20,000.
+	VacuumDeadTuples int64
+	// VacuumDeadRatio: a hot table whose dead tuples exceed this fraction of
+	// its live ones is vacuumed (if it has at least VacuumMinDead). Default 0.2.
+	VacuumDeadRatio float64
+	// VacuumMinDead is the fewest dead tuples worth a VACUUM. Default 1,000.
+	VacuumMinDead int64
+
+	// HealthInterval is the time between health samples. Default 10s.
+	HealthInterval time.Duration
+	// LongTransaction is the age from which a transaction is reported
+	// (metric and warning log). Default 5m.
+	LongTransaction time.Duration
+	// LongTransactionRewarn is how often a still-open long transaction is
+	// logged again. Default 5m.
+	LongTransactionRewarn time.Duration
+
+	// StatInterval is the time between stat samples. Default 10s.
+	StatInterval time.Duration
+	// StatLag is how far behind now a sample's window ends, so callbacks
+	// and attempts stamped before their commit are still counted. Default 5s.
+	StatLag time.Duration
+	// StatKeep is how long stat samples are kept. Default 2h.
+	StatKeep time.Duration
+	// Queues is the number of logical queues (HOOKRELAY_QUEUES). Default 32.
+	Queues int
+
+	// LockRetry is how often a standby process tries to take the role, and
+	// how often the holder checks its connection. Default 5s.
+	LockRetry time.Duration
+	// Session configures the dedicated connections (leadership + DDL, and
+	// VACUUM).
+	Session db.SessionConfig
+
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+	// OnRetention, when set, is called after each retention pass (tests).
+	OnRetention func(RetentionReport)
+}
+
+func (c Config) withDefaults() Config {
+	c.Retention = cmp.Or(c.Retention, 168*time.Hour)
+	c.PartitionsAhead = max(cmp.Or(c.PartitionsAhead, 3), 2)
+	c.IdempotencyDays = max(cmp.Or(c.IdempotencyDays, 2), 2)
+	c.RetentionInterval = cmp.Or(c.RetentionInterval, time.Hour)
+	c.VacuumInterval = cmp.Or(c.VacuumInterval, 2*time.Second)
+	c.VacuumDeadTuples = cmp.Or(c.VacuumDeadTuples, 20_000)
+	c.VacuumDeadRatio = cmp.Or(c.VacuumDeadRatio, 0.2)
+	c.VacuumMinDead = cmp.Or(c.VacuumMinDead, 1_000)
+	c.HealthInterval = cmp.Or(c.HealthInterval, 10*time.Second)
+	c.LongTransaction = cmp.Or(c.LongTransaction, 5*time.Minute)
+	c.LongTransactionRewarn = cmp.Or(c.LongTransactionRewarn, 5*time.Minute)
+	c.StatInterval = cmp.Or(c.StatInterval, 10*time.Second)
+	c.StatLag = cmp.Or(c.StatLag, 5*time.Second)
+	c.StatKeep = cmp.Or(c.StatKeep, 2*time.Hour)
+	c.Queues = cmp.Or(c.Queues, 32)
+	c.LockRetry = cmp.Or(c.LockRetry, 5*time.Second)
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}

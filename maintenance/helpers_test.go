@@ -1,0 +1,244 @@
+package maintenance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookrelay/hookrelay/db"
+	"github.com/hookrelay/hookrelay/db/dbtest"
+	"github.com/hookrelay/hookrelay/storage"
+)
+
+// fakeClock is a settable clock.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = t
+}
+
+// bundle is what the tests work with: a database of their own, an SQL
+// connection to it for fixtures and checks, an embedded S3 store, a clock.
+type bundle struct {
+	url      string
+	store    *db.DB
+	sql      *pgx.Conn
+	payloads *storage.Store
+	clock    *fakeClock
+	logs     *syncBuffer
+	logger   *slog.Logger
+}
+
+func setup(t *testing.T) *bundle {
+	t.Helper()
+	url := dbtest.NewURL(t)
+	store := dbtest.Open(t, url, db.Config{})
+	conn, err := pgx.Connect(t.Context(), url)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	logs := &syncBuffer{}
+	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	emb, err := storage.StartEmbedded(t.Context(), logger, "127.0.0.1:0", t.TempDir())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = emb.Close() })
+	payloads, err := storage.New(t.Context(), emb.Config())
+	require.NoError(t, err)
+	t.Cleanup(payloads.Close)
+	require.NoError(t, payloads.EnsureBucket(t.Context()))
+	return &bundle{url: url, store: store, sql: conn, payloads: payloads,
+		clock: &fakeClock{now: time.Now().UTC()}, logs: logs, logger: logger}
+}
+
+// running is a Maintainer whose Run goroutine the test owns.
+type running struct {
+	mt      *Maintainer
+	reg     *prometheus.Registry
+	reports chan RetentionReport
+	stop    func()
+}
+
+// start runs a Maintainer with cfg (clock, reports and quiet defaults filled
+// in) until the test ends or stop is called.
+func (b *bundle) start(t *testing.T, cfg Config) *running {
+	t.Helper()
+	r := &running{reg: prometheus.NewRegistry(), reports: make(chan RetentionReport, 64)}
+	cfg.Now = b.clock.Now
+	cfg.OnRetention = func(rep RetentionReport) { r.reports <- rep }
+	cfg.RetentionInterval = cmpOr(cfg.RetentionInterval, time.Hour)
+	cfg.VacuumInterval = cmpOr(cfg.VacuumInterval, -1)
+	cfg.HealthInterval = cmpOr(cfg.HealthInterval, -1)
+	cfg.StatInterval = cmpOr(cfg.StatInterval, -1)
+	cfg.LockRetry = cmpOr(cfg.LockRetry, 50*time.Millisecond)
+	r.mt = New(b.logger, cfg, b.store, b.payloads, r.reg)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.mt.Run(ctx) }()
+	var once sync.Once
+	r.stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				require.NoError(t, err)
+			case <-time.After(30 * time.Second):
+				t.Error("maintainer did not stop")
+			}
+		})
+	}
+	t.Cleanup(r.stop)
+	return r
+}
+
+func cmpOr(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}
+
+// pass waits for the retention pass run for the clock's current time,
+// kicking the maintainer until it comes.
+func (r *running) pass(t *testing.T, at time.Time) RetentionReport {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	r.mt.Kick()
+	for {
+		select {
+		case rep := <-r.reports:
+			if rep.At.Equal(at) {
+				require.NoError(t, rep.Err)
+				return rep
+			}
+			r.mt.Kick()
+		case <-deadline:
+			t.Fatalf("no retention pass for %s", at)
+		}
+	}
+}
+
+// day returns the UTC midnight of t.
+func day(t time.Time) time.Time { return t.UTC().Truncate(24 * time.Hour) }
+
+// partName names the day table of parent for d.
+func partName(parent string, d time.Time) string {
+	return fmt.Sprintf("%s_p%s", parent, d.UTC().Format("20060102"))
+}
+
+// tableExists reports whether the table exists.
+func (b *bundle) tableExists(t *testing.T, name string) bool {
+	t.Helper()
+	var ok bool
+	require.NoError(t, b.sql.QueryRow(t.Context(), "SELECT to_regclass($1) IS NOT NULL", name).Scan(&ok))
+	return ok
+}
+
+// addTraffic stores one callback received at at, with its S3 payload, one
+// delivery attempt and one idempotency key; it returns the message id and
+// the payload's object key.
+func (b *bundle) addTraffic(t *testing.T, at time.Time) (int64, string) {
+	t.Helper()
+	ctx := t.Context()
+	var id int64
+	require.NoError(t, b.sql.QueryRow(ctx, "SELECT nextval('messages_id_seq')").Scan(&id))
+	key := storage.PayloadKey(at, fmt.Sprint(id))
+	_, err := b.payloads.Put(ctx, key, []byte(`{"tracking_no":"T1"}`))
+	require.NoError(t, err)
+	_, err = b.sql.Exec(ctx, `INSERT INTO messages (id, received_at, carrier_id, ordering_key, queue, payload_key, payload_size, payload_sha256)
+		VALUES ($1, $2, 1, 'T1', 0, $3, 20, '\x00')`, id, at, key)
+	require.NoError(t, err)
+	_, err = b.sql.Exec(ctx, `INSERT INTO delivery_attempts (delivery_id, message_id, message_received_at, endpoint_id, attempt, attempted_at, outcome, latency_ms)
+		VALUES ($1, $1, $2, 1, 1, $2, 'success', 5)`, id, at)
+	require.NoError(t, err)
+	_, err = b.sql.Exec(ctx, `INSERT INTO idempotency_keys (carrier_id, idem_key, day, created_at, message_id, message_received_at)
+		VALUES (1, $1, $2::timestamptz::date, $2, $3, $2)`, fmt.Sprint("k", id), at, id)
+	require.NoError(t, err)
+	return id, key
+}
+
+// objectExists reports whether the S3 object exists.
+func (b *bundle) objectExists(t *testing.T, key string) bool {
+	t.Helper()
+	_, err := b.payloads.Get(t.Context(), key)
+	if errors.Is(err, storage.ErrNotFound) {
+		return false
+	}
+	require.NoError(t, err)
+	return true
+}
+
+// forbidDeletes makes any row DELETE on the history tables fail, so retention
+// cannot cheat with DELETE.
+func (b *bundle) forbidDeletes(t *testing.T) {
+	t.Helper()
+	_, err := b.sql.Exec(t.Context(), `
+CREATE FUNCTION forbid_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN RAISE EXCEPTION 'row DELETE on history table %', TG_TABLE_NAME; END $$;
+CREATE TRIGGER no_delete BEFORE DELETE ON messages FOR EACH ROW EXECUTE FUNCTION forbid_delete();
+CREATE TRIGGER no_delete BEFORE DELETE ON delivery_attempts FOR EACH ROW EXECUTE FUNCTION forbid_delete();
+CREATE TRIGGER no_delete BEFORE DELETE ON idempotency_keys FOR EACH ROW EXECUTE FUNCTION forbid_delete();`)
+	require.NoError(t, err)
+}
+
+// historyRowsDeleted sums n_tup_del over the history tables' partitions.
+func (b *bundle) historyRowsDeleted(t *testing.T) int64 {
+	t.Helper()
+	var n int64
+	require.NoError(t, b.sql.QueryRow(t.Context(), `SELECT pg_stat_clear_snapshot()::text IS NULL`).Scan(new(bool)))
+	require.NoError(t, b.sql.QueryRow(t.Context(), `SELECT coalesce(sum(n_tup_del), 0)::bigint FROM pg_stat_user_tables
+		WHERE relname ~ '^(messages|delivery_attempts|idempotency_keys)_p[0-9]{8}$'`).Scan(&n))
+	return n
+}
+
+// syncBuffer is a bytes buffer safe for a logger's concurrent writes.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.buf = append(s.buf, p...)
+	return len(p), nil
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return string(s.buf)
+}
+
+// value reads a gauge's or counter's current value.
+func value(t *testing.T, m prometheus.Metric) float64 {
+	t.Helper()
+	var out dto.Metric
+	require.NoError(t, m.Write(&out))
+	switch {
+	case out.Gauge != nil:
+		return out.Gauge.GetValue()
+	case out.Counter != nil:
+		return out.Counter.GetValue()
+	}
+	t.Fatalf("not a gauge or counter")
+	return 0
+}

@@ -1,0 +1,109 @@
+package maintenance
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// metrics are the role's Prometheus series; every hookrelay_db_* gauge is set
+// by the health sampler of the process holding the role.
+type metrics struct {
+	leader *prometheus.GaugeVec // no labels; a vec so tests read it uniformly
+
+	tableBytes     *prometheus.GaugeVec
+	indexBytes     *prometheus.GaugeVec
+	liveTuples     *prometheus.GaugeVec
+	deadTuples     *prometheus.GaugeVec
+	deadRatio      *prometheus.GaugeVec
+	lastVacuum     *prometheus.GaugeVec
+	lastAutovacuum *prometheus.GaugeVec
+
+	connections       prometheus.Gauge
+	maxConnections    prometheus.Gauge
+	idleInTransaction prometheus.Gauge
+	oldestXact        prometheus.Gauge
+	longTransactions  prometheus.Gauge
+	oldestXminAge     prometheus.Gauge
+	preparedXacts     prometheus.Gauge
+	slotsHoldingXmin  prometheus.Gauge
+	slotXminAge       prometheus.Gauge
+
+	partitions         *prometheus.GaugeVec
+	partitionBytes     *prometheus.GaugeVec
+	oldestPartitionAge *prometheus.GaugeVec
+
+	vacuums        *prometheus.CounterVec
+	vacuumSeconds  prometheus.Histogram
+	sampleSeconds  *prometheus.GaugeVec
+	sampleFailures *prometheus.CounterVec
+
+	retentionBlocked    prometheus.Gauge
+	retentionDropped    *prometheus.CounterVec
+	retentionDiscarded  prometheus.Counter
+	retentionObjects    prometheus.Counter
+	retentionLastRun    prometheus.Gauge
+	retentionFailures   prometheus.Counter
+	partitionsCreated   prometheus.Counter
+	pendingPayloadPurge prometheus.Gauge
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	g := func(name, help string) prometheus.Gauge {
+		return prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
+	}
+	gv := func(name, help string, labels ...string) *prometheus.GaugeVec {
+		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
+	}
+	m := &metrics{
+		leader: gv("hookrelay_maintenance_leader", "1 while this process holds the maintenance role."),
+
+		tableBytes:     gv("hookrelay_db_table_bytes", "Size of a hot table (heap, TOAST, maps) in bytes.", "table"),
+		indexBytes:     gv("hookrelay_db_index_bytes", "Size of a hot table's indexes in bytes.", "table"),
+		liveTuples:     gv("hookrelay_db_live_tuples", "Live tuples of a hot table (statistics collector).", "table"),
+		deadTuples:     gv("hookrelay_db_dead_tuples", "Dead tuples of a hot table awaiting vacuum.", "table"),
+		deadRatio:      gv("hookrelay_db_dead_tuple_ratio", "dead / (live + dead) tuples of a hot table.", "table"),
+		lastVacuum:     gv("hookrelay_db_last_vacuum_timestamp_seconds", "Unix time of the last manual VACUUM of a hot table (0: never).", "table"),
+		lastAutovacuum: gv("hookrelay_db_last_autovacuum_timestamp_seconds", "Unix time of the last autovacuum of a hot table (0: never).", "table"),
+
+		connections:       g("hookrelay_db_connections", "Client sessions in the PostgreSQL cluster."),
+		maxConnections:    g("hookrelay_db_max_connections", "The server's max_connections."),
+		idleInTransaction: g("hookrelay_db_idle_in_transaction_sessions", "Sessions idle inside an open transaction."),
+		oldestXact:        g("hookrelay_db_oldest_xact_seconds", "Age of the oldest open transaction in the cluster."),
+		longTransactions:  g("hookrelay_db_long_transactions", "Transactions older than the long-transaction threshold."),
+		oldestXminAge:     g("hookrelay_db_oldest_xmin_age", "Age in transactions of the oldest snapshot (backend_xmin) held by a session."),
+		preparedXacts:     g("hookrelay_db_prepared_xacts", "Prepared (two-phase) transactions left open."),
+		slotsHoldingXmin:  g("hookrelay_db_replication_slots_holding_xmin", "Replication slots holding xmin or catalog_xmin."),
+		slotXminAge:       g("hookrelay_db_replication_slot_xmin_age", "Largest xmin/catalog_xmin age of a replication slot, in transactions."),
+
+		partitions:         gv("hookrelay_db_partitions", "Attached day partitions of a history table.", "table"),
+		partitionBytes:     gv("hookrelay_db_partition_bytes", "Total size of a history table's partitions in bytes.", "table"),
+		oldestPartitionAge: gv("hookrelay_db_oldest_partition_age_seconds", "Age of the start of the oldest day partition of a history table.", "table"),
+
+		vacuums: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookrelay_db_vacuums_total",
+			Help: "VACUUMs of hot tables run by the maintenance role."}, []string{"table"}),
+		vacuumSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "hookrelay_db_vacuum_seconds",
+			Help: "Duration of the maintenance role's VACUUMs.", Buckets: prometheus.ExponentialBuckets(0.005, 3, 10)}),
+		sampleSeconds: gv("hookrelay_db_sample_seconds", "Duration of the last health or stat sample's queries.", "sampler"),
+		sampleFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookrelay_db_sample_failures_total",
+			Help: "Failed health, stat or vacuum checks."}, []string{"sampler"}),
+
+		retentionBlocked: g("hookrelay_retention_blocked_partitions", "Day partitions past retention whose drop is postponed because pending deliveries still reference them."),
+		retentionDropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookrelay_retention_dropped_partitions_total",
+			Help: "Day partitions detached and dropped by retention."}, []string{"table"}),
+		retentionDiscarded: prometheus.NewCounter(prometheus.CounterOpts{Name: "hookrelay_retention_dead_letters_discarded_total",
+			Help: "Dead letters discarded because their message passed retention."}),
+		retentionObjects: prometheus.NewCounter(prometheus.CounterOpts{Name: "hookrelay_retention_payload_objects_deleted_total",
+			Help: "S3 payload objects deleted with their day."}),
+		retentionLastRun: g("hookrelay_retention_last_run_timestamp_seconds", "Unix time of the last completed retention pass."),
+		retentionFailures: prometheus.NewCounter(prometheus.CounterOpts{Name: "hookrelay_retention_failures_total",
+			Help: "Retention steps that failed (retried on the next pass)."}),
+		partitionsCreated: prometheus.NewCounter(prometheus.CounterOpts{Name: "hookrelay_retention_partitions_created_total",
+			Help: "Day partitions created ahead."}),
+		pendingPayloadPurge: g("hookrelay_retention_pending_payload_days", "Dropped days whose S3 payload prefix is not deleted yet."),
+	}
+	reg.MustRegister(m.leader, m.tableBytes, m.indexBytes, m.liveTuples, m.deadTuples, m.deadRatio, m.lastVacuum,
+		m.lastAutovacuum, m.connections, m.maxConnections, m.idleInTransaction, m.oldestXact, m.longTransactions,
+		m.oldestXminAge, m.preparedXacts, m.slotsHoldingXmin, m.slotXminAge, m.partitions, m.partitionBytes,
+		m.oldestPartitionAge, m.vacuums, m.vacuumSeconds, m.sampleSeconds, m.sampleFailures, m.retentionBlocked,
+		m.retentionDropped, m.retentionDiscarded, m.retentionObjects, m.retentionLastRun, m.retentionFailures,
+		m.partitionsCreated, m.pendingPayloadPurge)
+	m.leader.WithLabelValues().Set(0)
+	return m
+}

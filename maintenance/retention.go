@@ -1,0 +1,194 @@
+package maintenance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hookrelay/hookrelay/db"
+	"github.com/hookrelay/hookrelay/storage"
+)
+
+// RetentionReport is the outcome of one retention pass.
+type RetentionReport struct {
+	At      time.Time // the clock's time the pass ran for
+	Created int       // partitions created ahead
+	// Dropped names the day tables detached and dropped.
+	Dropped []string
+	// Blocked names the messages partitions past retention that pending
+	// deliveries still reference; their drop is postponed.
+	Blocked []string
+	// DeadLettersDiscarded counts dead letters whose message passed retention.
+	DeadLettersDiscarded int64
+	// PayloadObjectsDeleted counts S3 objects deleted with their days.
+	PayloadObjectsDeleted int
+	Took                  time.Duration // set by the caller
+	Err                   error         // set for OnRetention only
+}
+
+const (
+	retentionJob    = "retention"
+	payloadPurgeJob = "payload_purge/" // + YYYY-MM-DD: a dropped day whose S3 prefix is not deleted yet
+	dayLayout       = "2006-01-02"
+)
+
+// retain runs one pass at now: partitions ahead, interrupted work of earlier
+// passes, then every day table past retention. Steps that fail are reported
+// in the joined error and retried by the next pass; the others go on.
+func (mt *Maintainer) retain(ctx context.Context, sess *db.Session, now time.Time) (RetentionReport, error) {
+	rep := RetentionReport{At: now}
+	created, err := mt.db.EnsurePartitions(ctx, now, mt.cfg.PartitionsAhead)
+	if err != nil {
+		return rep, err
+	}
+	rep.Created = created
+	mt.m.partitionsCreated.Add(float64(created))
+
+	var errs []error
+	parts, err := mt.db.Partitions(ctx)
+	if err != nil {
+		return rep, err
+	}
+	cutoff := now.Add(-mt.cfg.Retention)
+	today := now.UTC().Truncate(24 * time.Hour)
+	keepKeysFrom := today.AddDate(0, 0, 1-mt.cfg.IdempotencyDays)
+
+	// Dead letters of messages past retention go first: they would otherwise
+	// pin their day for ever.
+	var lastExpiredMessageDay time.Time
+	for _, p := range parts {
+		if p.Parent == "messages" && expired(p.Day, cutoff) {
+			lastExpiredMessageDay = p.Day
+		}
+	}
+	if !lastExpiredMessageDay.IsZero() {
+		n, err := mt.db.DeadLettersDiscardBefore(ctx, lastExpiredMessageDay.AddDate(0, 0, 1))
+		if err != nil {
+			errs = append(errs, err)
+		}
+		rep.DeadLettersDiscarded = n
+		mt.m.retentionDiscarded.Add(float64(n))
+		if n > 0 {
+			mt.logger.Warn("maintenance: discarded dead letters whose message passed retention",
+				"count", n, "received_before", lastExpiredMessageDay.AddDate(0, 0, 1))
+		}
+	}
+
+	for _, p := range parts {
+		var drop bool
+		switch {
+		case !p.Attached || p.DetachPending:
+			drop = true // an earlier pass was interrupted after deciding to drop it
+		case p.Parent == "idempotency_keys":
+			drop = p.Day.Before(keepKeysFrom)
+		default:
+			drop = expired(p.Day, cutoff)
+		}
+		if !drop {
+			continue
+		}
+		if p.Parent == "messages" && p.Attached && !p.DetachPending {
+			pending, err := mt.db.PendingDeliveriesBetween(ctx, p.Day, p.Day.AddDate(0, 0, 1))
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if pending > 0 {
+				rep.Blocked = append(rep.Blocked, p.Name)
+				mt.logger.Warn("maintenance: partition past retention still referenced by pending deliveries; drop postponed",
+					"partition", p.Name, "pending_deliveries", pending)
+				continue
+			}
+		}
+		if err := mt.dropPartition(ctx, sess, p, now); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		rep.Dropped = append(rep.Dropped, p.Name)
+		mt.m.retentionDropped.WithLabelValues(p.Parent).Inc()
+	}
+	mt.m.retentionBlocked.Set(float64(len(rep.Blocked)))
+
+	n, err := mt.purgePayloads(ctx)
+	rep.PayloadObjectsDeleted = n
+	if err != nil {
+		errs = append(errs, err)
+	}
+
+	detail := fmt.Sprintf("created=%d dropped=%s blocked=%s dead_letters_discarded=%d payload_objects_deleted=%d",
+		rep.Created, strings.Join(rep.Dropped, ","), strings.Join(rep.Blocked, ","), rep.DeadLettersDiscarded, n)
+	if err := errors.Join(errs...); err != nil {
+		return rep, err
+	}
+	if err := mt.db.MaintenanceRunSet(ctx, db.MaintenanceRun{Job: retentionJob, LastRunAt: now, Detail: detail}); err != nil {
+		return rep, err
+	}
+	mt.m.retentionLastRun.Set(float64(now.Unix()))
+	return rep, nil
+}
+
+// expired reports whether the whole day starting at day is older than cutoff.
+func expired(day, cutoff time.Time) bool {
+	return !day.AddDate(0, 0, 1).After(cutoff)
+}
+
+// dropPartition detaches p concurrently (writers of the parent never wait)
+// and drops it. For a messages day it first records that the day's S3 prefix
+// must go, so a crash between the drop and the purge is finished later.
+func (mt *Maintainer) dropPartition(ctx context.Context, sess *db.Session, p db.Partition, now time.Time) error {
+	if p.Parent == "messages" && mt.payloads != nil {
+		job := payloadPurgeJob + p.Day.Format(dayLayout)
+		if err := mt.db.MaintenanceRunSet(ctx, db.MaintenanceRun{Job: job, LastRunAt: now, Detail: storage.DayPrefix(p.Day)}); err != nil {
+			return err
+		}
+	}
+	switch {
+	case p.DetachPending:
+		if err := sess.FinalizeDetach(ctx, p.Parent, p.Name); err != nil {
+			return err
+		}
+	case p.Attached:
+		if err := sess.DetachPartition(ctx, p.Parent, p.Name); err != nil {
+			return err
+		}
+	}
+	return sess.DropTable(ctx, p.Name)
+}
+
+// purgePayloads deletes the S3 prefix of every dropped day still recorded as
+// pending, and forgets the days it finished.
+func (mt *Maintainer) purgePayloads(ctx context.Context) (int, error) {
+	if mt.payloads == nil {
+		return 0, nil
+	}
+	runs, err := mt.db.MaintenanceRuns(ctx, payloadPurgeJob)
+	if err != nil {
+		return 0, err
+	}
+	var errs []error
+	total := 0
+	left := len(runs)
+	for _, r := range runs {
+		day, err := time.Parse(dayLayout, strings.TrimPrefix(r.Job, payloadPurgeJob))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("bad payload purge job %q: %w", r.Job, err))
+			continue
+		}
+		n, err := mt.payloads.DeletePrefix(ctx, storage.DayPrefix(day))
+		total += n
+		mt.m.retentionObjects.Add(float64(n))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("purge payloads of %s: %w", day.Format(dayLayout), err))
+			continue
+		}
+		if err := mt.db.MaintenanceRunDelete(ctx, r.Job); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		left--
+	}
+	mt.m.pendingPayloadPurge.Set(float64(left))
+	return total, errors.Join(errs...)
+}

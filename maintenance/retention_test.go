@@ -1,0 +1,151 @@
+package maintenance
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookrelay/hookrelay/db"
+)
+
+// TestRetentionOverDaysOfTraffic drives a week of simulated days: partitions
+// exist ahead, history past retention goes by whole partitions (no row is
+// DELETEd) with its S3 payloads, idempotency keys are kept two days, and a
+// restart after a long pause catches up at once.
+func TestRetentionOverDaysOfTraffic(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.forbidDeletes(t)
+	const retention = 72 * time.Hour
+	d0 := day(time.Now()).AddDate(0, 0, 1)
+	noon := func(i int) time.Time { return d0.AddDate(0, 0, i).Add(12 * time.Hour) }
+	b.clock.Set(noon(0))
+	r := b.start(t, Config{Retention: retention, PartitionsAhead: 3})
+
+	keys := map[int]string{}
+	for i := 0; i <= 5; i++ {
+		b.clock.Set(noon(i))
+		r.pass(t, noon(i))
+		_, keys[i] = b.addTraffic(t, noon(i))
+		for a := 0; a <= 3; a++ {
+			for _, parent := range []string{"messages", "delivery_attempts", "idempotency_keys"} {
+				require.True(t, b.tableExists(t, partName(parent, d0.AddDate(0, 0, i+a))), "day %d: %s %d days ahead", i, parent, a)
+			}
+		}
+		for j := 0; j <= i; j++ {
+			dj := d0.AddDate(0, 0, j)
+			kept := j >= i-3 // the whole day is younger than 72 h before noon of day i
+			require.Equal(t, kept, b.tableExists(t, partName("messages", dj)), "day %d: messages of day %d", i, j)
+			require.Equal(t, kept, b.tableExists(t, partName("delivery_attempts", dj)), "day %d: attempts of day %d", i, j)
+			require.Equal(t, j >= i-1, b.tableExists(t, partName("idempotency_keys", dj)), "day %d: keys of day %d", i, j)
+			if j < i { // today's traffic is added after the pass
+				require.Equal(t, kept, b.objectExists(t, keys[j]), "day %d: payload of day %d", i, j)
+			}
+		}
+	}
+	require.Zero(t, b.historyRowsDeleted(t), "history rows were DELETEd")
+	require.Equal(t, 4.0, value(t, r.mt.m.retentionDropped.WithLabelValues("messages")))
+
+	// The process is down for ten days, then starts again.
+	r.stop()
+	b.clock.Set(noon(15))
+	require.False(t, b.tableExists(t, partName("messages", d0.AddDate(0, 0, 15))))
+	r2 := b.start(t, Config{Retention: retention, PartitionsAhead: 3})
+	r2.pass(t, noon(15))
+	for j := 2; j <= 8; j++ {
+		require.False(t, b.tableExists(t, partName("messages", d0.AddDate(0, 0, j))), "day %d kept after catch-up", j)
+	}
+	for j := 2; j <= 5; j++ {
+		require.False(t, b.objectExists(t, keys[j]), "payload of day %d kept after catch-up", j)
+	}
+	for j := 14; j <= 18; j++ {
+		require.True(t, b.tableExists(t, partName("messages", d0.AddDate(0, 0, j))), "day %d not created", j)
+	}
+	runs, err := b.store.MaintenanceRuns(t.Context(), retentionJob)
+	require.NoError(t, err)
+	require.Len(t, runs, 1)
+	require.True(t, runs[0].LastRunAt.Equal(noon(15)))
+	require.Zero(t, b.historyRowsDeleted(t), "history rows were DELETEd")
+}
+
+// TestRetentionPinsDayOfPendingDelivery: a day past retention that a pending
+// delivery still references is not dropped (metric and warning) until the
+// delivery is gone; dead letters past retention are discarded, not pinning.
+func TestRetentionPinsDayOfPendingDelivery(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	d0 := day(time.Now()).AddDate(0, 0, 1)
+	b.clock.Set(d0.Add(12 * time.Hour))
+	r := b.start(t, Config{Retention: 72 * time.Hour})
+	r.pass(t, d0.Add(12*time.Hour))
+
+	pinnedAt, deadAt := d0.Add(12*time.Hour), d0.AddDate(0, 0, 1).Add(12*time.Hour)
+	pinnedID, pinnedKey := b.addTraffic(t, pinnedAt)
+	deadID, deadKey := b.addTraffic(t, deadAt)
+	_, err := b.sql.Exec(t.Context(), `INSERT INTO deliveries (id, queue, endpoint_id, ordering_key, message_id, message_received_at)
+		VALUES (900001, 0, 1, 'T1', $1, $2)`, pinnedID, pinnedAt)
+	require.NoError(t, err)
+	_, err = b.sql.Exec(t.Context(), `INSERT INTO dead_letters (id, message_id, message_received_at, endpoint_id, merchant_id, carrier_id, queue, ordering_key, attempts)
+		VALUES (900002, $1, $2, 1, 1, 1, 0, 'T1', 8)`, deadID, deadAt)
+	require.NoError(t, err)
+
+	later := d0.AddDate(0, 0, 5).Add(12 * time.Hour)
+	b.clock.Set(later)
+	rep := r.pass(t, later)
+	require.Equal(t, []string{partName("messages", d0)}, rep.Blocked)
+	require.EqualValues(t, 1, rep.DeadLettersDiscarded)
+	require.Equal(t, 1.0, value(t, r.mt.m.retentionBlocked))
+	require.Contains(t, b.logs.String(), "drop postponed")
+	require.True(t, b.tableExists(t, partName("messages", d0)), "pinned day dropped")
+	require.True(t, b.objectExists(t, pinnedKey), "pinned day's payload deleted")
+	require.False(t, b.tableExists(t, partName("delivery_attempts", d0)), "attempts do not pin")
+	require.False(t, b.tableExists(t, partName("messages", d0.AddDate(0, 0, 1))), "dead letter pinned its day")
+	require.False(t, b.objectExists(t, deadKey))
+	var deadLetters int
+	require.NoError(t, b.sql.QueryRow(t.Context(), "SELECT count(*) FROM dead_letters").Scan(&deadLetters))
+	require.Zero(t, deadLetters)
+
+	// The delivery finishes (the dispatcher deletes it): the day goes.
+	_, err = b.sql.Exec(t.Context(), "DELETE FROM deliveries WHERE id = 900001")
+	require.NoError(t, err)
+	later = later.Add(time.Minute)
+	b.clock.Set(later)
+	rep = r.pass(t, later)
+	require.Empty(t, rep.Blocked)
+	require.Contains(t, rep.Dropped, partName("messages", d0))
+	require.Zero(t, value(t, r.mt.m.retentionBlocked))
+	require.False(t, b.objectExists(t, pinnedKey))
+}
+
+// TestRetentionFinishesInterruptedWork: a partition left detached (or
+// detach-pending) by a crashed pass is dropped, and a day whose S3 purge did
+// not happen is purged, on the next pass.
+func TestRetentionFinishesInterruptedWork(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	d0 := day(time.Now()).AddDate(0, 0, 1)
+	b.clock.Set(d0.Add(12 * time.Hour))
+	r := b.start(t, Config{Retention: 72 * time.Hour})
+	r.pass(t, d0.Add(12*time.Hour))
+	_, key := b.addTraffic(t, d0.Add(13*time.Hour))
+	old := partName("delivery_attempts", d0.AddDate(0, 0, 2))
+	_, err := b.sql.Exec(t.Context(), "ALTER TABLE delivery_attempts DETACH PARTITION "+old)
+	require.NoError(t, err)
+	// A crash after recording the purge and dropping the day, before S3.
+	require.NoError(t, b.store.MaintenanceRunSet(t.Context(), db.MaintenanceRun{
+		Job: payloadPurgeJob + d0.Format(dayLayout), LastRunAt: d0}))
+
+	later := d0.Add(14 * time.Hour)
+	b.clock.Set(later)
+	rep := r.pass(t, later)
+	require.Contains(t, rep.Dropped, old)
+	require.False(t, b.tableExists(t, old))
+	require.False(t, b.objectExists(t, key))
+	require.Equal(t, 1, rep.PayloadObjectsDeleted)
+	runs, err := b.store.MaintenanceRuns(t.Context(), payloadPurgeJob)
+	require.NoError(t, err)
+	require.Empty(t, runs)
+	require.False(t, strings.Contains(b.logs.String(), `"level":"ERROR"`))
+}
