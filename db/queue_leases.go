@@ -43,10 +43,11 @@ func (db *DB) QueueLeasesRenew(ctx context.Context, owner int64, queues int, lea
 	return out, nil
 }
 
-// QueueLeasesAcquire takes up to n free or expired leases for owner.
-func (db *DB) QueueLeasesAcquire(ctx context.Context, owner int64, queues, n int, lease time.Duration) ([]QueueLease, error) {
+// QueueLeasesAcquire takes up to n leases for owner: free ones, expired ones
+// and those of dispatchers silent for longer than liveWithin.
+func (db *DB) QueueLeasesAcquire(ctx context.Context, owner int64, queues, n int, lease, liveWithin time.Duration) ([]QueueLease, error) {
 	rows, err := db.q.QueueLeasesAcquire(ctx, dbsqlc.QueueLeasesAcquireParams{
-		Owner: owner, Lease: lease, Queues: int32(queues), N: int32(n),
+		Owner: owner, Lease: lease, Queues: int32(queues), N: int32(n), LiveWithin: liveWithin,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("acquire queue leases: %w", unavailable(err))

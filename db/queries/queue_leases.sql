@@ -22,12 +22,17 @@ WHERE queue IN (
 );
 
 -- name: QueueLeasesAcquire :many
--- Takes up to @n free or expired leases for @owner.
+-- Takes up to @n leases for @owner that are free, expired, or held by a
+-- dispatcher that has not heartbeaten within @live_within (dead or stopped).
 UPDATE queue_leases SET owner = sqlc.arg(owner)::bigint, epoch = epoch + 1,
     expires_at = now() + sqlc.arg(lease)::interval
 WHERE queue IN (
     SELECT l.queue FROM queue_leases l
-    WHERE (l.owner IS NULL OR l.expires_at < now()) AND l.queue < sqlc.arg(queues)::integer
+    WHERE (l.owner IS NULL OR l.expires_at < now()
+           OR NOT EXISTS (SELECT 1 FROM dispatchers d
+                          WHERE d.id = l.owner AND d.stopped_at IS NULL
+                            AND d.heartbeat_at > now() - sqlc.arg(live_within)::interval))
+      AND l.queue < sqlc.arg(queues)::integer
     ORDER BY l.expires_at, l.queue
     LIMIT sqlc.arg(n)::integer
     FOR UPDATE SKIP LOCKED

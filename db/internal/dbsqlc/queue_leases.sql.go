@@ -15,19 +15,24 @@ UPDATE queue_leases SET owner = $1::bigint, epoch = epoch + 1,
     expires_at = now() + $2::interval
 WHERE queue IN (
     SELECT l.queue FROM queue_leases l
-    WHERE (l.owner IS NULL OR l.expires_at < now()) AND l.queue < $3::integer
+    WHERE (l.owner IS NULL OR l.expires_at < now()
+           OR NOT EXISTS (SELECT 1 FROM dispatchers d
+                          WHERE d.id = l.owner AND d.stopped_at IS NULL
+                            AND d.heartbeat_at > now() - $3::interval))
+      AND l.queue < $4::integer
     ORDER BY l.expires_at, l.queue
-    LIMIT $4::integer
+    LIMIT $5::integer
     FOR UPDATE SKIP LOCKED
 )
 RETURNING queue::integer AS queue, epoch
 `
 
 type QueueLeasesAcquireParams struct {
-	Owner  int64
-	Lease  time.Duration
-	Queues int32
-	N      int32
+	Owner      int64
+	Lease      time.Duration
+	LiveWithin time.Duration
+	Queues     int32
+	N          int32
 }
 
 type QueueLeasesAcquireRow struct {
@@ -35,11 +40,13 @@ type QueueLeasesAcquireRow struct {
 	Epoch int64
 }
 
-// Takes up to @n free or expired leases for @owner.
+// Takes up to @n leases for @owner that are free, expired, or held by a
+// dispatcher that has not heartbeaten within @live_within (dead or stopped).
 func (q *Queries) QueueLeasesAcquire(ctx context.Context, arg QueueLeasesAcquireParams) ([]QueueLeasesAcquireRow, error) {
 	rows, err := q.db.Query(ctx, queueLeasesAcquire,
 		arg.Owner,
 		arg.Lease,
+		arg.LiveWithin,
 		arg.Queues,
 		arg.N,
 	)

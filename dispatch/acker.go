@@ -1,0 +1,172 @@
+package dispatch
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/hookrelay/hookrelay/db"
+)
+
+// ackItem is a result waiting to be acknowledged.
+type ackItem struct {
+	res db.DeliveryResult
+	// circuitNeutral reports whether the result neither counts as a failure
+	// nor as a success for the circuit (released, held, payload store down).
+	circuitNeutral bool
+	gone           bool
+}
+
+// acker batches results into one transaction per ~interval or maxBatch
+// results (db.DeliveryAckBatch). A failed batch is retried until it succeeds
+// or the acker stops; rows of a batch that is never acknowledged come back
+// when their lease runs out (at least once).
+type acker struct {
+	db           *db.DB
+	logger       *slog.Logger
+	metrics      *metrics
+	dispatcherID int64
+	policy       db.HealthPolicy
+	interval     time.Duration
+	maxBatch     int
+	now          func() time.Time
+	onReport     func(db.AckReport)
+
+	in chan ackItem
+	// lastHealth is when an endpoint's health row was last written for a
+	// success-only batch (owned by the run goroutine).
+	lastHealth map[int64]time.Time
+	// cleanHealthy reports whether the endpoint is known closed with no
+	// failures (owned by the run goroutine).
+	cleanHealthy map[int64]bool
+}
+
+func newAcker(store *db.DB, logger *slog.Logger, m *metrics, dispatcherID int64, policy db.HealthPolicy,
+	interval time.Duration, maxBatch int, now func() time.Time, onReport func(db.AckReport)) *acker {
+	return &acker{
+		db: store, logger: logger, metrics: m, dispatcherID: dispatcherID, policy: policy,
+		interval: interval, maxBatch: maxBatch, now: now, onReport: onReport,
+		in: make(chan ackItem, maxBatch*4), lastHealth: map[int64]time.Time{}, cleanHealthy: map[int64]bool{},
+	}
+}
+
+// run acknowledges until in is closed, then flushes what is left (with
+// flushTimeout) and returns.
+func (a *acker) run(flushTimeout time.Duration) {
+	var batch []ackItem
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	for {
+		var item ackItem
+		var ok bool
+		if len(batch) == 0 {
+			item, ok = <-a.in
+		} else {
+			select {
+			case item, ok = <-a.in:
+			case <-timer.C:
+				a.flush(batch, flushTimeout)
+				batch = batch[:0]
+				continue
+			}
+		}
+		if !ok {
+			if len(batch) > 0 {
+				a.flush(batch, flushTimeout)
+			}
+			return
+		}
+		if len(batch) == 0 {
+			timer.Reset(a.interval)
+		}
+		batch = append(batch, item)
+		if len(batch) >= a.maxBatch {
+			timer.Stop()
+			a.flush(batch, flushTimeout)
+			batch = batch[:0]
+		}
+	}
+}
+
+// flush writes one batch, retrying with back-off for up to giveUp.
+func (a *acker) flush(batch []ackItem, giveUp time.Duration) {
+	results := make([]db.DeliveryResult, len(batch))
+	for i, it := range batch {
+		results[i] = it.res
+	}
+	outcomes := a.outcomes(batch)
+	deadline := time.Now().Add(giveUp)
+	wait := 50 * time.Millisecond
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		rep, err := a.db.DeliveryAckBatch(ctx, a.dispatcherID, results, outcomes, a.policy)
+		cancel()
+		if err == nil {
+			a.metrics.ackBatchSize.Observe(float64(len(batch)))
+			for _, id := range rep.Opened {
+				a.cleanHealthy[id] = false
+			}
+			for _, id := range rep.Closed {
+				a.cleanHealthy[id] = true
+			}
+			if a.onReport != nil {
+				a.onReport(rep)
+			}
+			if rep.Stale > 0 {
+				a.logger.Warn("stale delivery results ignored (leases had run out)", "count", rep.Stale)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			a.logger.Error("ack batch dropped; its rows will be redelivered after their lease",
+				"results", len(batch), "error", err)
+			return
+		}
+		a.logger.Warn("ack batch failed; retrying", "results", len(batch), "error", err)
+		time.Sleep(wait)
+		wait = min(wait*2, 2*time.Second)
+	}
+}
+
+// outcomes folds a batch per endpoint in result order. Endpoints with only
+// successes whose circuit is known closed are written at most once a second.
+func (a *acker) outcomes(batch []ackItem) []db.EndpointOutcome {
+	idx := map[int64]int{}
+	var out []db.EndpointOutcome
+	for _, it := range batch {
+		if it.circuitNeutral && !it.gone {
+			continue
+		}
+		id := it.res.EndpointID
+		i, ok := idx[id]
+		if !ok {
+			i = len(out)
+			idx[id] = i
+			out = append(out, db.EndpointOutcome{EndpointID: id})
+		}
+		o := &out[i]
+		switch {
+		case it.gone:
+			o.Gone = true
+		case it.res.Kind == db.AckSuccess:
+			o.Successes++
+			o.Trailing = 0
+		default:
+			o.Failures++
+			o.Trailing++
+			o.LastError = it.res.Error
+		}
+	}
+	now := a.now()
+	kept := out[:0]
+	for _, o := range out {
+		if o.Failures == 0 && !o.Gone && a.cleanHealthy[o.EndpointID] && now.Sub(a.lastHealth[o.EndpointID]) < time.Second {
+			continue
+		}
+		if o.Failures == 0 && !o.Gone {
+			a.lastHealth[o.EndpointID] = now
+		}
+		kept = append(kept, o)
+	}
+	return kept
+}

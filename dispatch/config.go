@@ -1,0 +1,101 @@
+package dispatch
+
+import (
+	"cmp"
+	"os"
+	"time"
+)
+
+// Config configures a Dispatcher. Zero values get the defaults named.
+type Config struct {
+	// Queues is the number of logical queues (HOOKRELAY_QUEUES). Default 32.
+	Queues int
+	// Lease is how long a claimed delivery or a held logical queue stays with
+	// a silent dispatcher (HOOKRELAY_LEASE). Default 30s.
+	Lease time.Duration
+	// Concurrency bounds deliveries in flight in this process. Default 256.
+	Concurrency int
+	// BatchSize is the most rows one claim takes. Default 50.
+	BatchSize int
+	// IdlePoll is the longest pause between claims of an idle queue.
+	// Default 200ms.
+	IdlePoll time.Duration
+	// AllowPrivateTargets lets endpoints on loopback/private/link-local
+	// addresses be reached. Default false.
+	AllowPrivateTargets bool
+	// UserAgent is sent with every delivery. Default "hookrelay/dev".
+	UserAgent string
+	// AckInterval and AckBatch bound how long a result waits to be
+	// acknowledged and how many go in one transaction. Default 10ms, 100.
+	AckInterval time.Duration
+	AckBatch    int
+	// EndpointCacheTTL is how long endpoint settings and secrets are cached.
+	// Default 2s.
+	EndpointCacheTTL time.Duration
+	// RetryJitter is the ± fraction applied to retry delays. Default 0.2;
+	// negative disables jitter.
+	RetryJitter float64
+	// CircuitThreshold consecutive failures open an endpoint's circuit for
+	// CircuitBase, doubling up to CircuitMax while probes fail. Defaults 10,
+	// 30s, 10m.
+	CircuitThreshold int
+	CircuitBase      time.Duration
+	CircuitMax       time.Duration
+	// DisableAfter disables an endpoint failing for that long. Default 120h.
+	DisableAfter time.Duration
+	// HoldDelay is how long a held delivery (disabled endpoint, 410) waits
+	// before it is looked at again. Default 1m.
+	HoldDelay time.Duration
+	// StoreRetryDelay is the wait after the payload store could not serve an
+	// offloaded payload (no attempt is spent). Default 5s.
+	StoreRetryDelay time.Duration
+	// DrainTimeout bounds how long shutdown waits for deliveries in flight
+	// before it releases them. Default 10s.
+	DrainTimeout time.Duration
+	// PresignTTL is the validity of reference-mode payload URLs. Default 24h.
+	PresignTTL time.Duration
+	// Hostname and PID identify the process in the dispatchers table.
+	// Default os.Hostname() and os.Getpid().
+	Hostname string
+	PID      int
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+	// Rand returns a float in [0,1) for jitter. Default math/rand/v2.
+	Rand func() float64
+	// Resolve, when set, resolves endpoint host names (tests use it to change
+	// DNS answers). Default: the system resolver.
+	Resolve Resolver
+}
+
+func (c Config) withDefaults() Config {
+	c.Queues = cmp.Or(c.Queues, 32)
+	c.Lease = cmp.Or(c.Lease, 30*time.Second)
+	c.Concurrency = cmp.Or(c.Concurrency, 256)
+	c.BatchSize = cmp.Or(c.BatchSize, 50)
+	c.IdlePoll = cmp.Or(c.IdlePoll, 200*time.Millisecond)
+	c.UserAgent = cmp.Or(c.UserAgent, "hookrelay/dev")
+	c.AckInterval = cmp.Or(c.AckInterval, 10*time.Millisecond)
+	c.AckBatch = cmp.Or(c.AckBatch, 100)
+	c.EndpointCacheTTL = cmp.Or(c.EndpointCacheTTL, 2*time.Second)
+	c.RetryJitter = cmp.Or(c.RetryJitter, 0.2)
+	c.RetryJitter = max(c.RetryJitter, 0)
+	c.CircuitThreshold = cmp.Or(c.CircuitThreshold, 10)
+	c.CircuitBase = cmp.Or(c.CircuitBase, 30*time.Second)
+	c.CircuitMax = cmp.Or(c.CircuitMax, 10*time.Minute)
+	c.DisableAfter = cmp.Or(c.DisableAfter, 120*time.Hour)
+	c.HoldDelay = cmp.Or(c.HoldDelay, time.Minute)
+	c.StoreRetryDelay = cmp.Or(c.StoreRetryDelay, 5*time.Second)
+	c.DrainTimeout = cmp.Or(c.DrainTimeout, 10*time.Second)
+	c.PresignTTL = cmp.Or(c.PresignTTL, 24*time.Hour)
+	if c.Hostname == "" {
+		c.Hostname, _ = os.Hostname()
+	}
+	c.PID = cmp.Or(c.PID, os.Getpid())
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Rand == nil {
+		c.Rand = defaultRand
+	}
+	return c
+}

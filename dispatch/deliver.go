@@ -1,0 +1,139 @@
+package dispatch
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/hookrelay/hookrelay/db"
+)
+
+// releaseItem gives a row back without an attempt, visible again after delay.
+func (d *Dispatcher) releaseItem(r db.ClaimedDelivery, delay time.Duration) ackItem {
+	return ackItem{
+		res: db.DeliveryResult{
+			ID: r.ID, LeaseToken: r.LeaseToken, EndpointID: r.EndpointID,
+			Kind: db.AckRelease, Delay: delay,
+		},
+		circuitNeutral: true,
+	}
+}
+
+// deliver makes one attempt of r to ep (nil: the endpoint is gone) and
+// returns the result to acknowledge.
+func (d *Dispatcher) deliver(ctx context.Context, r db.ClaimedDelivery, ep *endpointState) ackItem {
+	if ep == nil || ep.cfg.Status != "enabled" {
+		d.metrics.deliveries.WithLabelValues("held").Inc()
+		return d.releaseItem(r, d.cfg.HoldDelay)
+	}
+	if err := ep.acquire(ctx); err != nil {
+		return d.releaseItem(r, 0)
+	}
+	defer ep.release()
+
+	attemptedAt := d.cfg.Now()
+	res := db.DeliveryResult{ID: r.ID, LeaseToken: r.LeaseToken, EndpointID: r.EndpointID, AttemptedAt: attemptedAt}
+	body, err := d.payload(ctx, r, ep.cfg.PayloadMode)
+	if err != nil {
+		if ctx.Err() != nil {
+			return d.releaseItem(r, 0)
+		}
+		// The payload store is down: a failed attempt that neither spends
+		// an attempt nor counts against the endpoint's circuit.
+		d.metrics.deliveries.WithLabelValues(OutcomeFailed).Inc()
+		res.Kind, res.Delay, res.Outcome = db.AckRetry, d.cfg.StoreRetryDelay, OutcomeFailed
+		res.Error = "payload store: " + err.Error()
+		return ackItem{res: res, circuitNeutral: true}
+	}
+
+	msgID := webhookID(r.MessageID)
+	h := d.headers(msgID, attemptedAt, body, ep.cfg.Secrets)
+	h.Set("X-Hookrelay-Carrier", r.CarrierName)
+	h.Set("X-Hookrelay-Event-Type", r.EventType)
+	h.Set("X-Hookrelay-Ordering-Key", r.OrderingKey)
+	h.Set("X-Hookrelay-Attempt", strconv.Itoa(r.Attempt+1))
+	resp := d.sender.Send(ctx, request{URL: ep.cfg.URL, Body: body, Header: h, Timeout: timeoutOf(ep.cfg)})
+	if resp.Outcome != OutcomeSuccess && ctx.Err() != nil {
+		// Cut off by a forced shutdown: not the endpoint's fault.
+		return d.releaseItem(r, 0)
+	}
+	d.metrics.deliveries.WithLabelValues(resp.Outcome).Inc()
+	d.metrics.deliveryLatency.Observe(resp.Latency.Seconds())
+	res.Outcome, res.Status, res.Latency, res.Error, res.Excerpt = resp.Outcome, resp.Status, resp.Latency, resp.Err, resp.Excerpt
+	item := ackItem{res: res}
+	switch resp.Outcome {
+	case OutcomeSuccess:
+		item.res.Kind = db.AckSuccess
+		d.metrics.e2eLatency.Observe(d.cfg.Now().Sub(r.MessageReceivedAt).Seconds())
+	case OutcomeGone:
+		// The endpoint is disabled by the ack; the delivery is held
+		// without spending an attempt.
+		item.res.Kind, item.res.Delay, item.gone = db.AckRetry, d.cfg.HoldDelay, true
+		d.cache.forget(r.EndpointID)
+	default:
+		delay, more := retryDelay(ep.cfg.RetrySchedule, r.Attempt+1, d.cfg.RetryJitter, d.cfg.Rand)
+		if resp.hasRetryAfter {
+			delay = max(delay, resp.RetryAfter)
+		}
+		if more {
+			item.res.Kind, item.res.Spend, item.res.Delay = db.AckRetry, true, delay
+		} else {
+			item.res.Kind = db.AckDead
+			d.metrics.deliveries.WithLabelValues("dead").Inc()
+		}
+	}
+	return item
+}
+
+// headers returns the Standard Webhooks headers and the fixed ones.
+func (d *Dispatcher) headers(msgID string, at time.Time, body []byte, secrets []string) http.Header {
+	ts := at.Unix()
+	h := make(http.Header, 12)
+	h.Set("Webhook-Id", msgID)
+	h.Set("Webhook-Timestamp", strconv.FormatInt(ts, 10))
+	if len(secrets) > 0 {
+		h.Set("Webhook-Signature", Sign(secrets, msgID, ts, body))
+	}
+	h.Set("Idempotency-Key", msgID)
+	h.Set("Content-Type", "application/json")
+	h.Set("User-Agent", d.cfg.UserAgent)
+	return h
+}
+
+// webhookID is the wire id of a message.
+func webhookID(messageID int64) string { return "msg_" + strconv.FormatInt(messageID, 10) }
+
+func timeoutOf(ep db.DispatchEndpoint) time.Duration {
+	if ep.Timeout <= 0 {
+		return 15 * time.Second
+	}
+	return ep.Timeout
+}
+
+// referenceBody is what a reference-mode endpoint receives for an offloaded
+// payload.
+type referenceBody struct {
+	Type   string `json:"type"`
+	URL    string `json:"url"`
+	Size   int    `json:"size"`
+	SHA256 string `json:"sha256"`
+}
+
+// payload returns the body to send: the stored bytes, the offloaded object
+// (inline mode) or the presigned-URL envelope (reference mode).
+func (d *Dispatcher) payload(ctx context.Context, r db.ClaimedDelivery, mode string) ([]byte, error) {
+	if r.PayloadKey == "" {
+		return r.Payload, nil
+	}
+	if mode == "reference" {
+		u, err := d.store.Presign(ctx, r.PayloadKey, d.cfg.PresignTTL)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(referenceBody{Type: "payload.reference", URL: u, Size: r.PayloadSize, SHA256: hex.EncodeToString(r.PayloadSHA256)})
+	}
+	return d.store.Get(ctx, r.PayloadKey)
+}

@@ -1,0 +1,272 @@
+package dispatch
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hookrelay/hookrelay/db"
+)
+
+// PayloadStore is the part of storage.Store the dispatcher uses.
+type PayloadStore interface {
+	Get(ctx context.Context, key string) ([]byte, error)
+	Presign(ctx context.Context, key string, ttl time.Duration) (string, error)
+}
+
+// Dispatcher is one dispatcher process's delivery engine. Create it with
+// New, run it with Run; PingEndpoint works without Run.
+type Dispatcher struct {
+	cfg     Config
+	db      *db.DB
+	store   PayloadStore
+	logger  *slog.Logger
+	metrics *metrics
+	sender  *httpSender
+	cache   *endpointCache
+
+	id atomic.Int64 // set by Run once registered
+
+	// slots bounds deliveries in flight (cfg.Concurrency).
+	slots chan struct{}
+	// workers counts delivery goroutines.
+	workers sync.WaitGroup
+	acker   *acker
+
+	mu       sync.Mutex // mu guards inflight
+	inflight map[int64]inflight
+}
+
+// inflight is a leased row being delivered.
+type inflight struct {
+	token     int64
+	claimedAt time.Time
+}
+
+// New returns a Dispatcher. reg may be nil (no metrics registered).
+func New(logger *slog.Logger, cfg Config, store *db.DB, payloads PayloadStore, reg prometheus.Registerer) *Dispatcher {
+	cfg = cfg.withDefaults()
+	return &Dispatcher{
+		cfg:      cfg,
+		db:       store,
+		store:    payloads,
+		logger:   logger,
+		metrics:  newMetrics(reg),
+		sender:   newHTTPSender(cfg.AllowPrivateTargets, cfg.Resolve, cfg.Concurrency, cfg.Now),
+		cache:    newEndpointCache(store, cfg.EndpointCacheTTL, cfg.Now),
+		slots:    make(chan struct{}, cfg.Concurrency),
+		inflight: map[int64]inflight{},
+	}
+}
+
+// ID returns the dispatcher's id in the dispatchers table (0 before Run has
+// registered it).
+func (d *Dispatcher) ID() int64 { return d.id.Load() }
+
+// Run registers the dispatcher, holds its share of the logical queues and
+// delivers until ctx ends; then it stops claiming, lets deliveries in flight
+// finish (up to DrainTimeout, then releases them), flushes acknowledgements,
+// releases its queue leases and marks itself stopped.
+func (d *Dispatcher) Run(ctx context.Context) error {
+	id, err := d.db.DispatcherRegister(ctx, d.cfg.Hostname, d.cfg.PID)
+	if err != nil {
+		return err
+	}
+	d.id.Store(id)
+	if err := d.db.QueueLeasesEnsure(ctx, d.cfg.Queues); err != nil {
+		return err
+	}
+	d.logger.Info("dispatcher started", "dispatcher_id", id, "queues", d.cfg.Queues, "lease", d.cfg.Lease)
+	policy := db.HealthPolicy{
+		Threshold: d.cfg.CircuitThreshold, BaseBackoff: d.cfg.CircuitBase,
+		MaxBackoff: d.cfg.CircuitMax, DisableAfter: d.cfg.DisableAfter,
+	}
+	d.acker = newAcker(d.db, d.logger, d.metrics, id, policy, d.cfg.AckInterval, d.cfg.AckBatch, d.cfg.Now, d.onAckReport)
+	ackDone := make(chan struct{})
+	go func() {
+		defer close(ackDone)
+		d.acker.run(d.cfg.Lease)
+	}()
+
+	workCtx, workCancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer workCancel()
+	loops := &loopSet{running: map[int]context.CancelFunc{}}
+	d.manageLeases(ctx, workCtx, loops)
+
+	// Shutdown: no more claims, then drain or release work in flight.
+	loops.stopAll()
+	drained := make(chan struct{})
+	go func() {
+		d.workers.Wait()
+		close(drained)
+	}()
+	select {
+	case <-drained:
+	case <-time.After(d.cfg.DrainTimeout):
+		d.logger.Warn("releasing deliveries still in flight", "count", d.inFlightCount())
+		workCancel()
+		<-drained
+	}
+	close(d.acker.in)
+	<-ackDone
+	bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	var errs []error
+	if _, err := d.db.QueueLeasesRelease(bg, id, -1); err != nil {
+		errs = append(errs, err)
+	}
+	if err := d.db.DispatcherStop(bg, id); err != nil {
+		errs = append(errs, err)
+	}
+	d.metrics.queuesHeld.Set(0)
+	d.sender.closeIdle()
+	d.logger.Info("dispatcher stopped", "dispatcher_id", id)
+	if len(errs) > 0 {
+		return fmt.Errorf("dispatcher shutdown: %v", errs)
+	}
+	return nil
+}
+
+func (d *Dispatcher) onAckReport(rep db.AckReport) {
+	for _, id := range rep.Disabled {
+		d.cache.forget(id)
+		d.logger.Warn("endpoint disabled", "endpoint_id", id)
+	}
+}
+
+// loopSet is the claim loops running, one per held queue.
+type loopSet struct {
+	wg      sync.WaitGroup
+	running map[int]context.CancelFunc // owned by the lease goroutine
+}
+
+func (l *loopSet) stopAll() {
+	for q, cancel := range l.running {
+		cancel()
+		delete(l.running, q)
+	}
+	l.wg.Wait()
+}
+
+// manageLeases heartbeats, rebalances queue leases, starts and stops claim
+// loops and extends the leases of long deliveries, until ctx ends.
+func (d *Dispatcher) manageLeases(ctx, workCtx context.Context, loops *loopSet) {
+	tick := time.NewTicker(d.cfg.Lease / 4)
+	defer tick.Stop()
+	for {
+		held, err := d.rebalance(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			d.logger.Warn("queue lease rebalance failed", "error", err)
+		} else {
+			d.reconcile(ctx, workCtx, loops, held)
+		}
+		d.extendInFlight(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// liveWithin is how recent a heartbeat must be for a dispatcher to count as
+// live (heartbeats come every Lease/4).
+func (d *Dispatcher) liveWithin() time.Duration { return d.cfg.Lease / 2 }
+
+// rebalance heartbeats and adjusts this dispatcher's queue leases to its fair
+// share, ceil(queues / live dispatchers), returning the queues held.
+func (d *Dispatcher) rebalance(ctx context.Context) (map[int]bool, error) {
+	id := d.ID()
+	live, _, err := d.db.DispatcherHeartbeat(ctx, id, d.liveWithin())
+	if err != nil {
+		return nil, err
+	}
+	held, err := d.db.QueueLeasesRenew(ctx, id, d.cfg.Queues, d.cfg.Lease)
+	if err != nil {
+		return nil, err
+	}
+	target := (d.cfg.Queues + live - 1) / max(live, 1)
+	switch {
+	case len(held) > target:
+		if _, err := d.db.QueueLeasesRelease(ctx, id, len(held)-target); err != nil {
+			return nil, err
+		}
+		if held, err = d.db.QueueLeasesRenew(ctx, id, d.cfg.Queues, d.cfg.Lease); err != nil {
+			return nil, err
+		}
+	case len(held) < target:
+		got, err := d.db.QueueLeasesAcquire(ctx, id, d.cfg.Queues, target-len(held), d.cfg.Lease, d.liveWithin())
+		if err != nil {
+			return nil, err
+		}
+		held = append(held, got...)
+	}
+	out := make(map[int]bool, len(held))
+	for _, l := range held {
+		out[l.Queue] = true
+	}
+	return out, nil
+}
+
+// reconcile starts claim loops for newly held queues and stops those of
+// queues no longer held.
+func (d *Dispatcher) reconcile(ctx, workCtx context.Context, loops *loopSet, held map[int]bool) {
+	for q, cancel := range loops.running {
+		if !held[q] {
+			cancel()
+			delete(loops.running, q)
+		}
+	}
+	for q := range held {
+		if _, ok := loops.running[q]; ok {
+			continue
+		}
+		lctx, cancel := context.WithCancel(ctx)
+		loops.running[q] = cancel
+		loops.wg.Go(func() { d.claimLoop(lctx, workCtx, q) })
+	}
+	d.metrics.queuesHeld.Set(float64(len(loops.running)))
+}
+
+// extendInFlight pushes out the lease of deliveries in flight for longer
+// than a quarter of the lease.
+func (d *Dispatcher) extendInFlight(ctx context.Context) {
+	cutoff := d.cfg.Now().Add(-d.cfg.Lease / 4)
+	var ids, tokens []int64
+	d.mu.Lock()
+	for id, f := range d.inflight {
+		if f.claimedAt.Before(cutoff) {
+			ids, tokens = append(ids, id), append(tokens, f.token)
+		}
+	}
+	d.mu.Unlock()
+	if len(ids) == 0 {
+		return
+	}
+	if _, err := d.db.DeliveryExtend(ctx, ids, tokens, d.cfg.Lease); err != nil && ctx.Err() == nil {
+		d.logger.Warn("extending delivery leases failed", "error", err)
+	}
+}
+
+func (d *Dispatcher) inFlightCount() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.inflight)
+}
+
+// newToken returns a random lease token.
+func newToken() int64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return int64(binary.LittleEndian.Uint64(b[:]) >> 1)
+}

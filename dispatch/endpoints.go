@@ -1,0 +1,122 @@
+package dispatch
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/hookrelay/hookrelay/db"
+)
+
+// endpointState is a cached endpoint with its per-endpoint limits.
+type endpointState struct {
+	cfg      db.DispatchEndpoint
+	loadedAt time.Time
+	// slots bounds deliveries in flight to the endpoint (max_in_flight).
+	slots chan struct{}
+	// limiter enforces rate_limit_per_sec; nil when unlimited.
+	limiter *rate.Limiter
+}
+
+// acquire waits for an in-flight slot and the rate limiter; release must be
+// called when it returns nil.
+func (e *endpointState) acquire(ctx context.Context) error {
+	select {
+	case e.slots <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if e.limiter != nil {
+		if err := e.limiter.Wait(ctx); err != nil {
+			<-e.slots
+			return err
+		}
+	}
+	return nil
+}
+
+func (e *endpointState) release() { <-e.slots }
+
+// endpointCache holds endpoint settings and secrets for ttl, loading all the
+// endpoints of a claimed batch that are missing or stale in one query.
+type endpointCache struct {
+	db  *db.DB
+	ttl time.Duration
+	now func() time.Time
+
+	mu sync.Mutex // mu guards m
+	m  map[int64]*endpointState
+}
+
+func newEndpointCache(store *db.DB, ttl time.Duration, now func() time.Time) *endpointCache {
+	return &endpointCache{db: store, ttl: ttl, now: now, m: map[int64]*endpointState{}}
+}
+
+// get returns the states of ids (absent for endpoints that do not exist),
+// refreshing stale entries first.
+func (c *endpointCache) get(ctx context.Context, ids []int64) (map[int64]*endpointState, error) {
+	now := c.now()
+	out := make(map[int64]*endpointState, len(ids))
+	var load []int64
+	c.mu.Lock()
+	for _, id := range ids {
+		if _, seen := out[id]; seen {
+			continue
+		}
+		st, ok := c.m[id]
+		if ok && now.Sub(st.loadedAt) < c.ttl {
+			out[id] = st
+			continue
+		}
+		out[id] = nil
+		load = append(load, id)
+	}
+	c.mu.Unlock()
+	if len(load) > 0 {
+		rows, err := c.db.EndpointsDispatchLoad(ctx, load)
+		if err != nil {
+			return nil, err
+		}
+		c.mu.Lock()
+		for _, r := range rows {
+			out[r.ID] = c.store(r, now)
+		}
+		c.mu.Unlock()
+	}
+	for id, st := range out {
+		if st == nil {
+			delete(out, id)
+		}
+	}
+	return out, nil
+}
+
+// store caches cfg, keeping the old state's limits when they did not change
+// (so slots in use stay counted). c.mu must be held.
+func (c *endpointCache) store(cfg db.DispatchEndpoint, now time.Time) *endpointState {
+	old := c.m[cfg.ID]
+	st := &endpointState{cfg: cfg, loadedAt: now}
+	if old != nil && old.cfg.MaxInFlight == cfg.MaxInFlight {
+		st.slots = old.slots
+	} else {
+		st.slots = make(chan struct{}, max(cfg.MaxInFlight, 1))
+	}
+	if cfg.RateLimitPerSec > 0 {
+		if old != nil && old.limiter != nil && old.cfg.RateLimitPerSec == cfg.RateLimitPerSec {
+			st.limiter = old.limiter
+		} else {
+			st.limiter = rate.NewLimiter(rate.Limit(cfg.RateLimitPerSec), max(1, cfg.RateLimitPerSec/10))
+		}
+	}
+	c.m[cfg.ID] = st
+	return st
+}
+
+// forget drops an endpoint so the next get reloads it (after a 410, say).
+func (c *endpointCache) forget(id int64) {
+	c.mu.Lock()
+	delete(c.m, id)
+	c.mu.Unlock()
+}

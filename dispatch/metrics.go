@@ -1,0 +1,68 @@
+package dispatch
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the dispatcher's Prometheus collectors.
+type metrics struct {
+	claimSeconds    prometheus.Histogram
+	claimed         prometheus.Counter
+	deliveries      *prometheus.CounterVec
+	deliveryLatency prometheus.Histogram
+	e2eLatency      prometheus.Histogram
+	inFlight        prometheus.Gauge
+	queuesHeld      prometheus.Gauge
+	ackBatchSize    prometheus.Histogram
+	circuitOpen     prometheus.Gauge
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		claimSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "hookrelay_dispatch_claim_seconds",
+			Help:    "Time of one claim statement (up to 50 rows of one logical queue).",
+			Buckets: []float64{.0005, .001, .002, .003, .005, .0075, .01, .02, .05, .1, .25, 1},
+		}),
+		claimed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "hookrelay_dispatch_claimed_total",
+			Help: "Deliveries leased by claims.",
+		}),
+		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hookrelay_deliveries_total",
+			Help: "Delivery attempts by outcome (success, failed, timeout, conn_error, gone, throttled, refused, dead, held).",
+		}, []string{"outcome"}),
+		deliveryLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "hookrelay_delivery_latency_seconds",
+			Help:    "HTTP time of one delivery attempt.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 18),
+		}),
+		e2eLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "hookrelay_e2e_latency_seconds",
+			Help:    "From the callback's receipt to its successful delivery.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 22),
+		}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "hookrelay_dispatch_in_flight",
+			Help: "Deliveries being sent now.",
+		}),
+		queuesHeld: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "hookrelay_queues_held",
+			Help: "Logical queues this process holds.",
+		}),
+		ackBatchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "hookrelay_ack_batch_size",
+			Help:    "Results acknowledged per ack transaction.",
+			Buckets: []float64{1, 2, 5, 10, 20, 50, 100, 200},
+		}),
+		circuitOpen: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "hookrelay_circuit_open",
+			Help: "Endpoints whose circuit is open or half-open.",
+		}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.claimSeconds, m.claimed, m.deliveries, m.deliveryLatency, m.e2eLatency,
+			m.inFlight, m.queuesHeld, m.ackBatchSize, m.circuitOpen)
+	}
+	return m
+}
