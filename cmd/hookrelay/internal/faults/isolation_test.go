@@ -1,0 +1,62 @@
+//go:build faults
+
+package faults
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookrelay/hookrelay/cmd/hookrelay/internal/bench"
+)
+
+// healthyP99Bound is the isolation property's bound: a generous one, far
+// above the healthy endpoint's latency without faults (milliseconds) and far
+// below what sharing a worker with a hanging endpoint would give (the 15 s
+// delivery timeout).
+const healthyP99Bound = 2 * time.Second
+
+// TestMerchantIsolation: next to a healthy endpoint, the same callbacks go
+// to endpoints that hang, reset the connection, answer slowly, fail every
+// other time, redirect and send a 64 MiB body. The healthy endpoint's
+// end-to-end p99 stays under healthyP99Bound, it receives everything in
+// order, and the redirect is not followed.
+func TestMerchantIsolation(t *testing.T) {
+	t.Parallel()
+	s3 := startS3(t)
+	env := serviceEnv(dbURL(t), s3, nil)
+	svc := newProc(t, "all", "api,dispatch,maintenance", env)
+	svc.start()
+	dumpLogs(t, svc)
+
+	w := newWorld(t, svc.URL(), 1, 20, bench.SinkConfig{})
+	bad := startBadMerchant(t)
+	paths := []string{"/hang", "/reset", "/slow", "/flaky", "/redirect", "/huge"}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	for _, p := range paths {
+		_, err := w.admin.CreateEndpoint(ctx, w.merchant.ID, bad.URL(p), nil, 0)
+		require.NoError(t, err, p)
+	}
+
+	l := w.load(loadConfig{Targets: []string{svc.URL()}, Interval: 100 * time.Millisecond})
+	stop := runLoad(l)
+	time.Sleep(12 * time.Second)
+	stop()
+	drain := w.drain(60 * time.Second)
+
+	a := w.account(result{Scenario: "misbehaving merchant endpoints", Faults: len(paths), Drain: drain.Round(time.Millisecond).String(),
+		MaxRecovery: maxLatency(w.ledger).String(),
+		Extra: map[string]any{"hits": map[string]int64{
+			"hang": bad.Hits("/hang"), "reset": bad.Hits("/reset"), "slow": bad.Hits("/slow"),
+			"flaky": bad.Hits("/flaky"), "redirect": bad.Hits("/redirect"), "huge": bad.Hits("/huge"),
+		}}}, l, 0)
+	for _, p := range paths {
+		require.NotZero(t, bad.Hits(p), "endpoint %s never got a delivery: the fault was not exercised", p)
+	}
+	require.Zero(t, bad.landed.Load(), "the service followed a redirect")
+	p99 := percentile(a.Latencies, 0.99)
+	require.Less(t, p99, healthyP99Bound, "healthy endpoint p99 %s while others misbehave", p99)
+}

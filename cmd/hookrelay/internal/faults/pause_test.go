@@ -1,0 +1,56 @@
+//go:build faults
+
+package faults
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookrelay/hookrelay/cmd/hookrelay/internal/bench"
+)
+
+// TestPausedDispatcher: one of two dispatchers is frozen (SIGSTOP) for three
+// lease times while it holds queues and deliveries in flight, then resumed
+// (SIGCONT). The other takes its queues over; when the frozen one wakes up
+// with stale claims, its acknowledgements are refused (fenced by the lease
+// token): no delivery is recorded as succeeded twice, and order per key
+// holds at the merchant.
+func TestPausedDispatcher(t *testing.T) {
+	t.Parallel()
+	url := dbURL(t)
+	s3 := startS3(t)
+	env := serviceEnv(url, s3, nil)
+	api := newProc(t, "api", "api,maintenance", env)
+	api.start()
+	d1 := newProc(t, "dispatch1", "dispatch", env)
+	d1.start()
+	d2 := newProc(t, "dispatch2", "dispatch", env)
+	d2.start()
+	dumpLogs(t, api, d1, d2)
+
+	// A sink latency keeps deliveries in flight when the pause comes.
+	w := newWorld(t, api.URL(), 2, 30, bench.SinkConfig{Latency: 30 * time.Millisecond})
+	l := w.load(loadConfig{Targets: []string{api.URL()}, Interval: 20 * time.Millisecond})
+	stop := runLoad(l)
+	time.Sleep(3 * time.Second)
+	d1.pause()
+	time.Sleep(3 * lease)
+	d1.resume()
+	time.Sleep(3 * time.Second)
+	stop()
+	drain := w.drain(90 * time.Second)
+
+	twice, err := queryInt(t.Context(), url, `SELECT count(*) FROM (
+		SELECT delivery_id FROM delivery_attempts WHERE outcome = 'success'
+		GROUP BY delivery_id HAVING count(*) > 1) x`)
+	require.NoError(t, err)
+	successes, err := queryInt(t.Context(), url, `SELECT count(*) FROM delivery_attempts WHERE outcome = 'success'`)
+	require.NoError(t, err)
+	w.account(result{Scenario: "dispatcher paused past its lease", Faults: 1, Drain: drain.Round(time.Millisecond).String(),
+		MaxRecovery: maxLatency(w.ledger).String(),
+		Extra:       map[string]any{"success_attempt_rows": successes, "deliveries_acknowledged_twice": twice}}, l, 400)
+	require.Zero(t, twice, "deliveries recorded as succeeded more than once: a stale claim was acknowledged")
+	require.True(t, d1.running(), "the paused dispatcher died after SIGCONT")
+}
