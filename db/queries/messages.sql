@@ -19,6 +19,6 @@ SELECT * FROM messages WHERE id = @id AND received_at = @received_at;
 -- name: MessageGetByID :one
 SELECT * FROM messages WHERE id = $1 ORDER BY received_at DESC LIMIT 1;
 
--- name: MessageCountSince :one
+-- name: MessageCountSinceCapped :one
 -- Messages received since a time (today's partition: cheap with the primary key's index).
-SELECT count(*) FROM messages WHERE received_at >= @since;
+SELECT count(*) FROM (SELECT 1 FROM messages WHERE received_at >= @since LIMIT sqlc.arg(cap)::bigint) AS m;

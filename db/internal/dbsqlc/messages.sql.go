@@ -59,13 +59,18 @@ type MessageCopyParams struct {
 	Deliveries     int32
 }
 
-const messageCountSince = `-- name: MessageCountSince :one
-SELECT count(*) FROM messages WHERE received_at >= $1
+const messageCountSinceCapped = `-- name: MessageCountSinceCapped :one
+SELECT count(*) FROM (SELECT 1 FROM messages WHERE received_at >= $1 LIMIT $2::bigint) AS m
 `
 
+type MessageCountSinceCappedParams struct {
+	Since time.Time
+	Cap   int64
+}
+
 // Messages received since a time (today's partition: cheap with the primary key's index).
-func (q *Queries) MessageCountSince(ctx context.Context, since time.Time) (int64, error) {
-	row := q.db.QueryRow(ctx, messageCountSince, since)
+func (q *Queries) MessageCountSinceCapped(ctx context.Context, arg MessageCountSinceCappedParams) (int64, error) {
+	row := q.db.QueryRow(ctx, messageCountSinceCapped, arg.Since, arg.Cap)
 	var count int64
 	err := row.Scan(&count)
 	return count, err

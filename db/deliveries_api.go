@@ -1,0 +1,213 @@
+package db
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/db/internal/dbsqlc"
+)
+
+// Delivery states as the API shows them.
+const (
+	DeliveryPending   = "pending"
+	DeliveryDelivered = "delivered"
+	DeliveryDead      = "dead"
+)
+
+// APIDelivery is one delivery as the API lists it, whatever its state.
+type APIDelivery struct {
+	ID                int64
+	EndpointID        int64
+	MessageID         int64
+	MessageReceivedAt time.Time
+	State             string // pending | delivered | dead
+	OrderingKey       string
+	Ordered           bool
+	Attempts          int        // attempts made so far
+	NextAttemptAt     *time.Time // pending: when it is due (nil when parked)
+	LastStatus        int
+	LastError         string
+	At                time.Time // pending: created; delivered: delivered; dead: dead since
+}
+
+// APIAttempt is one delivery attempt from the history.
+type APIAttempt struct {
+	Attempt         int
+	AttemptedAt     time.Time
+	Outcome         string // success | failed | timeout | conn_error | gone | throttled | refused
+	StatusCode      int
+	LatencyMS       int
+	Error           string
+	ResponseExcerpt string
+}
+
+var farFuture = time.Date(9000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func pendingView(endpointID int64, r dbsqlc.DeliveryListPendingRow) APIDelivery {
+	v := APIDelivery{
+		ID: r.ID, EndpointID: endpointID, MessageID: r.MessageID, MessageReceivedAt: r.MessageReceivedAt,
+		State: DeliveryPending, OrderingKey: r.OrderingKey, Ordered: r.Ordered, Attempts: int(r.Attempt), At: r.CreatedAt,
+	}
+	if r.VisibleAt.Before(farFuture) {
+		t := r.VisibleAt
+		v.NextAttemptAt = &t
+	}
+	if r.LastStatus != nil {
+		v.LastStatus = int(*r.LastStatus)
+	}
+	if r.LastError != nil {
+		v.LastError = *r.LastError
+	}
+	return v
+}
+
+func deadView(r dbsqlc.DeadLetter) APIDelivery {
+	v := APIDelivery{
+		ID: r.ID, EndpointID: r.EndpointID, MessageID: r.MessageID, MessageReceivedAt: r.MessageReceivedAt,
+		State: DeliveryDead, OrderingKey: r.OrderingKey, Ordered: true, Attempts: int(r.Attempts),
+		LastError: r.LastError, At: r.CreatedAt,
+	}
+	if r.LastStatus != nil {
+		v.LastStatus = int(*r.LastStatus)
+	}
+	return v
+}
+
+// DeliveryListPending returns up to limit pending deliveries of an endpoint
+// with ids above afterID, by id.
+func (db *DB) DeliveryListPending(ctx context.Context, endpointID, afterID int64, limit int) ([]APIDelivery, error) {
+	rows, err := db.q.DeliveryListPending(ctx, dbsqlc.DeliveryListPendingParams{EndpointID: endpointID, AfterID: afterID, Lim: int32(limit)})
+	if err != nil {
+		return nil, fmt.Errorf("list pending deliveries: %w", unavailable(err))
+	}
+	out := make([]APIDelivery, len(rows))
+	for i, r := range rows {
+		out[i] = pendingView(endpointID, r)
+	}
+	return out, nil
+}
+
+// DeliveryListDelivered returns up to limit delivered deliveries of an
+// endpoint, newest first, older than (beforeAt, beforeID); pass the zero
+// time for the first page.
+func (db *DB) DeliveryListDelivered(ctx context.Context, endpointID int64, beforeAt time.Time, beforeID int64, limit int) ([]APIDelivery, error) {
+	if beforeAt.IsZero() {
+		beforeAt, beforeID = farFuture, 0
+	}
+	rows, err := db.q.DeliveryListDelivered(ctx, dbsqlc.DeliveryListDeliveredParams{
+		EndpointID: endpointID, BeforeAt: beforeAt, BeforeID: beforeID, Lim: int32(limit),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list delivered deliveries: %w", unavailable(err))
+	}
+	out := make([]APIDelivery, len(rows))
+	for i, r := range rows {
+		out[i] = APIDelivery{
+			ID: r.DeliveryID, EndpointID: endpointID, MessageID: r.MessageID, MessageReceivedAt: r.MessageReceivedAt,
+			State: DeliveryDelivered, Attempts: int(r.Attempt), LastStatus: int(r.StatusCode), At: r.AttemptedAt,
+		}
+	}
+	return out, nil
+}
+
+// DeliveryGet returns delivery id in whatever state it is (pending, dead,
+// or delivered according to its history) with every attempt, or
+// hookrelay.ENOTFOUND.
+func (db *DB) DeliveryGet(ctx context.Context, id int64) (APIDelivery, []APIAttempt, error) {
+	rows, err := db.q.DeliveryAttemptsOf(ctx, id)
+	if err != nil {
+		return APIDelivery{}, nil, fmt.Errorf("delivery attempts: %w", unavailable(err))
+	}
+	attempts := make([]APIAttempt, len(rows))
+	for i, r := range rows {
+		attempts[i] = APIAttempt{
+			Attempt: int(r.Attempt), AttemptedAt: r.AttemptedAt, Outcome: r.Outcome, StatusCode: int(r.StatusCode),
+			LatencyMS: int(r.LatencyMs), Error: r.Error, ResponseExcerpt: r.ResponseExcerpt,
+		}
+	}
+	if d, err := db.q.DeliveryGetPending(ctx, id); err == nil {
+		v := pendingView(d.EndpointID, dbsqlc.DeliveryListPendingRow{
+			ID: d.ID, MessageID: d.MessageID, MessageReceivedAt: d.MessageReceivedAt, OrderingKey: d.OrderingKey,
+			Ordered: d.Ordered, Attempt: d.Attempt, VisibleAt: d.VisibleAt, LastStatus: d.LastStatus,
+			LastError: d.LastError, CreatedAt: d.CreatedAt,
+		})
+		return v, attempts, nil
+	} else if err = unavailableUnlessNoRows(err); notFound(err, "") == err {
+		return APIDelivery{}, nil, fmt.Errorf("get delivery: %w", err)
+	}
+	if d, err := db.q.DeadLetterGet(ctx, id); err == nil {
+		return deadView(d), attempts, nil
+	} else if err = unavailableUnlessNoRows(err); notFound(err, "") == err {
+		return APIDelivery{}, nil, fmt.Errorf("get dead letter: %w", err)
+	}
+	for i := len(rows) - 1; i >= 0; i-- {
+		if r := rows[i]; r.Outcome == "success" {
+			return APIDelivery{
+				ID: id, EndpointID: r.EndpointID, MessageID: r.MessageID, MessageReceivedAt: r.MessageReceivedAt,
+				State: DeliveryDelivered, Attempts: int(r.Attempt), LastStatus: int(r.StatusCode), At: r.AttemptedAt,
+			}, attempts, nil
+		}
+	}
+	return APIDelivery{}, nil, hookrelay.Errorf(hookrelay.ENOTFOUND, "delivery not found")
+}
+
+// DeliveryRetryPending makes a pending delivery due now and reports whether
+// it was waiting.
+func (db *DB) DeliveryRetryPending(ctx context.Context, id int64) (bool, error) {
+	n, err := db.q.DeliveryMakeVisible(ctx, id)
+	if err != nil {
+		return false, fmt.Errorf("retry delivery: %w", unavailable(err))
+	}
+	return n > 0, nil
+}
+
+// APIStats are the counts GET /v1/stats shows. Counts over tables that can
+// grow large stop at StatsCap (the *Capped fields report whether they did).
+type APIStats struct {
+	Carriers            int64
+	Merchants           int64
+	EndpointsByStatus   map[string]int64
+	PendingDeliveries   int64
+	PendingCapped       bool
+	DeadLetters         int64
+	DeadLettersCapped   bool
+	MessagesToday       int64
+	MessagesTodayCapped bool
+}
+
+// StatsCap bounds the counts of APIStats.
+const StatsCap = 100000
+
+// APIStatsGet returns the API's counters.
+func (db *DB) APIStatsGet(ctx context.Context) (APIStats, error) {
+	s := APIStats{EndpointsByStatus: map[string]int64{"enabled": 0, "disabled": 0, "deleted": 0}}
+	var err error
+	wrap := func(err error) (APIStats, error) { return APIStats{}, fmt.Errorf("stats: %w", unavailable(err)) }
+	if s.Carriers, err = db.q.CarrierCount(ctx); err != nil {
+		return wrap(err)
+	}
+	if s.Merchants, err = db.q.MerchantCount(ctx); err != nil {
+		return wrap(err)
+	}
+	rows, err := db.q.EndpointCountByStatus(ctx)
+	if err != nil {
+		return wrap(err)
+	}
+	for _, r := range rows {
+		s.EndpointsByStatus[r.Status] = r.N
+	}
+	if s.PendingDeliveries, err = db.q.DeliveryCountCapped(ctx, StatsCap); err != nil {
+		return wrap(err)
+	}
+	if s.DeadLetters, err = db.q.DeadLetterCountCapped(ctx, StatsCap); err != nil {
+		return wrap(err)
+	}
+	today := time.Now().UTC().Truncate(24 * time.Hour)
+	if s.MessagesToday, err = db.q.MessageCountSinceCapped(ctx, dbsqlc.MessageCountSinceCappedParams{Since: today, Cap: StatsCap}); err != nil {
+		return wrap(err)
+	}
+	s.PendingCapped, s.DeadLettersCapped, s.MessagesTodayCapped = s.PendingDeliveries >= StatsCap, s.DeadLetters >= StatsCap, s.MessagesToday >= StatsCap
+	return s, nil
+}
