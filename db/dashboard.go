@@ -2,7 +2,6 @@ package db
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -81,27 +80,6 @@ func (db *DB) DashboardOverview(ctx context.Context, queues int) (DashboardOverv
 		return o, fmt.Errorf("deliveries sequence: %w", notFound(unavailableUnlessNoRows(err), "sequence"))
 	}
 	return o, nil
-}
-
-// DashboardSample is one row of the sampled service counters (stat_samples),
-// its data left as JSON for the reader to decode.
-type DashboardSample struct {
-	At   time.Time
-	Data json.RawMessage
-}
-
-// DashboardSamplesSince returns the samples taken since since, oldest first
-// (at most 2,000).
-func (db *DB) DashboardSamplesSince(ctx context.Context, since time.Time) ([]DashboardSample, error) {
-	rows, err := db.q.DashboardStatSamples(ctx, since)
-	if err != nil {
-		return nil, fmt.Errorf("stat samples: %w", unavailable(err))
-	}
-	out := make([]DashboardSample, len(rows))
-	for i, r := range rows {
-		out[i] = DashboardSample{At: r.SampledAt, Data: json.RawMessage(r.Data)}
-	}
-	return out, nil
 }
 
 // EndpointStatus is an endpoint with its delivery health.

@@ -1,8 +1,63 @@
 package main
 
-import "context"
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
 
-// startWeb wires the web role. (Filled in by the web work.)
+	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/db"
+	"github.com/hookrelay/hookrelay/web"
+)
+
+// startWeb mounts the dashboard under /ui/ on the shared router. It has no
+// loop of its own.
 func startWeb(ctx context.Context, s *service) (func(ctx context.Context) error, error) {
+	p := s.cfg.env
+	dash, err := web.New(ctx, web.Config{
+		Logger:       s.logger.With("role", "web"),
+		Store:        s.db,
+		Operator:     webOperator{db: s.db},
+		Presigner:    s.store,
+		Queues:       s.cfg.Queues,
+		SecureCookie: p.bool("HOOKRELAY_UI_SECURE_COOKIE", false),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dashboard: %w", err)
+	}
+	dash.Mount(s.echo, "/ui")
 	return nil, nil
+}
+
+// webOperator carries out the dashboard's operator actions through the db
+// functions of the API work.
+type webOperator struct {
+	db *db.DB
+}
+
+var errNotYet = hookrelay.Errorf(hookrelay.EUNAVAILABLE, "this action is not available yet")
+
+func (o webOperator) RetryDeadLetters(ctx context.Context, ids []int64, f db.DeadLetterQuery) (int64, error) {
+	return 0, errNotYet
+}
+
+func (o webOperator) DiscardDeadLetters(ctx context.Context, ids []int64, f db.DeadLetterQuery) (int64, error) {
+	return 0, errNotYet
+}
+
+func (o webOperator) RetryDelivery(ctx context.Context, id int64) error {
+	return errNotYet
+}
+
+// RotateSecret stores a new Standard Webhooks secret for the endpoint; the
+// previous ones keep signing for db.SecretOverlap.
+func (o webOperator) RotateSecret(ctx context.Context, endpointID int64) (string, error) {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	secret := hookrelay.SecretPrefix + base64.StdEncoding.EncodeToString(b)
+	if err := o.db.EndpointSecretRotate(ctx, endpointID, secret); err != nil {
+		return "", err
+	}
+	return secret, nil
 }

@@ -30,11 +30,6 @@ WHERE c.oid = to_regclass(@rel::text)
 SELECT COALESCE(last_value, 0)::bigint FROM pg_catalog.pg_sequences
 WHERE schemaname = current_schema() AND sequencename = @name::text;
 
--- name: DashboardStatSamples :many
--- The sampled service counters since a time (one row every ~10 s).
-SELECT sampled_at, data FROM stat_samples
-WHERE sampled_at >= @since ORDER BY sampled_at LIMIT 2000;
-
 -- name: DashboardEndpoints :many
 -- Endpoints (not deleted) with their health, keyset by id; merchant_id 0 = all.
 SELECT e.id, e.merchant_id, e.url, e.description, e.status, e.disabled_reason,
@@ -128,45 +123,3 @@ FROM messages
 WHERE id = @id
   AND (sqlc.narg(received_at)::timestamptz IS NULL OR received_at = sqlc.narg(received_at)::timestamptz)
 ORDER BY received_at DESC LIMIT 1;
-
--- name: DashboardTableStats :many
--- Size, live/dead tuples and vacuum times of the tables the service owns
--- (partition parents excluded; their partitions are listed separately).
-SELECT c.relname::text AS name,
-       pg_total_relation_size(c.oid)::bigint AS total_bytes,
-       COALESCE(s.n_live_tup, 0)::bigint AS live,
-       COALESCE(s.n_dead_tup, 0)::bigint AS dead,
-       s.last_autovacuum, s.last_vacuum, s.last_autoanalyze
-FROM pg_catalog.pg_class c
-LEFT JOIN pg_catalog.pg_stat_user_tables s ON s.relid = c.oid
-WHERE c.relnamespace = current_schema()::regnamespace
-  AND c.relkind = 'r' AND NOT c.relispartition
-  AND c.relname IN ('deliveries', 'dead_letters', 'endpoint_health', 'endpoints',
-                    'queue_leases', 'dispatchers', 'stat_samples')
-ORDER BY c.relname;
-
--- name: DashboardPartitions :many
--- Day partitions of the history tables with their sizes.
-SELECT p.relname::text AS parent, c.relname::text AS name,
-       pg_total_relation_size(c.oid)::bigint AS total_bytes,
-       GREATEST(c.reltuples, 0)::bigint AS est_rows
-FROM pg_catalog.pg_inherits i
-JOIN pg_catalog.pg_class c ON c.oid = i.inhrelid
-JOIN pg_catalog.pg_class p ON p.oid = i.inhparent
-WHERE p.relnamespace = current_schema()::regnamespace
-ORDER BY p.relname, c.relname;
-
--- name: DashboardOldestTransaction :one
--- The oldest open transaction in the cluster (any database): it holds back vacuum.
-SELECT COALESCE(pid, 0)::integer AS pid,
-       COALESCE(datname, '')::text AS datname,
-       COALESCE(application_name, '')::text AS application_name,
-       COALESCE(state, '')::text AS state,
-       xact_start
-FROM pg_catalog.pg_stat_activity
-WHERE xact_start IS NOT NULL AND pid <> pg_backend_pid()
-ORDER BY xact_start LIMIT 1;
-
--- name: DashboardConnections :one
-SELECT (SELECT count(*) FROM pg_catalog.pg_stat_activity WHERE backend_type = 'client backend')::bigint AS used,
-       current_setting('max_connections')::bigint AS max_conns;

@@ -1,0 +1,223 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookrelay/hookrelay/db"
+	"github.com/hookrelay/hookrelay/db/dbtest"
+)
+
+const testAdminToken = "hra_test_admin_token_0123456789"
+
+// webFixture is a running service with a store on its database.
+type webFixture struct {
+	srv   *testServer
+	store *db.DB
+}
+
+func startWebFixture(t *testing.T, env map[string]string) webFixture {
+	t.Helper()
+	u := dbtest.NewURL(t)
+	all := map[string]string{"DATABASE_URL": u}
+	for k, v := range env {
+		all[k] = v
+	}
+	srv := startServe(t, all)
+	return webFixture{srv: srv, store: dbtest.Open(t, u, db.Config{})}
+}
+
+// uiClient is a browser-like HTTP client: a cookie jar, no redirects followed.
+type uiClient struct {
+	t    *testing.T
+	base string
+	hc   *http.Client
+}
+
+func newUIClient(t *testing.T, base string) *uiClient {
+	jar, err := cookiejar.New(nil)
+	require.NoError(t, err)
+	return &uiClient{t: t, base: base, hc: &http.Client{
+		Jar: jar, Timeout: 20 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}}
+}
+
+func (c *uiClient) do(method, path string, form url.Values) (*http.Response, string) {
+	c.t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, err := http.NewRequest(method, c.base+path, body)
+	require.NoError(c.t, err)
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	resp, err := c.hc.Do(req)
+	require.NoError(c.t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(c.t, err)
+	return resp, string(b)
+}
+
+var csrfRe = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+func csrfOf(t *testing.T, page string) string {
+	t.Helper()
+	m := csrfRe.FindStringSubmatch(page)
+	require.NotNil(t, m, "no CSRF token on the page")
+	return m[1]
+}
+
+// login logs in with credential and returns the CSRF token of the landing page.
+func (c *uiClient) login(credential string) string {
+	c.t.Helper()
+	_, page := c.do("GET", "/ui/login", nil)
+	resp, _ := c.do("POST", "/ui/login", url.Values{"csrf": {csrfOf(c.t, page)}, "token": {credential}})
+	require.Equal(c.t, http.StatusSeeOther, resp.StatusCode)
+	resp, page = c.do("GET", resp.Header.Get("Location"), nil)
+	require.Equal(c.t, http.StatusOK, resp.StatusCode, page)
+	return csrfOf(c.t, page)
+}
+
+func TestWebLoginHeadersAndCSRF(t *testing.T) {
+	t.Parallel()
+	f := startWebFixture(t, nil)
+	c := newUIClient(t, f.srv.URL)
+
+	resp, _ := c.do("GET", "/ui/", nil)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, "no session: to the login form")
+	require.Equal(t, "/ui/login", resp.Header.Get("Location"))
+
+	resp, page := c.do("GET", "/ui/login", nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "DENY", resp.Header.Get("X-Frame-Options"))
+	require.Contains(t, resp.Header.Get("Content-Security-Policy"), "script-src 'self'")
+	require.NotContains(t, resp.Header.Get("Content-Security-Policy"), "unsafe-inline")
+	require.Equal(t, "no-store", resp.Header.Get("Cache-Control"))
+	require.NotContains(t, page, "<script>", "no inline script")
+
+	// A wrong token, and a right one without the login form's token, fail.
+	resp, _ = c.do("POST", "/ui/login", url.Values{"csrf": {csrfOf(t, page)}, "token": {"hra_wrong_token_0123456789"}})
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	resp, _ = c.do("POST", "/ui/login", url.Values{"csrf": {"forged"}, "token": {testAdminToken}})
+	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+
+	csrf := c.login(testAdminToken)
+	var session *http.Cookie
+	for _, ck := range resp.Cookies() {
+		_ = ck
+	}
+	u, _ := url.Parse(f.srv.URL + "/ui/")
+	for _, ck := range c.hc.Jar.Cookies(u) {
+		if ck.Name == "hr_session" {
+			session = ck
+		}
+	}
+	require.NotNil(t, session)
+
+	for _, p := range []string{"/ui/", "/ui/endpoints", "/ui/dead-letters", "/ui/database"} {
+		resp, page := c.do("GET", p, nil)
+		require.Equal(t, http.StatusOK, resp.StatusCode, "%s: %s", p, page)
+		require.Equal(t, "no-store", resp.Header.Get("Cache-Control"), p)
+	}
+
+	// A state-changing form without the session's CSRF token is refused.
+	ep, _ := dbtest.Endpoint(t, f.store, nil)
+	id := strconv.FormatInt(ep.ID, 10)
+	resp, _ = c.do("POST", "/ui/endpoints/"+id+"/disable", url.Values{"csrf": {"nope"}})
+	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+	got, err := f.store.EndpointGet(context.Background(), ep.ID)
+	require.NoError(t, err)
+	require.Equal(t, db.EndpointEnabled, got.Status)
+
+	resp, _ = c.do("POST", "/ui/endpoints/"+id+"/disable", url.Values{"csrf": {csrf}})
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	got, err = f.store.EndpointGet(context.Background(), ep.ID)
+	require.NoError(t, err)
+	require.Equal(t, db.EndpointDisabled, got.Status)
+
+	// Logging out ends the session.
+	resp, _ = c.do("POST", "/ui/logout", url.Values{"csrf": {csrf}})
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	resp, _ = c.do("GET", "/ui/endpoints", nil)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+
+	// A forged cookie does not authenticate.
+	jar, _ := cookiejar.New(nil)
+	jar.SetCookies(u, []*http.Cookie{{Name: "hr_session", Value: session.Value + "x", Path: "/ui"}})
+	c.hc.Jar = jar
+	resp, _ = c.do("GET", "/ui/endpoints", nil)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+}
+
+func TestWebMerchantIsolation(t *testing.T) {
+	t.Parallel()
+	f := startWebFixture(t, nil)
+	m1, key1 := dbtest.Merchant(t, f.store, nil)
+	m2, _ := dbtest.Merchant(t, f.store, nil)
+	ep1, _ := dbtest.Endpoint(t, f.store, &dbtest.EndpointOpts{MerchantID: m1.ID, URL: "http://127.0.0.1:9/mine"})
+	ep2, secret2 := dbtest.Endpoint(t, f.store, &dbtest.EndpointOpts{MerchantID: m2.ID, URL: "http://127.0.0.1:9/theirs"})
+	msg := dbtest.Message(t, f.store, &dbtest.MessageOpts{EndpointIDs: []int64{ep2.ID}})
+	_ = msg
+
+	c := newUIClient(t, f.srv.URL)
+	csrf := c.login(key1)
+	resp, page := c.do("GET", "/ui/m/", nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, page, "/mine")
+	require.NotContains(t, page, "/theirs")
+
+	e1, e2 := strconv.FormatInt(ep1.ID, 10), strconv.FormatInt(ep2.ID, 10)
+	resp, _ = c.do("GET", "/ui/m/endpoints/"+e1, nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	resp, page = c.do("GET", "/ui/m/endpoints/"+e2, nil)
+	require.Equal(t, http.StatusNotFound, resp.StatusCode)
+	require.NotContains(t, page, "/theirs")
+	resp, page = c.do("POST", "/ui/m/endpoints/"+e2+"/reveal", url.Values{"csrf": {csrf}})
+	require.Equal(t, http.StatusNotFound, resp.StatusCode)
+	require.NotContains(t, page, secret2)
+	resp, _ = c.do("POST", "/ui/m/endpoints/"+e2+"/rotate", url.Values{"csrf": {csrf}})
+	require.Equal(t, http.StatusNotFound, resp.StatusCode)
+
+	// Their delivery is not found either.
+	pending, err := f.store.DashboardEndpointPendingList(context.Background(), ep2.ID, 10)
+	require.NoError(t, err)
+	require.Len(t, pending, 1)
+	resp, _ = c.do("GET", "/ui/m/deliveries/"+strconv.FormatInt(pending[0].ID, 10), nil)
+	require.Equal(t, http.StatusNotFound, resp.StatusCode)
+
+	// Operator pages are forbidden; the overview sends a merchant home.
+	resp, _ = c.do("GET", "/ui/", nil)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	require.Equal(t, "/ui/m/", resp.Header.Get("Location"))
+	for _, p := range []string{"/ui/endpoints", "/ui/dead-letters", "/ui/database", "/ui/deliveries/" + strconv.FormatInt(pending[0].ID, 10)} {
+		resp, _ := c.do("GET", p, nil)
+		require.Equal(t, http.StatusForbidden, resp.StatusCode, p)
+	}
+	resp, _ = c.do("POST", "/ui/endpoints/"+e2+"/disable", url.Values{"csrf": {csrf}})
+	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+	got, err := f.store.EndpointGet(context.Background(), ep2.ID)
+	require.NoError(t, err)
+	require.Equal(t, db.EndpointEnabled, got.Status)
+
+	// Their own secret can be revealed; the page is not cached.
+	ep1Secrets, err := f.store.EndpointSecretsActive(context.Background(), ep1.ID)
+	require.NoError(t, err)
+	resp, page = c.do("POST", "/ui/m/endpoints/"+e1+"/reveal", url.Values{"csrf": {csrf}})
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, page, ep1Secrets[0].Secret)
+	require.Equal(t, "no-store", resp.Header.Get("Cache-Control"))
+}

@@ -1,0 +1,109 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+)
+
+// authed loads the session; without one, pages redirect to the login form
+// and form posts get 401.
+func (d *Dashboard) authed(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		ck, err := c.Cookie(sessionCookie)
+		if err == nil {
+			cl, err := d.sessions.check(c.Request().Context(), ck.Value)
+			if err == nil {
+				c.Set("session", cl)
+				return next(c)
+			}
+			if !errors.Is(err, errNoSession) {
+				return d.page(func(echo.Context) error { return err })(c)
+			}
+			c.SetCookie(d.sessions.clear(sessionCookie))
+		}
+		if c.Request().Method == http.MethodGet {
+			return c.Redirect(http.StatusSeeOther, "/ui/login")
+		}
+		return d.renderError(c, http.StatusUnauthorized, "Log in first.")
+	}
+}
+
+func session(c echo.Context) claims {
+	cl, _ := c.Get("session").(claims)
+	return cl
+}
+
+// adminOnly refuses merchant sessions on the ops pages (403), except that
+// the overview sends a merchant to the merchant view.
+func (d *Dashboard) adminOnly(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if session(c).Kind == kindAdmin {
+			return next(c)
+		}
+		if c.Request().Method == http.MethodGet && c.Path() == "/ui/" {
+			return c.Redirect(http.StatusSeeOther, "/ui/m/")
+		}
+		return d.renderError(c, http.StatusForbidden, "This page is for operators.")
+	}
+}
+
+// merchantOnly refuses admin sessions on the merchant view (403).
+func (d *Dashboard) merchantOnly(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if session(c).Kind == kindMerchant {
+			return next(c)
+		}
+		return d.renderError(c, http.StatusForbidden, "This page is for merchants: log in with a merchant key.")
+	}
+}
+
+// csrf checks the token of every state-changing request against the session.
+func (d *Dashboard) csrf(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		switch c.Request().Method {
+		case http.MethodGet, http.MethodHead, http.MethodOptions:
+			return next(c)
+		}
+		if !d.sessions.validCSRF(session(c), c.FormValue("csrf")) {
+			return d.renderError(c, http.StatusForbidden, "The form expired or did not come from this dashboard; reload the page and try again.")
+		}
+		return next(c)
+	}
+}
+
+func (d *Dashboard) loginForm(c echo.Context) error {
+	token := randomToken()
+	c.SetCookie(d.sessions.cookie(loginCookie, token, 30*time.Minute))
+	return d.render(c, http.StatusOK, "login", view{Title: "Log in", Data: map[string]any{"LoginCSRF": token}})
+}
+
+func (d *Dashboard) login(c echo.Context) error {
+	ck, err := c.Cookie(loginCookie)
+	if err != nil || ck.Value == "" || ck.Value != c.FormValue("csrf") {
+		return d.renderError(c, http.StatusForbidden, "The login form expired; reload it and try again.")
+	}
+	cookie, cl, err := d.sessions.login(c.Request().Context(), c.FormValue("token"))
+	if err != nil {
+		if statusOf(err) == http.StatusUnauthorized {
+			token := randomToken()
+			c.SetCookie(d.sessions.cookie(loginCookie, token, 30*time.Minute))
+			return d.render(c, http.StatusUnauthorized, "login", view{Title: "Log in",
+				Data: map[string]any{"LoginCSRF": token, "Error": "Unknown admin token or merchant key."}})
+		}
+		return err
+	}
+	c.SetCookie(cookie)
+	c.SetCookie(d.sessions.clear(loginCookie))
+	if cl.Kind == kindMerchant {
+		return c.Redirect(http.StatusSeeOther, "/ui/m/")
+	}
+	return c.Redirect(http.StatusSeeOther, "/ui/")
+}
+
+func (d *Dashboard) logout(c echo.Context) error {
+	c.SetCookie(d.sessions.clear(sessionCookie))
+	return c.Redirect(http.StatusSeeOther, "/ui/login")
+}

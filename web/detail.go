@@ -1,0 +1,148 @@
+package web
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/db"
+)
+
+// presignTTL is how long payload links on the message page stay valid.
+const presignTTL = 15 * time.Minute
+
+type deliveryData struct {
+	D        db.DeliveryView
+	Endpoint *db.Endpoint // nil when deleted
+	CanRetry bool
+	Base     string // "/ui" or "/ui/m": where links and forms point
+}
+
+func (d *Dashboard) loadDelivery(ctx context.Context, id int64) (deliveryData, error) {
+	v, err := d.store.DashboardDelivery(ctx, id)
+	if err != nil {
+		return deliveryData{}, err
+	}
+	data := deliveryData{D: v, CanRetry: d.cfg.Operator != nil}
+	if ep, err := d.store.EndpointGet(ctx, v.EndpointID); err == nil {
+		data.Endpoint = &ep
+	} else if hookrelay.ErrorCode(err) != hookrelay.ENOTFOUND {
+		return data, err
+	}
+	return data, nil
+}
+
+func (d *Dashboard) delivery(c echo.Context) error {
+	id, err := idParam(c, "id")
+	if err != nil {
+		return err
+	}
+	data, err := d.loadDelivery(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	data.Base = "/ui"
+	return d.render(c, http.StatusOK, "delivery", view{Title: "Delivery " + strconv.FormatInt(id, 10), Nav: "dead", Data: data})
+}
+
+// retryDelivery retries a dead letter (back into the queue) or asks for a
+// pending/finished delivery to be attempted again.
+func (d *Dashboard) retryDelivery(ctx context.Context, v db.DeliveryView) error {
+	if d.cfg.Operator == nil {
+		return hookrelay.Errorf(hookrelay.EUNAVAILABLE, "retry is not available in this process")
+	}
+	if v.State == "dead" {
+		_, err := d.cfg.Operator.RetryDeadLetters(ctx, []int64{v.ID}, db.DeadLetterQuery{})
+		return err
+	}
+	return d.cfg.Operator.RetryDelivery(ctx, v.ID)
+}
+
+func (d *Dashboard) deliveryRetry(c echo.Context) error {
+	id, err := idParam(c, "id")
+	if err != nil {
+		return err
+	}
+	v, err := d.store.DashboardDelivery(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	if err := d.retryDelivery(c.Request().Context(), v); err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, "/ui/deliveries/"+strconv.FormatInt(id, 10)+"?done=retry")
+}
+
+type messageData struct {
+	M       db.MessageView
+	Pretty  string
+	IsJSON  bool
+	Link    string // presigned URL of an offloaded payload
+	LinkErr string
+}
+
+func (d *Dashboard) message(c echo.Context) error {
+	id, err := idParam(c, "id")
+	if err != nil {
+		return err
+	}
+	var at *time.Time
+	if s := c.QueryParam("at"); s != "" {
+		ns, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return hookrelay.Errorf(hookrelay.EINVALID, "bad time")
+		}
+		t := time.Unix(0, ns).UTC()
+		at = &t
+	}
+	ctx := c.Request().Context()
+	m, err := d.store.DashboardMessage(ctx, id, at)
+	if err != nil {
+		return err
+	}
+	data := messageData{M: m}
+	if m.PayloadKey == "" {
+		data.Pretty, data.IsJSON = prettyJSON(m.Payload)
+	} else if d.cfg.Presigner != nil {
+		link, err := d.cfg.Presigner.Presign(ctx, m.PayloadKey, presignTTL)
+		if err != nil {
+			d.log.Warn("presign payload link", "message_id", m.ID, "error", err)
+			data.LinkErr = "The payload store could not sign a link right now."
+		}
+		data.Link = link
+	}
+	return d.render(c, http.StatusOK, "message", view{Title: "Message " + strconv.FormatInt(id, 10), Nav: "dead", Data: data})
+}
+
+type databaseData struct {
+	H          db.Health
+	Partitions []db.Partition
+	PoolInUse  int32
+	PoolMax    int32
+	OldestAge  time.Duration
+	OldWarn    bool
+}
+
+// oldTransaction is the age past which the oldest open transaction is flagged.
+const oldTransaction = 5 * time.Minute
+
+func (d *Dashboard) database(c echo.Context) error {
+	ctx := c.Request().Context()
+	h, err := d.store.HealthSnapshot(ctx)
+	if err != nil {
+		return err
+	}
+	parts, err := d.store.Partitions(ctx)
+	if err != nil {
+		return err
+	}
+	data := databaseData{H: h, Partitions: parts}
+	data.PoolInUse, _, data.PoolMax = d.store.PoolStats()
+	data.OldestAge = time.Duration(h.OldestXactSeconds * float64(time.Second))
+	data.OldWarn = data.OldestAge > oldTransaction
+	return d.render(c, http.StatusOK, "database", view{Title: "Database health", Nav: "database", Refresh: true, Data: data})
+}

@@ -1,0 +1,107 @@
+package web
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/db"
+)
+
+const pageSize = 50
+
+// pendingCap bounds the per-endpoint pending count shown in lists.
+const pendingCap = 10000
+
+type endpointRow struct {
+	db.EndpointStatus
+	Pending int64
+}
+
+type endpointsData struct {
+	Rows       []endpointRow
+	NextAfter  int64 // 0: last page
+	PendingCap int64
+}
+
+func idParam(c echo.Context, name string) (int64, error) {
+	id, err := strconv.ParseInt(c.Param(name), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, hookrelay.Errorf(hookrelay.ENOTFOUND, "not found")
+	}
+	return id, nil
+}
+
+func int64Query(c echo.Context, name string) (int64, error) {
+	v := c.QueryParam(name)
+	if v == "" {
+		v = c.FormValue(name)
+	}
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, hookrelay.Errorf(hookrelay.EINVALID, "%s must be a positive number", name)
+	}
+	return n, nil
+}
+
+// endpointRows lists a page of endpoints (merchantID 0 = all) with their
+// pending counts.
+func (d *Dashboard) endpointRows(c echo.Context, merchantID int64) (endpointsData, error) {
+	ctx := c.Request().Context()
+	after, err := int64Query(c, "after")
+	if err != nil {
+		return endpointsData{}, err
+	}
+	list, err := d.store.DashboardEndpoints(ctx, merchantID, after, pageSize+1)
+	if err != nil {
+		return endpointsData{}, err
+	}
+	data := endpointsData{PendingCap: pendingCap}
+	if len(list) > pageSize {
+		list = list[:pageSize]
+		data.NextAfter = list[len(list)-1].ID
+	}
+	for _, ep := range list {
+		n, err := d.store.DashboardEndpointPending(ctx, ep.ID, pendingCap+1)
+		if err != nil {
+			return endpointsData{}, err
+		}
+		data.Rows = append(data.Rows, endpointRow{EndpointStatus: ep, Pending: n})
+	}
+	return data, nil
+}
+
+func (d *Dashboard) endpoints(c echo.Context) error {
+	data, err := d.endpointRows(c, 0)
+	if err != nil {
+		return err
+	}
+	return d.render(c, http.StatusOK, "endpoints", view{Title: "Endpoints", Nav: "endpoints", Data: data})
+}
+
+func (d *Dashboard) endpointEnable(c echo.Context) error {
+	id, err := idParam(c, "id")
+	if err != nil {
+		return err
+	}
+	if _, err := d.store.EndpointEnable(c.Request().Context(), id); err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, "/ui/endpoints?done=enabled")
+}
+
+func (d *Dashboard) endpointDisable(c echo.Context) error {
+	id, err := idParam(c, "id")
+	if err != nil {
+		return err
+	}
+	if _, err := d.store.EndpointDisable(c.Request().Context(), id, "disabled by an operator"); err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, "/ui/endpoints?done=disabled")
+}

@@ -1,0 +1,195 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/db"
+)
+
+// recentWindow is how far back the merchant view looks for attempts.
+const recentWindow = 7 * 24 * time.Hour
+
+func (d *Dashboard) merchantHome(c echo.Context) error {
+	data, err := d.endpointRows(c, session(c).MerchantID)
+	if err != nil {
+		return err
+	}
+	m, err := d.store.MerchantGet(c.Request().Context(), session(c).MerchantID)
+	if err != nil {
+		return err
+	}
+	return d.render(c, http.StatusOK, "merchant", view{Title: m.Name, Nav: "m", Data: map[string]any{"Merchant": m, "Endpoints": data}})
+}
+
+// ownEndpoint returns the endpoint if it belongs to the session's merchant;
+// anything else is "not found", never "forbidden" (no probing of ids).
+func (d *Dashboard) ownEndpoint(c echo.Context) (db.Endpoint, error) {
+	id, err := idParam(c, "id")
+	if err != nil {
+		return db.Endpoint{}, err
+	}
+	ep, err := d.store.EndpointGet(c.Request().Context(), id)
+	if err != nil {
+		return db.Endpoint{}, err
+	}
+	if ep.MerchantID != session(c).MerchantID {
+		return db.Endpoint{}, hookrelay.Errorf(hookrelay.ENOTFOUND, "endpoint not found")
+	}
+	return ep, nil
+}
+
+type merchantEndpointData struct {
+	E        db.Endpoint
+	Health   *db.EndpointStatus
+	Pending  []db.PendingView
+	Attempts []db.AttemptView
+	Secrets  []db.EndpointSecret // shown only after reveal or rotate
+	Rotated  bool
+	Ping     *PingResult
+	PingErr  string
+	CanPing  bool
+	CanAct   bool
+}
+
+func (d *Dashboard) merchantEndpointData(ctx context.Context, ep db.Endpoint) (merchantEndpointData, error) {
+	data := merchantEndpointData{E: ep, CanPing: d.cfg.Pinger != nil, CanAct: d.cfg.Operator != nil}
+	hs, err := d.store.DashboardEndpoints(ctx, ep.MerchantID, ep.ID-1, 1)
+	if err != nil {
+		return data, err
+	}
+	if len(hs) == 1 && hs[0].ID == ep.ID {
+		data.Health = &hs[0]
+	}
+	if data.Pending, err = d.store.DashboardEndpointPendingList(ctx, ep.ID, 20); err != nil {
+		return data, err
+	}
+	now := d.cfg.Now()
+	if data.Attempts, err = d.store.DashboardRecentAttempts(ctx, ep.ID, now.Add(-recentWindow), now.Add(time.Minute), 50); err != nil {
+		return data, err
+	}
+	return data, nil
+}
+
+func (d *Dashboard) renderMerchantEndpoint(c echo.Context, data merchantEndpointData) error {
+	v := view{Title: "Endpoint " + strconv.FormatInt(data.E.ID, 10), Nav: "m", Data: data}
+	return d.render(c, http.StatusOK, "mendpoint", v)
+}
+
+func (d *Dashboard) merchantEndpoint(c echo.Context) error {
+	ep, err := d.ownEndpoint(c)
+	if err != nil {
+		return err
+	}
+	data, err := d.merchantEndpointData(c.Request().Context(), ep)
+	if err != nil {
+		return err
+	}
+	return d.renderMerchantEndpoint(c, data)
+}
+
+func (d *Dashboard) merchantReveal(c echo.Context) error {
+	ep, err := d.ownEndpoint(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	data, err := d.merchantEndpointData(ctx, ep)
+	if err != nil {
+		return err
+	}
+	if data.Secrets, err = d.store.EndpointSecretsActive(ctx, ep.ID); err != nil {
+		return err
+	}
+	return d.renderMerchantEndpoint(c, data)
+}
+
+func (d *Dashboard) merchantRotate(c echo.Context) error {
+	ep, err := d.ownEndpoint(c)
+	if err != nil {
+		return err
+	}
+	if d.cfg.Operator == nil {
+		return hookrelay.Errorf(hookrelay.EUNAVAILABLE, "secret rotation is not available in this process")
+	}
+	ctx := c.Request().Context()
+	if _, err := d.cfg.Operator.RotateSecret(ctx, ep.ID); err != nil {
+		return err
+	}
+	data, err := d.merchantEndpointData(ctx, ep)
+	if err != nil {
+		return err
+	}
+	if data.Secrets, err = d.store.EndpointSecretsActive(ctx, ep.ID); err != nil {
+		return err
+	}
+	data.Rotated = true
+	return d.renderMerchantEndpoint(c, data)
+}
+
+func (d *Dashboard) merchantTest(c echo.Context) error {
+	ep, err := d.ownEndpoint(c)
+	if err != nil {
+		return err
+	}
+	if d.cfg.Pinger == nil {
+		return hookrelay.Errorf(hookrelay.EUNAVAILABLE, "test pings are not available in this process")
+	}
+	ctx := c.Request().Context()
+	res, perr := d.cfg.Pinger.PingEndpoint(ctx, ep.ID)
+	data, err := d.merchantEndpointData(ctx, ep)
+	if err != nil {
+		return err
+	}
+	if perr != nil {
+		data.PingErr = hookrelay.ErrorMessage(perr)
+		if statusOf(perr) >= 500 {
+			d.log.Warn("test ping failed", "endpoint_id", ep.ID, "error", perr)
+		}
+	} else {
+		data.Ping = &res
+	}
+	return d.renderMerchantEndpoint(c, data)
+}
+
+// ownDelivery loads a delivery whose endpoint belongs to the session's merchant.
+func (d *Dashboard) ownDelivery(c echo.Context) (deliveryData, error) {
+	id, err := idParam(c, "id")
+	if err != nil {
+		return deliveryData{}, err
+	}
+	data, err := d.loadDelivery(c.Request().Context(), id)
+	if err != nil {
+		return data, err
+	}
+	if data.Endpoint == nil || data.Endpoint.MerchantID != session(c).MerchantID {
+		return deliveryData{}, hookrelay.Errorf(hookrelay.ENOTFOUND, "delivery not found")
+	}
+	data.Base = "/ui/m"
+	return data, nil
+}
+
+func (d *Dashboard) merchantDelivery(c echo.Context) error {
+	data, err := d.ownDelivery(c)
+	if err != nil {
+		return err
+	}
+	return d.render(c, http.StatusOK, "delivery", view{Title: fmt.Sprintf("Delivery %d", data.D.ID), Nav: "m", Data: data})
+}
+
+func (d *Dashboard) merchantRetry(c echo.Context) error {
+	data, err := d.ownDelivery(c)
+	if err != nil {
+		return err
+	}
+	if err := d.retryDelivery(c.Request().Context(), data.D); err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/ui/m/deliveries/%d?done=retry", data.D.ID))
+}

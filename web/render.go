@@ -1,0 +1,191 @@
+package web
+
+import (
+	"bytes"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"path"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/hookrelay/hookrelay"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// pages holds one template set per page: the layout plus the page's own file.
+type pages struct {
+	byName map[string]*template.Template
+}
+
+func parsePages() (*pages, error) {
+	base, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html")
+	if err != nil {
+		return nil, fmt.Errorf("parse layout: %w", err)
+	}
+	names, err := fs.Glob(templateFS, "templates/*.html")
+	if err != nil {
+		return nil, err
+	}
+	p := &pages{byName: map[string]*template.Template{}}
+	for _, n := range names {
+		name := strings.TrimSuffix(path.Base(n), ".html")
+		if name == "layout" {
+			continue
+		}
+		t, err := template.Must(base.Clone()).ParseFS(templateFS, n)
+		if err != nil {
+			return nil, fmt.Errorf("parse %s: %w", n, err)
+		}
+		p.byName[name] = t
+	}
+	return p, nil
+}
+
+// view is what every page template gets: the session, the CSRF token and the
+// page's own data.
+type view struct {
+	Title   string
+	Nav     string // active navigation entry
+	Session *claims
+	CSRF    string
+	Refresh bool // auto-refresh (app.js) this page
+	Flash   string
+	Data    any
+}
+
+func (d *Dashboard) render(c echo.Context, status int, name string, v view) error {
+	t, ok := d.pages.byName[name]
+	if !ok {
+		return fmt.Errorf("no template %q", name)
+	}
+	if cl, ok := c.Get("session").(claims); ok {
+		v.Session = &cl
+		v.CSRF = d.sessions.csrfToken(cl)
+	}
+	if v.Flash == "" {
+		v.Flash = flashText(c.QueryParam("done"), c.QueryParam("n"))
+	}
+	var buf bytes.Buffer
+	if err := t.ExecuteTemplate(&buf, "layout.html", v); err != nil {
+		return fmt.Errorf("render %s: %w", name, err)
+	}
+	return c.HTMLBlob(status, buf.Bytes())
+}
+
+// flashText turns a fixed result code from a redirect into a message (the
+// text never comes from the query string).
+func flashText(code, n string) string {
+	num := func() string {
+		for _, r := range n {
+			if r < '0' || r > '9' {
+				return "?"
+			}
+		}
+		return n
+	}
+	switch code {
+	case "retried":
+		return "Retried " + num() + " dead letter(s)."
+	case "discarded":
+		return "Discarded " + num() + " dead letter(s)."
+	case "enabled":
+		return "Endpoint enabled."
+	case "disabled":
+		return "Endpoint disabled."
+	case "retry":
+		return "Delivery queued for retry."
+	}
+	return ""
+}
+
+// page wraps a handler: errors become an HTML error page with a status from
+// their kind; the cause goes to the log.
+func (d *Dashboard) page(h echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		err := h(c)
+		if err == nil {
+			return nil
+		}
+		var he *echo.HTTPError
+		if errors.As(err, &he) {
+			return d.renderError(c, he.Code, fmt.Sprint(he.Message))
+		}
+		status := statusOf(err)
+		if status >= 500 {
+			d.log.Error("dashboard page failed", "path", c.Request().URL.Path, "error", err)
+		}
+		return d.renderError(c, status, hookrelay.ErrorMessage(err))
+	}
+}
+
+func (d *Dashboard) renderError(c echo.Context, status int, msg string) error {
+	return d.render(c, status, "error", view{Title: http.StatusText(status), Data: map[string]any{"Status": status, "Message": msg}})
+}
+
+func statusOf(err error) int {
+	switch hookrelay.ErrorCode(err) {
+	case hookrelay.ENOTFOUND, hookrelay.EGONE:
+		return http.StatusNotFound
+	case hookrelay.EINVALID:
+		return http.StatusBadRequest
+	case hookrelay.EUNAUTHORIZED:
+		return http.StatusUnauthorized
+	case hookrelay.EFORBIDDEN:
+		return http.StatusForbidden
+	case hookrelay.ECONFLICT, hookrelay.EPRECONDITION:
+		return http.StatusConflict
+	case hookrelay.EUNAVAILABLE, hookrelay.ETIMEOUT:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+// securityHeaders sets the headers of every /ui response: a CSP without
+// inline script or style, no framing, and no caching of pages (they show
+// secrets and operator data).
+func (d *Dashboard) securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		h := c.Response().Header()
+		h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "same-origin")
+		h.Set("Cross-Origin-Opener-Policy", "same-origin")
+		if !strings.Contains(c.Request().URL.Path, "/static/") {
+			h.Set("Cache-Control", "no-store")
+		}
+		return next(c)
+	}
+}
+
+func (d *Dashboard) static(c echo.Context) error {
+	name := path.Clean("static/" + c.Param("*"))
+	if !strings.HasPrefix(name, "static/") {
+		return echo.ErrNotFound
+	}
+	b, err := staticFS.ReadFile(name)
+	if err != nil {
+		return echo.ErrNotFound
+	}
+	ct := "application/octet-stream"
+	switch path.Ext(name) {
+	case ".css":
+		ct = "text/css; charset=utf-8"
+	case ".js":
+		ct = "text/javascript; charset=utf-8"
+	case ".svg":
+		ct = "image/svg+xml"
+	}
+	c.Response().Header().Set("Cache-Control", "public, max-age=3600")
+	return c.Blob(http.StatusOK, ct, b)
+}

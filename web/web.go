@@ -1,0 +1,161 @@
+// Package web is the ops dashboard and the merchant view under /ui/:
+// server-rendered html/template pages, assets embedded in the binary, a
+// signed session cookie and CSRF tokens on every form that changes something.
+// It reads through the db package's dashboard queries and acts through the
+// functions of the API and dispatch code, injected by cmd/hookrelay.
+package web
+
+import (
+	"cmp"
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/hookrelay/hookrelay/db"
+)
+
+// Store is what the pages read, plus the endpoint writes the db package
+// already offers. *db.DB implements it.
+type Store interface {
+	SettingGet(ctx context.Context, name string) (string, error)
+	SettingPutIfAbsent(ctx context.Context, name, value string) (bool, error)
+	MerchantByKeyHash(ctx context.Context, hash []byte) (db.Merchant, error)
+	MerchantGet(ctx context.Context, id int64) (db.Merchant, error)
+
+	DashboardOverview(ctx context.Context, queues int) (db.DashboardOverview, error)
+	StatSamplesSince(ctx context.Context, since time.Time) ([]db.StatSample, error)
+	DashboardEndpoints(ctx context.Context, merchantID, afterID int64, limit int) ([]db.EndpointStatus, error)
+	DashboardEndpointPending(ctx context.Context, endpointID int64, limit int) (int64, error)
+	DashboardDeadLetters(ctx context.Context, f db.DeadLetterQuery, beforeAt time.Time, beforeID int64, limit int) ([]db.DeadLetterView, error)
+	DashboardDeadLettersCount(ctx context.Context, f db.DeadLetterQuery, limit int) (int64, error)
+	DashboardDelivery(ctx context.Context, id int64) (db.DeliveryView, error)
+	DashboardRecentAttempts(ctx context.Context, endpointID int64, since, before time.Time, limit int) ([]db.AttemptView, error)
+	DashboardEndpointPendingList(ctx context.Context, endpointID int64, limit int) ([]db.PendingView, error)
+	DashboardMessage(ctx context.Context, id int64, receivedAt *time.Time) (db.MessageView, error)
+	HealthSnapshot(ctx context.Context) (db.Health, error)
+	Partitions(ctx context.Context) ([]db.Partition, error)
+	PoolStats() (acquired, idle, max int32)
+
+	EndpointGet(ctx context.Context, id int64) (db.Endpoint, error)
+	EndpointEnable(ctx context.Context, id int64) (db.Endpoint, error)
+	EndpointDisable(ctx context.Context, id int64, reason string) (db.Endpoint, error)
+	EndpointSecretsActive(ctx context.Context, id int64) ([]db.EndpointSecret, error)
+}
+
+// Operator performs the operator actions implemented by the API code. ids
+// select dead letters one by one; when ids is empty the filter selects them.
+type Operator interface {
+	RetryDeadLetters(ctx context.Context, ids []int64, filter db.DeadLetterQuery) (int64, error)
+	DiscardDeadLetters(ctx context.Context, ids []int64, filter db.DeadLetterQuery) (int64, error)
+	RetryDelivery(ctx context.Context, id int64) error
+	// RotateSecret gives endpoint id a new signing secret (the old one keeps
+	// signing for 24 h) and returns it.
+	RotateSecret(ctx context.Context, endpointID int64) (string, error)
+}
+
+// PingResult is the outcome of a test ping.
+type PingResult struct {
+	StatusCode int
+	Latency    time.Duration
+	Error      string // empty on success
+}
+
+// Pinger sends a signed test ping to an endpoint (the dispatcher's sender).
+type Pinger interface {
+	PingEndpoint(ctx context.Context, endpointID int64) (PingResult, error)
+}
+
+// Presigner makes a time-limited GET link to a stored payload.
+type Presigner interface {
+	Presign(ctx context.Context, key string, ttl time.Duration) (string, error)
+}
+
+// Config configures the dashboard.
+type Config struct {
+	// Logger receives failures of page handlers. Default slog.Default().
+	Logger *slog.Logger
+	// Store reads the pages and enables/disables endpoints. Required.
+	Store Store
+	// Operator performs dead-letter and delivery actions; nil hides them.
+	Operator Operator
+	// Pinger sends test pings; nil hides "send test".
+	Pinger Pinger
+	// Presigner links offloaded payloads; nil shows the object key only.
+	Presigner Presigner
+	// Queues is the number of logical queues. Default 32.
+	Queues int
+	// SessionTTL is how long a login lasts. Default 12 h.
+	SessionTTL time.Duration
+	// SecureCookie sets the Secure flag on cookies (serve over HTTPS). Default false.
+	SecureCookie bool
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+func (c Config) withDefaults() Config {
+	c.Logger = cmp.Or(c.Logger, slog.Default())
+	c.Queues = cmp.Or(c.Queues, 32)
+	c.SessionTTL = cmp.Or(c.SessionTTL, 12*time.Hour)
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// Dashboard serves the /ui/ pages.
+type Dashboard struct {
+	cfg      Config
+	log      *slog.Logger
+	store    Store
+	sessions *sessions
+	pages    *pages
+}
+
+// New builds the dashboard; it loads (or creates) the session signing key
+// stored in the settings table.
+func New(ctx context.Context, cfg Config) (*Dashboard, error) {
+	cfg = cfg.withDefaults()
+	sess, err := newSessions(ctx, cfg.Store, cfg.SessionTTL, cfg.SecureCookie, cfg.Now)
+	if err != nil {
+		return nil, err
+	}
+	pg, err := parsePages()
+	if err != nil {
+		return nil, err
+	}
+	return &Dashboard{cfg: cfg, log: cfg.Logger, store: cfg.Store, sessions: sess, pages: pg}, nil
+}
+
+// Mount registers the pages under prefix (normally "/ui") on e.
+func (d *Dashboard) Mount(e *echo.Echo, prefix string) {
+	e.GET(prefix, func(c echo.Context) error { return c.Redirect(302, prefix+"/") })
+	g := e.Group(prefix, d.securityHeaders)
+	g.GET("/static/*", d.static)
+	g.GET("/login", d.page(d.loginForm))
+	g.POST("/login", d.page(d.login))
+	g.POST("/logout", d.page(d.logout), d.authed, d.csrf)
+
+	ops := g.Group("", d.authed, d.adminOnly, d.csrf)
+	ops.GET("/", d.page(d.overview))
+	ops.GET("/endpoints", d.page(d.endpoints))
+	ops.POST("/endpoints/:id/enable", d.page(d.endpointEnable))
+	ops.POST("/endpoints/:id/disable", d.page(d.endpointDisable))
+	ops.GET("/dead-letters", d.page(d.deadLetters))
+	ops.POST("/dead-letters/confirm", d.page(d.deadLettersConfirm))
+	ops.POST("/dead-letters/apply", d.page(d.deadLettersApply))
+	ops.GET("/deliveries/:id", d.page(d.delivery))
+	ops.POST("/deliveries/:id/retry", d.page(d.deliveryRetry))
+	ops.GET("/messages/:id", d.page(d.message))
+	ops.GET("/database", d.page(d.database))
+
+	m := g.Group("/m", d.authed, d.merchantOnly, d.csrf)
+	m.GET("/", d.page(d.merchantHome))
+	m.GET("/endpoints/:id", d.page(d.merchantEndpoint))
+	m.POST("/endpoints/:id/reveal", d.page(d.merchantReveal))
+	m.POST("/endpoints/:id/rotate", d.page(d.merchantRotate))
+	m.POST("/endpoints/:id/test", d.page(d.merchantTest))
+	m.GET("/deliveries/:id", d.page(d.merchantDelivery))
+	m.POST("/deliveries/:id/retry", d.page(d.merchantRetry))
+}
