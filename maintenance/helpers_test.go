@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -242,3 +244,7 @@ func value(t *testing.T, m prometheus.Metric) float64 {
 	t.Fatalf("not a gauge or counter")
 	return 0
 }
+
+func splitLines(s string) []string { return strings.Split(s, "\n") }
+func contains(s, sub string) bool  { return strings.Contains(s, sub) }
+func itoa(n int) string            { return strconv.Itoa(n) }

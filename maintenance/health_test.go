@@ -1,0 +1,72 @@
+package maintenance
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookrelay/hookrelay/db"
+)
+
+// TestHealthReportsIdleTransaction: a transaction left idle by another
+// connection shows in the metrics, the health snapshot and a warning log
+// within the sampling interval once it passes the threshold.
+func TestHealthReportsIdleTransaction(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := b.start(t, Config{HealthInterval: 100 * time.Millisecond, LongTransaction: time.Second, RetentionInterval: -1})
+
+	other, err := pgx.Connect(t.Context(), b.url)
+	require.NoError(t, err)
+	defer other.Close(context.Background())
+	tx, err := other.BeginTx(t.Context(), pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	var one int
+	require.NoError(t, tx.QueryRow(t.Context(), "SELECT 1").Scan(&one)) // takes a snapshot: holds xmin
+	pid := int(other.PgConn().PID())
+	for i := range 3 { // transactions after the snapshot age its xmin
+		_, err := b.sql.Exec(t.Context(), "INSERT INTO settings (name, value) VALUES ($1, 'x')", itoa(i))
+		require.NoError(t, err)
+	}
+
+	require.Eventually(t, func() bool {
+		return value(t, r.mt.m.longTransactions) >= 1 && value(t, r.mt.m.idleInTransaction) >= 1 &&
+			value(t, r.mt.m.oldestXact) >= 1 && value(t, r.mt.m.oldestXminAge) >= 3
+	}, 10*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool { return containsPID(b.logs.String(), pid) }, 5*time.Second, 20*time.Millisecond,
+		"no warning naming the session")
+
+	h, err := b.store.HealthSnapshotWith(t.Context(), db.HealthOptions{LongTransaction: time.Second})
+	require.NoError(t, err)
+	i := slices.IndexFunc(h.Sessions, func(s db.HealthSession) bool { return s.PID == pid })
+	require.GreaterOrEqual(t, i, 0, "session not listed: %+v", h.Sessions)
+	s := h.Sessions[i]
+	require.Equal(t, "idle in transaction", s.State)
+	require.GreaterOrEqual(t, s.XactSeconds, 1.0)
+	require.GreaterOrEqual(t, s.XminAge, 3)
+	require.GreaterOrEqual(t, h.LongTransactions, 1)
+	require.GreaterOrEqual(t, h.IdleInTransaction, 1)
+	require.Positive(t, h.MaxConnections)
+	require.NotEmpty(t, h.Tables)
+	require.NotEmpty(t, h.Partitions)
+
+	// Once it ends, this session is no longer listed.
+	require.NoError(t, tx.Rollback(t.Context()))
+	h, err = b.store.HealthSnapshotWith(t.Context(), db.HealthOptions{LongTransaction: time.Second})
+	require.NoError(t, err)
+	require.False(t, slices.ContainsFunc(h.Sessions, func(s db.HealthSession) bool { return s.PID == pid }))
+}
+
+func containsPID(logs string, pid int) bool {
+	for _, line := range splitLines(logs) {
+		if contains(line, "long transaction") && contains(line, `"pid":`+itoa(pid)+",") {
+			return true
+		}
+	}
+	return false
+}
