@@ -40,4 +40,6 @@ WHERE queue IN (
 RETURNING queue::integer AS queue, epoch;
 
 -- name: QueueLeasesList :many
-SELECT queue::integer AS queue, owner, epoch, expires_at FROM queue_leases ORDER BY queue;
+SELECT queue::integer AS queue, owner, epoch,
+       greatest(expires_at, 'epoch'::timestamptz)::timestamptz AS expires_at
+FROM queue_leases ORDER BY queue;

@@ -81,7 +81,9 @@ func (q *Queries) QueueLeasesEnsure(ctx context.Context, queues int32) error {
 }
 
 const queueLeasesList = `-- name: QueueLeasesList :many
-SELECT queue::integer AS queue, owner, epoch, expires_at FROM queue_leases ORDER BY queue
+SELECT queue::integer AS queue, owner, epoch,
+       greatest(expires_at, 'epoch'::timestamptz)::timestamptz AS expires_at
+FROM queue_leases ORDER BY queue
 `
 
 type QueueLeasesListRow struct {

@@ -1,0 +1,195 @@
+package dispatch
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookrelay/hookrelay/db"
+	"github.com/hookrelay/hookrelay/db/dbtest"
+)
+
+// TestKill9LosesNothing kills a real dispatcher child process while
+// deliveries are in flight: every message is still delivered, the killed
+// process's rows come back after the lease, and the only duplicates are the
+// requests that were in flight.
+func TestKill9LosesNothing(t *testing.T) {
+	t.Parallel()
+	url := dbtest.NewURL(t)
+	store := dbtest.Open(t, url, db.Config{})
+	g := newGatedSink(t)
+	ep, _ := dbtest.Endpoint(t, store, &dbtest.EndpointOpts{URL: g.srv.URL, MaxInFlight: 5})
+	const n = 30
+	for i := range n {
+		dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: fmt.Sprintf("kill-%d", i), Queues: 8})
+	}
+
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"="+url)
+	cmd.Stderr = testWriter{t}
+	require.NoError(t, cmd.Start())
+	waitFor(t, 20*time.Second, "child deliveries in flight", func() bool { return g.count() >= 5 })
+	require.NoError(t, cmd.Process.Kill()) // SIGKILL
+	_ = cmd.Wait()
+	killedAt := time.Now()
+	inFlight := g.count()
+	require.LessOrEqual(t, inFlight, 5)
+	g.open()
+
+	runDispatcher(t, store, testConfig())
+	waitFor(t, 30*time.Second, "every message delivered", func() bool { return len(g.delivered()) == n })
+	ids := g.delivered()
+	require.Len(t, ids, n, "nothing lost")
+	dups := g.count() - n
+	require.LessOrEqual(t, dups, inFlight, "duplicates at most what was in flight")
+	require.GreaterOrEqual(t, time.Since(killedAt), time.Second, "rows came back only after the lease")
+}
+
+// gatedSink blocks every request until open is called, then answers 200.
+type gatedSink struct {
+	srv  *httpTestServer
+	gate chan struct{}
+	mu   sync.Mutex
+	ids  map[string]int
+	n    int
+}
+
+func newGatedSink(t *testing.T) *gatedSink {
+	g := &gatedSink{gate: make(chan struct{}), ids: map[string]int{}}
+	g.srv = newHTTPTestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		g.mu.Lock()
+		g.n++
+		g.mu.Unlock()
+		select {
+		case <-g.gate:
+		case <-r.Context().Done():
+			return
+		}
+		g.mu.Lock()
+		g.ids[r.Header.Get("Webhook-Id")]++
+		g.mu.Unlock()
+		w.WriteHeader(http.StatusOK)
+	}))
+	return g
+}
+
+func (g *gatedSink) open() { close(g.gate) }
+
+func (g *gatedSink) count() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.n
+}
+
+func (g *gatedSink) delivered() map[string]int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make(map[string]int, len(g.ids))
+	for k, v := range g.ids {
+		out[k] = v
+	}
+	return out
+}
+
+// TestQueuesRebalanceAndTakeover: a dispatcher that stops answering loses
+// its queues to the live one within the lease; a joining dispatcher gets
+// its share; a leaving one hands its queues back.
+func TestQueuesRebalanceAndTakeover(t *testing.T) {
+	t.Parallel()
+	store := dbtest.New(t)
+	ctx := context.Background()
+	cfg := testConfig()
+	cfg.Lease = time.Second
+	require.NoError(t, store.QueueLeasesEnsure(ctx, cfg.Queues))
+
+	// A "dead" dispatcher holds every queue with an hour-long lease and
+	// never heartbeats again.
+	zombie, err := store.DispatcherRegister(ctx, "zombie", 1)
+	require.NoError(t, err)
+	got, err := store.QueueLeasesAcquire(ctx, zombie, cfg.Queues, cfg.Queues, time.Hour, time.Hour)
+	require.NoError(t, err)
+	require.Len(t, got, cfg.Queues)
+
+	held := func(id int64) int {
+		ls, err := store.QueueLeasesList(ctx)
+		require.NoError(t, err)
+		n := 0
+		for _, l := range ls {
+			if l.Owner == id {
+				n++
+			}
+		}
+		return n
+	}
+	d1, _ := runDispatcher(t, store, cfg)
+	waitFor(t, 10*time.Second, "takeover of the dead dispatcher's queues", func() bool { return held(d1.ID()) == cfg.Queues })
+
+	d2, stop2 := runDispatcher(t, store, cfg)
+	waitFor(t, 10*time.Second, "rebalance on join", func() bool {
+		return held(d1.ID()) == cfg.Queues/2 && held(d2.ID()) == cfg.Queues/2
+	})
+	require.NoError(t, stop2())
+	waitFor(t, 10*time.Second, "queues back after leave", func() bool { return held(d1.ID()) == cfg.Queues })
+}
+
+// TestSSRFRefusedAtConnectTime: the endpoint's name resolved to a public
+// address when it was registered; by delivery time DNS answers a loopback
+// address, and the connection is refused by the dialer.
+func TestSSRFRefusedAtConnectTime(t *testing.T) {
+	t.Parallel()
+	store := dbtest.New(t)
+	ctx := context.Background()
+	s := newSink(t)
+	port := s.srv.URL[strings.LastIndex(s.srv.URL, ":")+1:]
+	var answer atomic.Value
+	answer.Store(netip.MustParseAddr("93.184.216.34")) // public at registration
+	cfg := testConfig()
+	cfg.AllowPrivateTargets = false
+	cfg.Resolve = func(ctx context.Context, host string) ([]netip.Addr, error) {
+		return []netip.Addr{answer.Load().(netip.Addr)}, nil
+	}
+	ep, _ := dbtest.Endpoint(t, store, &dbtest.EndpointOpts{URL: "http://hooks.merchant.test:" + port + "/in", RetrySchedule: []time.Duration{time.Hour}})
+	literal, _ := dbtest.Endpoint(t, store, &dbtest.EndpointOpts{URL: s.srv.URL})
+	answer.Store(netip.MustParseAddr("127.0.0.1")) // DNS rebinding
+
+	d := New(testLogger(t), cfg, store, nil, nil)
+	for _, id := range []int64{ep.ID, literal.ID} {
+		res, err := d.PingEndpoint(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, OutcomeRefused, res.Outcome, res.Error)
+	}
+
+	m := dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, Queues: 8})
+	d2 := New(testLogger(t), cfg, store, nil, nil)
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- d2.Run(runCtx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	waitFor(t, 20*time.Second, "refused attempt recorded", func() bool {
+		atts, err := store.AttemptsForDelivery(ctx, m.DeliveryIDs[0])
+		require.NoError(t, err)
+		return len(atts) == 1 && atts[0].Outcome == OutcomeRefused
+	})
+	require.Empty(t, s.requests(), "nothing reached the private address")
+
+	// With private targets allowed the same ping goes through, signed.
+	cfg.AllowPrivateTargets = true
+	res, err := New(testLogger(t), cfg, store, nil, nil).PingEndpoint(ctx, ep.ID)
+	require.NoError(t, err)
+	require.Equal(t, OutcomeSuccess, res.Outcome)
+	r := s.requests()
+	require.Len(t, r, 1)
+	require.Equal(t, "ping", r[0].Header.Get("X-Hookrelay-Event-Type"))
+	require.Contains(t, string(r[0].Body), `"type":"ping"`)
+	require.Equal(t, res.WebhookID, r[0].Header.Get("Webhook-Id"))
+}

@@ -1,0 +1,144 @@
+package dispatch
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hookrelay/hookrelay/db"
+)
+
+// received is one request a sink got.
+type received struct {
+	Header http.Header
+	Body   []byte
+	At     time.Time
+	Status int
+}
+
+// sink is a loopback merchant endpoint. Its handler decides the status of
+// each request (200 by default) and it records everything.
+type sink struct {
+	srv *httptest.Server
+
+	mu     sync.Mutex // mu guards got and decide
+	got    []received
+	decide func(r *http.Request, body []byte) (status int, header http.Header)
+	notify chan struct{}
+}
+
+func newSink(t *testing.T) *sink {
+	t.Helper()
+	s := &sink{notify: make(chan struct{}, 1)}
+	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		s.mu.Lock()
+		status, hdr := http.StatusOK, http.Header(nil)
+		if s.decide != nil {
+			status, hdr = s.decide(r, body)
+		}
+		s.got = append(s.got, received{Header: r.Header.Clone(), Body: body, At: time.Now(), Status: status})
+		s.mu.Unlock()
+		select {
+		case s.notify <- struct{}{}:
+		default:
+		}
+		for k, v := range hdr {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(status)
+		_, _ = w.Write([]byte("ok " + strconv.Itoa(status)))
+	}))
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+func (s *sink) setDecide(f func(r *http.Request, body []byte) (int, http.Header)) {
+	s.mu.Lock()
+	s.decide = f
+	s.mu.Unlock()
+}
+
+func (s *sink) requests() []received {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]received(nil), s.got...)
+}
+
+// waitFor polls cond (on sink activity or every 20 ms) until it holds or
+// the timeout passes.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// testConfig is a dispatcher configuration for fast tests.
+func testConfig() Config {
+	return Config{
+		Queues: 8, Lease: 2 * time.Second, AllowPrivateTargets: true,
+		IdlePoll: 20 * time.Millisecond, DrainTimeout: 2 * time.Second,
+		RetryJitter: -1, HoldDelay: 200 * time.Millisecond, StoreRetryDelay: 100 * time.Millisecond,
+		EndpointCacheTTL: 50 * time.Millisecond,
+	}
+}
+
+func testLogger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(p))
+	return len(p), nil
+}
+
+// runDispatcher starts a dispatcher and returns it with a stop function
+// (also called at cleanup) that returns Run's error.
+func runDispatcher(t *testing.T, store *db.DB, cfg Config) (*Dispatcher, func() error) {
+	t.Helper()
+	d := New(testLogger(t), cfg, store, nil, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	var once sync.Once
+	var err error
+	stop := func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case err = <-done:
+			case <-time.After(30 * time.Second):
+				t.Error("dispatcher did not stop")
+			}
+		})
+		return err
+	}
+	t.Cleanup(func() { _ = stop() })
+	waitFor(t, 10*time.Second, "dispatcher registration", func() bool { return d.ID() != 0 })
+	return d, stop
+}
+
+// httpTestServer is an httptest.Server closed at cleanup.
+type httpTestServer = httptest.Server
+
+func newHTTPTestServer(t *testing.T, h http.Handler) *httpTestServer {
+	srv := httptest.NewServer(h)
+	t.Cleanup(func() {
+		srv.CloseClientConnections()
+		srv.Close()
+	})
+	return srv
+}

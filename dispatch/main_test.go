@@ -1,0 +1,44 @@
+package dispatch
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hookrelay/hookrelay/db"
+)
+
+// childEnv switches the test binary into a dispatcher child process (for
+// the kill -9 test): it runs a Dispatcher on the database named by the
+// variable until it is killed.
+const childEnv = "HOOKRELAY_TEST_DISPATCH_CHILD_DB"
+
+func TestMain(m *testing.M) {
+	if url := os.Getenv(childEnv); url != "" {
+		os.Exit(runChild(url))
+	}
+	os.Exit(m.Run())
+}
+
+func runChild(url string) int {
+	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	store, err := db.Open(ctx, db.Config{URL: url, MaxConns: 8})
+	if err != nil {
+		logger.Error("child: open", "error", err)
+		return 1
+	}
+	defer store.Close()
+	cfg := testConfig()
+	cfg.Lease = 2 * time.Second
+	if err := New(logger, cfg, store, nil, nil).Run(ctx); err != nil {
+		logger.Error("child: run", "error", err)
+		return 1
+	}
+	return 0
+}
