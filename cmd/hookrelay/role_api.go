@@ -1,8 +1,66 @@
 package main
 
-import "context"
+import (
+	"context"
+	"sync"
+	"time"
 
-// startAPI wires the api role. (Filled in by the api work.)
+	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/ingest"
+)
+
+// startAPI wires the api role: the ingest server's routes on the shared
+// router, its error handler (the one handler of the whole router) and its
+// loop (group-commit batcher and configuration cache).
+//
+// Role settings (besides the common ones):
+//   - HOOKRELAY_INGEST_BATCH_WAIT (default 2ms): how long a group-commit
+//     batch stays open after its first callback.
+//   - HOOKRELAY_INGEST_BATCH_ROWS (default 500): rows (messages + deliveries)
+//     that close a batch at once.
+//   - HOOKRELAY_INGEST_FLUSHERS (default 4): batches committing at once.
+//   - HOOKRELAY_INGEST_CACHE_TTL (default 1s): how stale the carrier/endpoint
+//     cache may be in other processes after a change.
 func startAPI(ctx context.Context, s *service) (func(ctx context.Context) error, error) {
-	return nil, nil
+	env := s.cfg.env
+	cfg := ingest.Config{
+		Queues:              s.cfg.Queues,
+		MaxBodyBytes:        s.cfg.MaxBodyBytes,
+		OffloadBytes:        s.cfg.OffloadBytes,
+		AllowPrivateTargets: s.cfg.AllowPrivateTargets,
+		RequireHTTPS:        s.cfg.RequireHTTPS,
+		CacheTTL:            env.duration("HOOKRELAY_INGEST_CACHE_TTL", time.Second, 100*time.Millisecond, time.Minute),
+		Batcher: ingest.BatcherConfig{
+			MaxWait:  env.duration("HOOKRELAY_INGEST_BATCH_WAIT", 2*time.Millisecond, 100*time.Microsecond, time.Second),
+			MaxRows:  env.int("HOOKRELAY_INGEST_BATCH_ROWS", 500, 1, 10000),
+			Flushers: env.int("HOOKRELAY_INGEST_FLUSHERS", 4, 1, 64),
+		},
+	}
+	srv := ingest.New(s.logger, cfg, s.db, s.store, s.registry, pingerFor(s))
+	srv.Register(s.echo)
+	return srv.Run, nil
 }
+
+// pingers lets the dispatch role, started after api, provide the test ping
+// of POST /v1/endpoints/{id}/test: it calls setPinger(s, p).
+var pingers sync.Map // *service -> ingest.Pinger
+
+// setPinger registers the dispatch role's pinger for service s.
+func setPinger(s *service, p ingest.Pinger) { pingers.Store(s, p) }
+
+// lazyPinger finds the service's pinger at call time; with none registered
+// (no dispatch role in this process) the API answers 503.
+type lazyPinger struct{ s *service }
+
+func pingerFor(s *service) ingest.Pinger { return lazyPinger{s} }
+
+func (l lazyPinger) PingEndpoint(ctx context.Context, endpointID int64) (ingest.TestResult, error) {
+	p, ok := pingers.Load(l.s)
+	if !ok {
+		return ingest.TestResult{}, errNoDispatch
+	}
+	return p.(ingest.Pinger).PingEndpoint(ctx, endpointID)
+}
+
+// errNoDispatch answers a test ping when no dispatch role runs in-process.
+var errNoDispatch = hookrelay.Errorf(hookrelay.EUNAVAILABLE, "dispatch role not running in this process")

@@ -1,0 +1,240 @@
+package ingest
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/db"
+)
+
+// BatcherConfig configures the group-commit batcher.
+type BatcherConfig struct {
+	// MaxWait is how long a batch stays open after its first message.
+	// Default 2 ms.
+	MaxWait time.Duration
+	// MaxRows closes a batch once its messages plus deliveries reach it.
+	// Default 500.
+	MaxRows int
+	// Flushers is how many batches may be committing at once. Default 4.
+	Flushers int
+	// Queue is how many submitted messages may wait for a batch. Default 8192.
+	Queue int
+}
+
+func (c BatcherConfig) withDefaults() BatcherConfig {
+	if c.MaxWait <= 0 {
+		c.MaxWait = 2 * time.Millisecond
+	}
+	if c.MaxRows <= 0 {
+		c.MaxRows = 500
+	}
+	if c.Flushers <= 0 {
+		c.Flushers = 4
+	}
+	if c.Queue <= 0 {
+		c.Queue = 8192
+	}
+	return c
+}
+
+// insertFunc stores one batch in one transaction (db.DB.MessageInsertMany).
+type insertFunc func(ctx context.Context, msgs []db.NewMessage) ([]db.StoredMessage, error)
+
+type batchResult struct {
+	stored db.StoredMessage
+	err    error
+}
+
+type pendingMsg struct {
+	msg  db.NewMessage
+	done chan batchResult // buffered 1; receives exactly one result
+}
+
+// batcher groups concurrently submitted messages into transactions.
+type batcher struct {
+	cfg     BatcherConfig
+	insert  insertFunc
+	in      chan *pendingMsg
+	metrics *metrics
+
+	mu      sync.RWMutex // guards closed; Submit holds it for reading while sending
+	closed  bool
+	stopped chan struct{} // closed when run has answered everything
+}
+
+func newBatcher(cfg BatcherConfig, insert insertFunc, m *metrics) *batcher {
+	cfg = cfg.withDefaults()
+	return &batcher{cfg: cfg, insert: insert, in: make(chan *pendingMsg, cfg.Queue), metrics: m, stopped: make(chan struct{})}
+}
+
+var errShuttingDown = hookrelay.Errorf(hookrelay.EUNAVAILABLE, "shutting down")
+
+// Submit hands msg to the next batch and waits until that batch committed
+// (or failed). It never returns success for a message that is not stored.
+func (b *batcher) Submit(ctx context.Context, msg db.NewMessage) (db.StoredMessage, error) {
+	p := &pendingMsg{msg: msg, done: make(chan batchResult, 1)}
+	b.mu.RLock()
+	if b.closed {
+		b.mu.RUnlock()
+		return db.StoredMessage{}, errShuttingDown
+	}
+	select {
+	case b.in <- p:
+	case <-ctx.Done():
+		b.mu.RUnlock()
+		return db.StoredMessage{}, hookrelay.WrapError(hookrelay.EUNAVAILABLE, "request cancelled", ctx.Err())
+	}
+	b.mu.RUnlock()
+	// Once queued the message will be committed or failed; wait for which,
+	// so a client that is still there learns the truth.
+	r := <-p.done
+	return r.stored, r.err
+}
+
+// run collects batches until ctx ends, then stops taking messages, commits
+// what was submitted and returns.
+func (b *batcher) run(ctx context.Context) {
+	batches := make(chan []*pendingMsg)
+	var wg sync.WaitGroup
+	for range b.cfg.Flushers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for batch := range batches {
+				b.flush(batch)
+			}
+		}()
+	}
+	defer func() {
+		close(batches)
+		wg.Wait()
+		close(b.stopped)
+	}()
+
+	// closing is closed once no Submit can send any more.
+	closing := make(chan struct{})
+	go func() {
+		<-ctx.Done()
+		b.mu.Lock()
+		b.closed = true
+		b.mu.Unlock()
+		close(closing)
+	}()
+
+	for {
+		var first *pendingMsg
+		select {
+		case first = <-b.in:
+		case <-closing:
+			// No sender is left: drain what is queued, then stop.
+			for {
+				batch := b.drain(nil)
+				if len(batch) == 0 {
+					return
+				}
+				batches <- batch
+			}
+		}
+		batch := []*pendingMsg{first}
+		rows := 1 + len(first.msg.EndpointIDs)
+		timer := time.NewTimer(b.cfg.MaxWait)
+	collect:
+		for rows < b.cfg.MaxRows {
+			select {
+			case p := <-b.in:
+				batch = append(batch, p)
+				rows += 1 + len(p.msg.EndpointIDs)
+			case <-timer.C:
+				break collect
+			case <-closing:
+				break collect
+			}
+		}
+		timer.Stop()
+		batches <- batch
+	}
+}
+
+// drain takes what is queued without waiting, up to MaxRows.
+func (b *batcher) drain(batch []*pendingMsg) []*pendingMsg {
+	rows := 0
+	for rows < b.cfg.MaxRows {
+		select {
+		case p := <-b.in:
+			batch = append(batch, p)
+			rows += 1 + len(p.msg.EndpointIDs)
+		default:
+			return batch
+		}
+	}
+	return batch
+}
+
+// flush commits one batch and answers each of its messages.
+func (b *batcher) flush(batch []*pendingMsg) {
+	msgs := make([]db.NewMessage, len(batch))
+	for i, p := range batch {
+		msgs[i] = p.msg
+	}
+	// The batch belongs to no single request: its requests wait for it even
+	// when one of them goes away, and shutdown lets it finish.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	start := time.Now()
+	stored, err := b.insert(ctx, msgs)
+	if b.metrics != nil {
+		b.metrics.batchSize.Observe(float64(len(batch)))
+		b.metrics.commitSeconds.Observe(time.Since(start).Seconds())
+	}
+	if err != nil {
+		if hookrelay.ErrorCode(err) != hookrelay.EUNAVAILABLE {
+			err = hookrelay.WrapError(hookrelay.EUNAVAILABLE, "could not store the callback; retry", err)
+		}
+		for _, p := range batch {
+			p.done <- batchResult{err: err}
+		}
+		return
+	}
+	for i, p := range batch {
+		p.done <- batchResult{stored: stored[i]}
+	}
+}
+
+// metrics are the ingest's Prometheus collectors.
+type metrics struct {
+	requests      *prometheus.CounterVec
+	callbacks     prometheus.Counter
+	batchSize     prometheus.Histogram
+	commitSeconds prometheus.Histogram
+	offloaded     prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hookrelay_ingest_requests_total", Help: "Callback requests answered, by HTTP status code.",
+		}, []string{"code"}),
+		callbacks: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "hookrelay_ingest_callbacks_total", Help: "Callbacks stored (duplicates not counted).",
+		}),
+		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "hookrelay_ingest_batch_size", Help: "Callbacks per group-commit transaction.",
+			Buckets: []float64{1, 2, 5, 10, 20, 50, 100, 200, 500},
+		}),
+		commitSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "hookrelay_ingest_commit_seconds", Help: "Duration of a group-commit transaction.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
+		}),
+		offloaded: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "hookrelay_ingest_offloaded_total", Help: "Callback payloads written to the S3 store.",
+		}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.requests, m.callbacks, m.batchSize, m.commitSeconds, m.offloaded)
+	}
+	return m
+}

@@ -1,0 +1,193 @@
+package ingest
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/db"
+	"github.com/hookrelay/hookrelay/storage"
+)
+
+// CallbackResponse is the answer to POST /v1/callbacks.
+type CallbackResponse struct {
+	MessageID  string `json:"message_id"`
+	Deliveries int    `json:"deliveries"`
+	Duplicate  bool   `json:"duplicate"`
+}
+
+// maxIdempotencyKey bounds the Idempotency-Key header.
+const maxIdempotencyKey = 255
+
+func (s *Server) callback(c echo.Context) error {
+	resp, status, err := s.acceptCallback(c)
+	code := status
+	if err != nil {
+		code = statusOf[hookrelay.ErrorCode(err)]
+		if code == 0 {
+			code = http.StatusInternalServerError
+		}
+	}
+	s.metrics.requests.WithLabelValues(strconv.Itoa(code)).Inc()
+	if err != nil {
+		return err
+	}
+	return c.JSON(status, resp)
+}
+
+func (s *Server) acceptCallback(c echo.Context) (CallbackResponse, int, error) {
+	req := c.Request()
+	ctx := req.Context()
+	carrier := principalOf(c).carrier
+	if ok, wait := s.limits.allow(carrier.ID, carrier.RateLimitPerSec); !ok {
+		return CallbackResponse{}, 0, withRetryAfter(hookrelay.Errorf(hookrelay.ERATELIMIT,
+			"carrier over its rate limit of %d callbacks/s", carrier.RateLimitPerSec), wait)
+	}
+	if !isJSON(req.Header.Get("Content-Type")) {
+		return CallbackResponse{}, 0, hookrelay.Errorf(hookrelay.EUNSUPPORTED, "Content-Type must be application/json")
+	}
+	body, err := readBody(req, s.cfg.MaxBodyBytes)
+	if err != nil {
+		return CallbackResponse{}, 0, err
+	}
+	if carrier.SigningSecret != "" {
+		if err := verifySignature(req.Header.Get("X-Signature"), carrier.SigningSecret, body); err != nil {
+			return CallbackResponse{}, 0, err
+		}
+	}
+	idem := req.Header.Get("Idempotency-Key")
+	if len(idem) > maxIdempotencyKey {
+		return CallbackResponse{}, 0, hookrelay.Errorf(hookrelay.EINVALID, "Idempotency-Key longer than %d bytes", maxIdempotencyKey)
+	}
+	fields, err := ParseCallback(body, carrier.OrderingKeyField, carrier.EventTypeField, carrier.MerchantField)
+	if err != nil {
+		return CallbackResponse{}, 0, hookrelay.Errorf(hookrelay.EINVALID, "body must be one valid JSON object")
+	}
+	orderingKey := headerOr(req, "X-Ordering-Key", fields[0])
+	if orderingKey == "" {
+		return CallbackResponse{}, 0, hookrelay.Errorf(hookrelay.EINVALID,
+			"missing ordering key: send X-Ordering-Key or a string or number at %q", carrier.OrderingKeyField)
+	}
+	eventType := headerOr(req, "X-Event-Type", fields[1])
+	merchantRef := headerOr(req, "X-Merchant-Id", fields[2])
+
+	snap, err := s.cache.get(ctx)
+	if err != nil {
+		return CallbackResponse{}, 0, err
+	}
+	received := time.Now()
+	sum := sha256.Sum256(body)
+	msg := db.NewMessage{
+		ReceivedAt: received, CarrierID: carrier.ID, EventType: eventType, OrderingKey: orderingKey,
+		MerchantRef: merchantRef, Queue: hookrelay.QueueFor(orderingKey, s.cfg.Queues),
+		IdempotencyKey: idem, PayloadSize: len(body), PayloadSHA256: sum[:],
+		EndpointIDs: snap.fanOut(carrier.ID, eventType, merchantRef),
+	}
+	if len(body) > s.cfg.OffloadBytes {
+		if err := s.offload(ctx, &msg, body); err != nil {
+			return CallbackResponse{}, 0, err
+		}
+	} else {
+		msg.Payload = body
+	}
+	stored, err := s.batcher.Submit(ctx, msg)
+	if err != nil {
+		return CallbackResponse{}, 0, err
+	}
+	status := http.StatusAccepted
+	if stored.Duplicate {
+		status = http.StatusOK
+	} else {
+		s.metrics.callbacks.Inc()
+	}
+	return CallbackResponse{MessageID: strconv.FormatInt(stored.ID, 10), Deliveries: stored.Deliveries, Duplicate: stored.Duplicate}, status, nil
+}
+
+// offload writes the payload to the S3 store under the message's own id
+// (reserved from messages_id_seq first) before any row exists.
+func (s *Server) offload(ctx context.Context, msg *db.NewMessage, body []byte) error {
+	ids, err := s.db.MessageIDsReserve(ctx, 1)
+	if err != nil {
+		return err
+	}
+	msg.ID = ids[0]
+	key := storage.PayloadKey(msg.ReceivedAt, strconv.FormatInt(msg.ID, 10))
+	putCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if _, err := s.payloads.Put(putCtx, key, body); err != nil {
+		return withRetryAfter(hookrelay.WrapError(hookrelay.EUNAVAILABLE, "payload store unavailable; retry later", err), 5)
+	}
+	s.metrics.offloaded.Inc()
+	msg.PayloadKey = key
+	return nil
+}
+
+func headerOr(req *http.Request, name string, f Field) string {
+	if v := req.Header.Get(name); v != "" {
+		return v
+	}
+	return f.Value
+}
+
+// isJSON reports whether a Content-Type names JSON (application/json or
+// application/<something>+json).
+func isJSON(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return false
+	}
+	return mt == "application/json" || strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json")
+}
+
+// readBody reads at most limit bytes of the body; more is ETOOLARGE. It never
+// buffers more than limit+1 bytes.
+func readBody(req *http.Request, limit int) ([]byte, error) {
+	tooLarge := hookrelay.Errorf(hookrelay.ETOOLARGE, "body larger than %d bytes", limit)
+	if req.ContentLength > int64(limit) {
+		return nil, tooLarge
+	}
+	var buf bytes.Buffer
+	if req.ContentLength > 0 {
+		buf.Grow(int(req.ContentLength) + 1)
+	}
+	n, err := buf.ReadFrom(io.LimitReader(req.Body, int64(limit)+1))
+	if err != nil {
+		return nil, hookrelay.WrapError(hookrelay.EINVALID, "could not read the body", err)
+	}
+	if n > int64(limit) {
+		return nil, tooLarge
+	}
+	return buf.Bytes(), nil
+}
+
+var errBadSignature = hookrelay.Errorf(hookrelay.EBADSIGNATURE, "missing or invalid X-Signature (want sha256=<hex HMAC-SHA256 of the body>)")
+
+// verifySignature checks header "sha256=<hex>" against the HMAC-SHA256 of
+// body with secret, in constant time.
+func verifySignature(header, secret string, body []byte) error {
+	hexSig, ok := strings.CutPrefix(strings.TrimSpace(header), "sha256=")
+	if !ok {
+		return errBadSignature
+	}
+	got, err := hex.DecodeString(hexSig)
+	if err != nil {
+		return errBadSignature
+	}
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write(body)
+	if !hmac.Equal(got, mac.Sum(nil)) {
+		return errBadSignature
+	}
+	return nil
+}

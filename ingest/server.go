@@ -1,0 +1,156 @@
+package ingest
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/db"
+	"github.com/hookrelay/hookrelay/storage"
+)
+
+// Config configures the API.
+type Config struct {
+	// Queues is the number of logical queues (HOOKRELAY_QUEUES). Default 32.
+	Queues int
+	// MaxBodyBytes is the largest callback body taken; larger gets 413.
+	// Default 10 MiB.
+	MaxBodyBytes int
+	// OffloadBytes: payloads larger than this go to the S3 store, the row
+	// keeps the key. Default 8192.
+	OffloadBytes int
+	// AllowPrivateTargets lets endpoint URLs reach loopback, private and
+	// link-local addresses (tests, on-premises setups).
+	AllowPrivateTargets bool
+	// RequireHTTPS refuses http:// endpoint URLs.
+	RequireHTTPS bool
+	// CacheTTL is how often the configuration cache reloads. Default 1 s.
+	CacheTTL time.Duration
+	// AdminTokenTTL is how long the admin token hash is cached. Default 5 s.
+	AdminTokenTTL time.Duration
+	// Batcher configures group commit.
+	Batcher BatcherConfig
+	// Resolver resolves endpoint hosts for validation; default net.DefaultResolver.
+	Resolver Resolver
+}
+
+func (c Config) withDefaults() Config {
+	if c.Queues <= 0 {
+		c.Queues = hookrelay.DefaultQueues
+	}
+	if c.MaxBodyBytes <= 0 {
+		c.MaxBodyBytes = 10 << 20
+	}
+	if c.OffloadBytes <= 0 {
+		c.OffloadBytes = 8192
+	}
+	if c.CacheTTL <= 0 {
+		c.CacheTTL = time.Second
+	}
+	if c.AdminTokenTTL <= 0 {
+		c.AdminTokenTTL = 5 * time.Second
+	}
+	if c.Resolver == nil {
+		c.Resolver = defaultResolver{}
+	}
+	return c
+}
+
+// Pinger sends a signed test ping to an endpoint and reports the attempt. The
+// dispatch package implements it; cmd injects it.
+type Pinger interface {
+	PingEndpoint(ctx context.Context, endpointID int64) (TestResult, error)
+}
+
+// TestResult is the outcome of a test ping.
+type TestResult struct {
+	StatusCode      int    `json:"status_code"`
+	LatencyMS       int64  `json:"latency_ms"`
+	Error           string `json:"error,omitempty"`
+	ResponseExcerpt string `json:"response_excerpt,omitempty"`
+	Success         bool   `json:"success"`
+}
+
+// Server is the API: handlers, caches, the rate limiters and the batcher.
+type Server struct {
+	cfg      Config
+	logger   *slog.Logger
+	db       *db.DB
+	payloads *storage.Store
+	pinger   Pinger
+	cache    *cache
+	batcher  *batcher
+	metrics  *metrics
+	limits   *limiters
+
+	adminMu      sync.Mutex // guards adminHash and adminLoaded
+	adminHash    []byte
+	adminLoaded  time.Time
+	runStarted   chan struct{}
+	runStartOnce sync.Once
+}
+
+// New returns the API server. reg receives its metrics (may be nil);
+// pinger may be nil (test pings then answer 503).
+func New(logger *slog.Logger, cfg Config, store *db.DB, payloads *storage.Store, reg prometheus.Registerer, pinger Pinger) *Server {
+	cfg = cfg.withDefaults()
+	m := newMetrics(reg)
+	s := &Server{
+		cfg: cfg, logger: logger, db: store, payloads: payloads, pinger: pinger,
+		cache: newCache(store, cfg.CacheTTL), metrics: m, limits: newLimiters(),
+		runStarted: make(chan struct{}),
+	}
+	s.batcher = newBatcher(cfg.Batcher, store.MessageInsertMany, m)
+	return s
+}
+
+// Run runs the batcher and the cache refresher until ctx ends; it returns
+// after every accepted callback has been answered.
+func (s *Server) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s.cache.run(ctx)
+	}()
+	s.batcher.run(ctx)
+	wg.Wait()
+	return nil
+}
+
+// Register adds the API routes to e and installs the error handler.
+func (s *Server) Register(e *echo.Echo) {
+	e.HTTPErrorHandler = NewHTTPErrorHandler(s.logger)
+	v1 := e.Group("/v1")
+
+	admin := v1.Group("", s.auth(kindAdmin))
+	admin.POST("/carriers", s.createCarrier)
+	admin.GET("/carriers", s.listCarriers)
+	admin.POST("/merchants", s.createMerchant)
+	admin.GET("/merchants", s.listMerchants)
+	admin.GET("/stats", s.stats)
+	admin.GET("/dead-letters", s.listDeadLetters)
+	admin.POST("/dead-letters/retry", s.retryDeadLetters)
+	admin.POST("/dead-letters/discard", s.discardDeadLetters)
+
+	m := v1.Group("", s.auth(kindMerchant|kindAdmin))
+	m.POST("/endpoints", s.createEndpoint)
+	m.GET("/endpoints", s.listEndpoints)
+	m.GET("/endpoints/:id", s.getEndpoint)
+	m.PATCH("/endpoints/:id", s.patchEndpoint)
+	m.DELETE("/endpoints/:id", s.deleteEndpoint)
+	m.POST("/endpoints/:id/enable", s.enableEndpoint)
+	m.POST("/endpoints/:id/disable", s.disableEndpoint)
+	m.POST("/endpoints/:id/rotate-secret", s.rotateSecret)
+	m.POST("/endpoints/:id/test", s.testEndpoint)
+	m.GET("/endpoints/:id/deliveries", s.listDeliveries)
+	m.GET("/deliveries/:id", s.getDelivery)
+	m.POST("/deliveries/:id/retry", s.retryDelivery)
+
+	v1.POST("/callbacks", s.callback, s.auth(kindCarrier))
+}
