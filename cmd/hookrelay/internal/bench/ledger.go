@@ -32,6 +32,7 @@ type Ledger struct {
 	expected atomic.Int64 // acknowledged callbacks × matching endpoints
 	firstOK  atomic.Int64 // distinct (endpoint, key, seq) delivered successfully
 	lastOK   atomic.Int64 // unix nanos of the latest first success
+	firstAt  atomic.Int64 // unix nanos of the earliest first success
 }
 
 // keyLog is the acknowledged history of one ordering key.
@@ -107,6 +108,12 @@ func (l *Ledger) Arrived(endpoint, key, seq int, at time.Time, ok bool) {
 	if first {
 		l.firstOK.Add(1)
 		for {
+			first := l.firstAt.Load()
+			if (first != 0 && first <= at.UnixNano()) || l.firstAt.CompareAndSwap(first, at.UnixNano()) {
+				break
+			}
+		}
+		for {
 			last := l.lastOK.Load()
 			if at.UnixNano() <= last || l.lastOK.CompareAndSwap(last, at.UnixNano()) {
 				break
@@ -125,6 +132,16 @@ func (l *Ledger) Progress() (expected, delivered int64) {
 // when none).
 func (l *Ledger) LastDelivery() time.Time {
 	n := l.lastOK.Load()
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
+}
+
+// FirstDelivery returns the time of the earliest successful arrival (zero
+// when none).
+func (l *Ledger) FirstDelivery() time.Time {
+	n := l.firstAt.Load()
 	if n == 0 {
 		return time.Time{}
 	}

@@ -125,3 +125,20 @@ func (p *PGStats) TopStatements(ctx context.Context, w io.Writer, n int, callbac
 
 // Close ends the connection.
 func (p *PGStats) Close() { _ = p.conn.Close(context.Background()) }
+
+// DropDatabase drops the database url names, disconnecting its sessions.
+func DropDatabase(ctx context.Context, url string) error {
+	cc, err := pgx.ParseConfig(url)
+	if err != nil {
+		return err
+	}
+	name := cc.Database
+	cc.Database = "postgres"
+	conn, err := pgx.ConnectConfig(ctx, cc)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
+	return err
+}

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Runs `hookrelay bench` against a private PostgreSQL cluster (so its CPU and
+# pg_stat_statements see only the benchmark): started here on port 55433
+# under /tmp with pg_stat_statements preloaded, PostgreSQL defaults otherwise
+# (plus the BENCH_PG_OPTS you give). Arguments go to `hookrelay bench`.
+#   scripts/bench.sh --phases max --duration 30s
+#   BENCH_PG_OPTS="-c synchronous_commit=off" scripts/bench.sh
+#   scripts/bench.sh --stop-pg        # stop the private cluster
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+port=${BENCH_PG_PORT:-55433}
+dir=${BENCH_PG_DIR:-/tmp/hookrelay-bench-pg}
+url="postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable"
+bindir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+[ -n "$bindir" ] || { echo "no PostgreSQL binaries found" >&2; exit 1; }
+as_user=()
+if [ "$(id -u)" = 0 ]; then
+  id postgres >/dev/null 2>&1 || useradd --system --no-create-home postgres
+  as_user=(runuser -u postgres --)
+fi
+
+if [ "${1:-}" = "--stop-pg" ]; then
+  "${as_user[@]}" "$bindir/pg_ctl" -D "$dir" -m fast stop
+  exit 0
+fi
+
+if ! pg_isready -q -d "$url" -t 2; then
+  if [ ! -f "$dir/PG_VERSION" ]; then
+    mkdir -p "$dir"; [ "$(id -u)" = 0 ] && chown postgres "$dir"
+    "${as_user[@]}" "$bindir/initdb" -D "$dir" -U postgres --auth=trust -E UTF8 >/dev/null
+  fi
+  # shellcheck disable=SC2086
+  "${as_user[@]}" "$bindir/pg_ctl" -D "$dir" -l "$dir/server.log" -w \
+    -o "-p $port -k /tmp -c listen_addresses=127.0.0.1 -c max_connections=200 \
+        -c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all \
+        -c track_io_timing=on ${BENCH_PG_OPTS:-}" start >/dev/null
+fi
+
+go build -o bin/hookrelay ./cmd/hookrelay
+exec env DATABASE_URL="$url" bin/hookrelay bench --pg-top "${BENCH_PG_TOP:-12}" "$@"
