@@ -25,7 +25,7 @@ const timeInput = "2006-01-02T15:04" // <input type="datetime-local">, UTC
 // dlFilter is the dead-letter filter as the forms carry it.
 type dlFilter struct {
 	EndpointID, CarrierID int64
-	Since, Until          string // timeInput, UTC; empty = open
+	Since                 string // timeInput, UTC; empty = open
 }
 
 func (f dlFilter) query() (db.DeadLetterQuery, error) {
@@ -34,11 +34,6 @@ func (f dlFilter) query() (db.DeadLetterQuery, error) {
 	if f.Since != "" {
 		if q.Since, err = time.Parse(timeInput, f.Since); err != nil {
 			return q, hookrelay.Errorf(hookrelay.EINVALID, "since: want a date and time like 2026-11-29T10:00")
-		}
-	}
-	if f.Until != "" {
-		if q.Until, err = time.Parse(timeInput, f.Until); err != nil {
-			return q, hookrelay.Errorf(hookrelay.EINVALID, "until: want a date and time like 2026-11-29T10:00")
 		}
 	}
 	return q, nil
@@ -56,9 +51,6 @@ func (f dlFilter) values() url.Values {
 	if f.Since != "" {
 		v.Set("since", f.Since)
 	}
-	if f.Until != "" {
-		v.Set("until", f.Until)
-	}
 	return v
 }
 
@@ -74,7 +66,6 @@ func filterFrom(c echo.Context) (dlFilter, error) {
 		return f, err
 	}
 	f.Since = strings.TrimSpace(firstNonEmpty(c.QueryParam("since"), c.FormValue("since")))
-	f.Until = strings.TrimSpace(firstNonEmpty(c.QueryParam("until"), c.FormValue("until")))
 	_, err = f.query()
 	return f, err
 }

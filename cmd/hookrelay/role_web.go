@@ -36,18 +36,38 @@ type webOperator struct {
 	db *db.DB
 }
 
-var errNotYet = hookrelay.Errorf(hookrelay.EUNAVAILABLE, "this action is not available yet")
+func deadLetterFilter(f db.DeadLetterQuery) db.DeadLetterFilter {
+	return db.DeadLetterFilter{EndpointID: f.EndpointID, CarrierID: f.CarrierID, MerchantID: f.MerchantID, Since: f.Since}
+}
 
+// RetryDeadLetters puts dead letters back into the queue: ids when given,
+// else every one matching f.
 func (o webOperator) RetryDeadLetters(ctx context.Context, ids []int64, f db.DeadLetterQuery) (int64, error) {
-	return 0, errNotYet
+	if len(ids) == 0 {
+		ids = nil
+	}
+	return o.db.DeadLetterRetry(ctx, ids, deadLetterFilter(f))
 }
 
+// DiscardDeadLetters deletes dead letters: ids when given, else every one
+// matching f.
 func (o webOperator) DiscardDeadLetters(ctx context.Context, ids []int64, f db.DeadLetterQuery) (int64, error) {
-	return 0, errNotYet
+	if len(ids) == 0 {
+		ids = nil
+	}
+	return o.db.DeadLetterDiscard(ctx, ids, deadLetterFilter(f))
 }
 
+// RetryDelivery makes a waiting delivery due now.
 func (o webOperator) RetryDelivery(ctx context.Context, id int64) error {
-	return errNotYet
+	waiting, err := o.db.DeliveryRetryPending(ctx, id)
+	if err != nil {
+		return err
+	}
+	if !waiting {
+		return hookrelay.Errorf(hookrelay.ECONFLICT, "only a pending or dead delivery can be retried")
+	}
+	return nil
 }
 
 // RotateSecret stores a new Standard Webhooks secret for the endpoint; the

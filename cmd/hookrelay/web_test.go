@@ -117,9 +117,6 @@ func TestWebLoginHeadersAndCSRF(t *testing.T) {
 
 	csrf := c.login(testAdminToken)
 	var session *http.Cookie
-	for _, ck := range resp.Cookies() {
-		_ = ck
-	}
 	u, _ := url.Parse(f.srv.URL + "/ui/")
 	for _, ck := range c.hc.Jar.Cookies(u) {
 		if ck.Name == "hr_session" {

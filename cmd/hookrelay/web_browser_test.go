@@ -1,0 +1,273 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookrelay/hookrelay/db"
+	"github.com/hookrelay/hookrelay/db/dbtest"
+)
+
+// chromiumPath is Debian's chromium; scripts/browser-deps.sh installs it.
+const chromiumPath = "/usr/bin/chromium"
+
+// screenshotDir receives one PNG per dashboard page (committed, shown in the README).
+var screenshotDir = filepath.Join("..", "..", "docs", "screenshots")
+
+// newBrowser starts a headless chromium with a fresh profile; it fails the
+// test (never skips) when chromium is missing.
+func newBrowser(t *testing.T) context.Context {
+	t.Helper()
+	if _, err := os.Stat(chromiumPath); err != nil {
+		t.Fatalf("browser tests need %s (run scripts/browser-deps.sh): %v", chromiumPath, err)
+	}
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chromiumPath),
+		chromedp.Flag("headless", true),
+		chromedp.Flag("no-sandbox", true),
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("hide-scrollbars", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 900),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	t.Cleanup(func() {
+		cancelBrowser()
+		cancelAlloc()
+	})
+	require.NoError(t, chromedp.Do(bctx), "start chromium")
+	return bctx
+}
+
+// browse runs browser actions with a deadline.
+func browse(t *testing.T, bctx context.Context, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(bctx, 30*time.Second)
+	defer cancel()
+	require.NoError(t, chromedp.Do(ctx, steps...))
+}
+
+// value runs one browser action that returns a value.
+func value[T any](t *testing.T, bctx context.Context, a chromedp.Action[T]) T {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(bctx, 30*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(ctx, a)
+	require.NoError(t, err)
+	return v
+}
+
+func text(t *testing.T, bctx context.Context, sel string) string {
+	t.Helper()
+	return strings.TrimSpace(value(t, bctx, chromedp.Text(chromedp.CSS(sel))))
+}
+
+// eventually reloads the page until cond holds (30 s at most).
+func eventually(t *testing.T, bctx context.Context, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(150 * time.Millisecond)
+		browse(t, bctx, chromedp.Reload())
+	}
+}
+
+func screenshot(t *testing.T, bctx context.Context, name string) {
+	t.Helper()
+	png := value(t, bctx, chromedp.FullScreenshot(100))
+	require.NoError(t, os.MkdirAll(screenshotDir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(screenshotDir, name+".png"), png, 0o644))
+}
+
+// sink is a loopback merchant receiver; paths listed in failing answer 500.
+type sink struct {
+	mu      sync.Mutex
+	got     map[string][]string // path → webhook-ids received with 2xx
+	failing atomic.Bool
+}
+
+func (s *sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/flaky" && s.failing.Load() {
+		http.Error(w, "merchant ERP is down", http.StatusInternalServerError)
+		return
+	}
+	s.mu.Lock()
+	s.got[r.URL.Path] = append(s.got[r.URL.Path], r.Header.Get("webhook-id"))
+	s.mu.Unlock()
+	w.WriteHeader(http.StatusOK)
+}
+
+func (s *sink) received(path string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.got[path]...)
+}
+
+func login(t *testing.T, bctx context.Context, base, credential, landing string) {
+	t.Helper()
+	browse(t, bctx,
+		chromedp.Navigate(base+"/ui/login"),
+		chromedp.WaitVisible(chromedp.CSS("#token")),
+		chromedp.SendKeys(chromedp.CSS("#token"), credential),
+		chromedp.Click(chromedp.CSS("#login-submit")),
+		chromedp.WaitVisible(chromedp.CSS(landing)),
+	)
+}
+
+func logout(t *testing.T, bctx context.Context) {
+	t.Helper()
+	browse(t, bctx, chromedp.Click(chromedp.CSS("header form button")), chromedp.WaitVisible(chromedp.CSS("#token")))
+}
+
+func TestWebBrowser(t *testing.T) {
+	t.Parallel()
+	snk := &sink{got: map[string][]string{}}
+	snk.failing.Store(true)
+	hs := httptest.NewServer(snk)
+	t.Cleanup(hs.Close)
+
+	f := startWebFixture(t, map[string]string{"HOOKRELAY_STAT_INTERVAL": "250ms"})
+	ctx := context.Background()
+	m1, key1 := dbtest.Merchant(t, f.store, &dbtest.MerchantOpts{Name: "Acme Parcels"})
+	m2, _ := dbtest.Merchant(t, f.store, &dbtest.MerchantOpts{Name: "Other Shop"})
+	flaky, _ := dbtest.Endpoint(t, f.store, &dbtest.EndpointOpts{MerchantID: m1.ID, URL: hs.URL + "/flaky",
+		Description: "ERP callbacks", RetrySchedule: []time.Duration{100 * time.Millisecond}})
+	steady, _ := dbtest.Endpoint(t, f.store, &dbtest.EndpointOpts{MerchantID: m2.ID, URL: hs.URL + "/steady"})
+	carrier, _ := dbtest.Carrier(t, f.store, nil)
+
+	// Traffic: callbacks for both endpoints; the flaky one's first ends as a
+	// dead letter (two failed attempts).
+	const n = 12
+	for i := range n {
+		eps := []int64{steady.ID}
+		if i == 0 {
+			eps = append(eps, flaky.ID)
+		}
+		dbtest.Message(t, f.store, &dbtest.MessageOpts{CarrierID: carrier.ID, EndpointIDs: eps,
+			OrderingKey: fmt.Sprintf("SF%04d", i), EventType: "in_transit"})
+	}
+	var dead db.DeadLetterView
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		rows, err := f.store.DashboardDeadLetters(ctx, db.DeadLetterQuery{EndpointID: flaky.ID}, time.Time{}, 0, 10)
+		require.NoError(t, err)
+		if len(rows) == 1 && len(snk.received("/steady")) == n {
+			dead = rows[0]
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "no dead letter and %d/%d deliveries after 30s", len(snk.received("/steady")), n)
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	b := newBrowser(t)
+	base := f.srv.URL
+	browse(t, b, chromedp.Navigate(base+"/ui/login"), chromedp.WaitVisible(chromedp.CSS("#token")))
+	screenshot(t, b, "login")
+	login(t, b, base, testAdminToken, "#overview-cards")
+
+	// Overview: the test's traffic shows in the totals and, once sampled, the rates.
+	eventually(t, b, "traffic on the overview", func() bool {
+		total, _ := strconv.Atoi(strings.ReplaceAll(text(t, b, "#messages-total"), ",", ""))
+		return total >= n && text(t, b, "#ingest-rate") != "—" && text(t, b, "#dead-count") == "1"
+	})
+	screenshot(t, b, "overview")
+
+	// Endpoints: disable, then enable, the steady endpoint.
+	sid := strconv.FormatInt(steady.ID, 10)
+	browse(t, b, chromedp.Navigate(base+"/ui/endpoints"), chromedp.WaitVisible(chromedp.CSS("#endpoint-"+sid)))
+	screenshot(t, b, "endpoints")
+	browse(t, b, chromedp.Click(chromedp.CSS("#disable-"+sid)), chromedp.WaitVisible(chromedp.CSS("#enable-"+sid)))
+	ep, err := f.store.EndpointGet(ctx, steady.ID)
+	require.NoError(t, err)
+	require.Equal(t, db.EndpointDisabled, ep.Status)
+	require.Contains(t, text(t, b, "#endpoint-"+sid), "disabled")
+	browse(t, b, chromedp.Click(chromedp.CSS("#enable-"+sid)), chromedp.WaitVisible(chromedp.CSS("#disable-"+sid)))
+	ep, err = f.store.EndpointGet(ctx, steady.ID)
+	require.NoError(t, err)
+	require.Equal(t, db.EndpointEnabled, ep.Status)
+
+	// Dead letters: inspect it, then retry it through the confirmation page
+	// and watch it get delivered.
+	did := strconv.FormatInt(dead.ID, 10)
+	browse(t, b, chromedp.Navigate(base+"/ui/dead-letters?endpoint_id="+strconv.FormatInt(flaky.ID, 10)),
+		chromedp.WaitVisible(chromedp.CSS("#dl-"+did)))
+	screenshot(t, b, "dead-letters")
+	browse(t, b, chromedp.Navigate(base+"/ui/deliveries/"+did), chromedp.WaitVisible(chromedp.CSS("#attempts")))
+	require.Equal(t, "dead", text(t, b, "#delivery-state"))
+	attempts := value(t, b, chromedp.Evaluate[int](`document.querySelectorAll("#attempts tr.attempt").length`))
+	require.Equal(t, 2, attempts, "one attempt plus one retry")
+	require.Contains(t, text(t, b, "#attempts"), "500")
+	screenshot(t, b, "delivery")
+	browse(t, b, chromedp.Click(chromedp.CSS("#message-link")), chromedp.WaitVisible(chromedp.CSS("#payload")))
+	require.Contains(t, text(t, b, "#payload"), `"tracking_no": "SF0000"`)
+	screenshot(t, b, "message")
+
+	snk.failing.Store(false)
+	browse(t, b, chromedp.Navigate(base+"/ui/dead-letters?endpoint_id="+strconv.FormatInt(flaky.ID, 10)),
+		chromedp.WaitVisible(chromedp.CSS("#check-"+did)),
+		chromedp.Click(chromedp.CSS("#check-"+did)),
+		chromedp.Click(chromedp.CSS("#retry-selected")),
+		chromedp.WaitVisible(chromedp.CSS("#confirm-count")))
+	require.Contains(t, text(t, b, "#confirm-count"), "retry 1 dead letter")
+	screenshot(t, b, "confirm")
+	browse(t, b, chromedp.Click(chromedp.CSS("#confirm-apply")), chromedp.WaitVisible(chromedp.CSS("#flash")))
+	require.Contains(t, text(t, b, "#flash"), "Retried 1")
+	browse(t, b, chromedp.Navigate(base+"/ui/deliveries/"+did), chromedp.WaitVisible(chromedp.CSS("#delivery-state")))
+	eventually(t, b, "the retried dead letter delivered", func() bool { return text(t, b, "#delivery-state") == "delivered" })
+	require.Equal(t, []string{fmt.Sprintf("msg_%d", dead.MessageID)}, snk.received("/flaky"))
+
+	browse(t, b, chromedp.Navigate(base+"/ui/database"), chromedp.WaitVisible(chromedp.CSS("#partitions")))
+	require.Contains(t, text(t, b, "#tables"), "deliveries")
+	screenshot(t, b, "database")
+	logout(t, b)
+
+	// Merchant view: own endpoints and secret; nothing of others, no ops pages.
+	login(t, b, base, key1, "#my-endpoints")
+	require.Contains(t, text(t, b, "#my-endpoints"), "/flaky")
+	require.NotContains(t, text(t, b, "#my-endpoints"), "/steady")
+	screenshot(t, b, "merchant")
+	fid := strconv.FormatInt(flaky.ID, 10)
+	browse(t, b, chromedp.Navigate(base+"/ui/m/endpoints/"+fid), chromedp.WaitVisible(chromedp.CSS("#reveal")),
+		chromedp.Click(chromedp.CSS("#reveal")), chromedp.WaitVisible(chromedp.CSS("code.secret")))
+	require.True(t, strings.HasPrefix(text(t, b, "code.secret"), "whsec_"))
+	require.Contains(t, text(t, b, "#recent"), "success")
+	screenshot(t, b, "merchant-endpoint")
+	for path, want := range map[string]string{
+		"/ui/m/endpoints/" + sid: "404",
+		"/ui/m/deliveries/" + did: "", // their own: allowed
+		"/ui/endpoints":           "403",
+		"/ui/dead-letters":        "403",
+		"/ui/database":            "403",
+		"/ui/deliveries/" + did:   "403",
+	} {
+		browse(t, b, chromedp.Navigate(base+path), chromedp.WaitReady(chromedp.CSS("main")))
+		status := value(t, b, chromedp.Evaluate[string](`(document.getElementById("error-status")||{}).textContent||""`))
+		if want == "" {
+			require.Empty(t, status, path)
+		} else {
+			require.True(t, strings.HasPrefix(status, want), "%s: got %q", path, status)
+		}
+	}
+}
