@@ -27,10 +27,6 @@ type DashboardOverview struct {
 	// DeadLettersExact, else the planner's estimate.
 	DeadLetters      int64
 	DeadLettersExact bool
-	// MessagesTotal and DeliveriesTotal are how many message and delivery ids
-	// were ever handed out (from the sequences, not a count).
-	MessagesTotal   int64
-	DeliveriesTotal int64
 }
 
 // deadLetterExactCap is how many dead letters are counted exactly before the
@@ -72,12 +68,6 @@ func (db *DB) DashboardOverview(ctx context.Context, queues int) (DashboardOverv
 			return o, fmt.Errorf("estimate dead letters: %w", unavailable(err))
 		}
 		o.DeadLetters = max(est, exact)
-	}
-	if o.MessagesTotal, err = db.q.DashboardSequenceValue(ctx, "messages_id_seq"); err != nil {
-		return o, fmt.Errorf("messages sequence: %w", notFound(unavailableUnlessNoRows(err), "sequence"))
-	}
-	if o.DeliveriesTotal, err = db.q.DashboardSequenceValue(ctx, "deliveries_id_seq"); err != nil {
-		return o, fmt.Errorf("deliveries sequence: %w", notFound(unavailableUnlessNoRows(err), "sequence"))
 	}
 	return o, nil
 }

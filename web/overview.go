@@ -38,6 +38,9 @@ type overviewData struct {
 	Latest                  db.StatSample
 	IngestPerSec            float64
 	DeliveredPerSec         float64
+	IngestedHour            int64 // callbacks received over the sampled last hour
+	DeliveredHour           int64
+	FailedHour              int64
 	SampleCount             int
 	BacklogChart            template.HTML
 	IngestChart, DelivChart template.HTML
@@ -63,6 +66,11 @@ func (d *Dashboard) overview(c echo.Context) error {
 	}
 	if !live.OldestPending.IsZero() {
 		o.OldestPendingAge = now.Sub(live.OldestPending)
+	}
+	for _, x := range samples {
+		o.IngestedHour += x.Ingested
+		o.DeliveredHour += x.Delivered
+		o.FailedHour += x.Failed
 	}
 	if len(samples) > 0 {
 		o.HasRates = true

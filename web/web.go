@@ -57,9 +57,10 @@ type Operator interface {
 
 // PingResult is the outcome of a test ping.
 type PingResult struct {
-	StatusCode int
-	Latency    time.Duration
-	Error      string // empty on success
+	StatusCode      int
+	Latency         time.Duration
+	Error           string // empty on success
+	ResponseExcerpt string
 }
 
 // Pinger sends a signed test ping to an endpoint (the dispatcher's sender).

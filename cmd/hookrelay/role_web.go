@@ -5,9 +5,11 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
+	"time"
 
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db"
+	"github.com/hookrelay/hookrelay/ingest"
 	"github.com/hookrelay/hookrelay/web"
 )
 
@@ -19,6 +21,7 @@ func startWeb(ctx context.Context, s *service) (func(ctx context.Context) error,
 		Logger:       s.logger.With("role", "web"),
 		Store:        s.db,
 		Operator:     webOperator{db: s.db},
+		Pinger:       webPinger{pingerFor(s)},
 		Presigner:    s.store,
 		Queues:       s.cfg.Queues,
 		SecureCookie: p.bool("HOOKRELAY_UI_SECURE_COOKIE", false),
@@ -80,4 +83,21 @@ func (o webOperator) RotateSecret(ctx context.Context, endpointID int64) (string
 		return "", err
 	}
 	return secret, nil
+}
+
+// webPinger sends the dashboard's test pings through the same pinger as the
+// API (the dispatcher's sender when the dispatch role runs in this process).
+type webPinger struct{ p ingest.Pinger }
+
+func (w webPinger) PingEndpoint(ctx context.Context, endpointID int64) (web.PingResult, error) {
+	r, err := w.p.PingEndpoint(ctx, endpointID)
+	if err != nil {
+		return web.PingResult{}, err
+	}
+	res := web.PingResult{StatusCode: r.StatusCode, Latency: time.Duration(r.LatencyMS) * time.Millisecond,
+		Error: r.Error, ResponseExcerpt: r.ResponseExcerpt}
+	if !r.Success && res.Error == "" {
+		res.Error = fmt.Sprintf("HTTP %d", r.StatusCode)
+	}
+	return res, nil
 }

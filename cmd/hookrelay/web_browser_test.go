@@ -155,18 +155,34 @@ func TestWebBrowser(t *testing.T) {
 	flaky, _ := dbtest.Endpoint(t, f.store, &dbtest.EndpointOpts{MerchantID: m1.ID, URL: hs.URL + "/flaky",
 		Description: "ERP callbacks", RetrySchedule: []time.Duration{100 * time.Millisecond}})
 	steady, _ := dbtest.Endpoint(t, f.store, &dbtest.EndpointOpts{MerchantID: m2.ID, URL: hs.URL + "/steady"})
-	carrier, _ := dbtest.Carrier(t, f.store, nil)
+	_, carrierKey := dbtest.Carrier(t, f.store, nil)
 
-	// Traffic: callbacks for both endpoints; the flaky one's first ends as a
-	// dead letter (two failed attempts).
+	// Traffic through the real ingest API: callbacks for the steady merchant,
+	// and one for the flaky endpoint that ends as a dead letter (two failed
+	// attempts).
+	post := func(key string, merchantID int64) error {
+		req, err := http.NewRequest(http.MethodPost, f.srv.URL+"/v1/callbacks",
+			strings.NewReader(fmt.Sprintf(`{"tracking_no":%q,"status":"in_transit"}`, key)))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Authorization", "Bearer "+carrierKey)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Merchant-Id", strconv.FormatInt(merchantID, 10))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusAccepted {
+			return fmt.Errorf("POST /v1/callbacks: %s", resp.Status)
+		}
+		return nil
+	}
+	require.NoError(t, post("SF0000", m1.ID))
 	const n = 12
 	for i := range n {
-		eps := []int64{steady.ID}
-		if i == 0 {
-			eps = append(eps, flaky.ID)
-		}
-		dbtest.Message(t, f.store, &dbtest.MessageOpts{CarrierID: carrier.ID, EndpointIDs: eps,
-			OrderingKey: fmt.Sprintf("SF%04d", i), EventType: "in_transit"})
+		require.NoError(t, post(fmt.Sprintf("SF%04d", i+1), m2.ID))
 	}
 	var dead db.DeadLetterView
 	deadline := time.Now().Add(30 * time.Second)
@@ -181,6 +197,27 @@ func TestWebBrowser(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 
+	// Keep a trickle of traffic going while the overview is watched.
+	trafficCtx, stopTraffic := context.WithCancel(ctx)
+	var trafficErr atomic.Value
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-trafficCtx.Done():
+				return
+			case <-time.After(40 * time.Millisecond):
+			}
+			if err := post(fmt.Sprintf("TR%05d", i), m2.ID); err != nil {
+				trafficErr.Store(err)
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() { stopTraffic(); wg.Wait() })
+
 	b := newBrowser(t)
 	base := f.srv.URL
 	browse(t, b, chromedp.Navigate(base+"/ui/login"), chromedp.WaitVisible(chromedp.CSS("#token")))
@@ -188,11 +225,18 @@ func TestWebBrowser(t *testing.T) {
 	login(t, b, base, testAdminToken, "#overview-cards")
 
 	// Overview: the test's traffic shows in the totals and, once sampled, the rates.
+	num := func(sel string) float64 {
+		v, _ := strconv.ParseFloat(strings.ReplaceAll(text(t, b, sel), ",", ""), 64)
+		return v
+	}
 	eventually(t, b, "traffic on the overview", func() bool {
-		total, _ := strconv.Atoi(strings.ReplaceAll(text(t, b, "#messages-total"), ",", ""))
-		return total >= n && text(t, b, "#ingest-rate") != "—" && text(t, b, "#dead-count") == "1"
+		return num("#ingested-hour") > n && num("#delivered-hour") > n && num("#ingest-rate") > 0 &&
+			num("#deliver-rate") > 0 && text(t, b, "#dead-count") == "1"
 	})
 	screenshot(t, b, "overview")
+	stopTraffic()
+	wg.Wait()
+	require.Nil(t, trafficErr.Load())
 
 	// Endpoints: disable, then enable, the steady endpoint.
 	sid := strconv.FormatInt(steady.ID, 10)
@@ -253,9 +297,11 @@ func TestWebBrowser(t *testing.T) {
 		chromedp.Click(chromedp.CSS("#reveal")), chromedp.WaitVisible(chromedp.CSS("code.secret")))
 	require.True(t, strings.HasPrefix(text(t, b, "code.secret"), "whsec_"))
 	require.Contains(t, text(t, b, "#recent"), "success")
+	browse(t, b, chromedp.Click(chromedp.CSS("#send-test")), chromedp.WaitVisible(chromedp.CSS("#ping-result")))
+	require.Contains(t, text(t, b, "#ping-result"), "HTTP 200")
 	screenshot(t, b, "merchant-endpoint")
 	for path, want := range map[string]string{
-		"/ui/m/endpoints/" + sid: "404",
+		"/ui/m/endpoints/" + sid:  "404",
 		"/ui/m/deliveries/" + did: "", // their own: allowed
 		"/ui/endpoints":           "403",
 		"/ui/dead-letters":        "403",

@@ -24,12 +24,6 @@ FROM pg_catalog.pg_class c
 WHERE c.oid = to_regclass(@rel::text)
    OR c.oid IN (SELECT inhrelid FROM pg_catalog.pg_inherits WHERE inhparent = to_regclass(@rel::text));
 
--- name: DashboardSequenceValue :one
--- How many ids a sequence has handed out (0 before the first): the all-time
--- number of messages or deliveries, without counting rows.
-SELECT COALESCE(last_value, 0)::bigint FROM pg_catalog.pg_sequences
-WHERE schemaname = current_schema() AND sequencename = @name::text;
-
 -- name: DashboardEndpoints :many
 -- Endpoints (not deleted) with their health, keyset by id; merchant_id 0 = all.
 SELECT e.id, e.merchant_id, e.url, e.description, e.status, e.disabled_reason,

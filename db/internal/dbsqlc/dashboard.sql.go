@@ -593,17 +593,3 @@ func (q *Queries) DashboardRelEstimate(ctx context.Context, rel string) (int64, 
 	err := row.Scan(&estimate)
 	return estimate, err
 }
-
-const dashboardSequenceValue = `-- name: DashboardSequenceValue :one
-SELECT COALESCE(last_value, 0)::bigint FROM pg_catalog.pg_sequences
-WHERE schemaname = current_schema() AND sequencename = $1::text
-`
-
-// How many ids a sequence has handed out (0 before the first): the all-time
-// number of messages or deliveries, without counting rows.
-func (q *Queries) DashboardSequenceValue(ctx context.Context, name string) (int64, error) {
-	row := q.db.QueryRow(ctx, dashboardSequenceValue, name)
-	var column_1 int64
-	err := row.Scan(&column_1)
-	return column_1, err
-}
