@@ -20,9 +20,10 @@ SELECT * FROM deliveries WHERE id = $1;
 SELECT * FROM delivery_attempts WHERE delivery_id = $1 ORDER BY attempted_at, attempt;
 
 -- name: DeliveryMakeVisible :execrows
--- Operator retry of a pending delivery: due now (a parked or held row is
--- parked again by the dispatcher if it still must wait).
-UPDATE deliveries SET visible_at = now() WHERE id = $1 AND visible_at > now();
+-- Operator retry of a pending delivery waiting for its next attempt: due now.
+-- Leased rows (in flight) and parked non-heads are left alone.
+UPDATE deliveries SET visible_at = now()
+WHERE id = $1 AND lease_token IS NULL AND visible_at > now() AND visible_at < 'infinity';
 
 -- name: DeliveryCountCapped :one
 -- Pending deliveries, counted up to the cap (cheap however long the backlog).

@@ -47,9 +47,10 @@ UPDATE endpoint_health SET consecutive_failures = 0, circuit_state = 'closed',
 WHERE endpoint_id = $1;
 
 -- name: EndpointDeliveriesRelease :execrows
--- Held rows of an endpoint become visible at once (after enable). Parked
--- non-heads are released too; the dispatcher parks them again when needed.
-UPDATE deliveries SET visible_at = now() WHERE endpoint_id = $1 AND visible_at > now();
+-- Held rows of an endpoint become visible at once (after enable); leased rows
+-- and parked non-heads (visible_at = infinity) are left alone.
+UPDATE deliveries SET visible_at = now()
+WHERE endpoint_id = $1 AND lease_token IS NULL AND visible_at > now() AND visible_at < 'infinity';
 
 -- name: EndpointDeliveriesDelete :execrows
 DELETE FROM deliveries WHERE endpoint_id = $1;

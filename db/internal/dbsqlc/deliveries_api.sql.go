@@ -203,11 +203,12 @@ func (q *Queries) DeliveryListPending(ctx context.Context, arg DeliveryListPendi
 }
 
 const deliveryMakeVisible = `-- name: DeliveryMakeVisible :execrows
-UPDATE deliveries SET visible_at = now() WHERE id = $1 AND visible_at > now()
+UPDATE deliveries SET visible_at = now()
+WHERE id = $1 AND lease_token IS NULL AND visible_at > now() AND visible_at < 'infinity'
 `
 
-// Operator retry of a pending delivery: due now (a parked or held row is
-// parked again by the dispatcher if it still must wait).
+// Operator retry of a pending delivery waiting for its next attempt: due now.
+// Leased rows (in flight) and parked non-heads are left alone.
 func (q *Queries) DeliveryMakeVisible(ctx context.Context, id int64) (int64, error) {
 	result, err := q.db.Exec(ctx, deliveryMakeVisible, id)
 	if err != nil {

@@ -51,11 +51,12 @@ func (q *Queries) EndpointDeliveriesDelete(ctx context.Context, endpointID int64
 }
 
 const endpointDeliveriesRelease = `-- name: EndpointDeliveriesRelease :execrows
-UPDATE deliveries SET visible_at = now() WHERE endpoint_id = $1 AND visible_at > now()
+UPDATE deliveries SET visible_at = now()
+WHERE endpoint_id = $1 AND lease_token IS NULL AND visible_at > now() AND visible_at < 'infinity'
 `
 
-// Held rows of an endpoint become visible at once (after enable). Parked
-// non-heads are released too; the dispatcher parks them again when needed.
+// Held rows of an endpoint become visible at once (after enable); leased rows
+// and parked non-heads (visible_at = infinity) are left alone.
 func (q *Queries) EndpointDeliveriesRelease(ctx context.Context, endpointID int64) (int64, error) {
 	result, err := q.db.Exec(ctx, endpointDeliveriesRelease, endpointID)
 	if err != nil {

@@ -1,0 +1,112 @@
+package ingest
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/db"
+	"github.com/hookrelay/hookrelay/db/dbtest"
+)
+
+func testMsg(carrierID int64, key string, received time.Time) db.NewMessage {
+	p := []byte(`{"tracking_no":"` + key + `"}`)
+	sum := sha256.Sum256(p)
+	return db.NewMessage{ReceivedAt: received, CarrierID: carrierID, OrderingKey: key, Queue: hookrelay.QueueFor(key, 32),
+		Payload: p, PayloadSize: len(p), PayloadSHA256: sum[:]}
+}
+
+// A batch whose transaction fails answers an error to exactly its own
+// requests and stores none of them; other batches commit.
+func TestBatcherFailedBatchFailsExactlyItsRequests(t *testing.T) {
+	t.Parallel()
+	store := dbtest.New(t)
+	c, _ := dbtest.Carrier(t, store, nil)
+
+	var mu sync.Mutex
+	var batches [][]string // ordering keys per batch
+	failed := map[string]bool{}
+	insert := func(ctx context.Context, msgs []db.NewMessage) ([]db.StoredMessage, error) {
+		res, err := store.MessageInsertMany(ctx, msgs)
+		mu.Lock()
+		defer mu.Unlock()
+		var keys []string
+		for _, m := range msgs {
+			keys = append(keys, m.OrderingKey)
+			if err != nil {
+				failed[m.OrderingKey] = true
+			}
+		}
+		batches = append(batches, keys)
+		return res, err
+	}
+	b := newBatcher(BatcherConfig{MaxWait: 5 * time.Millisecond, MaxRows: 8, Flushers: 2}, insert, newMetrics(nil))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		b.run(ctx)
+	}()
+
+	const n = 60
+	errs := make([]error, n)
+	ids := make([]int64, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			received := time.Now()
+			if i%15 == 0 {
+				// No partition exists for 1999: this message fails its whole batch.
+				received = time.Date(1999, 1, 1, 0, 0, 0, 0, time.UTC)
+			}
+			st, err := b.Submit(context.Background(), testMsg(c.ID, fmt.Sprintf("k%d", i), received))
+			errs[i], ids[i] = err, st.ID
+		}()
+	}
+	wg.Wait()
+	cancel()
+	<-done
+
+	require.NotEmpty(t, failed)
+	for i := range n {
+		key := fmt.Sprintf("k%d", i)
+		if failed[key] {
+			require.Error(t, errs[i], key)
+			require.Equal(t, hookrelay.EUNAVAILABLE, hookrelay.ErrorCode(errs[i]))
+			continue
+		}
+		require.NoError(t, errs[i], key)
+		_, err := store.MessageGetByID(context.Background(), ids[i])
+		require.NoError(t, err, "acknowledged %s is stored", key)
+	}
+	// Failed messages are nowhere (their batch rolled back as a whole).
+	st, err := store.APIStatsGet(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, int64(n-len(failed)), st.MessagesToday)
+	// Each request was in exactly one batch.
+	count := 0
+	for _, bt := range batches {
+		count += len(bt)
+	}
+	require.Equal(t, n, count)
+}
+
+func TestBatcherRefusesAfterShutdown(t *testing.T) {
+	t.Parallel()
+	b := newBatcher(BatcherConfig{}, func(context.Context, []db.NewMessage) ([]db.StoredMessage, error) {
+		return nil, fmt.Errorf("not reached")
+	}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	b.run(ctx)
+	_, err := b.Submit(context.Background(), db.NewMessage{})
+	require.Equal(t, hookrelay.EUNAVAILABLE, hookrelay.ErrorCode(err))
+}

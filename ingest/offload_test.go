@@ -1,0 +1,63 @@
+package ingest_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookrelay/hookrelay/ingest"
+)
+
+func TestCallbackOffloadBothWays(t *testing.T) {
+	t.Parallel()
+	b := setup(t, ingest.Config{AllowPrivateTargets: true, OffloadBytes: 100})
+	w := b.world(t)
+	ctx := context.Background()
+
+	small := []byte(`{"tracking_no":"S"}`)
+	st, out := b.call(t, http.MethodPost, "/v1/callbacks", w.CarrierKey, small)
+	require.Equal(t, http.StatusAccepted, st)
+	msg, err := b.DB.MessageGetByID(ctx, id64(t, out["message_id"]))
+	require.NoError(t, err)
+	require.Equal(t, small, msg.Payload)
+	require.Empty(t, msg.PayloadKey)
+
+	large := []byte(`{"tracking_no":"L","pad":"` + strings.Repeat("z", 500) + `"}`)
+	st, out = b.call(t, http.MethodPost, "/v1/callbacks", w.CarrierKey, large)
+	require.Equal(t, http.StatusAccepted, st)
+	msg, err = b.DB.MessageGetByID(ctx, id64(t, out["message_id"]))
+	require.NoError(t, err)
+	require.Nil(t, msg.Payload, "a large payload is never in PostgreSQL")
+	require.True(t, strings.HasPrefix(msg.PayloadKey, "payloads/"))
+	require.True(t, strings.HasSuffix(msg.PayloadKey, "/"+out["message_id"].(string)), "the key names the message")
+	require.Equal(t, len(large), msg.PayloadSize)
+	sum := sha256.Sum256(large)
+	require.Equal(t, sum[:], msg.PayloadSHA256)
+	got, err := b.Payloads.Get(ctx, msg.PayloadKey)
+	require.NoError(t, err)
+	require.Equal(t, large, got)
+}
+
+func TestCallbackS3DownAnswers503AndStoresNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t, ingest.Config{AllowPrivateTargets: true, OffloadBytes: 100})
+	w := b.world(t)
+	require.NoError(t, b.S3.Close())
+
+	large := []byte(`{"tracking_no":"L","pad":"` + strings.Repeat("z", 500) + `"}`)
+	resp := b.do(t, http.MethodPost, "/v1/callbacks", w.CarrierKey, large, "Idempotency-Key", "once")
+	resp.Body.Close()
+	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	require.NotEmpty(t, resp.Header.Get("Retry-After"))
+	stats := b.stats(t)
+	require.Equal(t, float64(0), stats["messages_today_utc"])
+	require.Equal(t, float64(0), stats["pending_deliveries"])
+
+	// Small payloads do not need S3 and still go through.
+	st, _ := b.call(t, http.MethodPost, "/v1/callbacks", w.CarrierKey, []byte(`{"tracking_no":"S"}`), "Idempotency-Key", "once")
+	require.Equal(t, http.StatusAccepted, st, "the failed request did not take the idempotency key")
+}
