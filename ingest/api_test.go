@@ -207,8 +207,8 @@ func (*netError) Error() string { return "no such host" }
 func TestEndpointURLValidation(t *testing.T) {
 	t.Parallel()
 	b := setup(t, ingest.Config{RequireHTTPS: true, Resolver: fakeResolver{
-		"public.example":  {netip.MustParseAddr("93.184.216.34")},
-		"sneaky.example":  {netip.MustParseAddr("93.184.216.34"), netip.MustParseAddr("10.0.0.5")},
+		"public.example":   {netip.MustParseAddr("93.184.216.34")},
+		"sneaky.example":   {netip.MustParseAddr("93.184.216.34"), netip.MustParseAddr("10.0.0.5")},
 		"metadata.example": {netip.MustParseAddr("169.254.169.254")},
 	}})
 	w := b.world2(t)
@@ -233,4 +233,3 @@ func (b *bundle) world2(t testing.TB) string {
 	m := b.mustCreate(t, "/v1/merchants", adminToken, map[string]any{"name": "m"})
 	return m["api_key"].(string)
 }
-
