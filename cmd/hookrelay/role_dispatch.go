@@ -1,8 +1,58 @@
 package main
 
-import "context"
+import (
+	"context"
+	"time"
 
-// startDispatch wires the dispatch role. (Filled in by the dispatch work.)
+	"github.com/hookrelay/hookrelay/dispatch"
+	"github.com/hookrelay/hookrelay/ingest"
+)
+
+// startDispatch wires the dispatch role: a dispatcher that shares the
+// logical queues with the other live dispatchers and delivers their rows. It
+// also serves the API's endpoint test ping in this process.
+//
+// Role settings (besides HOOKRELAY_QUEUES, HOOKRELAY_LEASE and
+// HOOKRELAY_ALLOW_PRIVATE_TARGETS):
+//   - HOOKRELAY_DISPATCH_CONCURRENCY (default 256): deliveries in flight in
+//     this process.
+//   - HOOKRELAY_DISPATCH_BATCH (default 50): rows one claim takes.
+//   - HOOKRELAY_DISPATCH_IDLE_POLL (default 200ms): longest pause between
+//     claims of an idle logical queue.
+//   - HOOKRELAY_DISPATCH_ACK_INTERVAL (default 10ms) and
+//     HOOKRELAY_DISPATCH_ACK_BATCH (default 100): how long a result waits
+//     and how many go in one acknowledgement transaction.
+//   - HOOKRELAY_DISPATCH_DRAIN_TIMEOUT (default 10s): how long shutdown lets
+//     deliveries in flight finish before releasing them.
 func startDispatch(ctx context.Context, s *service) (func(ctx context.Context) error, error) {
-	return nil, nil
+	env := s.cfg.env
+	cfg := dispatch.Config{
+		Queues:              s.cfg.Queues,
+		Lease:               s.cfg.Lease,
+		AllowPrivateTargets: s.cfg.AllowPrivateTargets,
+		UserAgent:           "hookrelay/" + version,
+		Concurrency:         env.int("HOOKRELAY_DISPATCH_CONCURRENCY", 256, 1, 100000),
+		BatchSize:           env.int("HOOKRELAY_DISPATCH_BATCH", 50, 1, 1000),
+		IdlePoll:            env.duration("HOOKRELAY_DISPATCH_IDLE_POLL", 200*time.Millisecond, time.Millisecond, 10*time.Second),
+		AckInterval:         env.duration("HOOKRELAY_DISPATCH_ACK_INTERVAL", 10*time.Millisecond, 100*time.Microsecond, time.Second),
+		AckBatch:            env.int("HOOKRELAY_DISPATCH_ACK_BATCH", 100, 1, 10000),
+		DrainTimeout:        env.duration("HOOKRELAY_DISPATCH_DRAIN_TIMEOUT", 10*time.Second, time.Millisecond, 10*time.Minute),
+	}
+	d := dispatch.New(s.logger, cfg, s.db, s.store, s.registry)
+	setPinger(s, pingAdapter{d})
+	return d.Run, nil
+}
+
+// pingAdapter serves ingest's test ping with the dispatcher's sender.
+type pingAdapter struct{ d *dispatch.Dispatcher }
+
+func (p pingAdapter) PingEndpoint(ctx context.Context, endpointID int64) (ingest.TestResult, error) {
+	r, err := p.d.PingEndpoint(ctx, endpointID)
+	if err != nil {
+		return ingest.TestResult{}, err
+	}
+	return ingest.TestResult{
+		StatusCode: r.StatusCode, LatencyMS: r.Latency.Milliseconds(), Error: r.Error,
+		ResponseExcerpt: r.ResponseExcerpt, Success: r.Outcome == dispatch.OutcomeSuccess,
+	}, nil
 }

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// apiCall sends a JSON request with a bearer token and decodes the answer.
+func apiCall(t *testing.T, method, url, token string, body any, out any) int {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		require.NoError(t, err)
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if out != nil && len(raw) > 0 {
+		require.NoError(t, json.Unmarshal(raw, out), string(raw))
+	}
+	return resp.StatusCode
+}
+
+// TestServeDeliversCallbacksInOrder runs `hookrelay serve` with every role:
+// callbacks posted by a carrier reach the merchant's loopback endpoint,
+// signed, once each and in order per tracking number; the endpoint test ping
+// goes through the dispatcher's sender.
+func TestServeDeliversCallbacksInOrder(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var got []string
+	sinkSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			TrackingNo string `json:"tracking_no"`
+			Seq        int    `json:"seq"`
+			Type       string `json:"type"`
+		}
+		raw, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(raw, &body)
+		if r.Header.Get("Webhook-Signature") == "" {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		if body.Type != "ping" {
+			got = append(got, fmt.Sprintf("%s/%d", body.TrackingNo, body.Seq))
+		}
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(sinkSrv.Close)
+
+	s := startServe(t, map[string]string{"HOOKRELAY_LEASE": "2s"})
+	admin := "hra_test_admin_token_0123456789"
+	var carrier struct {
+		ID     string `json:"id"`
+		APIKey string `json:"api_key"`
+	}
+	require.Equal(t, http.StatusCreated, apiCall(t, "POST", s.URL+"/v1/carriers", admin,
+		map[string]any{"name": "acme", "ordering_key_field": "tracking_no", "event_type_field": "status"}, &carrier))
+	var merchant struct {
+		ID     string `json:"id"`
+		APIKey string `json:"api_key"`
+	}
+	require.Equal(t, http.StatusCreated, apiCall(t, "POST", s.URL+"/v1/merchants", admin, map[string]any{"name": "shop"}, &merchant))
+	var ep struct {
+		ID     string `json:"id"`
+		Secret string `json:"secret"`
+	}
+	require.Equal(t, http.StatusCreated, apiCall(t, "POST", s.URL+"/v1/endpoints", merchant.APIKey,
+		map[string]any{"url": sinkSrv.URL + "/hook"}, &ep))
+	require.NotEmpty(t, ep.Secret)
+
+	var ping map[string]any
+	require.Equal(t, http.StatusOK, apiCall(t, "POST", s.URL+"/v1/endpoints/"+ep.ID+"/test", merchant.APIKey, nil, &ping))
+	require.Equal(t, true, ping["success"], "%v", ping)
+
+	const keys, perKey = 4, 5
+	for i := range perKey {
+		for k := range keys {
+			code := apiCall(t, "POST", s.URL+"/v1/callbacks", carrier.APIKey,
+				map[string]any{"tracking_no": fmt.Sprintf("TN%d", k), "status": "moving", "seq": i}, nil)
+			require.Equal(t, http.StatusAccepted, code)
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		mu.Lock()
+		n := len(got)
+		mu.Unlock()
+		if n >= keys*perKey {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "delivered %d of %d", n, keys*perKey)
+		time.Sleep(20 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, got, keys*perKey)
+	next := map[string]int{}
+	for _, g := range got {
+		var tn string
+		var seq int
+		_, err := fmt.Sscanf(g, "TN%s", &tn)
+		require.NoError(t, err)
+		var k int
+		_, err = fmt.Sscanf(g, "TN%d/%d", &k, &seq)
+		require.NoError(t, err)
+		key := fmt.Sprint(k)
+		require.Equal(t, next[key], seq, "order of TN%s", key)
+		next[key]++
+	}
+}

@@ -1,0 +1,85 @@
+package db_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hookrelay/hookrelay/db"
+	"github.com/hookrelay/hookrelay/db/dbtest"
+)
+
+// BenchmarkDeliveryClaim measures one claim of 50 rows against a backlog of
+// 1,000,000 pending deliveries (10 endpoints, 100,000 ordering keys, 32
+// queues):
+//   - steady: the state a running dispatcher keeps, chain heads visible and
+//     the rest parked (the claim leases 50 heads);
+//   - fresh: every row visible, as ingest leaves them (the claim parks
+//     non-heads and leases the heads among its 50 candidates).
+//
+// Run: go test ./db -run '^$' -bench DeliveryClaim -benchtime 300x
+func BenchmarkDeliveryClaim(b *testing.B) {
+	for _, mode := range []string{"steady", "fresh"} {
+		b.Run(mode, func(b *testing.B) {
+			url := dbtest.NewURL(b)
+			store := dbtest.Open(b, url, db.Config{})
+			ctx := context.Background()
+			var eps []int64
+			for range 10 {
+				ep, _ := dbtest.Endpoint(b, store, nil)
+				eps = append(eps, ep.ID)
+			}
+			conn, err := pgx.Connect(ctx, url)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer conn.Close(ctx)
+			const rows, keys = 1_000_000, 100_000
+			visible := "now() - interval '1 minute'"
+			if mode == "steady" {
+				// Heads (the first row of each key) visible, the rest parked.
+				visible = fmt.Sprintf("CASE WHEN g <= %d THEN now() - interval '1 minute' ELSE 'infinity' END", keys)
+			}
+			setup := []string{
+				`INSERT INTO messages (id, received_at, carrier_id, ordering_key, queue, payload, payload_size, payload_sha256)
+				 SELECT g, date_trunc('hour', now()), 1, 'k' || g, g % 32, '{"a":1}'::bytea, 7, '\x00'::bytea
+				 FROM generate_series(1, 1000) g`,
+				fmt.Sprintf(`INSERT INTO deliveries (id, queue, endpoint_id, ordering_key, message_id, message_received_at, visible_at)
+				 SELECT g, (g %% %d) %% 32, (ARRAY[%s])[1 + (g %% %d) %% 10], 'key-' || (g %% %d), 1 + g %% 1000,
+				        date_trunc('hour', now()), %s
+				 FROM generate_series(1, %d) g`, keys, joinIDs(eps), keys, keys, visible, rows),
+				`VACUUM ANALYZE deliveries`,
+			}
+			for _, q := range setup {
+				if _, err := conn.Exec(ctx, q); err != nil {
+					b.Fatalf("setup: %v", err)
+				}
+			}
+			b.ResetTimer()
+			q, claimed := 0, 0
+			for i := 0; b.Loop(); i++ {
+				got, err := store.DeliveryClaim(ctx, q, 50, 1, int64(i+1), time.Hour)
+				if err != nil {
+					b.Fatal(err)
+				}
+				claimed += len(got)
+				q = (q + 1) % 32
+			}
+			b.ReportMetric(float64(claimed)/float64(b.N), "leased/op")
+		})
+	}
+}
+
+func joinIDs(ids []int64) string {
+	s := ""
+	for i, id := range ids {
+		if i > 0 {
+			s += ","
+		}
+		s += fmt.Sprint(id)
+	}
+	return s
+}
