@@ -403,6 +403,90 @@ func (q *Queries) DashboardEndpoints(ctx context.Context, arg DashboardEndpoints
 	return items, nil
 }
 
+const dashboardFixtureAnalyze = `-- name: DashboardFixtureAnalyze :exec
+ANALYZE messages, delivery_attempts, dead_letters, deliveries
+`
+
+func (q *Queries) DashboardFixtureAnalyze(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, dashboardFixtureAnalyze)
+	return err
+}
+
+const dashboardFixtureAttempts = `-- name: DashboardFixtureAttempts :execrows
+INSERT INTO delivery_attempts (delivery_id, message_id, message_received_at, endpoint_id, attempt,
+                               attempted_at, outcome, status_code, latency_ms, error, response_excerpt)
+SELECT 10000000 + g, g, now(), ($1::bigint[])[1 + g % cardinality($1::bigint[])],
+       1, GREATEST(date_trunc('day', now()), now() - make_interval(secs => (g % 36000)::double precision)),
+       CASE WHEN g % 10 = 0 THEN 'failed' ELSE 'success' END,
+       CASE WHEN g % 10 = 0 THEN 500 ELSE 200 END, g % 200,
+       CASE WHEN g % 10 = 0 THEN 'HTTP 500' ELSE '' END, 'ok'
+FROM generate_series(1, $2::integer) AS g
+`
+
+type DashboardFixtureAttemptsParams struct {
+	EndpointIds []int64
+	N           int32
+}
+
+// Benchmark fixture: n attempts spread over the given endpoints, made today.
+func (q *Queries) DashboardFixtureAttempts(ctx context.Context, arg DashboardFixtureAttemptsParams) (int64, error) {
+	result, err := q.db.Exec(ctx, dashboardFixtureAttempts, arg.EndpointIds, arg.N)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const dashboardFixtureDeadLetters = `-- name: DashboardFixtureDeadLetters :execrows
+INSERT INTO dead_letters (id, message_id, message_received_at, endpoint_id, merchant_id, carrier_id,
+                          queue, ordering_key, event_type, attempts, last_status, last_error, created_at)
+SELECT 20000000 + g, g, now(), e.id, e.merchant_id, $1::bigint, (g % 32)::smallint,
+       'BENCH' || g, 'in_transit', 8, 500, 'HTTP 500', now() - make_interval(secs => g::double precision)
+FROM generate_series(1, $2::integer) AS g
+JOIN endpoints e ON e.id = ($3::bigint[])[1 + g % cardinality($3::bigint[])]
+`
+
+type DashboardFixtureDeadLettersParams struct {
+	CarrierID   int64
+	N           int32
+	EndpointIds []int64
+}
+
+// Benchmark fixture: n dead letters spread over the given endpoints.
+func (q *Queries) DashboardFixtureDeadLetters(ctx context.Context, arg DashboardFixtureDeadLettersParams) (int64, error) {
+	result, err := q.db.Exec(ctx, dashboardFixtureDeadLetters, arg.CarrierID, arg.N, arg.EndpointIds)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const dashboardFixtureMessages = `-- name: DashboardFixtureMessages :execrows
+INSERT INTO messages (id, received_at, carrier_id, event_type, ordering_key, queue, payload,
+                      payload_size, payload_sha256)
+SELECT nextval('messages_id_seq'),
+       GREATEST(date_trunc('day', now()), now() - make_interval(secs => (g % 36000)::double precision)),
+       $1::bigint, 'in_transit', 'BENCH' || (g % 10000), (g % 32)::smallint,
+       convert_to('{"tracking_no":"BENCH' || (g % 10000) || '","status":"in_transit"}', 'UTF8'),
+       60, '\x00'::bytea
+FROM generate_series(1, $2::integer) AS g
+`
+
+type DashboardFixtureMessagesParams struct {
+	CarrierID int64
+	N         int32
+}
+
+// Benchmark fixture (web/ page benchmarks): n messages received today, spread
+// over the endpoints' carrier, all in today's partition.
+func (q *Queries) DashboardFixtureMessages(ctx context.Context, arg DashboardFixtureMessagesParams) (int64, error) {
+	result, err := q.db.Exec(ctx, dashboardFixtureMessages, arg.CarrierID, arg.N)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const dashboardMessage = `-- name: DashboardMessage :one
 SELECT id, received_at, carrier_id, event_type, ordering_key, merchant_ref, queue::integer AS queue,
        idempotency_key, payload, payload_key, payload_size, payload_sha256, deliveries
