@@ -29,13 +29,13 @@ type Config struct {
 	RetentionInterval time.Duration
 
 	// VacuumInterval is how often the hot tables' dead tuples are checked.
-	// Default 2s.
+	// Default 1s.
 	VacuumInterval time.Duration
 	// VacuumDeadTuples: a hot table with at least this many dead tuples is
-	// vacuumed. Default 20,000.
+	// vacuumed. Default 10,000.
 	VacuumDeadTuples int64
 	// VacuumDeadRatio: a hot table whose dead tuples exceed this fraction of
-	// its live ones is vacuumed (if it has at least VacuumMinDead). Default 0.2.
+	// its live ones is vacuumed (if it has at least VacuumMinDead). Default 0.1.
 	VacuumDeadRatio float64
 	// VacuumMinDead is the fewest dead tuples worth a VACUUM. Default 1,000.
 	VacuumMinDead int64
@@ -77,9 +77,9 @@ func (c Config) withDefaults() Config {
 	c.PartitionsAhead = max(cmp.Or(c.PartitionsAhead, 3), 2)
 	c.IdempotencyDays = max(cmp.Or(c.IdempotencyDays, 2), 2)
 	c.RetentionInterval = cmp.Or(c.RetentionInterval, time.Hour)
-	c.VacuumInterval = cmp.Or(c.VacuumInterval, 2*time.Second)
-	c.VacuumDeadTuples = cmp.Or(c.VacuumDeadTuples, 20_000)
-	c.VacuumDeadRatio = cmp.Or(c.VacuumDeadRatio, 0.2)
+	c.VacuumInterval = cmp.Or(c.VacuumInterval, time.Second)
+	c.VacuumDeadTuples = cmp.Or(c.VacuumDeadTuples, 10_000)
+	c.VacuumDeadRatio = cmp.Or(c.VacuumDeadRatio, 0.1)
 	c.VacuumMinDead = cmp.Or(c.VacuumMinDead, 1_000)
 	c.HealthInterval = cmp.Or(c.HealthInterval, 10*time.Second)
 	c.LongTransaction = cmp.Or(c.LongTransaction, 5*time.Minute)

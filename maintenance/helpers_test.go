@@ -231,7 +231,7 @@ func (s *syncBuffer) String() string {
 }
 
 // value reads a gauge's or counter's current value.
-func value(t *testing.T, m prometheus.Metric) float64 {
+func value(t testing.TB, m prometheus.Metric) float64 {
 	t.Helper()
 	var out dto.Metric
 	require.NoError(t, m.Write(&out))
@@ -248,3 +248,5 @@ func value(t *testing.T, m prometheus.Metric) float64 {
 func splitLines(s string) []string { return strings.Split(s, "\n") }
 func contains(s, sub string) bool  { return strings.Contains(s, sub) }
 func itoa(n int) string            { return strconv.Itoa(n) }
+
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
