@@ -77,10 +77,13 @@ func (db *DB) MessageInsertMany(ctx context.Context, msgs []NewMessage) ([]Store
 		nDeliveries += len(m.EndpointIDs)
 	}
 	err := db.inTx(ctx, func(q *dbsqlc.Queries, _ pgx.Tx) error {
-		msgIDs, err := q.MessageIDsReserve(ctx, int32(needIDs))
+		// Ids for every message and delivery up front (one round trip);
+		// duplicates waste theirs, which sequences allow.
+		reserved, err := q.IDsReserve(ctx, dbsqlc.IDsReserveParams{Messages: int32(needIDs), Deliveries: int32(nDeliveries)})
 		if err != nil {
 			return unavailable(err)
 		}
+		msgIDs, delIDs := reserved.MessageIds, reserved.DeliveryIds
 		// In-batch duplicates point at the first message with the key.
 		first := map[idemKey]int{}
 		dupOf := make([]int, len(msgs))
@@ -125,10 +128,6 @@ func (db *DB) MessageInsertMany(ctx context.Context, msgs []NewMessage) ([]Store
 			} else if out[i].Duplicate {
 				nDeliveries -= len(msgs[i].EndpointIDs)
 			}
-		}
-		delIDs, err := q.DeliveryIDsReserve(ctx, int32(nDeliveries))
-		if err != nil {
-			return unavailable(err)
 		}
 		mrows := make([]dbsqlc.MessageCopyParams, 0, len(msgs))
 		drows := make([]dbsqlc.DeliveryCopyParams, 0, nDeliveries)

@@ -4,6 +4,11 @@ SELECT nextval('messages_id_seq')::bigint AS id FROM generate_series(1, sqlc.arg
 -- name: DeliveryIDsReserve :many
 SELECT nextval('deliveries_id_seq')::bigint AS id FROM generate_series(1, sqlc.arg(n)::integer);
 
+-- name: IDsReserve :one
+-- Message and delivery ids for one batch, in one round trip.
+SELECT coalesce((SELECT array_agg(nextval('messages_id_seq')) FROM generate_series(1, sqlc.arg(messages)::integer)), '{}')::bigint[] AS message_ids,
+       coalesce((SELECT array_agg(nextval('deliveries_id_seq')) FROM generate_series(1, sqlc.arg(deliveries)::integer)), '{}')::bigint[] AS delivery_ids;
+
 -- name: MessageCopy :copyfrom
 INSERT INTO messages (id, received_at, carrier_id, event_type, ordering_key, merchant_ref, queue,
                       idempotency_key, payload, payload_key, payload_size, payload_sha256, deliveries)

@@ -43,6 +43,29 @@ func (q *Queries) DeliveryIDsReserve(ctx context.Context, n int32) ([]int64, err
 	return items, nil
 }
 
+const iDsReserve = `-- name: IDsReserve :one
+SELECT coalesce((SELECT array_agg(nextval('messages_id_seq')) FROM generate_series(1, $1::integer)), '{}')::bigint[] AS message_ids,
+       coalesce((SELECT array_agg(nextval('deliveries_id_seq')) FROM generate_series(1, $2::integer)), '{}')::bigint[] AS delivery_ids
+`
+
+type IDsReserveParams struct {
+	Messages   int32
+	Deliveries int32
+}
+
+type IDsReserveRow struct {
+	MessageIds  []int64
+	DeliveryIds []int64
+}
+
+// Message and delivery ids for one batch, in one round trip.
+func (q *Queries) IDsReserve(ctx context.Context, arg IDsReserveParams) (IDsReserveRow, error) {
+	row := q.db.QueryRow(ctx, iDsReserve, arg.Messages, arg.Deliveries)
+	var i IDsReserveRow
+	err := row.Scan(&i.MessageIds, &i.DeliveryIds)
+	return i, err
+}
+
 type MessageCopyParams struct {
 	ID             int64
 	ReceivedAt     time.Time
