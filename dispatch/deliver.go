@@ -23,9 +23,11 @@ func (d *Dispatcher) releaseItem(r db.ClaimedDelivery, delay time.Duration) ackI
 }
 
 // deliver makes one attempt of r to ep (nil: the endpoint is gone) and
-// returns the result to acknowledge.
+// returns the result to acknowledge. The claim only leases rows of enabled
+// endpoints, so the cached status (which may be a little stale) is not
+// consulted.
 func (d *Dispatcher) deliver(ctx context.Context, r db.ClaimedDelivery, ep *endpointState) ackItem {
-	if ep == nil || ep.cfg.Status != "enabled" {
+	if ep == nil {
 		d.metrics.deliveries.WithLabelValues("held").Inc()
 		return d.releaseItem(r, d.cfg.HoldDelay)
 	}
