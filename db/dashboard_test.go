@@ -1,0 +1,169 @@
+package db_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/db"
+	"github.com/hookrelay/hookrelay/db/dbtest"
+)
+
+// finish claims the head delivery of key and acknowledges it with kind.
+func finish(t *testing.T, store *db.DB, key string, kind db.AckKind) int64 {
+	t.Helper()
+	ctx := context.Background()
+	rows, err := store.DeliveryClaim(ctx, []int{hookrelay.QueueFor(key, 32)}, 50, 50, 1, 77, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, rows, 1)
+	r := rows[0]
+	res := db.DeliveryResult{ID: r.ID, LeaseToken: 77, EndpointID: r.EndpointID, Kind: kind, Spend: true,
+		Outcome: "success", Status: 200, Latency: 12 * time.Millisecond, Excerpt: "ok", AttemptedAt: time.Now()}
+	if kind == db.AckDead {
+		res.Outcome, res.Status, res.Error, res.Excerpt = "failed", 500, "HTTP 500", "down"
+	}
+	_, err = store.DeliveryAckBatch(ctx, 1, []db.DeliveryResult{res}, nil,
+		db.HealthPolicy{Threshold: 10, BaseBackoff: time.Minute, MaxBackoff: time.Hour, DisableAfter: 100 * time.Hour})
+	require.NoError(t, err)
+	return r.ID
+}
+
+func TestDashboardOverviewAndDeliveryStates(t *testing.T) {
+	t.Parallel()
+	store := dbtest.New(t)
+	ctx := context.Background()
+	ep, _ := dbtest.Endpoint(t, store, nil)
+	keys := []string{"A-1", "B-2", "C-3"}
+	for _, k := range keys {
+		dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: k})
+	}
+
+	o, err := store.DashboardOverview(ctx, 32)
+	require.NoError(t, err)
+	require.Len(t, o.Backlog, 32)
+	for _, k := range keys {
+		require.Positive(t, o.Backlog[hookrelay.QueueFor(k, 32)], k)
+	}
+	var total int64
+	for _, n := range o.Backlog {
+		total += n
+	}
+	require.EqualValues(t, 3, total)
+	require.False(t, o.OldestPending.IsZero())
+	require.Zero(t, o.DeadLetters)
+	require.True(t, o.DeadLettersExact)
+
+	deadID := finish(t, store, "A-1", db.AckDead)
+	okID := finish(t, store, "B-2", db.AckSuccess)
+	o, err = store.DashboardOverview(ctx, 32)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, o.DeadLetters)
+
+	v, err := store.DashboardDelivery(ctx, deadID)
+	require.NoError(t, err)
+	require.Equal(t, "dead", v.State)
+	require.NotNil(t, v.DeadLetter)
+	require.Len(t, v.Attempts, 1)
+	require.Equal(t, 500, v.Attempts[0].StatusCode)
+	require.Equal(t, "down", v.Attempts[0].ResponseExcerpt)
+
+	v, err = store.DashboardDelivery(ctx, okID)
+	require.NoError(t, err)
+	require.Equal(t, "delivered", v.State)
+	require.Equal(t, ep.ID, v.EndpointID)
+	require.Equal(t, 12*time.Millisecond, v.Attempts[0].Latency)
+
+	pending, err := store.DashboardEndpointPendingList(ctx, ep.ID, 10)
+	require.NoError(t, err)
+	require.Len(t, pending, 1)
+	v, err = store.DashboardDelivery(ctx, pending[0].ID)
+	require.NoError(t, err)
+	require.Equal(t, "pending", v.State)
+	m, err := store.DashboardMessage(ctx, v.MessageID, &v.ReceivedAt)
+	require.NoError(t, err)
+	require.Equal(t, "C-3", m.OrderingKey)
+	require.JSONEq(t, `{"tracking_no":"C-3","status":"delivered"}`, string(m.Payload))
+
+	_, err = store.DashboardDelivery(ctx, 987654321)
+	require.Equal(t, hookrelay.ENOTFOUND, hookrelay.ErrorCode(err))
+	_, err = store.DashboardMessage(ctx, 987654321, nil)
+	require.Equal(t, hookrelay.ENOTFOUND, hookrelay.ErrorCode(err))
+
+	recent, err := store.DashboardRecentAttempts(ctx, ep.ID, time.Now().Add(-time.Hour), time.Now().Add(time.Minute), 10)
+	require.NoError(t, err)
+	require.Len(t, recent, 2)
+	require.False(t, recent[0].AttemptedAt.Before(recent[1].AttemptedAt), "newest first")
+
+	eps, err := store.DashboardEndpoints(ctx, ep.MerchantID, 0, 10)
+	require.NoError(t, err)
+	require.Len(t, eps, 1)
+	n, err := store.DashboardEndpointPending(ctx, ep.ID, 100)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n)
+}
+
+func TestDashboardDeadLettersKeysetAndFilters(t *testing.T) {
+	t.Parallel()
+	store := dbtest.New(t)
+	ctx := context.Background()
+	epA, _ := dbtest.Endpoint(t, store, nil)
+	epB, _ := dbtest.Endpoint(t, store, nil)
+	var all []int64
+	for i := range 5 {
+		ep := epA
+		if i%2 == 1 {
+			ep = epB
+		}
+		key := fmt.Sprintf("DL-%d", i)
+		dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: key})
+		all = append(all, finish(t, store, key, db.AckDead))
+	}
+
+	// Pages of two, newest first, cover every dead letter once.
+	var seen []int64
+	var at time.Time
+	var id int64
+	for {
+		page, err := store.DashboardDeadLetters(ctx, db.DeadLetterQuery{}, at, id, 2)
+		require.NoError(t, err)
+		if len(page) == 0 {
+			break
+		}
+		for i, d := range page {
+			seen = append(seen, d.ID)
+			if i > 0 {
+				require.False(t, d.CreatedAt.After(page[i-1].CreatedAt))
+			}
+		}
+		last := page[len(page)-1]
+		at, id = last.CreatedAt, last.ID
+	}
+	require.ElementsMatch(t, all, seen)
+	require.Len(t, seen, 5)
+
+	byA, err := store.DashboardDeadLetters(ctx, db.DeadLetterQuery{EndpointID: epA.ID}, time.Time{}, 0, 10)
+	require.NoError(t, err)
+	require.Len(t, byA, 3)
+	byMerchantB, err := store.DashboardDeadLetters(ctx, db.DeadLetterQuery{MerchantID: epB.MerchantID}, time.Time{}, 0, 10)
+	require.NoError(t, err)
+	require.Len(t, byMerchantB, 2)
+	future, err := store.DashboardDeadLetters(ctx, db.DeadLetterQuery{Since: time.Now().Add(time.Hour)}, time.Time{}, 0, 10)
+	require.NoError(t, err)
+	require.Empty(t, future)
+
+	n, err := store.DashboardDeadLettersCount(ctx, db.DeadLetterQuery{}, 3)
+	require.NoError(t, err)
+	require.EqualValues(t, 3, n, "capped")
+	n, err = store.DashboardDeadLettersCount(ctx, db.DeadLetterQuery{EndpointID: epB.ID}, 100)
+	require.NoError(t, err)
+	require.EqualValues(t, 2, n)
+
+	got, err := store.DashboardDeadLetter(ctx, all[0])
+	require.NoError(t, err)
+	require.Equal(t, epA.ID, got.EndpointID)
+	require.Equal(t, 1, got.Attempts)
+}
