@@ -84,7 +84,10 @@ func (mt *Maintainer) lead(ctx context.Context) error {
 	}
 	mt.logger.Info("maintenance: holding the role", "session_pid", sess.PID())
 	mt.m.leader.WithLabelValues().Set(1)
-	defer mt.m.leader.WithLabelValues().Set(0)
+	defer func() {
+		mt.m.leader.WithLabelValues().Set(0)
+		mt.m.resetHealth()
+	}()
 
 	g, gctx := errgroup.WithContext(ctx)
 	if mt.cfg.VacuumInterval > 0 {

@@ -107,3 +107,16 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m.leader.WithLabelValues().Set(0)
 	return m
 }
+
+// resetHealth clears the health gauges when this process stops holding the
+// role, so only the holder exports current values.
+func (m *metrics) resetHealth() {
+	for _, v := range []*prometheus.GaugeVec{m.tableBytes, m.indexBytes, m.liveTuples, m.deadTuples, m.deadRatio,
+		m.lastVacuum, m.lastAutovacuum, m.partitions, m.partitionBytes, m.oldestPartitionAge} {
+		v.Reset()
+	}
+	for _, g := range []prometheus.Gauge{m.connections, m.maxConnections, m.idleInTransaction, m.oldestXact,
+		m.longTransactions, m.oldestXminAge, m.preparedXacts, m.slotsHoldingXmin, m.slotXminAge, m.retentionBlocked} {
+		g.Set(0)
+	}
+}

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Soak of the hot queue table through the real binary: starts `hookrelay serve`
+# (all roles, so the maintenance role's vacuum loop runs) on a database of its
+# own, drives it with `hookrelay bench --target ... --phases max` for
+# SOAK_DURATION, and samples the deliveries table every SOAK_SAMPLE seconds:
+# total size (heap + indexes + TOAST), live/dead tuples and pgstattuple's
+# dead_tuple_percent (share of the table's bytes held by dead tuples).
+# Pass criteria (issue 6): >= 5,000,000 callbacks, size < 64 MB, dead < 10 %.
+#
+#   SOAK_DURATION=1200s scripts/soak.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+duration="${SOAK_DURATION:-1200s}"
+every="${SOAK_SAMPLE:-5}"
+addr="${SOAK_ADDR:-127.0.0.1:18090}"
+server=$(scripts/pg-url.sh)
+db="hookrelay_soak_$$"
+url="${server%%/postgres\?*}/$db?sslmode=disable"
+token="hra_soak_admin_token_$(date +%s)"
+work=$(mktemp -d)
+go build -o "$work/hookrelay" ./cmd/hookrelay
+
+cleanup() {
+  [ -n "${svc:-}" ] && kill "$svc" 2>/dev/null && wait "$svc" 2>/dev/null || true
+  [ -n "${sampler:-}" ] && kill "$sampler" 2>/dev/null || true
+  psql -q "$server" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+DATABASE_URL="$url" HOOKRELAY_ADDR="$addr" HOOKRELAY_ADMIN_TOKEN="$token" \
+HOOKRELAY_DATA_DIR="$work/data" HOOKRELAY_S3_EMBED_ADDR=127.0.0.1:0 \
+HOOKRELAY_ALLOW_PRIVATE_TARGETS=true HOOKRELAY_LOG_FORMAT=json HOOKRELAY_LOG_LEVEL=warn \
+  "$work/hookrelay" serve >"$work/serve.log" 2>&1 &
+svc=$!
+for _ in $(seq 100); do curl -sf "http://$addr/readyz" >/dev/null && break; sleep 0.2; done
+psql -q "$url" -c "CREATE EXTENSION IF NOT EXISTS pgstattuple" >/dev/null
+
+(
+  echo "t_s size_mb live dead dead_ratio dead_space_pct vacuums callbacks"
+  start=$(date +%s)
+  while sleep "$every"; do
+    row=$(psql -At -F' ' "$url" -c "SELECT round(pg_total_relation_size('deliveries')/1048576.0, 2),
+      n_live_tup, n_dead_tup, round(n_dead_tup::numeric / greatest(n_live_tup + n_dead_tup, 1), 3),
+      (SELECT dead_tuple_percent FROM pgstattuple('deliveries')),
+      vacuum_count + autovacuum_count, coalesce(pg_sequence_last_value('deliveries_id_seq'), 0)
+      FROM pg_stat_user_tables WHERE relname = 'deliveries'" 2>/dev/null) || continue
+    echo "$(( $(date +%s) - start )) $row"
+  done
+) >"$work/samples.txt" &
+sampler=$!
+
+"$work/hookrelay" bench --target "http://$addr" --admin-token "$token" --phases max \
+  --duration "$duration" --backlog 0 --database-url "$url"
+sleep "$every"
+kill "$sampler" 2>/dev/null || true
+sampler=
+
+cat "$work/samples.txt"
+awk 'NR > 1 { if ($2 > s) s = $2; if ($6 > d) d = $6; if ($5 > r) r = $5; n = $8 }
+     END { printf "soak: callbacks(deliveries)=%d max_size_mb=%.2f max_dead_space_pct=%.2f max_dead_ratio=%.3f\n", n, s, d, r }' "$work/samples.txt"
