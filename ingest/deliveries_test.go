@@ -18,7 +18,7 @@ func finish(t *testing.T, store *db.DB, orderingKey string, kind db.AckKind) {
 	t.Helper()
 	ctx := context.Background()
 	q := hookrelay.QueueFor(orderingKey, hookrelay.DefaultQueues)
-	claimed, err := store.DeliveryClaim(ctx, q, 100, 1, time.Now().UnixNano(), time.Minute)
+	claimed, err := store.DeliveryClaim(ctx, []int{q}, 100, 100, 1, time.Now().UnixNano(), time.Minute)
 	require.NoError(t, err)
 	require.NotEmpty(t, claimed)
 	var results []db.DeliveryResult
