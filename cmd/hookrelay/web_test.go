@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"html"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -215,6 +216,69 @@ func TestWebMerchantIsolation(t *testing.T) {
 	require.NoError(t, err)
 	resp, page = c.do("POST", "/ui/m/endpoints/"+e1+"/reveal", url.Values{"csrf": {csrf}})
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	require.Contains(t, page, ep1Secrets[0].Secret)
+	require.Contains(t, html.UnescapeString(page), ep1Secrets[0].Secret)
 	require.Equal(t, "no-store", resp.Header.Get("Cache-Control"))
+}
+
+var payloadLinkRe = regexp.MustCompile(`id="payload-link" href="([^"]+)"|href="([^"]+)" rel="noreferrer" id="payload-link"`)
+
+func TestWebMessagePayloadsAndSecretRotation(t *testing.T) {
+	t.Parallel()
+	f := startWebFixture(t, map[string]string{"HOOKRELAY_OFFLOAD_BYTES": "1024"})
+	ctx := context.Background()
+	m, key := dbtest.Merchant(t, f.store, nil)
+	ep, _ := dbtest.Endpoint(t, f.store, &dbtest.EndpointOpts{MerchantID: m.ID})
+	// The endpoint points at a closed port; disable it so nothing is attempted.
+	_, err := f.store.EndpointDisable(ctx, ep.ID, "test")
+	require.NoError(t, err)
+
+	small := dbtest.Message(t, f.store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID},
+		Payload: []byte(`{"tracking_no":"SF1","items":[1,2]}`)})
+	c := newUIClient(t, f.srv.URL)
+	c.login(testAdminToken)
+	resp, page := c.do("GET", "/ui/messages/"+strconv.FormatInt(small.ID, 10), nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode, page)
+	require.Contains(t, page, "&#34;items&#34;: [\n    1,", "pretty-printed JSON")
+
+	// An offloaded payload is shown as a presigned link that serves its bytes.
+	_, carrierKey := dbtest.Carrier(t, f.store, nil)
+	big := `{"tracking_no":"SF2","label":"` + strings.Repeat("x", 4000) + `"}`
+	req, err := http.NewRequest(http.MethodPost, f.srv.URL+"/v1/callbacks", strings.NewReader(big))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+carrierKey)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Merchant-Id", strconv.FormatInt(m.ID, 10))
+	presp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(presp.Body)
+	presp.Body.Close()
+	require.Equal(t, http.StatusAccepted, presp.StatusCode, string(body))
+	idm := regexp.MustCompile(`"message_id":"?(\d+)`).FindStringSubmatch(string(body))
+	require.NotNil(t, idm, string(body))
+	resp, page = c.do("GET", "/ui/messages/"+idm[1], nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode, page)
+	require.Contains(t, page, `id="payload-offloaded"`)
+	lm := payloadLinkRe.FindStringSubmatch(page)
+	require.NotNil(t, lm, page)
+	link := strings.ReplaceAll(lm[1]+lm[2], "&amp;", "&")
+	lresp, err := http.Get(link)
+	require.NoError(t, err)
+	got, _ := io.ReadAll(lresp.Body)
+	lresp.Body.Close()
+	require.Equal(t, http.StatusOK, lresp.StatusCode)
+	require.Equal(t, big, string(got))
+
+	// A merchant rotates its secret: the new one is shown beside the old.
+	before, err := f.store.EndpointSecretsActive(ctx, ep.ID)
+	require.NoError(t, err)
+	mc := newUIClient(t, f.srv.URL)
+	csrf := mc.login(key)
+	resp, page = mc.do("POST", "/ui/m/endpoints/"+strconv.FormatInt(ep.ID, 10)+"/rotate", url.Values{"csrf": {csrf}})
+	require.Equal(t, http.StatusOK, resp.StatusCode, page)
+	after, err := f.store.EndpointSecretsActive(ctx, ep.ID)
+	require.NoError(t, err)
+	require.Len(t, after, len(before)+1)
+	require.Contains(t, html.UnescapeString(page), after[0].Secret)
+	require.Contains(t, html.UnescapeString(page), before[0].Secret)
+	require.NotNil(t, after[1].ExpiresAt, "the old secret expires")
 }
