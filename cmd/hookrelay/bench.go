@@ -136,11 +136,12 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	b := &benchRun{opts: o, stdout: stdout, stderr: stderr, client: newBenchClient(o.concurrency)}
 	defer b.client.CloseIdleConnections()
-	defer b.close()
-	if err := b.setUp(ctx, getenv); err != nil {
-		return err
+	err = b.setUp(ctx, getenv)
+	if err == nil {
+		err = b.runPhases(ctx)
 	}
-	return b.runPhases(ctx)
+	b.close(err != nil)
+	return err
 }
 
 func newBenchClient(conns int) *http.Client {
@@ -326,7 +327,9 @@ func (b *benchRun) register(ctx context.Context) error {
 	return nil
 }
 
-func (b *benchRun) close() {
+// close stops everything the run started; after a failure the service logs
+// stay in the temporary directory.
+func (b *benchRun) close(failed bool) {
 	_ = b.stopDispatchers()
 	if b.api != nil {
 		if err := b.api.stop(); err != nil {
@@ -344,7 +347,7 @@ func (b *benchRun) close() {
 	if b.sink != nil {
 		_ = b.sink.Close()
 	}
-	if b.tempDir != "" && !b.opts.keepDB {
+	if b.tempDir != "" && !b.opts.keepDB && !failed {
 		_ = os.RemoveAll(b.tempDir)
 	}
 }

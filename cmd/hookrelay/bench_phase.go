@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"os"
 	"strconv"
 	"time"
 
@@ -45,6 +46,7 @@ type snapshot struct {
 	at          time.Time
 	serviceCPU  int64 // ticks; -1 unknown
 	postgresCPU int64
+	benchCPU    int64
 	claims      bench.Histogram
 	pg          bench.PGSample
 	pgOK        bool
@@ -79,6 +81,7 @@ func (b *benchRun) servicePIDs() []int {
 
 func (b *benchRun) take(ctx context.Context) snapshot {
 	s := snapshot{at: time.Now(), serviceCPU: -1, postgresCPU: -1}
+	s.benchCPU, _ = bench.ProcCPU(os.Getpid(), false)
 	if pids := b.servicePIDs(); len(pids) > 0 {
 		s.serviceCPU = 0
 		for _, pid := range pids {
@@ -181,6 +184,9 @@ func (b *benchRun) loadPhase(ctx context.Context, name string, rate float64) err
 	}
 	b.awaitDrain(ctx, l)
 	end := b.take(ctx)
+	if err := b.checkAlive(); err != nil {
+		return err
+	}
 	r := b.result(name, res, l, start, end)
 	r.OfferedPerSec = rate
 	if rate == 0 {
@@ -218,6 +224,9 @@ func (b *benchRun) backlogPhase(ctx context.Context) error {
 	}
 	b.awaitDrain(ctx, l)
 	end := b.take(ctx)
+	if err := b.checkAlive(); err != nil {
+		return err
+	}
 	r := b.result("backlog-drain", res, l, start, end)
 	r.OfferedPerSec = round2(float64(res.Sent) / res.Elapsed().Seconds())
 	r.BacklogDeliveries = int64(r.Delivered) + r.Lost
@@ -227,6 +236,26 @@ func (b *benchRun) backlogPhase(ctx context.Context) error {
 	}
 	b.topStatements(ctx, "backlog-drain", r.Acknowledged)
 	return b.printResult(r)
+}
+
+// checkAlive fails when a started service process has exited: the phase's
+// numbers would be meaningless.
+func (b *benchRun) checkAlive() error {
+	for _, s := range append([]*benchService{b.api}, b.dispatch...) {
+		if s == nil {
+			continue
+		}
+		select {
+		case <-s.exited:
+			where := ""
+			if s.logTo != "" {
+				where = "; see " + s.logTo
+			}
+			return fmt.Errorf("service process (%s) exited during the phase%s", s.roles, where)
+		default:
+		}
+	}
+	return nil
 }
 
 // awaitDrain waits until every expected delivery arrived, or no new one
@@ -272,6 +301,7 @@ func (b *benchRun) result(name string, res *bench.LoadResult, l *bench.Ledger, s
 		Fanout:         b.opts.endpointsPer,
 	}
 	r.SetLatencies(a.Latencies)
+	r.SetAckLatencies(res.AckLatencies)
 	if last := l.LastDelivery(); last.After(res.End) {
 		r.DrainSec = round2(last.Sub(res.End).Seconds())
 	}
@@ -305,6 +335,8 @@ func (b *benchRun) result(name string, res *bench.LoadResult, l *bench.Ledger, s
 		}
 	}
 	r.SinkBadSignatures = b.sink.Stats().BadSignature
+	r.BenchCPUSec = round2(bench.TicksToDuration(end.benchCPU - start.benchCPU).Seconds())
+	r.LoadAvg1m = bench.LoadAvg1m()
 	return r
 }
 

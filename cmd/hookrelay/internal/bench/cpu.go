@@ -132,3 +132,17 @@ func ClockTicks() int64 {
 func TicksToDuration(ticks int64) time.Duration {
 	return time.Duration(ticks) * time.Second / time.Duration(ClockTicks())
 }
+
+// LoadAvg1m returns the one-minute load average (0 when unreadable).
+func LoadAvg1m() float64 {
+	raw, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(raw))
+	if len(f) == 0 {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(f[0], 64)
+	return v
+}

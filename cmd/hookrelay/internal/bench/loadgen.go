@@ -51,14 +51,16 @@ type LoadConfig struct {
 
 // LoadResult counts what the load generator did.
 type LoadResult struct {
-	Sent     int64          // requests completed (any outcome)
-	Acked    int64          // answered 202
-	Statuses map[int]int64  // other answers by status; 0 = transport error
-	Start    time.Time      // first request
-	End      time.Time      // last answer
-	Errors   []string       // a few examples of failures
-	mu       sync.Mutex     // guards Statuses and Errors
-	keyState []atomic.Int64 // last seq per key, advanced by the key's holder
+	Sent     int64         // requests completed (any outcome)
+	Acked    int64         // answered 202
+	Statuses map[int]int64 // other answers by status; 0 = transport error
+	Start    time.Time     // first request
+	End      time.Time     // last answer
+	Errors   []string      // a few examples of failures
+	// AckLatencies are the request times of the acknowledged callbacks.
+	AckLatencies []time.Duration
+	mu           sync.Mutex     // guards Statuses, Errors and AckLatencies
+	keyState     []atomic.Int64 // last seq per key, advanced by the key's holder
 }
 
 // Elapsed returns the length of the load.
@@ -221,8 +223,12 @@ func sendOne(cfg LoadConfig, res *LoadResult, url, pad string, k int) bool {
 		res.fail(resp.StatusCode, fmt.Sprintf("status %d: %s", resp.StatusCode, bytes.TrimSpace(msg)))
 		return false
 	}
+	took := time.Since(sentAt)
 	cfg.Ledger.Acked(k, seq, sentAt)
 	atomic.AddInt64(&res.Acked, 1)
+	res.mu.Lock()
+	res.AckLatencies = append(res.AckLatencies, took)
+	res.mu.Unlock()
 	return true
 }
 

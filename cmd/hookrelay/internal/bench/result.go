@@ -32,6 +32,8 @@ type Result struct {
 	ClaimP99ms    *float64 `json:"claim_p99_ms"`
 
 	// Extra detail, beyond the fields the SPEC asks for.
+	AckP50ms          *float64         `json:"ack_p50_ms"` // carrier request → 202
+	AckP99ms          *float64         `json:"ack_p99_ms"`
 	DurationSec       float64          `json:"duration_s"` // load time
 	DrainSec          float64          `json:"drain_s"`    // from the end of the load to the last delivery
 	Fanout            int              `json:"deliveries_per_callback"`
@@ -45,6 +47,8 @@ type Result struct {
 	BacklogDeliveries int64            `json:"backlog_deliveries,omitempty"`
 	ServiceCPUSec     float64          `json:"service_cpu_s"`
 	PostgresCPUSec    float64          `json:"postgres_cpu_s"`
+	BenchCPUSec       float64          `json:"bench_cpu_s"` // this process: load generator and sink
+	LoadAvg1m         float64          `json:"loadavg_1m"`  // /proc/loadavg at the end: other work on the machine shows here
 }
 
 // Percentile returns the q-quantile (0..1) of sorted durations by the
@@ -80,4 +84,11 @@ func (r *Result) SetLatencies(lat []time.Duration) {
 	r.E2EP90ms = Percentile(lat, 0.90)
 	r.E2EP99ms = Percentile(lat, 0.99)
 	r.E2EMaxms = Percentile(lat, 1)
+}
+
+// SetAckLatencies fills the ack fields from unsorted latencies.
+func (r *Result) SetAckLatencies(lat []time.Duration) {
+	slices.Sort(lat)
+	r.AckP50ms = Percentile(lat, 0.50)
+	r.AckP99ms = Percentile(lat, 0.99)
 }
