@@ -34,28 +34,30 @@ type DashboardOverview struct {
 const deadLetterExactCap = 10000
 
 // DashboardOverview reads the overview numbers for `queues` logical queues.
-func (db *DB) DashboardOverview(ctx context.Context, queues int) (DashboardOverview, error) {
+// With backlog false it leaves Backlog nil: counting the queue table grows
+// with the backlog, so callers that have a fresh sample of it use that.
+func (db *DB) DashboardOverview(ctx context.Context, queues int, backlog bool) (DashboardOverview, error) {
 	var o DashboardOverview
-	rows, err := db.q.DashboardBacklogByQueue(ctx)
-	if err != nil {
-		return o, fmt.Errorf("backlog by queue: %w", unavailable(err))
-	}
-	n := queues
-	for _, r := range rows {
-		n = max(n, int(r.Queue)+1)
-	}
-	o.Backlog = make([]int64, n)
-	for _, r := range rows {
-		o.Backlog[r.Queue] = r.N
-	}
-	if len(rows) > 0 {
-		at, err := db.q.DashboardOldestPending(ctx)
-		switch {
-		case err == nil:
-			o.OldestPending = at
-		case !errors.Is(err, pgx.ErrNoRows): // emptied meanwhile: nothing pending
-			return o, fmt.Errorf("oldest pending: %w", unavailable(err))
+	if backlog {
+		rows, err := db.q.DashboardBacklogByQueue(ctx)
+		if err != nil {
+			return o, fmt.Errorf("backlog by queue: %w", unavailable(err))
 		}
+		n := queues
+		for _, r := range rows {
+			n = max(n, int(r.Queue)+1)
+		}
+		o.Backlog = make([]int64, n)
+		for _, r := range rows {
+			o.Backlog[r.Queue] = r.N
+		}
+	}
+	at, err := db.q.DashboardOldestPending(ctx)
+	switch {
+	case err == nil:
+		o.OldestPending = at
+	case !errors.Is(err, pgx.ErrNoRows): // nothing pending
+		return o, fmt.Errorf("oldest pending: %w", unavailable(err))
 	}
 	exact, err := db.q.DashboardCappedCount(ctx, deadLetterExactCap+1)
 	if err != nil {

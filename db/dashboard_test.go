@@ -42,7 +42,7 @@ func TestDashboardOverviewAndDeliveryStates(t *testing.T) {
 		dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: k})
 	}
 
-	o, err := store.DashboardOverview(ctx, 32)
+	o, err := store.DashboardOverview(ctx, 32, true)
 	require.NoError(t, err)
 	require.Len(t, o.Backlog, 32)
 	for _, k := range keys {
@@ -59,7 +59,7 @@ func TestDashboardOverviewAndDeliveryStates(t *testing.T) {
 
 	deadID := finish(t, store, "A-1", db.AckDead)
 	okID := finish(t, store, "B-2", db.AckSuccess)
-	o, err = store.DashboardOverview(ctx, 32)
+	o, err = store.DashboardOverview(ctx, 32, true)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, o.DeadLetters)
 

@@ -12,8 +12,9 @@ import (
 
 const pageSize = 50
 
-// pendingCap bounds the per-endpoint pending count shown in lists.
-const pendingCap = 10000
+// pendingCap bounds the per-endpoint pending count shown in lists (an index
+// range scan of at most this many entries per endpoint).
+const pendingCap = 1000
 
 type endpointRow struct {
 	db.EndpointStatus

@@ -29,8 +29,13 @@ func chartSeries(samples []db.StatSample) series {
 	return s
 }
 
+// backlogFreshness is how old a sample's backlog may be to be shown instead
+// of counting the queue table.
+const backlogFreshness = 30 * time.Second
+
 type overviewData struct {
 	Now                     time.Time
+	BacklogSampled          bool // Backlog is from the newest sample
 	Live                    db.DashboardOverview
 	BacklogTotal            int64
 	OldestPendingAge        time.Duration
@@ -50,17 +55,27 @@ type overviewData struct {
 func (d *Dashboard) overview(c echo.Context) error {
 	ctx := c.Request().Context()
 	now := d.cfg.Now()
-	live, err := d.store.DashboardOverview(ctx, d.cfg.Queues)
-	if err != nil {
-		return err
-	}
 	from := now.Add(-time.Hour)
 	samples, err := d.store.StatSamplesSince(ctx, from)
 	if err != nil {
 		return err
 	}
+	// The backlog per queue comes from the newest sample when it is fresh
+	// (the sampler counts it anyway), else from the queue table itself.
+	var fresh *db.StatSample
+	if n := len(samples); n > 0 && now.Sub(samples[n-1].SampledAt) < backlogFreshness &&
+		len(samples[n-1].BacklogPerQueue) > 0 {
+		fresh = &samples[n-1]
+	}
+	live, err := d.store.DashboardOverview(ctx, d.cfg.Queues, fresh == nil)
+	if err != nil {
+		return err
+	}
+	if fresh != nil {
+		live.Backlog = fresh.BacklogPerQueue
+	}
 	s := chartSeries(samples)
-	o := overviewData{Now: now, Live: live, SampleCount: len(samples)}
+	o := overviewData{Now: now, Live: live, SampleCount: len(samples), BacklogSampled: fresh != nil}
 	for _, n := range live.Backlog {
 		o.BacklogTotal += n
 	}

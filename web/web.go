@@ -24,7 +24,7 @@ type Store interface {
 	MerchantByKeyHash(ctx context.Context, hash []byte) (db.Merchant, error)
 	MerchantGet(ctx context.Context, id int64) (db.Merchant, error)
 
-	DashboardOverview(ctx context.Context, queues int) (db.DashboardOverview, error)
+	DashboardOverview(ctx context.Context, queues int, backlog bool) (db.DashboardOverview, error)
 	StatSamplesSince(ctx context.Context, since time.Time) ([]db.StatSample, error)
 	DashboardEndpoints(ctx context.Context, merchantID, afterID int64, limit int) ([]db.EndpointStatus, error)
 	DashboardEndpointPending(ctx context.Context, endpointID int64, limit int) (int64, error)
