@@ -1,0 +1,61 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookrelay/hookrelay/db/dbtest"
+)
+
+// TestBenchSmoke runs a tiny `hookrelay bench` end to end (service in this
+// process, loopback sink) and checks the shape of every phase line and that
+// nothing was lost, duplicated or reordered. No throughput is asserted.
+//
+// Not parallel: it sets AWS credentials in the process environment, which
+// the dispatch service's S3 client reads to fetch offloaded payloads from
+// the api service's embedded store.
+func TestBenchSmoke(t *testing.T) {
+	t.Setenv("AWS_ACCESS_KEY_ID", "hookrelay")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "hookrelay-embedded")
+	env := map[string]string{"DATABASE_URL": dbtest.ServerURL()}
+	var stdout, stderr syncBuffer
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	err := run(ctx, []string{"hookrelay", "bench", "--in-process",
+		"--duration", "1500ms", "--rates", "40", "--warmup", "0",
+		"--keys", "12", "--concurrency", "4", "--merchants", "2", "--endpoints-per-merchant", "2",
+		"--large-fraction", "0.2", "--large-bytes", "9000", "--backlog", "60",
+		"--drain-timeout", "20s",
+	}, func(k string) string { return env[k] }, &stdout, &stderr)
+	require.NoError(t, err, "stderr:\n%s", stderr.String())
+
+	var phases []string
+	sc := bufio.NewScanner(strings.NewReader(stdout.String()))
+	for sc.Scan() {
+		var line map[string]any
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &line), "one JSON object per line: %s", sc.Text())
+		for _, f := range []string{"phase", "offered_per_sec", "ingest_per_sec", "delivered_per_sec",
+			"e2e_p50_ms", "e2e_p90_ms", "e2e_p99_ms", "e2e_max_ms", "sent", "acknowledged", "delivered",
+			"lost", "duplicates", "order_violations", "service_cpu_ms_per_callback",
+			"postgres_cpu_ms_per_callback", "claim_p50_ms", "claim_p99_ms"} {
+			require.Contains(t, line, f, "phase line %s", sc.Text())
+		}
+		phases = append(phases, line["phase"].(string))
+		ack := line["acknowledged"].(float64)
+		require.Positive(t, ack, sc.Text())
+		require.Equal(t, ack*2, line["delivered"], "fan-out 2, all delivered: %s", sc.Text())
+		require.Zero(t, line["lost"], sc.Text())
+		require.Zero(t, line["duplicates"], sc.Text())
+		require.Zero(t, line["order_violations"], sc.Text())
+		require.Zero(t, line["sink_bad_signatures"], sc.Text())
+		require.NotNil(t, line["e2e_p99_ms"], sc.Text())
+		require.NotNil(t, line["claim_p99_ms"], "claims observed on /metrics: %s", sc.Text())
+	}
+	require.Equal(t, []string{"max-rate", "rate-40", "backlog-drain"}, phases, "stderr:\n%s", stderr.String())
+}
