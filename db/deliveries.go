@@ -31,16 +31,21 @@ type ClaimedDelivery struct {
 	LeaseToken        int64
 }
 
-// DeliveryClaim claims up to batch due deliveries of logical queue for owner,
+// DeliveryClaim claims up to batch due deliveries of the logical queues (at
+// most perQueue from each, queues taken in the order given) for owner,
 // leasing them for lease under token (see DeliveryClaim in deliveries.sql:
 // only chain heads are returned; non-heads are parked, heads of disabled
 // endpoints held, heads of open circuits deferred).
-func (db *DB) DeliveryClaim(ctx context.Context, queue, batch int, owner, token int64, lease time.Duration) ([]ClaimedDelivery, error) {
+func (db *DB) DeliveryClaim(ctx context.Context, queues []int, perQueue, batch int, owner, token int64, lease time.Duration) ([]ClaimedDelivery, error) {
+	qs := make([]int16, len(queues))
+	for i, q := range queues {
+		qs[i] = int16(q)
+	}
 	rows, err := db.q.DeliveryClaim(ctx, dbsqlc.DeliveryClaimParams{
-		Queue: int16(queue), Batch: int32(batch), Lease: lease, Owner: owner, Token: token,
+		Queues: qs, PerQueue: int32(perQueue), Batch: int32(batch), Lease: lease, Owner: owner, Token: token,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("claim queue %d: %w", queue, unavailable(err))
+		return nil, fmt.Errorf("claim queues %v: %w", queues, unavailable(err))
 	}
 	out := make([]ClaimedDelivery, len(rows))
 	for i, r := range rows {

@@ -61,7 +61,7 @@ func BenchmarkDeliveryClaim(b *testing.B) {
 			b.ResetTimer()
 			q, claimed := 0, 0
 			for i := 0; b.Loop(); i++ {
-				got, err := store.DeliveryClaim(ctx, q, 50, 1, int64(i+1), time.Hour)
+				got, err := store.DeliveryClaim(ctx, []int{q}, 50, 50, 1, int64(i+1), time.Hour)
 				if err != nil {
 					b.Fatal(err)
 				}

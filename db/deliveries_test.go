@@ -18,7 +18,7 @@ var testPolicy = db.HealthPolicy{Threshold: 3, BaseBackoff: time.Minute, MaxBack
 
 func claimAll(t *testing.T, store *db.DB, queue int, token int64) []db.ClaimedDelivery {
 	t.Helper()
-	got, err := store.DeliveryClaim(context.Background(), queue, 50, 1, token, time.Minute)
+	got, err := store.DeliveryClaim(context.Background(), []int{queue}, 50, 50, 1, token, time.Minute)
 	require.NoError(t, err)
 	return got
 }
@@ -163,7 +163,7 @@ func TestParkingRace(t *testing.T) {
 					return
 				}
 				tok := token.Add(1)
-				got, err := store.DeliveryClaim(ctx, q, 50, int64(w), tok, time.Minute)
+				got, err := store.DeliveryClaim(ctx, []int{q}, 50, 50, int64(w), tok, time.Minute)
 				if err != nil {
 					t.Error(err)
 					return

@@ -1,8 +1,11 @@
 package dispatch
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/hookrelay/hookrelay/db"
@@ -32,28 +35,57 @@ type acker struct {
 	now          func() time.Time
 	onReport     func(db.AckReport)
 
+	flushers int
+
 	in chan ackItem
 	// lastHealth is when an endpoint's health row was last written for a
 	// success-only batch (owned by the run goroutine).
 	lastHealth map[int64]time.Time
+	mu         sync.Mutex // mu guards cleanHealthy
 	// cleanHealthy reports whether the endpoint is known closed with no
-	// failures (owned by the run goroutine).
+	// failures.
 	cleanHealthy map[int64]bool
 }
 
+// ackBatch is one transaction's worth of results.
+type ackBatch struct {
+	results  []db.DeliveryResult
+	outcomes []db.EndpointOutcome
+}
+
 func newAcker(store *db.DB, logger *slog.Logger, m *metrics, dispatcherID int64, policy db.HealthPolicy,
-	interval time.Duration, maxBatch int, now func() time.Time, onReport func(db.AckReport)) *acker {
+	interval time.Duration, maxBatch, flushers int, now func() time.Time, onReport func(db.AckReport)) *acker {
 	return &acker{
 		db: store, logger: logger, metrics: m, dispatcherID: dispatcherID, policy: policy,
-		interval: interval, maxBatch: maxBatch, now: now, onReport: onReport,
+		interval: interval, maxBatch: maxBatch, flushers: max(flushers, 1), now: now, onReport: onReport,
 		in: make(chan ackItem, maxBatch*4), lastHealth: map[int64]time.Time{}, cleanHealthy: map[int64]bool{},
 	}
 }
 
-// run acknowledges until in is closed, then flushes what is left (with
-// flushTimeout) and returns.
-func (a *acker) run(flushTimeout time.Duration) {
+// run acknowledges until in is closed, then flushes what is left (each
+// batch retried for up to giveUp) and returns. Batches are written by
+// several flushers at once.
+func (a *acker) run(giveUp time.Duration) {
+	batches := make(chan ackBatch, a.flushers)
+	var wg sync.WaitGroup
+	for range a.flushers {
+		wg.Go(func() {
+			for b := range batches {
+				a.flush(b, giveUp)
+			}
+		})
+	}
+	defer wg.Wait()
+	defer close(batches)
 	var batch []ackItem
+	send := func() {
+		b := ackBatch{results: make([]db.DeliveryResult, len(batch)), outcomes: a.outcomes(batch)}
+		for i, it := range batch {
+			b.results[i] = it.res
+		}
+		batches <- b
+		batch = batch[:0]
+	}
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	for {
@@ -65,14 +97,13 @@ func (a *acker) run(flushTimeout time.Duration) {
 			select {
 			case item, ok = <-a.in:
 			case <-timer.C:
-				a.flush(batch, flushTimeout)
-				batch = batch[:0]
+				send()
 				continue
 			}
 		}
 		if !ok {
 			if len(batch) > 0 {
-				a.flush(batch, flushTimeout)
+				send()
 			}
 			return
 		}
@@ -82,33 +113,29 @@ func (a *acker) run(flushTimeout time.Duration) {
 		batch = append(batch, item)
 		if len(batch) >= a.maxBatch {
 			timer.Stop()
-			a.flush(batch, flushTimeout)
-			batch = batch[:0]
+			send()
 		}
 	}
 }
 
 // flush writes one batch, retrying with back-off for up to giveUp.
-func (a *acker) flush(batch []ackItem, giveUp time.Duration) {
-	results := make([]db.DeliveryResult, len(batch))
-	for i, it := range batch {
-		results[i] = it.res
-	}
-	outcomes := a.outcomes(batch)
+func (a *acker) flush(b ackBatch, giveUp time.Duration) {
 	deadline := time.Now().Add(giveUp)
 	wait := 50 * time.Millisecond
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		rep, err := a.db.DeliveryAckBatch(ctx, a.dispatcherID, results, outcomes, a.policy)
+		rep, err := a.db.DeliveryAckBatch(ctx, a.dispatcherID, b.results, b.outcomes, a.policy)
 		cancel()
 		if err == nil {
-			a.metrics.ackBatchSize.Observe(float64(len(batch)))
+			a.metrics.ackBatchSize.Observe(float64(len(b.results)))
+			a.mu.Lock()
 			for _, id := range rep.Opened {
 				a.cleanHealthy[id] = false
 			}
 			for _, id := range rep.Closed {
 				a.cleanHealthy[id] = true
 			}
+			a.mu.Unlock()
 			if a.onReport != nil {
 				a.onReport(rep)
 			}
@@ -119,10 +146,10 @@ func (a *acker) flush(batch []ackItem, giveUp time.Duration) {
 		}
 		if time.Now().After(deadline) {
 			a.logger.Error("ack batch dropped; its rows will be redelivered after their lease",
-				"results", len(batch), "error", err)
+				"results", len(b.results), "error", err)
 			return
 		}
-		a.logger.Warn("ack batch failed; retrying", "results", len(batch), "error", err)
+		a.logger.Warn("ack batch failed; retrying", "results", len(b.results), "error", err)
 		time.Sleep(wait)
 		wait = min(wait*2, 2*time.Second)
 	}
@@ -159,6 +186,8 @@ func (a *acker) outcomes(batch []ackItem) []db.EndpointOutcome {
 	}
 	now := a.now()
 	kept := out[:0]
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	for _, o := range out {
 		if o.Failures == 0 && !o.Gone && a.cleanHealthy[o.EndpointID] && now.Sub(a.lastHealth[o.EndpointID]) < time.Second {
 			continue
@@ -168,5 +197,7 @@ func (a *acker) outcomes(batch []ackItem) []db.EndpointOutcome {
 		}
 		kept = append(kept, o)
 	}
+	// A fixed order keeps concurrent flushers from deadlocking on health rows.
+	slices.SortFunc(kept, func(x, y db.EndpointOutcome) int { return cmp.Compare(x.EndpointID, y.EndpointID) })
 	return kept
 }

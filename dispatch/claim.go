@@ -2,16 +2,20 @@ package dispatch
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/hookrelay/hookrelay/db"
 )
 
-// claimLoop claims and starts deliveries of queue q until ctx ends: at once
-// again after a full batch, backing off to IdlePoll while the queue is idle.
+// claimLoop claims and starts deliveries of the queues this dispatcher
+// holds (its share: index % loops == part) until ctx ends, one statement
+// across all of them: at once again after a full batch, after BusyPoll after
+// a partial one, backing off to IdlePoll while there is nothing due.
 // Deliveries run under workCtx, which outlives ctx for a graceful drain.
-func (d *Dispatcher) claimLoop(ctx, workCtx context.Context, q int) {
+func (d *Dispatcher) claimLoop(ctx, workCtx context.Context, part, loops int) {
 	var wait time.Duration
+	rotate := 0
 	for {
 		if wait > 0 {
 			t := time.NewTimer(wait)
@@ -19,46 +23,65 @@ func (d *Dispatcher) claimLoop(ctx, workCtx context.Context, q int) {
 			case <-ctx.Done():
 				t.Stop()
 				return
+			case <-d.heldChanged:
 			case <-t.C:
 			}
+			t.Stop()
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		queues := d.heldQueues(part, loops)
+		if len(queues) == 0 {
+			wait = d.cfg.IdlePoll
+			continue
 		}
 		n := d.reserve(ctx, d.cfg.BatchSize)
 		if n == 0 {
 			return
 		}
-		rows, err := d.claim(ctx, q, n)
+		rotate++
+		k := rotate % len(queues)
+		queues = slices.Concat(queues[k:], queues[:k])
+		rows, err := d.claim(ctx, queues, n)
 		d.unreserve(n - len(rows))
 		switch {
 		case err != nil:
 			if ctx.Err() != nil {
 				return
 			}
-			d.logger.Warn("claim failed", "queue", q, "error", err)
+			d.logger.Warn("claim failed", "queues", len(queues), "error", err)
 			wait = time.Second
 			continue
 		case len(rows) == 0:
-			wait = min(max(2*wait, 5*time.Millisecond), d.cfg.IdlePoll)
+			wait = min(max(2*wait, d.cfg.BusyPoll), d.cfg.IdlePoll)
 			continue
 		case len(rows) == n:
 			wait = 0
 		default:
-			wait = 5 * time.Millisecond
+			wait = d.cfg.BusyPoll
 		}
 		d.start(workCtx, rows)
 	}
 }
 
-// claim runs one claim statement. It is not cancelled half-way by ctx, so
-// rows it leased are never lost to a cancelled read (they would come back
-// only after the lease).
-func (d *Dispatcher) claim(ctx context.Context, q, n int) ([]db.ClaimedDelivery, error) {
+// claim runs one claim statement over queues. It is not cancelled half-way
+// by ctx, so rows it leased are never lost to a cancelled read (they would
+// come back only after the lease).
+func (d *Dispatcher) claim(ctx context.Context, queues []int, n int) ([]db.ClaimedDelivery, error) {
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
+	// Each queue may give several rows, but at least four queues share a
+	// batch so one busy queue cannot starve the others (the order rotates).
+	perQueue := max(1, min(n, (4*n+len(queues)-1)/len(queues), (n+3)/4))
+	if len(queues) < 4 {
+		perQueue = n
+	}
 	start := time.Now()
-	rows, err := d.db.DeliveryClaim(cctx, q, n, d.ID(), newToken(), d.cfg.Lease)
+	rows, err := d.db.DeliveryClaim(cctx, queues, perQueue, n, d.ID(), newToken(), d.cfg.Lease)
 	d.metrics.claimSeconds.Observe(time.Since(start).Seconds())
 	if err == nil {
 		d.metrics.claimed.Add(float64(len(rows)))

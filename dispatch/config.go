@@ -17,9 +17,16 @@ type Config struct {
 	Concurrency int
 	// BatchSize is the most rows one claim takes. Default 50.
 	BatchSize int
-	// IdlePoll is the longest pause between claims of an idle queue.
+	// IdlePoll is the longest pause between claims when nothing is due.
 	// Default 200ms.
 	IdlePoll time.Duration
+	// BusyPoll is the pause after a claim that found fewer rows than it
+	// could take: longer means bigger batches (less CPU per delivery), shorter
+	// means lower latency. Default 5ms.
+	BusyPoll time.Duration
+	// ClaimLoops is how many claim loops share the held queues (each claims
+	// for its part in one statement). Default 2.
+	ClaimLoops int
 	// AllowPrivateTargets lets endpoints on loopback/private/link-local
 	// addresses be reached. Default false.
 	AllowPrivateTargets bool
@@ -29,6 +36,8 @@ type Config struct {
 	// acknowledged and how many go in one transaction. Default 10ms, 100.
 	AckInterval time.Duration
 	AckBatch    int
+	// AckFlushers is how many ack transactions may run at once. Default 4.
+	AckFlushers int
 	// EndpointCacheTTL is how long endpoint settings and secrets are cached.
 	// Default 2s.
 	EndpointCacheTTL time.Duration
@@ -73,9 +82,12 @@ func (c Config) withDefaults() Config {
 	c.Concurrency = cmp.Or(c.Concurrency, 256)
 	c.BatchSize = cmp.Or(c.BatchSize, 50)
 	c.IdlePoll = cmp.Or(c.IdlePoll, 200*time.Millisecond)
+	c.BusyPoll = cmp.Or(c.BusyPoll, 5*time.Millisecond)
+	c.ClaimLoops = cmp.Or(c.ClaimLoops, 2)
 	c.UserAgent = cmp.Or(c.UserAgent, "hookrelay/dev")
 	c.AckInterval = cmp.Or(c.AckInterval, 10*time.Millisecond)
 	c.AckBatch = cmp.Or(c.AckBatch, 100)
+	c.AckFlushers = cmp.Or(c.AckFlushers, 4)
 	c.EndpointCacheTTL = cmp.Or(c.EndpointCacheTTL, 2*time.Second)
 	c.RetryJitter = cmp.Or(c.RetryJitter, 0.2)
 	c.RetryJitter = max(c.RetryJitter, 0)

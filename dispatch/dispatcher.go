@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,8 +41,11 @@ type Dispatcher struct {
 	workers sync.WaitGroup
 	acker   *acker
 
-	mu       sync.Mutex // mu guards inflight
+	mu       sync.Mutex // mu guards inflight and held
 	inflight map[int64]inflight
+	held     []int // logical queues held, sorted
+	// heldChanged wakes idle claim loops when queues are gained.
+	heldChanged chan struct{}
 }
 
 // inflight is a leased row being delivered.
@@ -54,15 +58,16 @@ type inflight struct {
 func New(logger *slog.Logger, cfg Config, store *db.DB, payloads PayloadStore, reg prometheus.Registerer) *Dispatcher {
 	cfg = cfg.withDefaults()
 	return &Dispatcher{
-		cfg:      cfg,
-		db:       store,
-		store:    payloads,
-		logger:   logger,
-		metrics:  newMetrics(reg),
-		sender:   newHTTPSender(cfg.AllowPrivateTargets, cfg.Resolve, cfg.Concurrency, cfg.Now),
-		cache:    newEndpointCache(store, cfg.EndpointCacheTTL, cfg.Now),
-		slots:    make(chan struct{}, cfg.Concurrency),
-		inflight: map[int64]inflight{},
+		cfg:         cfg,
+		db:          store,
+		store:       payloads,
+		logger:      logger,
+		metrics:     newMetrics(reg),
+		sender:      newHTTPSender(cfg.AllowPrivateTargets, cfg.Resolve, cfg.Concurrency, cfg.Now),
+		cache:       newEndpointCache(store, cfg.EndpointCacheTTL, cfg.Now),
+		slots:       make(chan struct{}, cfg.Concurrency),
+		inflight:    map[int64]inflight{},
+		heldChanged: make(chan struct{}, 1),
 	}
 }
 
@@ -88,7 +93,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		Threshold: d.cfg.CircuitThreshold, BaseBackoff: d.cfg.CircuitBase,
 		MaxBackoff: d.cfg.CircuitMax, DisableAfter: d.cfg.DisableAfter,
 	}
-	d.acker = newAcker(d.db, d.logger, d.metrics, id, policy, d.cfg.AckInterval, d.cfg.AckBatch, d.cfg.Now, d.onAckReport)
+	d.acker = newAcker(d.db, d.logger, d.metrics, id, policy, d.cfg.AckInterval, d.cfg.AckBatch, d.cfg.AckFlushers, d.cfg.Now, d.onAckReport)
 	ackDone := make(chan struct{})
 	go func() {
 		defer close(ackDone)
@@ -97,11 +102,14 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 
 	workCtx, workCancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer workCancel()
-	loops := &loopSet{running: map[int]context.CancelFunc{}}
-	d.manageLeases(ctx, workCtx, loops)
+	var loops sync.WaitGroup
+	for i := range d.cfg.ClaimLoops {
+		loops.Go(func() { d.claimLoop(ctx, workCtx, i, d.cfg.ClaimLoops) })
+	}
+	d.manageLeases(ctx)
 
 	// Shutdown: no more claims, then drain or release work in flight.
-	loops.stopAll()
+	loops.Wait()
 	drained := make(chan struct{})
 	go func() {
 		d.workers.Wait()
@@ -141,23 +149,10 @@ func (d *Dispatcher) onAckReport(rep db.AckReport) {
 	}
 }
 
-// loopSet is the claim loops running, one per held queue.
-type loopSet struct {
-	wg      sync.WaitGroup
-	running map[int]context.CancelFunc // owned by the lease goroutine
-}
-
-func (l *loopSet) stopAll() {
-	for q, cancel := range l.running {
-		cancel()
-		delete(l.running, q)
-	}
-	l.wg.Wait()
-}
-
-// manageLeases heartbeats, rebalances queue leases, starts and stops claim
-// loops and extends the leases of long deliveries, until ctx ends.
-func (d *Dispatcher) manageLeases(ctx, workCtx context.Context, loops *loopSet) {
+// manageLeases heartbeats, rebalances queue leases, publishes the queues
+// held to the claim loops and extends the leases of long deliveries, until
+// ctx ends.
+func (d *Dispatcher) manageLeases(ctx context.Context) {
 	tick := time.NewTicker(d.cfg.Lease / 4)
 	defer tick.Stop()
 	for {
@@ -168,9 +163,12 @@ func (d *Dispatcher) manageLeases(ctx, workCtx context.Context, loops *loopSet) 
 			}
 			d.logger.Warn("queue lease rebalance failed", "error", err)
 		} else {
-			d.reconcile(ctx, workCtx, loops, held)
+			d.setHeld(held)
 		}
 		d.extendInFlight(ctx)
+		if n, err := d.db.EndpointHealthOpenCount(ctx); err == nil {
+			d.metrics.circuitOpen.Set(float64(n))
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -218,24 +216,37 @@ func (d *Dispatcher) rebalance(ctx context.Context) (map[int]bool, error) {
 	return out, nil
 }
 
-// reconcile starts claim loops for newly held queues and stops those of
-// queues no longer held.
-func (d *Dispatcher) reconcile(ctx, workCtx context.Context, loops *loopSet, held map[int]bool) {
-	for q, cancel := range loops.running {
-		if !held[q] {
-			cancel()
-			delete(loops.running, q)
-		}
-	}
+// setHeld publishes the queues held to the claim loops.
+func (d *Dispatcher) setHeld(held map[int]bool) {
+	qs := make([]int, 0, len(held))
 	for q := range held {
-		if _, ok := loops.running[q]; ok {
-			continue
-		}
-		lctx, cancel := context.WithCancel(ctx)
-		loops.running[q] = cancel
-		loops.wg.Go(func() { d.claimLoop(lctx, workCtx, q) })
+		qs = append(qs, q)
 	}
-	d.metrics.queuesHeld.Set(float64(len(loops.running)))
+	slices.Sort(qs)
+	d.mu.Lock()
+	gained := len(qs) > len(d.held)
+	d.held = qs
+	d.mu.Unlock()
+	d.metrics.queuesHeld.Set(float64(len(qs)))
+	if gained {
+		select {
+		case d.heldChanged <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// heldQueues returns the held queues of claim loop part of loops.
+func (d *Dispatcher) heldQueues(part, loops int) []int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []int
+	for i, q := range d.held {
+		if i%loops == part {
+			out = append(out, q)
+		}
+	}
+	return out
 }
 
 // extendInFlight pushes out the lease of deliveries in flight for longer

@@ -1,7 +1,8 @@
 -- name: DeliveryClaim :many
--- Claims up to @batch due rows of one logical queue in ONE statement.
--- Candidates are due rows in (visible_at, id) order, locked FOR UPDATE SKIP
--- LOCKED. For each candidate:
+-- Claims up to @batch due rows of the given logical queues in ONE statement:
+-- each queue contributes its oldest due rows (at most @per_queue, in
+-- (visible_at, id) order, FOR UPDATE SKIP LOCKED), queues taken in the order
+-- given (callers rotate it for fairness). For each candidate:
 --   * not the head of its (endpoint, ordering key) chain: park it
 --     (visible_at = 'infinity') after taking FOR KEY SHARE SKIP LOCKED on its
 --     immediate predecessor; if that lock cannot be had (the predecessor is
@@ -15,14 +16,19 @@
 -- Only leased rows are returned, with what the sender needs from messages and
 -- carriers.
 WITH cand AS MATERIALIZED (
-    SELECT d.id, d.endpoint_id, d.ordering_key, d.ordered
-    FROM deliveries d
-    WHERE d.queue = sqlc.arg(queue)::smallint
-      AND d.visible_at <= now()
-      AND d.visible_at < 'infinity'
-    ORDER BY d.visible_at, d.id
+    SELECT c.id, c.endpoint_id, c.ordering_key, c.ordered
+    FROM unnest(sqlc.arg(queues)::smallint[]) AS q(queue)
+    CROSS JOIN LATERAL (
+        SELECT d.id, d.endpoint_id, d.ordering_key, d.ordered
+        FROM deliveries d
+        WHERE d.queue = q.queue
+          AND d.visible_at <= now()
+          AND d.visible_at < 'infinity'
+        ORDER BY d.visible_at, d.id
+        LIMIT sqlc.arg(per_queue)::integer
+        FOR UPDATE SKIP LOCKED
+    ) c
     LIMIT sqlc.arg(batch)::integer
-    FOR UPDATE SKIP LOCKED
 ),
 info AS MATERIALIZED (
     SELECT c.id, c.endpoint_id,

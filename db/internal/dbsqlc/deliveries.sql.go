@@ -153,14 +153,19 @@ func (q *Queries) DeliveryAck(ctx context.Context, arg DeliveryAckParams) ([]Del
 
 const deliveryClaim = `-- name: DeliveryClaim :many
 WITH cand AS MATERIALIZED (
-    SELECT d.id, d.endpoint_id, d.ordering_key, d.ordered
-    FROM deliveries d
-    WHERE d.queue = $1::smallint
-      AND d.visible_at <= now()
-      AND d.visible_at < 'infinity'
-    ORDER BY d.visible_at, d.id
-    LIMIT $2::integer
-    FOR UPDATE SKIP LOCKED
+    SELECT c.id, c.endpoint_id, c.ordering_key, c.ordered
+    FROM unnest($1::smallint[]) AS q(queue)
+    CROSS JOIN LATERAL (
+        SELECT d.id, d.endpoint_id, d.ordering_key, d.ordered
+        FROM deliveries d
+        WHERE d.queue = q.queue
+          AND d.visible_at <= now()
+          AND d.visible_at < 'infinity'
+        ORDER BY d.visible_at, d.id
+        LIMIT $2::integer
+        FOR UPDATE SKIP LOCKED
+    ) c
+    LIMIT $3::integer
 ),
 info AS MATERIALIZED (
     SELECT c.id, c.endpoint_id,
@@ -203,7 +208,7 @@ decide AS MATERIALIZED (
 probe AS (
     UPDATE endpoint_health h
     SET circuit_state = 'half_open',
-        circuit_open_until = now() + $3::interval,
+        circuit_open_until = now() + $4::interval,
         updated_at = now()
     WHERE h.endpoint_id IN (SELECT x.endpoint_id FROM decide x
                             WHERE x.action = 'lease' AND x.circuit_state <> 'closed')
@@ -215,10 +220,10 @@ upd AS (
             WHEN 'hold' THEN now() + interval '1 minute'
             WHEN 'wait' THEN x.circuit_open_until
             WHEN 'wait_probe' THEN now() + interval '5 seconds'
-            ELSE now() + $3::interval
+            ELSE now() + $4::interval
         END,
-        lease_owner = CASE WHEN x.action = 'lease' THEN $4::bigint END,
-        lease_token = CASE WHEN x.action = 'lease' THEN $5::bigint END
+        lease_owner = CASE WHEN x.action = 'lease' THEN $5::bigint END,
+        lease_token = CASE WHEN x.action = 'lease' THEN $6::bigint END
     FROM decide x
     WHERE d.id = x.id AND x.action <> 'skip'
     RETURNING d.id, d.queue, d.endpoint_id, d.ordering_key, d.ordered, d.message_id,
@@ -236,11 +241,12 @@ ORDER BY u.id
 `
 
 type DeliveryClaimParams struct {
-	Queue int16
-	Batch int32
-	Lease time.Duration
-	Owner int64
-	Token int64
+	Queues   []int16
+	PerQueue int32
+	Batch    int32
+	Lease    time.Duration
+	Owner    int64
+	Token    int64
 }
 
 type DeliveryClaimRow struct {
@@ -262,9 +268,10 @@ type DeliveryClaimRow struct {
 	CarrierName       string
 }
 
-// Claims up to @batch due rows of one logical queue in ONE statement.
-// Candidates are due rows in (visible_at, id) order, locked FOR UPDATE SKIP
-// LOCKED. For each candidate:
+// Claims up to @batch due rows of the given logical queues in ONE statement:
+// each queue contributes its oldest due rows (at most @per_queue, in
+// (visible_at, id) order, FOR UPDATE SKIP LOCKED), queues taken in the order
+// given (callers rotate it for fairness). For each candidate:
 //   - not the head of its (endpoint, ordering key) chain: park it
 //     (visible_at = 'infinity') after taking FOR KEY SHARE SKIP LOCKED on its
 //     immediate predecessor; if that lock cannot be had (the predecessor is
@@ -280,7 +287,8 @@ type DeliveryClaimRow struct {
 // carriers.
 func (q *Queries) DeliveryClaim(ctx context.Context, arg DeliveryClaimParams) ([]DeliveryClaimRow, error) {
 	rows, err := q.db.Query(ctx, deliveryClaim,
-		arg.Queue,
+		arg.Queues,
+		arg.PerQueue,
 		arg.Batch,
 		arg.Lease,
 		arg.Owner,
