@@ -15,7 +15,7 @@ import (
 )
 
 // confirmCap bounds the count shown on the confirmation page ("more than").
-const confirmCap = 100000
+const confirmCap = 10000
 
 // maxSelected bounds how many dead letters one "selection" may name.
 const maxSelected = 1000

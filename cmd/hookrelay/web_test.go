@@ -98,7 +98,17 @@ func TestWebLoginHeadersAndCSRF(t *testing.T) {
 	f := startWebFixture(t, nil)
 	c := newUIClient(t, f.srv.URL)
 
-	resp, _ := c.do("GET", "/ui/", nil)
+	resp, _ := c.do("GET", "/ui", nil)
+	require.Equal(t, http.StatusFound, resp.StatusCode)
+	require.Equal(t, "/ui/", resp.Header.Get("Location"))
+	resp, css := c.do("GET", "/ui/static/app.css", nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, resp.Header.Get("Content-Type"), "text/css")
+	require.Contains(t, css, "--accent")
+	resp, _ = c.do("GET", "/ui/static/../web.go", nil)
+	require.NotEqual(t, http.StatusOK, resp.StatusCode)
+
+	resp, _ = c.do("GET", "/ui/", nil)
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode, "no session: to the login form")
 	require.Equal(t, "/ui/login", resp.Header.Get("Location"))
 
