@@ -13,8 +13,16 @@ import (
 	"github.com/hookrelay/hookrelay/cmd/hookrelay/internal/bench"
 )
 
-// claimHistogram is the dispatch role's claim latency histogram.
-const claimHistogram = "hookrelay_dispatch_claim_seconds"
+// Histograms read from the service's /metrics: the dispatch role's claim
+// latency (a SPEC field) and, for the diagnosis, ingest group-commit and
+// delivery details.
+const (
+	claimHistogram      = "hookrelay_dispatch_claim_seconds"
+	deliveryHistogram   = "hookrelay_delivery_latency_seconds"
+	ackBatchHistogram   = "hookrelay_ack_batch_size"
+	ingestBatchHisogram = "hookrelay_ingest_batch_size"
+	ingestCommitHisto   = "hookrelay_ingest_commit_seconds"
+)
 
 // benchRun is the state of one `hookrelay bench`.
 type benchRun struct {
@@ -47,7 +55,7 @@ type snapshot struct {
 	serviceCPU  int64 // ticks; -1 unknown
 	postgresCPU int64
 	benchCPU    int64
-	claims      bench.Histogram
+	hist        map[string]bench.Histogram // summed over the processes
 	pg          bench.PGSample
 	pgOK        bool
 }
@@ -100,14 +108,21 @@ func (b *benchRun) take(ctx context.Context) snapshot {
 	if t, err := bench.PostgresCPU(postmaster); err == nil && t > 0 {
 		s.postgresCPU = t
 	}
-	for _, u := range b.metricsURLs {
-		h, err := bench.ScrapeHistogram(ctx, b.client, u, claimHistogram)
+	s.hist = map[string]bench.Histogram{}
+	scrape := func(url string, names ...string) {
+		hs, err := bench.ScrapeHistograms(ctx, b.client, url, names...)
 		if err != nil {
 			fmt.Fprintf(b.stderr, "bench: %v\n", err)
-			continue
+			return
 		}
-		s.claims = s.claims.Add(h)
+		for n, h := range hs {
+			s.hist[n] = s.hist[n].Add(h)
+		}
 	}
+	for _, u := range b.metricsURLs {
+		scrape(u, claimHistogram, deliveryHistogram, ackBatchHistogram)
+	}
+	scrape(b.baseURL+"/metrics", ingestBatchHisogram, ingestCommitHisto)
 	if b.pg != nil {
 		if p, err := b.pg.Sample(ctx); err == nil {
 			s.pg, s.pgOK = p, true
@@ -323,10 +338,19 @@ func (b *benchRun) result(name string, res *bench.LoadResult, l *bench.Ledger, s
 		r.PostgresCPUSec = round2(d.Seconds())
 		r.PostgresCPUms = bench.Float(float64(d.Microseconds()) / 1e3 / cb)
 	}
-	claims := end.claims.Sub(start.claims)
+	delta := func(name string) bench.Histogram { return end.hist[name].Sub(start.hist[name]) }
+	claims := delta(claimHistogram)
 	r.ClaimCount = claims.Total()
 	r.ClaimP50ms = bench.Float(claims.Quantile(0.5) * 1e3)
 	r.ClaimP99ms = bench.Float(claims.Quantile(0.99) * 1e3)
+	deliveries := delta(deliveryHistogram)
+	r.DeliveryHTTPP50ms = bench.Float(deliveries.Quantile(0.5) * 1e3)
+	r.DeliveryHTTPP99ms = bench.Float(deliveries.Quantile(0.99) * 1e3)
+	r.AckBatchP50 = bench.Float(delta(ackBatchHistogram).Quantile(0.5))
+	r.IngestBatchP50 = bench.Float(delta(ingestBatchHisogram).Quantile(0.5))
+	commits := delta(ingestCommitHisto)
+	r.IngestCommitP50ms = bench.Float(commits.Quantile(0.5) * 1e3)
+	r.IngestCommitP99ms = bench.Float(commits.Quantile(0.99) * 1e3)
 	if start.pgOK && end.pgOK {
 		r.CommitsPerCB = bench.Float(float64(end.pg.Commits-start.pg.Commits) / cb)
 		r.WALBytesPerCB = bench.Float(float64(end.pg.WALBytes-start.pg.WALBytes) / cb)

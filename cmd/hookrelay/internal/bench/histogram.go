@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -162,19 +163,32 @@ func (h Histogram) Quantile(q float64) float64 {
 	return prevBound
 }
 
-// ScrapeHistogram fetches metricsURL and parses histogram name from it.
-func ScrapeHistogram(ctx context.Context, client *http.Client, metricsURL, name string) (Histogram, error) {
+// ScrapeHistograms fetches metricsURL once and parses each named histogram
+// from it.
+func ScrapeHistograms(ctx context.Context, client *http.Client, metricsURL string, names ...string) (map[string]Histogram, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, metricsURL, nil)
 	if err != nil {
-		return Histogram{}, err
+		return nil, err
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return Histogram{}, fmt.Errorf("scrape %s: %w", metricsURL, err)
+		return nil, fmt.Errorf("scrape %s: %w", metricsURL, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return Histogram{}, fmt.Errorf("scrape %s: status %d", metricsURL, resp.StatusCode)
+		return nil, fmt.Errorf("scrape %s: status %d", metricsURL, resp.StatusCode)
 	}
-	return ParseHistogram(resp.Body, name)
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("scrape %s: %w", metricsURL, err)
+	}
+	out := make(map[string]Histogram, len(names))
+	for _, name := range names {
+		h, err := ParseHistogram(bytes.NewReader(raw), name)
+		if err != nil {
+			return nil, err
+		}
+		out[name] = h
+	}
+	return out, nil
 }

@@ -1,7 +1,10 @@
 package bench
 
 import (
+	"context"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -81,4 +84,19 @@ func TestHistogramSubAfterRestartAndAdd(t *testing.T) {
 
 	sum := before.Add(after)
 	require.Equal(t, []float64{120, 230, 240}, sum.Counts)
+}
+
+func TestScrapeHistogramsReadsSeveralNames(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(metricsBefore + `x_bucket{le="1"} 3` + "\n" + `x_bucket{le="+Inf"} 4` + "\n"))
+	}))
+	defer srv.Close()
+	hs, err := ScrapeHistograms(context.Background(), srv.Client(), srv.URL, "hookrelay_dispatch_claim_seconds", "x", "absent")
+	require.NoError(t, err)
+	require.Equal(t, 20.0, hs["hookrelay_dispatch_claim_seconds"].Total())
+	require.Equal(t, 4.0, hs["x"].Total())
+	require.Zero(t, hs["absent"].Total())
+	_, err = ScrapeHistograms(context.Background(), srv.Client(), "http://127.0.0.1:1/metrics", "x")
+	require.Error(t, err)
 }

@@ -32,10 +32,17 @@ type Result struct {
 	ClaimP99ms    *float64 `json:"claim_p99_ms"`
 
 	// Extra detail, beyond the fields the SPEC asks for.
-	AckP50ms          *float64         `json:"ack_p50_ms"` // carrier request → 202
-	AckP99ms          *float64         `json:"ack_p99_ms"`
-	DurationSec       float64          `json:"duration_s"` // load time
-	DrainSec          float64          `json:"drain_s"`    // from the end of the load to the last delivery
+	AckP50ms *float64 `json:"ack_p50_ms"` // carrier request → 202
+	AckP99ms *float64 `json:"ack_p99_ms"`
+	// From the service's histograms (estimates within their buckets).
+	IngestBatchP50    *float64         `json:"ingest_batch_p50"`     // callbacks per group commit
+	IngestCommitP50ms *float64         `json:"ingest_commit_p50_ms"` // one group commit
+	IngestCommitP99ms *float64         `json:"ingest_commit_p99_ms"`
+	DeliveryHTTPP50ms *float64         `json:"delivery_http_p50_ms"` // one POST to the sink
+	DeliveryHTTPP99ms *float64         `json:"delivery_http_p99_ms"`
+	AckBatchP50       *float64         `json:"ack_batch_p50"` // results per acknowledgement statement
+	DurationSec       float64          `json:"duration_s"`    // load time
+	DrainSec          float64          `json:"drain_s"`       // from the end of the load to the last delivery
 	Fanout            int              `json:"deliveries_per_callback"`
 	Rejected          map[string]int64 `json:"rejected,omitempty"`   // non-202 answers by status ("0" = transport error)
 	Unexpected        int64            `json:"unexpected,omitempty"` // deliveries of never-acknowledged callbacks
