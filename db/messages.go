@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db/internal/dbsqlc"
 )
@@ -42,6 +40,8 @@ type StoredMessage struct {
 	// Duplicate reports whether the idempotency key was seen within 24 h:
 	// nothing was inserted and ID/ReceivedAt/Deliveries are the first message's.
 	Duplicate bool
+	// Err, when not nil, says this message was not stored (the others were).
+	Err error
 }
 
 // MessageIDsReserve takes n ids from the message sequence.
@@ -58,169 +58,132 @@ type idemKey struct {
 	key     string
 }
 
-// MessageInsertMany stores msgs and their deliveries in one transaction
-// (synchronous commit) and returns one result per message, in order. Messages
-// with an Idempotency key already used by the same carrier within 24 h (in an
-// earlier transaction, or earlier in msgs) are duplicates and store nothing.
-// Either every message is stored or none is.
+// MessageInsertMany stores msgs and their deliveries atomically (one
+// statement, synchronous commit) and returns one result per message, in
+// order. Messages with an idempotency key already used by the same carrier
+// within 24 h (in an earlier batch, or earlier in msgs) are duplicates and
+// store nothing. An error means nothing was stored; a result's Err means that
+// message alone was not stored (its key's holder vanished concurrently).
 func (db *DB) MessageInsertMany(ctx context.Context, msgs []NewMessage) ([]StoredMessage, error) {
 	out := make([]StoredMessage, len(msgs))
 	if len(msgs) == 0 {
 		return out, nil
 	}
 	now := time.Now()
+	// In-batch duplicates point at the first message with the key.
+	first := map[idemKey]int{}
+	dupOf := make([]int, len(msgs))
 	needIDs, nDeliveries := 0, 0
-	for _, m := range msgs {
-		if m.ID == 0 {
-			needIDs++
-		}
-		nDeliveries += len(m.EndpointIDs)
-	}
-	err := db.inTx(ctx, func(q *dbsqlc.Queries, _ pgx.Tx) error {
-		// Ids for every message and delivery up front (one round trip);
-		// duplicates waste theirs, which sequences allow.
-		reserved, err := q.IDsReserve(ctx, dbsqlc.IDsReserveParams{Messages: int32(needIDs), Deliveries: int32(nDeliveries)})
-		if err != nil {
-			return unavailable(err)
-		}
-		msgIDs, delIDs := reserved.MessageIds, reserved.DeliveryIds
-		// In-batch duplicates point at the first message with the key.
-		first := map[idemKey]int{}
-		dupOf := make([]int, len(msgs))
-		var ip dbsqlc.IdempotencyInsertManyParams
-		for i, m := range msgs {
-			dupOf[i] = -1
-			out[i] = StoredMessage{ID: m.ID, ReceivedAt: m.ReceivedAt, Deliveries: len(m.EndpointIDs)}
-			if out[i].ID == 0 {
-				out[i].ID, msgIDs = msgIDs[0], msgIDs[1:]
-			}
-			if out[i].ReceivedAt.IsZero() {
-				out[i].ReceivedAt = now
-			}
-			if m.IdempotencyKey == "" {
-				continue
-			}
+	for i, m := range msgs {
+		dupOf[i] = -1
+		if m.IdempotencyKey != "" {
 			k := idemKey{m.CarrierID, m.IdempotencyKey}
 			if j, ok := first[k]; ok {
 				dupOf[i] = j
 				continue
 			}
 			first[k] = i
-			ip.CarrierIds = append(ip.CarrierIds, k.carrier)
-			ip.IdemKeys = append(ip.IdemKeys, k.key)
-			ip.MessageIds = append(ip.MessageIds, out[i].ID)
-			ip.ReceivedAts = append(ip.ReceivedAts, out[i].ReceivedAt)
-			ip.Deliveries = append(ip.Deliveries, int32(len(m.EndpointIDs)))
 		}
-		if len(ip.CarrierIds) > 0 {
-			if err := resolveIdempotency(ctx, q, ip, first, out, dupOf); err != nil {
-				return err
-			}
+		if m.ID == 0 {
+			needIDs++
 		}
-		for i := range msgs {
-			if j := dupOf[i]; j >= 0 {
-				if out[j].Duplicate {
-					out[i] = out[j]
-				} else {
-					out[i] = StoredMessage{ID: out[j].ID, ReceivedAt: out[j].ReceivedAt, Deliveries: out[j].Deliveries, Duplicate: true}
-				}
-				nDeliveries -= len(msgs[i].EndpointIDs)
-			} else if out[i].Duplicate {
-				nDeliveries -= len(msgs[i].EndpointIDs)
-			}
-		}
-		mrows := make([]dbsqlc.MessageCopyParams, 0, len(msgs))
-		drows := make([]dbsqlc.DeliveryCopyParams, 0, nDeliveries)
-		for i, m := range msgs {
-			if out[i].Duplicate {
-				continue
-			}
-			r := dbsqlc.MessageCopyParams{
-				ID: out[i].ID, ReceivedAt: out[i].ReceivedAt, CarrierID: m.CarrierID, EventType: m.EventType,
-				OrderingKey: m.OrderingKey, MerchantRef: m.MerchantRef, Queue: int16(m.Queue),
-				PayloadSize: int32(m.PayloadSize), PayloadSha256: m.PayloadSHA256, Deliveries: int32(len(m.EndpointIDs)),
-			}
-			if m.IdempotencyKey != "" {
-				r.IdempotencyKey = &msgs[i].IdempotencyKey
-			}
-			if m.PayloadKey != "" {
-				r.PayloadKey = &msgs[i].PayloadKey
-			} else {
-				r.Payload = m.Payload
-				if r.Payload == nil {
-					r.Payload = []byte{}
-				}
-			}
-			mrows = append(mrows, r)
-			out[i].DeliveryIDs = make([]int64, len(m.EndpointIDs))
-			for j, ep := range m.EndpointIDs {
-				id := delIDs[0]
-				delIDs = delIDs[1:]
-				out[i].DeliveryIDs[j] = id
-				drows = append(drows, dbsqlc.DeliveryCopyParams{
-					ID: id, Queue: int16(m.Queue), EndpointID: ep, OrderingKey: m.OrderingKey,
-					MessageID: out[i].ID, MessageReceivedAt: out[i].ReceivedAt,
-				})
-			}
-		}
-		if len(mrows) > 0 {
-			if _, err := q.MessageCopy(ctx, mrows); err != nil {
-				return unavailable(err)
-			}
-		}
-		if len(drows) > 0 {
-			if _, err := q.DeliveryCopy(ctx, drows); err != nil {
-				return unavailable(err)
-			}
-		}
-		return nil
-	})
+		nDeliveries += len(m.EndpointIDs)
+	}
+	// Ids first, in one round trip, so that deliveries of one ordering key get
+	// increasing ids in callback order (chains are ordered by id).
+	reserved, err := db.q.IDsReserve(ctx, dbsqlc.IDsReserveParams{Messages: int32(needIDs), Deliveries: int32(nDeliveries)})
 	if err != nil {
-		return nil, fmt.Errorf("insert %d messages: %w", len(msgs), err)
+		return nil, fmt.Errorf("reserve ids: %w", unavailable(err))
+	}
+	msgIDs, delIDs := reserved.MessageIds, reserved.DeliveryIds
+	var p dbsqlc.MessageStoreBatchParams
+	for i, m := range msgs {
+		if dupOf[i] >= 0 {
+			continue
+		}
+		o := StoredMessage{ID: m.ID, ReceivedAt: m.ReceivedAt, Deliveries: len(m.EndpointIDs)}
+		if o.ID == 0 {
+			o.ID, msgIDs = msgIDs[0], msgIDs[1:]
+		}
+		if o.ReceivedAt.IsZero() {
+			o.ReceivedAt = now
+		}
+		payload := m.Payload
+		if m.PayloadKey == "" && payload == nil {
+			payload = []byte{}
+		} else if m.PayloadKey != "" {
+			payload = nil
+		}
+		p.Ids = append(p.Ids, o.ID)
+		p.ReceivedAts = append(p.ReceivedAts, o.ReceivedAt)
+		p.CarrierIds = append(p.CarrierIds, m.CarrierID)
+		p.EventTypes = append(p.EventTypes, m.EventType)
+		p.OrderingKeys = append(p.OrderingKeys, m.OrderingKey)
+		p.MerchantRefs = append(p.MerchantRefs, m.MerchantRef)
+		p.Queues = append(p.Queues, int16(m.Queue))
+		p.IdemKeys = append(p.IdemKeys, m.IdempotencyKey)
+		p.Payloads = append(p.Payloads, payload)
+		p.PayloadKeys = append(p.PayloadKeys, m.PayloadKey)
+		p.PayloadSizes = append(p.PayloadSizes, int32(m.PayloadSize))
+		p.PayloadSha256s = append(p.PayloadSha256s, m.PayloadSHA256)
+		p.DeliveryCounts = append(p.DeliveryCounts, int32(len(m.EndpointIDs)))
+		o.DeliveryIDs = make([]int64, len(m.EndpointIDs))
+		for j, ep := range m.EndpointIDs {
+			o.DeliveryIDs[j], delIDs = delIDs[0], delIDs[1:]
+			p.DeliveryIds = append(p.DeliveryIds, o.DeliveryIDs[j])
+			p.DeliveryMessageIds = append(p.DeliveryMessageIds, o.ID)
+			p.DeliveryEndpointIds = append(p.DeliveryEndpointIds, ep)
+		}
+		out[i] = o
+	}
+	storedIDs, err := db.q.MessageStoreBatch(ctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("store %d messages: %w", len(p.Ids), unavailable(err))
+	}
+	if len(storedIDs) < len(p.Ids) {
+		if err := db.resolveDuplicates(ctx, msgs, out, dupOf, storedIDs); err != nil {
+			return nil, err
+		}
+	}
+	for i := range msgs {
+		if j := dupOf[i]; j >= 0 {
+			out[i] = StoredMessage{ID: out[j].ID, ReceivedAt: out[j].ReceivedAt, Deliveries: out[j].Deliveries, Duplicate: true, Err: out[j].Err}
+		}
 	}
 	return out, nil
 }
 
-// resolveIdempotency claims the batch's keys and marks out[i].Duplicate (with
-// the first message's id) for every key someone else holds.
-func resolveIdempotency(ctx context.Context, q *dbsqlc.Queries, ip dbsqlc.IdempotencyInsertManyParams,
-	first map[idemKey]int, out []StoredMessage, dupOf []int) error {
-	claimed, err := q.IdempotencyInsertMany(ctx, ip)
-	if err != nil {
-		return unavailable(err)
+// resolveDuplicates marks the messages whose idempotency key someone else
+// holds as duplicates of the holder's message.
+func (db *DB) resolveDuplicates(ctx context.Context, msgs []NewMessage, out []StoredMessage, dupOf []int, storedIDs []int64) error {
+	stored := make(map[int64]bool, len(storedIDs))
+	for _, id := range storedIDs {
+		stored[id] = true
 	}
-	if len(claimed) == len(ip.CarrierIds) {
-		return nil
-	}
-	won := make(map[idemKey]bool, len(claimed))
-	for _, c := range claimed {
-		won[idemKey{c.CarrierID, c.IdemKey}] = true
-	}
+	lost := map[idemKey]int{}
 	var lp dbsqlc.IdempotencyLookupManyParams
-	for i, c := range ip.CarrierIds {
-		if k := (idemKey{c, ip.IdemKeys[i]}); !won[k] {
-			lp.CarrierIds = append(lp.CarrierIds, k.carrier)
-			lp.IdemKeys = append(lp.IdemKeys, k.key)
-		}
-	}
-	holders, err := q.IdempotencyLookupMany(ctx, lp)
-	if err != nil {
-		return unavailable(err)
-	}
-	found := 0
-	for _, h := range holders {
-		k := idemKey{h.CarrierID, h.IdemKey}
-		i, ok := first[k]
-		if !ok || won[k] || out[i].Duplicate {
+	for i, m := range msgs {
+		if dupOf[i] >= 0 || stored[out[i].ID] {
 			continue
 		}
-		out[i] = StoredMessage{ID: h.MessageID, ReceivedAt: h.MessageReceivedAt, Deliveries: int(h.Deliveries), Duplicate: true}
-		found++
+		k := idemKey{m.CarrierID, m.IdempotencyKey}
+		lost[k] = i
+		lp.CarrierIds = append(lp.CarrierIds, k.carrier)
+		lp.IdemKeys = append(lp.IdemKeys, k.key)
+		out[i] = StoredMessage{Err: hookrelay.Errorf(hookrelay.EUNAVAILABLE, "idempotency key changed concurrently; retry")}
 	}
-	if found != len(lp.CarrierIds) {
-		// A key neither claimed nor found: its holder expired between the two
-		// statements. Fail the batch; the client's retry will claim it.
-		return hookrelay.Errorf(hookrelay.EUNAVAILABLE, "idempotency key changed concurrently; retry")
+	holders, err := db.q.IdempotencyLookupMany(ctx, lp)
+	if err != nil {
+		err = fmt.Errorf("look up idempotency keys: %w", unavailable(err))
+		for _, i := range lost {
+			out[i].Err = err
+		}
+		return nil
+	}
+	for _, h := range holders {
+		if i, ok := lost[idemKey{h.CarrierID, h.IdemKey}]; ok {
+			out[i] = StoredMessage{ID: h.MessageID, ReceivedAt: h.MessageReceivedAt, Deliveries: int(h.Deliveries), Duplicate: true}
+		}
 	}
 	return nil
 }

@@ -174,7 +174,8 @@ func (b *batcher) drain(batch []*pendingMsg) []*pendingMsg {
 	return batch
 }
 
-// flush commits one batch and answers each of its messages.
+// flush stores one batch (one statement: atomic) and answers each of its
+// messages.
 func (b *batcher) flush(batch []*pendingMsg) {
 	msgs := make([]db.NewMessage, len(batch))
 	for i, p := range batch {
@@ -200,6 +201,10 @@ func (b *batcher) flush(batch []*pendingMsg) {
 		return
 	}
 	for i, p := range batch {
+		if err := stored[i].Err; err != nil {
+			p.done <- batchResult{err: err}
+			continue
+		}
 		p.done <- batchResult{stored: stored[i]}
 	}
 }

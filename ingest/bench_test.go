@@ -46,4 +46,17 @@ func BenchmarkIngestCallbacks(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "callbacks/s")
+	mfs, err := bd.Registry.Gather()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, mf := range mfs {
+		h := mf.GetMetric()[0].GetHistogram()
+		switch mf.GetName() {
+		case "hookrelay_ingest_batch_size":
+			b.ReportMetric(h.GetSampleSum()/float64(h.GetSampleCount()), "callbacks/batch")
+		case "hookrelay_ingest_commit_seconds":
+			b.ReportMetric(1000*h.GetSampleSum()/float64(h.GetSampleCount()), "ms/commit")
+		}
+	}
 }

@@ -9,15 +9,6 @@ SELECT nextval('deliveries_id_seq')::bigint AS id FROM generate_series(1, sqlc.a
 SELECT coalesce((SELECT array_agg(nextval('messages_id_seq')) FROM generate_series(1, sqlc.arg(messages)::integer)), '{}')::bigint[] AS message_ids,
        coalesce((SELECT array_agg(nextval('deliveries_id_seq')) FROM generate_series(1, sqlc.arg(deliveries)::integer)), '{}')::bigint[] AS delivery_ids;
 
--- name: MessageCopy :copyfrom
-INSERT INTO messages (id, received_at, carrier_id, event_type, ordering_key, merchant_ref, queue,
-                      idempotency_key, payload, payload_key, payload_size, payload_sha256, deliveries)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13);
-
--- name: DeliveryCopy :copyfrom
-INSERT INTO deliveries (id, queue, endpoint_id, ordering_key, message_id, message_received_at)
-VALUES ($1, $2, $3, $4, $5, $6);
-
 -- name: MessageGet :one
 SELECT * FROM messages WHERE id = @id AND received_at = @received_at;
 
@@ -27,3 +18,58 @@ SELECT * FROM messages WHERE id = $1 ORDER BY received_at DESC LIMIT 1;
 -- name: MessageCountSinceCapped :one
 -- Messages received since a time (today's partition: cheap with the primary key's index).
 SELECT count(*) FROM (SELECT 1 FROM messages WHERE received_at >= @since LIMIT sqlc.arg(cap)::bigint) AS m;
+
+-- name: MessageStoreBatch :many
+-- Stores a batch of messages and their deliveries in ONE statement (one
+-- round trip, atomic without BEGIN/COMMIT): claims each message's idempotency
+-- key for today (unless held today or within 24 h yesterday; sorted so
+-- concurrent batches lock in one order), inserts the messages that need no
+-- key or won theirs, and their deliveries. Ids come reserved (IDsReserve).
+-- Returns the ids of the messages stored; the others lost their key.
+WITH input AS MATERIALIZED (
+    SELECT unnest(@ids::bigint[])                  AS id,
+           unnest(@received_ats::timestamptz[])    AS received_at,
+           unnest(@carrier_ids::bigint[])          AS carrier_id,
+           unnest(@event_types::text[])            AS event_type,
+           unnest(@ordering_keys::text[])          AS ordering_key,
+           unnest(@merchant_refs::text[])          AS merchant_ref,
+           unnest(@queues::smallint[])             AS queue,
+           unnest(@idem_keys::text[])              AS idem_key,
+           unnest(@payloads::bytea[])              AS payload,
+           unnest(@payload_keys::text[])           AS payload_key,
+           unnest(@payload_sizes::integer[])       AS payload_size,
+           unnest(@payload_sha256s::bytea[])       AS payload_sha256,
+           unnest(@delivery_counts::integer[])     AS deliveries
+), claimed AS (
+    INSERT INTO idempotency_keys (carrier_id, idem_key, day, message_id, message_received_at, deliveries)
+    SELECT i.carrier_id, i.idem_key, (now() AT TIME ZONE 'UTC')::date, i.id, i.received_at, i.deliveries
+    FROM input i
+    WHERE i.idem_key <> ''
+      AND NOT EXISTS (
+        SELECT 1 FROM idempotency_keys k
+        WHERE k.carrier_id = i.carrier_id AND k.idem_key = i.idem_key
+          AND k.day = (now() AT TIME ZONE 'UTC')::date - 1
+          AND k.created_at > now() - interval '24 hours')
+    ORDER BY i.carrier_id, i.idem_key
+    ON CONFLICT DO NOTHING
+    RETURNING message_id
+), stored AS MATERIALIZED (
+    SELECT i.* FROM input i
+    WHERE i.idem_key = '' OR i.id IN (SELECT c.message_id FROM claimed c)
+), inserted_messages AS (
+    INSERT INTO messages (id, received_at, carrier_id, event_type, ordering_key, merchant_ref, queue,
+                          idempotency_key, payload, payload_key, payload_size, payload_sha256, deliveries)
+    SELECT s.id, s.received_at, s.carrier_id, s.event_type, s.ordering_key, s.merchant_ref, s.queue,
+           nullif(s.idem_key, ''), s.payload, nullif(s.payload_key, ''), s.payload_size, s.payload_sha256, s.deliveries
+    FROM stored s
+    RETURNING 1
+), inserted_deliveries AS (
+    INSERT INTO deliveries (id, queue, endpoint_id, ordering_key, message_id, message_received_at)
+    SELECT d.id, s.queue, d.endpoint_id, s.ordering_key, s.id, s.received_at
+    FROM (SELECT unnest(@delivery_ids::bigint[]) AS id,
+                 unnest(@delivery_message_ids::bigint[]) AS message_id,
+                 unnest(@delivery_endpoint_ids::bigint[]) AS endpoint_id) AS d
+    JOIN stored s ON s.id = d.message_id
+    RETURNING 1
+)
+SELECT s.id::bigint AS id FROM stored s;

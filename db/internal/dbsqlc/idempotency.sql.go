@@ -10,66 +10,6 @@ import (
 	"time"
 )
 
-const idempotencyInsertMany = `-- name: IdempotencyInsertMany :many
-INSERT INTO idempotency_keys (carrier_id, idem_key, day, message_id, message_received_at, deliveries)
-SELECT u.carrier_id, u.idem_key, (now() AT TIME ZONE 'UTC')::date, u.message_id, u.received_at, u.deliveries
-FROM (SELECT unnest($1::bigint[]) AS carrier_id,
-             unnest($2::text[]) AS idem_key,
-             unnest($3::bigint[]) AS message_id,
-             unnest($4::timestamptz[]) AS received_at,
-             unnest($5::integer[]) AS deliveries) AS u
-WHERE NOT EXISTS (
-    SELECT 1 FROM idempotency_keys k
-    WHERE k.carrier_id = u.carrier_id AND k.idem_key = u.idem_key
-      AND k.day = (now() AT TIME ZONE 'UTC')::date - 1
-      AND k.created_at > now() - interval '24 hours')
-ORDER BY u.carrier_id, u.idem_key
-ON CONFLICT DO NOTHING
-RETURNING carrier_id, idem_key
-`
-
-type IdempotencyInsertManyParams struct {
-	CarrierIds  []int64
-	IdemKeys    []string
-	MessageIds  []int64
-	ReceivedAts []time.Time
-	Deliveries  []int32
-}
-
-type IdempotencyInsertManyRow struct {
-	CarrierID int64
-	IdemKey   string
-}
-
-// Claims each (carrier, key) for today unless it is already held today or was
-// taken within the last 24 h yesterday; returns the keys it claimed. Sorted so
-// concurrent batches lock in one order.
-func (q *Queries) IdempotencyInsertMany(ctx context.Context, arg IdempotencyInsertManyParams) ([]IdempotencyInsertManyRow, error) {
-	rows, err := q.db.Query(ctx, idempotencyInsertMany,
-		arg.CarrierIds,
-		arg.IdemKeys,
-		arg.MessageIds,
-		arg.ReceivedAts,
-		arg.Deliveries,
-	)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []IdempotencyInsertManyRow
-	for rows.Next() {
-		var i IdempotencyInsertManyRow
-		if err := rows.Scan(&i.CarrierID, &i.IdemKey); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const idempotencyLookupMany = `-- name: IdempotencyLookupMany :many
 SELECT k.carrier_id, k.idem_key, k.message_id, k.message_received_at, k.deliveries
 FROM idempotency_keys k

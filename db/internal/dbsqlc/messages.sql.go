@@ -10,15 +10,6 @@ import (
 	"time"
 )
 
-type DeliveryCopyParams struct {
-	ID                int64
-	Queue             int16
-	EndpointID        int64
-	OrderingKey       string
-	MessageID         int64
-	MessageReceivedAt time.Time
-}
-
 const deliveryIDsReserve = `-- name: DeliveryIDsReserve :many
 SELECT nextval('deliveries_id_seq')::bigint AS id FROM generate_series(1, $1::integer)
 `
@@ -64,22 +55,6 @@ func (q *Queries) IDsReserve(ctx context.Context, arg IDsReserveParams) (IDsRese
 	var i IDsReserveRow
 	err := row.Scan(&i.MessageIds, &i.DeliveryIds)
 	return i, err
-}
-
-type MessageCopyParams struct {
-	ID             int64
-	ReceivedAt     time.Time
-	CarrierID      int64
-	EventType      string
-	OrderingKey    string
-	MerchantRef    string
-	Queue          int16
-	IdempotencyKey *string
-	Payload        []byte
-	PayloadKey     *string
-	PayloadSize    int32
-	PayloadSha256  []byte
-	Deliveries     int32
 }
 
 const messageCountSinceCapped = `-- name: MessageCountSinceCapped :one
@@ -160,6 +135,118 @@ SELECT nextval('messages_id_seq')::bigint AS id FROM generate_series(1, $1::inte
 
 func (q *Queries) MessageIDsReserve(ctx context.Context, n int32) ([]int64, error) {
 	rows, err := q.db.Query(ctx, messageIDsReserve, n)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const messageStoreBatch = `-- name: MessageStoreBatch :many
+WITH input AS MATERIALIZED (
+    SELECT unnest($1::bigint[])                  AS id,
+           unnest($2::timestamptz[])    AS received_at,
+           unnest($3::bigint[])          AS carrier_id,
+           unnest($4::text[])            AS event_type,
+           unnest($5::text[])          AS ordering_key,
+           unnest($6::text[])          AS merchant_ref,
+           unnest($7::smallint[])             AS queue,
+           unnest($8::text[])              AS idem_key,
+           unnest($9::bytea[])              AS payload,
+           unnest($10::text[])           AS payload_key,
+           unnest($11::integer[])       AS payload_size,
+           unnest($12::bytea[])       AS payload_sha256,
+           unnest($13::integer[])     AS deliveries
+), claimed AS (
+    INSERT INTO idempotency_keys (carrier_id, idem_key, day, message_id, message_received_at, deliveries)
+    SELECT i.carrier_id, i.idem_key, (now() AT TIME ZONE 'UTC')::date, i.id, i.received_at, i.deliveries
+    FROM input i
+    WHERE i.idem_key <> ''
+      AND NOT EXISTS (
+        SELECT 1 FROM idempotency_keys k
+        WHERE k.carrier_id = i.carrier_id AND k.idem_key = i.idem_key
+          AND k.day = (now() AT TIME ZONE 'UTC')::date - 1
+          AND k.created_at > now() - interval '24 hours')
+    ORDER BY i.carrier_id, i.idem_key
+    ON CONFLICT DO NOTHING
+    RETURNING message_id
+), stored AS MATERIALIZED (
+    SELECT i.id, i.received_at, i.carrier_id, i.event_type, i.ordering_key, i.merchant_ref, i.queue, i.idem_key, i.payload, i.payload_key, i.payload_size, i.payload_sha256, i.deliveries FROM input i
+    WHERE i.idem_key = '' OR i.id IN (SELECT c.message_id FROM claimed c)
+), inserted_messages AS (
+    INSERT INTO messages (id, received_at, carrier_id, event_type, ordering_key, merchant_ref, queue,
+                          idempotency_key, payload, payload_key, payload_size, payload_sha256, deliveries)
+    SELECT s.id, s.received_at, s.carrier_id, s.event_type, s.ordering_key, s.merchant_ref, s.queue,
+           nullif(s.idem_key, ''), s.payload, nullif(s.payload_key, ''), s.payload_size, s.payload_sha256, s.deliveries
+    FROM stored s
+    RETURNING 1
+), inserted_deliveries AS (
+    INSERT INTO deliveries (id, queue, endpoint_id, ordering_key, message_id, message_received_at)
+    SELECT d.id, s.queue, d.endpoint_id, s.ordering_key, s.id, s.received_at
+    FROM (SELECT unnest($14::bigint[]) AS id,
+                 unnest($15::bigint[]) AS message_id,
+                 unnest($16::bigint[]) AS endpoint_id) AS d
+    JOIN stored s ON s.id = d.message_id
+    RETURNING 1
+)
+SELECT s.id::bigint AS id FROM stored s
+`
+
+type MessageStoreBatchParams struct {
+	Ids                 []int64
+	ReceivedAts         []time.Time
+	CarrierIds          []int64
+	EventTypes          []string
+	OrderingKeys        []string
+	MerchantRefs        []string
+	Queues              []int16
+	IdemKeys            []string
+	Payloads            [][]byte
+	PayloadKeys         []string
+	PayloadSizes        []int32
+	PayloadSha256s      [][]byte
+	DeliveryCounts      []int32
+	DeliveryIds         []int64
+	DeliveryMessageIds  []int64
+	DeliveryEndpointIds []int64
+}
+
+// Stores a batch of messages and their deliveries in ONE statement (one
+// round trip, atomic without BEGIN/COMMIT): claims each message's idempotency
+// key for today (unless held today or within 24 h yesterday; sorted so
+// concurrent batches lock in one order), inserts the messages that need no
+// key or won theirs, and their deliveries. Ids come reserved (IDsReserve).
+// Returns the ids of the messages stored; the others lost their key.
+func (q *Queries) MessageStoreBatch(ctx context.Context, arg MessageStoreBatchParams) ([]int64, error) {
+	rows, err := q.db.Query(ctx, messageStoreBatch,
+		arg.Ids,
+		arg.ReceivedAts,
+		arg.CarrierIds,
+		arg.EventTypes,
+		arg.OrderingKeys,
+		arg.MerchantRefs,
+		arg.Queues,
+		arg.IdemKeys,
+		arg.Payloads,
+		arg.PayloadKeys,
+		arg.PayloadSizes,
+		arg.PayloadSha256s,
+		arg.DeliveryCounts,
+		arg.DeliveryIds,
+		arg.DeliveryMessageIds,
+		arg.DeliveryEndpointIds,
+	)
 	if err != nil {
 		return nil, err
 	}
