@@ -71,6 +71,10 @@ func New(logger *slog.Logger, cfg Config, store *db.DB, payloads PayloadStore, r
 	}
 }
 
+// Close releases the delivery client's idle connections (Run does it when
+// it returns; a Dispatcher used only for PingEndpoint needs it).
+func (d *Dispatcher) Close() { d.sender.closeIdle() }
+
 // ID returns the dispatcher's id in the dispatchers table (0 before Run has
 // registered it).
 func (d *Dispatcher) ID() int64 { return d.id.Load() }

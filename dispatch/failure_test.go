@@ -163,6 +163,7 @@ func TestSSRFRefusedAtConnectTime(t *testing.T) {
 	answer.Store(netip.MustParseAddr("127.0.0.1")) // DNS rebinding
 
 	d := New(testLogger(t), cfg, store, nil, nil)
+	t.Cleanup(d.Close)
 	for _, id := range []int64{ep.ID, literal.ID} {
 		res, err := d.PingEndpoint(ctx, id)
 		require.NoError(t, err)
@@ -184,7 +185,9 @@ func TestSSRFRefusedAtConnectTime(t *testing.T) {
 
 	// With private targets allowed the same ping goes through, signed.
 	cfg.AllowPrivateTargets = true
-	res, err := New(testLogger(t), cfg, store, nil, nil).PingEndpoint(ctx, ep.ID)
+	d3 := New(testLogger(t), cfg, store, nil, nil)
+	t.Cleanup(d3.Close)
+	res, err := d3.PingEndpoint(ctx, ep.ID)
 	require.NoError(t, err)
 	require.Equal(t, OutcomeSuccess, res.Outcome)
 	r := s.requests()

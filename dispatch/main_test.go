@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/hookrelay/hookrelay/db"
 )
 
@@ -21,7 +23,7 @@ func TestMain(m *testing.M) {
 	if url := os.Getenv(childEnv); url != "" {
 		os.Exit(runChild(url))
 	}
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
 }
 
 func runChild(url string) int {
