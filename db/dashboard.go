@@ -31,7 +31,7 @@ type DashboardOverview struct {
 
 // deadLetterExactCap is how many dead letters are counted exactly before the
 // overview switches to the pg_class estimate.
-const deadLetterExactCap = 10000
+const deadLetterExactCap = 1000
 
 // DashboardOverview reads the overview numbers for `queues` logical queues.
 // With backlog false it leaves Backlog nil: counting the queue table grows
@@ -113,14 +113,18 @@ func (db *DB) DashboardEndpoints(ctx context.Context, merchantID, afterID int64,
 	return out, nil
 }
 
-// DashboardEndpointPending counts the pending deliveries of an endpoint up to
-// limit.
-func (db *DB) DashboardEndpointPending(ctx context.Context, endpointID int64, limit int) (int64, error) {
-	n, err := db.q.DashboardEndpointPending(ctx, dbsqlc.DashboardEndpointPendingParams{EndpointID: endpointID, Cap: int32(limit)})
+// DashboardEndpointsPending counts the pending deliveries of each endpoint
+// up to limit, in one query; the map has an entry per id.
+func (db *DB) DashboardEndpointsPending(ctx context.Context, endpointIDs []int64, limit int) (map[int64]int64, error) {
+	rows, err := db.q.DashboardEndpointsPending(ctx, dbsqlc.DashboardEndpointsPendingParams{EndpointIds: endpointIDs, Cap: int32(limit)})
 	if err != nil {
-		return 0, fmt.Errorf("count pending: %w", unavailable(err))
+		return nil, fmt.Errorf("count pending: %w", unavailable(err))
 	}
-	return n, nil
+	out := make(map[int64]int64, len(rows))
+	for _, r := range rows {
+		out[r.EndpointID] = r.N
+	}
+	return out, nil
 }
 
 // DeadLetterView is a dead letter as the dashboard shows it.

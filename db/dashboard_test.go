@@ -101,9 +101,9 @@ func TestDashboardOverviewAndDeliveryStates(t *testing.T) {
 	eps, err := store.DashboardEndpoints(ctx, ep.MerchantID, 0, 10)
 	require.NoError(t, err)
 	require.Len(t, eps, 1)
-	n, err := store.DashboardEndpointPending(ctx, ep.ID, 100)
+	n, err := store.DashboardEndpointsPending(ctx, []int64{ep.ID, 987654}, 100)
 	require.NoError(t, err)
-	require.EqualValues(t, 1, n)
+	require.Equal(t, map[int64]int64{ep.ID: 1, 987654: 0}, n)
 }
 
 func TestDashboardDeadLettersKeysetAndFilters(t *testing.T) {

@@ -67,12 +67,16 @@ func (d *Dashboard) endpointRows(c echo.Context, merchantID int64) (endpointsDat
 		list = list[:pageSize]
 		data.NextAfter = list[len(list)-1].ID
 	}
+	ids := make([]int64, len(list))
+	for i, ep := range list {
+		ids[i] = ep.ID
+	}
+	pending, err := d.store.DashboardEndpointsPending(ctx, ids, pendingCap+1)
+	if err != nil {
+		return endpointsData{}, err
+	}
 	for _, ep := range list {
-		n, err := d.store.DashboardEndpointPending(ctx, ep.ID, pendingCap+1)
-		if err != nil {
-			return endpointsData{}, err
-		}
-		data.Rows = append(data.Rows, endpointRow{EndpointStatus: ep, Pending: n})
+		data.Rows = append(data.Rows, endpointRow{EndpointStatus: ep, Pending: pending[ep.ID]})
 	}
 	return data, nil
 }

@@ -27,7 +27,7 @@ type Store interface {
 	DashboardOverview(ctx context.Context, queues int, backlog bool) (db.DashboardOverview, error)
 	StatSamplesSince(ctx context.Context, since time.Time) ([]db.StatSample, error)
 	DashboardEndpoints(ctx context.Context, merchantID, afterID int64, limit int) ([]db.EndpointStatus, error)
-	DashboardEndpointPending(ctx context.Context, endpointID int64, limit int) (int64, error)
+	DashboardEndpointsPending(ctx context.Context, endpointIDs []int64, limit int) (map[int64]int64, error)
 	DashboardDeadLetters(ctx context.Context, f db.DeadLetterQuery, beforeAt time.Time, beforeID int64, limit int) ([]db.DeadLetterView, error)
 	DashboardDeadLettersCount(ctx context.Context, f db.DeadLetterQuery, limit int) (int64, error)
 	DashboardDelivery(ctx context.Context, id int64) (db.DeliveryView, error)

@@ -39,11 +39,12 @@ WHERE e.status <> 'deleted'
   AND e.id > @after_id
 ORDER BY e.id LIMIT @lim;
 
--- name: DashboardEndpointPending :one
--- Pending deliveries of one endpoint, counted up to a cap.
-SELECT count(*)::bigint FROM (
-    SELECT 1 FROM deliveries WHERE endpoint_id = @endpoint_id LIMIT @cap
-) AS d;
+-- name: DashboardEndpointsPending :many
+-- Pending deliveries of each of the endpoints, each counted up to a cap, in
+-- one round trip (an index range scan of at most cap entries per endpoint).
+SELECT e.id::bigint AS endpoint_id,
+       (SELECT count(*) FROM (SELECT 1 FROM deliveries d WHERE d.endpoint_id = e.id LIMIT @cap) AS x)::bigint AS n
+FROM unnest(@endpoint_ids::bigint[]) AS e(id);
 
 -- name: DashboardDeadLetters :many
 -- Dead letters, newest first, filtered (0 / NULL = any), keyset on

@@ -246,25 +246,6 @@ func (q *Queries) DashboardDeadLettersCount(ctx context.Context, arg DashboardDe
 	return column_1, err
 }
 
-const dashboardEndpointPending = `-- name: DashboardEndpointPending :one
-SELECT count(*)::bigint FROM (
-    SELECT 1 FROM deliveries WHERE endpoint_id = $1 LIMIT $2
-) AS d
-`
-
-type DashboardEndpointPendingParams struct {
-	EndpointID int64
-	Cap        int32
-}
-
-// Pending deliveries of one endpoint, counted up to a cap.
-func (q *Queries) DashboardEndpointPending(ctx context.Context, arg DashboardEndpointPendingParams) (int64, error) {
-	row := q.db.QueryRow(ctx, dashboardEndpointPending, arg.EndpointID, arg.Cap)
-	var column_1 int64
-	err := row.Scan(&column_1)
-	return column_1, err
-}
-
 const dashboardEndpointPendingList = `-- name: DashboardEndpointPendingList :many
 SELECT d.id, d.queue::integer AS queue, d.endpoint_id, d.ordering_key, d.ordered, d.message_id,
        d.message_received_at, d.attempt, d.visible_at, d.last_status,
@@ -393,6 +374,44 @@ func (q *Queries) DashboardEndpoints(ctx context.Context, arg DashboardEndpoints
 			&i.LastFailureAt,
 			&i.LastError,
 		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const dashboardEndpointsPending = `-- name: DashboardEndpointsPending :many
+SELECT e.id::bigint AS endpoint_id,
+       (SELECT count(*) FROM (SELECT 1 FROM deliveries d WHERE d.endpoint_id = e.id LIMIT $1) AS x)::bigint AS n
+FROM unnest($2::bigint[]) AS e(id)
+`
+
+type DashboardEndpointsPendingParams struct {
+	Cap         int32
+	EndpointIds []int64
+}
+
+type DashboardEndpointsPendingRow struct {
+	EndpointID int64
+	N          int64
+}
+
+// Pending deliveries of each of the endpoints, each counted up to a cap, in
+// one round trip (an index range scan of at most cap entries per endpoint).
+func (q *Queries) DashboardEndpointsPending(ctx context.Context, arg DashboardEndpointsPendingParams) ([]DashboardEndpointsPendingRow, error) {
+	rows, err := q.db.Query(ctx, dashboardEndpointsPending, arg.Cap, arg.EndpointIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []DashboardEndpointsPendingRow
+	for rows.Next() {
+		var i DashboardEndpointsPendingRow
+		if err := rows.Scan(&i.EndpointID, &i.N); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
