@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/db/dbtest"
 )
 
@@ -44,4 +45,53 @@ func TestEndpointLimits(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	require.Equal(t, 2, peak, "never more than max_in_flight at once (and it was reached)")
+}
+
+// TestRetriedDeadLetterDoesNotWaitForItsChain: a dead letter retried by an
+// operator is delivered at once although a later callback of its key is
+// still pending, and does not hold that callback back.
+func TestRetriedDeadLetterDoesNotWaitForItsChain(t *testing.T) {
+	t.Parallel()
+	store := dbtest.New(t)
+	ctx := t.Context()
+	s := newSink(t)
+	var mu sync.Mutex
+	firstOK := false
+	s.setDecide(func(_ *http.Request, body []byte) (int, http.Header) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch string(body) {
+		case `{"n":1}`:
+			if !firstOK {
+				return http.StatusInternalServerError, nil
+			}
+		case `{"n":3}`:
+			return http.StatusTooManyRequests, http.Header{"Retry-After": {"3600"}}
+		}
+		return http.StatusOK, nil
+	})
+	ep, _ := dbtest.Endpoint(t, store, &dbtest.EndpointOpts{URL: s.srv.URL, RetrySchedule: []time.Duration{10 * time.Millisecond}})
+	m1 := dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: "R", Queues: 8, Payload: []byte(`{"n":1}`)})
+	dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: "R", Queues: 8, Payload: []byte(`{"n":2}`)})
+	runDispatcher(t, store, testConfig())
+	bodies := func() []string {
+		var out []string
+		for _, r := range s.requests() {
+			out = append(out, fmt.Sprintf("%s:%d", r.Body, r.Status))
+		}
+		return out
+	}
+	waitFor(t, 20*time.Second, "second delivered after the first died", func() bool { return len(s.requests()) == 3 })
+	require.Equal(t, []string{`{"n":1}:500`, `{"n":1}:500`, `{"n":2}:200`}, bodies())
+
+	dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: "R", Queues: 8, Payload: []byte(`{"n":3}`)})
+	waitFor(t, 20*time.Second, "third throttled", func() bool { return len(s.requests()) == 4 })
+	mu.Lock()
+	firstOK = true
+	mu.Unlock()
+	n, err := store.DeadLetterRetry(ctx, []int64{m1.DeliveryIDs[0]}, db.DeadLetterFilter{})
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n)
+	waitFor(t, 20*time.Second, "retried dead letter delivered", func() bool { return len(s.requests()) == 5 })
+	require.Equal(t, `{"n":1}:200`, bodies()[4], "delivered while {n:3} of its key still waits")
 }
