@@ -57,6 +57,12 @@ func (b *lockedBuffer) String() string {
 // loopback HTTP server; cfg fields left zero get test defaults.
 func setup(t testing.TB, cfg ingest.Config) *bundle {
 	t.Helper()
+	return setupWith(t, cfg, nil)
+}
+
+// setupWith is setup with a test-ping implementation.
+func setupWith(t testing.TB, cfg ingest.Config, pinger ingest.Pinger) *bundle {
+	t.Helper()
 	ctx := context.Background()
 	store := dbtest.New(t)
 	require.NoError(t, store.SettingPut(ctx, "admin_token_sha256", hex.EncodeToString(hookrelay.HashKey(adminToken))))
@@ -71,7 +77,7 @@ func setup(t testing.TB, cfg ingest.Config) *bundle {
 	logs := &lockedBuffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, nil))
 	reg := prometheus.NewRegistry()
-	srv := ingest.New(logger, cfg, store, payloads, reg, nil)
+	srv := ingest.New(logger, cfg, store, payloads, reg, pinger)
 	e := echo.New()
 	srv.Register(e)
 	runCtx, cancel := context.WithCancel(ctx)

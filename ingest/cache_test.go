@@ -1,0 +1,50 @@
+package ingest_test
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookrelay/hookrelay/db/dbtest"
+	"github.com/hookrelay/hookrelay/ingest"
+)
+
+// Objects created by another process (here: straight in the database) are
+// seen: keys at once (database fall-back), endpoints within the cache TTL.
+func TestCacheSeesOtherProcessesChanges(t *testing.T) {
+	t.Parallel()
+	b := setup(t, ingest.Config{AllowPrivateTargets: true, CacheTTL: 50 * time.Millisecond})
+	_, key := dbtest.Carrier(t, b.DB, nil)
+	st, out := b.call(t, http.MethodPost, "/v1/callbacks", key, []byte(`{"tracking_no":"a"}`))
+	require.Equal(t, http.StatusAccepted, st, "%v", out)
+	require.Equal(t, float64(0), out["deliveries"])
+
+	dbtest.Endpoint(t, b.DB, nil)
+	require.Eventually(t, func() bool {
+		st, out := b.call(t, http.MethodPost, "/v1/callbacks", key, []byte(`{"tracking_no":"a"}`))
+		return st == http.StatusAccepted && out["deliveries"] == float64(1)
+	}, 10*time.Second, 20*time.Millisecond)
+}
+
+type fakePinger struct{ got chan int64 }
+
+func (f fakePinger) PingEndpoint(_ context.Context, id int64) (ingest.TestResult, error) {
+	f.got <- id
+	return ingest.TestResult{StatusCode: 204, LatencyMS: 7, Success: true}, nil
+}
+
+func TestEndpointTestPing(t *testing.T) {
+	t.Parallel()
+	p := fakePinger{got: make(chan int64, 1)}
+	b := setupWith(t, privateOK(), p)
+	w := b.world(t)
+	st, out := b.call(t, http.MethodPost, "/v1/endpoints/"+w.E1+"/test", w.M1Key, nil)
+	require.Equal(t, http.StatusOK, st, "%v", out)
+	require.Equal(t, float64(204), out["status_code"])
+	require.Equal(t, true, out["success"])
+	require.Equal(t, w.E1, strconv.FormatInt(<-p.got, 10))
+}
