@@ -69,9 +69,12 @@ func TestAuthBoundaries(t *testing.T) {
 	b := setup(t, privateOK())
 	w := b.world(t)
 	// Unknown routes and methods use the same error shape.
-	st, out := b.call(t, http.MethodGet, "/v1/nope", adminToken, nil)
+	st, out := b.call(t, http.MethodGet, "/v1/nope", "", nil)
 	require.Equal(t, http.StatusNotFound, st)
 	require.Equal(t, "not_found", errCode(out))
+	st, out = b.call(t, http.MethodDelete, "/v1/carriers", adminToken, nil)
+	require.Equal(t, http.StatusMethodNotAllowed, st)
+	require.Equal(t, "method_not_allowed", errCode(out))
 
 	admin := []struct{ method, path string }{
 		{http.MethodPost, "/v1/carriers"}, {http.MethodGet, "/v1/carriers"}, {http.MethodPost, "/v1/merchants"},

@@ -88,11 +88,9 @@ type Server struct {
 	metrics  *metrics
 	limits   *limiters
 
-	adminMu      sync.Mutex // guards adminHash and adminLoaded
-	adminHash    []byte
-	adminLoaded  time.Time
-	runStarted   chan struct{}
-	runStartOnce sync.Once
+	adminMu     sync.Mutex // guards adminHash and adminLoaded
+	adminHash   []byte
+	adminLoaded time.Time
 }
 
 // New returns the API server. reg receives its metrics (may be nil);
@@ -103,7 +101,6 @@ func New(logger *slog.Logger, cfg Config, store *db.DB, payloads *storage.Store,
 	s := &Server{
 		cfg: cfg, logger: logger, db: store, payloads: payloads, pinger: pinger,
 		cache: newCache(store, cfg.CacheTTL), metrics: m, limits: newLimiters(),
-		runStarted: make(chan struct{}),
 	}
 	s.batcher = newBatcher(cfg.Batcher, store.MessageInsertMany, m)
 	return s
@@ -126,31 +123,32 @@ func (s *Server) Run(ctx context.Context) error {
 // Register adds the API routes to e and installs the error handler.
 func (s *Server) Register(e *echo.Echo) {
 	e.HTTPErrorHandler = NewHTTPErrorHandler(s.logger)
-	v1 := e.Group("/v1")
+	// Middleware per route rather than per group: echo gives a group with
+	// middleware a catch-all route, which would answer unknown paths with
+	// 401/403 instead of 404.
+	admin := s.auth(kindAdmin)
+	e.POST("/v1/carriers", s.createCarrier, admin)
+	e.GET("/v1/carriers", s.listCarriers, admin)
+	e.POST("/v1/merchants", s.createMerchant, admin)
+	e.GET("/v1/merchants", s.listMerchants, admin)
+	e.GET("/v1/stats", s.stats, admin)
+	e.GET("/v1/dead-letters", s.listDeadLetters, admin)
+	e.POST("/v1/dead-letters/retry", s.retryDeadLetters, admin)
+	e.POST("/v1/dead-letters/discard", s.discardDeadLetters, admin)
 
-	admin := v1.Group("", s.auth(kindAdmin))
-	admin.POST("/carriers", s.createCarrier)
-	admin.GET("/carriers", s.listCarriers)
-	admin.POST("/merchants", s.createMerchant)
-	admin.GET("/merchants", s.listMerchants)
-	admin.GET("/stats", s.stats)
-	admin.GET("/dead-letters", s.listDeadLetters)
-	admin.POST("/dead-letters/retry", s.retryDeadLetters)
-	admin.POST("/dead-letters/discard", s.discardDeadLetters)
+	m := s.auth(kindMerchant | kindAdmin)
+	e.POST("/v1/endpoints", s.createEndpoint, m)
+	e.GET("/v1/endpoints", s.listEndpoints, m)
+	e.GET("/v1/endpoints/:id", s.getEndpoint, m)
+	e.PATCH("/v1/endpoints/:id", s.patchEndpoint, m)
+	e.DELETE("/v1/endpoints/:id", s.deleteEndpoint, m)
+	e.POST("/v1/endpoints/:id/enable", s.enableEndpoint, m)
+	e.POST("/v1/endpoints/:id/disable", s.disableEndpoint, m)
+	e.POST("/v1/endpoints/:id/rotate-secret", s.rotateSecret, m)
+	e.POST("/v1/endpoints/:id/test", s.testEndpoint, m)
+	e.GET("/v1/endpoints/:id/deliveries", s.listDeliveries, m)
+	e.GET("/v1/deliveries/:id", s.getDelivery, m)
+	e.POST("/v1/deliveries/:id/retry", s.retryDelivery, m)
 
-	m := v1.Group("", s.auth(kindMerchant|kindAdmin))
-	m.POST("/endpoints", s.createEndpoint)
-	m.GET("/endpoints", s.listEndpoints)
-	m.GET("/endpoints/:id", s.getEndpoint)
-	m.PATCH("/endpoints/:id", s.patchEndpoint)
-	m.DELETE("/endpoints/:id", s.deleteEndpoint)
-	m.POST("/endpoints/:id/enable", s.enableEndpoint)
-	m.POST("/endpoints/:id/disable", s.disableEndpoint)
-	m.POST("/endpoints/:id/rotate-secret", s.rotateSecret)
-	m.POST("/endpoints/:id/test", s.testEndpoint)
-	m.GET("/endpoints/:id/deliveries", s.listDeliveries)
-	m.GET("/deliveries/:id", s.getDelivery)
-	m.POST("/deliveries/:id/retry", s.retryDelivery)
-
-	v1.POST("/callbacks", s.callback, s.auth(kindCarrier))
+	e.POST("/v1/callbacks", s.callback, s.auth(kindCarrier))
 }
