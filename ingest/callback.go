@@ -102,6 +102,10 @@ func (s *Server) acceptCallback(c echo.Context) (CallbackResponse, int, error) {
 		msg.Payload = body
 	}
 	stored, err := s.batcher.Submit(ctx, msg)
+	if msg.PayloadKey != "" && (err != nil || stored.Duplicate) {
+		// No row names the object: remove it now rather than at retention.
+		s.dropOrphan(msg.PayloadKey)
+	}
 	if err != nil {
 		return CallbackResponse{}, 0, err
 	}
@@ -131,6 +135,16 @@ func (s *Server) offload(ctx context.Context, msg *db.NewMessage, body []byte) e
 	s.metrics.offloaded.Inc()
 	msg.PayloadKey = key
 	return nil
+}
+
+// dropOrphan deletes an offloaded payload no message refers to (best
+// effort: retention removes the day's objects anyway).
+func (s *Server) dropOrphan(key string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.payloads.Delete(ctx, key); err != nil {
+		s.logger.Warn("could not delete an unreferenced payload object", "key", key, "error", err)
+	}
 }
 
 func headerOr(req *http.Request, name string, f Field) string {

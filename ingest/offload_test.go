@@ -40,6 +40,16 @@ func TestCallbackOffloadBothWays(t *testing.T) {
 	got, err := b.Payloads.Get(ctx, msg.PayloadKey)
 	require.NoError(t, err)
 	require.Equal(t, large, got)
+
+	// A duplicate's object is removed again: no row refers to it.
+	st, first := b.call(t, http.MethodPost, "/v1/callbacks", w.CarrierKey, large, "Idempotency-Key", "big")
+	require.Equal(t, http.StatusAccepted, st)
+	st, dup := b.call(t, http.MethodPost, "/v1/callbacks", w.CarrierKey, large, "Idempotency-Key", "big")
+	require.Equal(t, http.StatusOK, st)
+	require.Equal(t, first["message_id"], dup["message_id"])
+	n, err := b.Payloads.DeletePrefix(ctx, "payloads/")
+	require.NoError(t, err)
+	require.Equal(t, 2, n, "the two stored messages' objects, not the duplicate's")
 }
 
 func TestCallbackS3DownAnswers503AndStoresNothing(t *testing.T) {
