@@ -58,17 +58,30 @@ func BenchmarkDeliveryClaim(b *testing.B) {
 					b.Fatalf("setup: %v", err)
 				}
 			}
-			b.ResetTimer()
-			q, claimed := 0, 0
-			for i := 0; b.Loop(); i++ {
-				got, err := store.DeliveryClaim(ctx, []int{q}, 50, 50, 1, int64(i+1), time.Hour)
-				if err != nil {
-					b.Fatal(err)
-				}
-				claimed += len(got)
-				q = (q + 1) % 32
+			all := make([]int, 32)
+			for i := range all {
+				all[i] = i
 			}
-			b.ReportMetric(float64(claimed)/float64(b.N), "leased/op")
+			// one-queue: a claim of one logical queue; all-queues: what a
+			// dispatcher holding every queue runs (7 rows per queue at most).
+			for _, shape := range []string{"one-queue", "all-queues"} {
+				b.Run(shape, func(b *testing.B) {
+					q, claimed := 0, 0
+					for i := 0; b.Loop(); i++ {
+						queues, perQueue := []int{q}, 50
+						if shape == "all-queues" {
+							queues, perQueue = append(all[q:], all[:q]...), 7
+						}
+						got, err := store.DeliveryClaim(ctx, queues, perQueue, 50, 1, int64(i+1), time.Hour)
+						if err != nil {
+							b.Fatal(err)
+						}
+						claimed += len(got)
+						q = (q + 1) % 32
+					}
+					b.ReportMetric(float64(claimed)/float64(b.N), "leased/op")
+				})
+			}
 		})
 	}
 }

@@ -18,7 +18,13 @@ import (
 //     this process.
 //   - HOOKRELAY_DISPATCH_BATCH (default 50): rows one claim takes.
 //   - HOOKRELAY_DISPATCH_IDLE_POLL (default 200ms): longest pause between
-//     claims of an idle logical queue.
+//     claims when nothing is due.
+//   - HOOKRELAY_DISPATCH_BUSY_POLL (default 5ms): pause after a claim that
+//     found less than a full batch (longer: bigger batches, less CPU).
+//   - HOOKRELAY_DISPATCH_CLAIM_LOOPS (default 2): claim loops sharing the
+//     held queues.
+//   - HOOKRELAY_DISPATCH_ACK_FLUSHERS (default 4): acknowledgement
+//     transactions running at once.
 //   - HOOKRELAY_DISPATCH_ACK_INTERVAL (default 10ms) and
 //     HOOKRELAY_DISPATCH_ACK_BATCH (default 100): how long a result waits
 //     and how many go in one acknowledgement transaction.
@@ -34,6 +40,9 @@ func startDispatch(ctx context.Context, s *service) (func(ctx context.Context) e
 		Concurrency:         env.int("HOOKRELAY_DISPATCH_CONCURRENCY", 256, 1, 100000),
 		BatchSize:           env.int("HOOKRELAY_DISPATCH_BATCH", 50, 1, 1000),
 		IdlePoll:            env.duration("HOOKRELAY_DISPATCH_IDLE_POLL", 200*time.Millisecond, time.Millisecond, 10*time.Second),
+		BusyPoll:            env.duration("HOOKRELAY_DISPATCH_BUSY_POLL", 5*time.Millisecond, 100*time.Microsecond, 10*time.Second),
+		ClaimLoops:          env.int("HOOKRELAY_DISPATCH_CLAIM_LOOPS", 2, 1, 64),
+		AckFlushers:         env.int("HOOKRELAY_DISPATCH_ACK_FLUSHERS", 4, 1, 64),
 		AckInterval:         env.duration("HOOKRELAY_DISPATCH_ACK_INTERVAL", 10*time.Millisecond, 100*time.Microsecond, time.Second),
 		AckBatch:            env.int("HOOKRELAY_DISPATCH_ACK_BATCH", 100, 1, 10000),
 		DrainTimeout:        env.duration("HOOKRELAY_DISPATCH_DRAIN_TIMEOUT", 10*time.Second, time.Millisecond, 10*time.Minute),
