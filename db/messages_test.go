@@ -134,3 +134,22 @@ func TestMessageInsertManyConcurrentDuplicates(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "same", got.IdempotencyKey)
 }
+
+// BenchmarkMessageInsertMany stores batches of 25 callbacks with one
+// delivery each, one batch at a time: the latency of a group commit.
+func BenchmarkMessageInsertMany(b *testing.B) {
+	store := dbtest.New(b)
+	c, _ := dbtest.Carrier(b, store, nil)
+	ep, _ := dbtest.Endpoint(b, store, nil)
+	batch := make([]db.NewMessage, 25)
+	for i := range batch {
+		batch[i] = newMsg(c.ID, "k"+string(rune('a'+i)), "", ep.ID)
+	}
+	ctx := context.Background()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := store.MessageInsertMany(ctx, batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
