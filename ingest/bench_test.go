@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,9 +15,13 @@ import (
 // BenchmarkIngestCallbacks measures ingest alone: HTTP on loopback →
 // validation, parsing, fan-out to one endpoint → group commit → 202. Every
 // acknowledged callback is a committed message and delivery. The figure to
-// read is callbacks/s.
+// read is callbacks/s. BENCH_FLUSHERS overrides the concurrent batches.
 func BenchmarkIngestCallbacks(b *testing.B) {
-	bd := setup(b, privateOK())
+	cfg := privateOK()
+	if v, err := strconv.Atoi(os.Getenv("BENCH_FLUSHERS")); err == nil {
+		cfg.Batcher.Flushers = v
+	}
+	bd := setup(b, cfg)
 	w := bd.mustCreate(b, "/v1/carriers", adminToken, map[string]any{"name": "bench"})
 	m := bd.mustCreate(b, "/v1/merchants", adminToken, map[string]any{"name": "bench"})
 	bd.mustCreate(b, "/v1/endpoints", m["api_key"].(string), map[string]any{"url": "http://127.0.0.1:9/hook"})
