@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -164,7 +165,7 @@ func (s *httpSender) Send(ctx context.Context, req request) response {
 	if err != nil {
 		return response{Outcome: OutcomeFailed, Err: "bad request: " + err.Error()}
 	}
-	hr.Header = req.Header.Clone()
+	hr.Header = req.Header
 	resp, err := s.client.Do(hr)
 	lat := s.now().Sub(start)
 	if err != nil {
@@ -198,13 +199,18 @@ func (s *httpSender) Send(ctx context.Context, req request) response {
 // is cut off, which closes the connection.
 func readExcerpt(body io.ReadCloser) string {
 	defer body.Close()
-	buf := make([]byte, excerptBytes)
+	bp := excerptPool.Get().(*[]byte)
+	defer excerptPool.Put(bp)
+	buf := *bp
 	n, _ := io.ReadFull(body, buf)
 	if n == excerptBytes {
 		_, _ = io.CopyN(io.Discard, body, drainBytes)
 	}
 	return string(bytes.ReplaceAll(bytes.ToValidUTF8(buf[:n], []byte("?")), []byte{0}, nil))
 }
+
+// excerptPool recycles the response-excerpt buffers.
+var excerptPool = sync.Pool{New: func() any { b := make([]byte, excerptBytes); return &b }}
 
 // closeIdle closes idle keep-alive connections.
 func (s *httpSender) closeIdle() { s.client.HTTPClient.CloseIdleConnections() }
