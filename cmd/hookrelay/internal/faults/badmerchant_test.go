@@ -22,7 +22,7 @@ import (
 //	/slow      answers 200 after 3 s
 //	/flaky     answers 500 every other request, else 200
 //	/redirect  answers 302 to /landed (a client following it would land there)
-//	/huge      answers 200 with a 64 MiB body
+//	/huge      answers 200 with an 8 MiB body
 type badMerchant struct {
 	srv    *http.Server
 	ln     net.Listener
@@ -117,7 +117,7 @@ func (b *badMerchant) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		bw := bufio.NewWriterSize(w, 64<<10)
 		chunk := strings.Repeat("z", 64<<10)
-		for range 1024 { // 64 MiB
+		for range 128 { // 8 MiB
 			if _, err := bw.WriteString(chunk); err != nil {
 				return
 			}

@@ -11,6 +11,9 @@
 //
 //	go test -tags faults -count=1 -timeout 15m ./cmd/hookrelay/internal/faults/
 //
+// The scenarios run one after the other (not in parallel): on a small
+// machine they would otherwise measure each other's CPU use.
+//
 // Set FAULTS_REPORT=/path/file.json to have each scenario append its figures
 // (one JSON line per scenario) for docs/reliability.md.
 package faults

@@ -21,7 +21,6 @@ import (
 // lease; nothing acknowledged is lost, order per key holds, and only what was
 // in flight is delivered twice.
 func TestKillDispatchers(t *testing.T) {
-	t.Parallel()
 	s3 := startS3(t)
 	env := serviceEnv(dbURL(t), s3, nil)
 	api := newProc(t, "api", "api,maintenance", env)
@@ -34,8 +33,8 @@ func TestKillDispatchers(t *testing.T) {
 	}
 	dumpLogs(t, append([]*proc{api}, ds...)...)
 
-	w := newWorld(t, api.URL(), 2, 40, bench.SinkConfig{Latency: 2 * time.Millisecond})
-	l := w.load(loadConfig{Targets: []string{api.URL()}, Interval: 40 * time.Millisecond})
+	w := newWorld(t, api.URL(), 2, 30, bench.SinkConfig{Latency: 2 * time.Millisecond})
+	l := w.load(loadConfig{Targets: []string{api.URL()}, Interval: 100 * time.Millisecond})
 	stop := runLoad(l)
 	const kills = 5
 	for range kills {
@@ -50,7 +49,7 @@ func TestKillDispatchers(t *testing.T) {
 	drain := w.drain(90 * time.Second)
 
 	w.account(result{Scenario: "kill -9 dispatchers", Faults: kills, Drain: drain.Round(time.Millisecond).String(),
-		MaxRecovery: maxLatency(w.ledger).String()}, l, kills*200)
+		MaxRecovery: maxLatency(w.ledger).String()}, l, kills*inFlightBound)
 }
 
 // TestKillAPI: the only api process is killed with SIGKILL while requests
@@ -59,7 +58,6 @@ func TestKillDispatchers(t *testing.T) {
 // whose request failed are sent again by the carrier (same Idempotency-Key),
 // which hookrelay answers 202 or 200 duplicate.
 func TestKillAPI(t *testing.T) {
-	t.Parallel()
 	s3 := startS3(t)
 	env := serviceEnv(dbURL(t), s3, nil)
 	api := newProc(t, "api", "api", env)
@@ -69,7 +67,7 @@ func TestKillAPI(t *testing.T) {
 	dumpLogs(t, api, d)
 
 	w := newWorld(t, api.URL(), 2, 40, bench.SinkConfig{})
-	l := w.load(loadConfig{Targets: []string{api.URL()}, Interval: 5 * time.Millisecond})
+	l := w.load(loadConfig{Targets: []string{api.URL()}, Interval: 30 * time.Millisecond})
 	stop := runLoad(l)
 	const kills = 4
 	var recoveries []time.Duration

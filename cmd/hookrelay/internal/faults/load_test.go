@@ -60,7 +60,8 @@ type loader struct {
 	next   atomic.Uint64 // round-robin over targets
 
 	mu        sync.Mutex
-	responses []response // guarded by mu
+	responses []response       // guarded by mu
+	samples   map[int][]string // a few bodies of each refusal status; guarded by mu
 
 	requests atomic.Int64
 	acked    atomic.Int64 // 202, or 200 duplicate of an earlier unanswered send
@@ -168,14 +169,24 @@ func (l *loader) send(body []byte, idem string, large bool) int {
 	l.requests.Add(1)
 	resp, err := l.client.Do(req)
 	r := response{At: time.Now(), Large: large}
+	var sample string
 	if err == nil {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		resp.Body.Close()
 		r.Status = resp.StatusCode
 		r.RetryAfter = resp.Header.Get("Retry-After") != ""
+		sample = string(data)
+	} else {
+		sample = err.Error()
 	}
 	l.mu.Lock()
 	l.responses = append(l.responses, r)
+	if r.Status != http.StatusAccepted && len(l.samples[r.Status]) < 3 {
+		if l.samples == nil {
+			l.samples = map[int][]string{}
+		}
+		l.samples[r.Status] = append(l.samples[r.Status], sample)
+	}
 	l.mu.Unlock()
 	return r.Status
 }
@@ -185,6 +196,18 @@ func (l *loader) answers() []response {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return append([]response(nil), l.responses...)
+}
+
+// refusals returns a few answer bodies (or transport errors) of each status
+// other than 202.
+func (l *loader) refusals() map[int][]string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := map[int][]string{}
+	for k, v := range l.samples {
+		out[k] = append([]string(nil), v...)
+	}
+	return out
 }
 
 // statusCounts counts the answers by status (0 = transport error).

@@ -11,14 +11,14 @@ import (
 	"github.com/hookrelay/hookrelay/cmd/hookrelay/internal/bench"
 )
 
-// TestPausedDispatcher: one of two dispatchers is frozen (SIGSTOP) for three
+// TestPausedDispatcher: one of two dispatchers is frozen (SIGSTOP) for five
 // lease times while it holds queues and deliveries in flight, then resumed
 // (SIGCONT). The other takes its queues over; when the frozen one wakes up
 // with stale claims, its acknowledgements are refused (fenced by the lease
 // token): no delivery is recorded as succeeded twice, and order per key
 // holds at the merchant.
 func TestPausedDispatcher(t *testing.T) {
-	t.Parallel()
+	const pauseFor = 5 * lease
 	url := dbURL(t)
 	s3 := startS3(t)
 	env := serviceEnv(url, s3, nil)
@@ -32,11 +32,11 @@ func TestPausedDispatcher(t *testing.T) {
 
 	// A sink latency keeps deliveries in flight when the pause comes.
 	w := newWorld(t, api.URL(), 2, 30, bench.SinkConfig{Latency: 30 * time.Millisecond})
-	l := w.load(loadConfig{Targets: []string{api.URL()}, Interval: 20 * time.Millisecond})
+	l := w.load(loadConfig{Targets: []string{api.URL()}, Interval: 100 * time.Millisecond})
 	stop := runLoad(l)
 	time.Sleep(3 * time.Second)
 	d1.pause()
-	time.Sleep(3 * lease)
+	time.Sleep(pauseFor)
 	d1.resume()
 	time.Sleep(3 * time.Second)
 	stop()
@@ -50,7 +50,10 @@ func TestPausedDispatcher(t *testing.T) {
 	require.NoError(t, err)
 	w.account(result{Scenario: "dispatcher paused past its lease", Faults: 1, Drain: drain.Round(time.Millisecond).String(),
 		MaxRecovery: maxLatency(w.ledger).String(),
-		Extra:       map[string]any{"success_attempt_rows": successes, "deliveries_acknowledged_twice": twice}}, l, 400)
+		Extra:       map[string]any{"success_attempt_rows": successes, "deliveries_acknowledged_twice": twice, "paused_for": pauseFor.String()}}, l, inFlightBound)
 	require.Zero(t, twice, "deliveries recorded as succeeded more than once: a stale claim was acknowledged")
 	require.True(t, d1.running(), "the paused dispatcher died after SIGCONT")
+	// The other dispatcher took the frozen one's queues over: no callback
+	// waited for the frozen one to wake up.
+	require.Less(t, maxLatency(w.ledger), pauseFor-lease, "callbacks waited for the paused dispatcher: its queues were not taken over")
 }

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -26,6 +28,17 @@ const (
 	lease = 2 * time.Second
 )
 
+// dispatchConcurrency is HOOKRELAY_DISPATCH_CONCURRENCY and ackBatch the
+// dispatcher's default HOOKRELAY_DISPATCH_ACK_BATCH: together they bound what
+// one dispatcher has sent but not yet acknowledged, and so what one crash,
+// pause or dropped acknowledgement may deliver twice (SPEC §5.2: "a crash
+// redelivers only what was in flight").
+const (
+	dispatchConcurrency = 64
+	ackBatch            = 100
+	inFlightBound       = dispatchConcurrency + ackBatch
+)
+
 // retrySchedule is the endpoints' retry schedule: short, so that attempts
 // failed by a fault are retried within the scenario.
 var retrySchedule = []string{"1s", "1s", "1s", "2s", "2s", "2s", "3s", "3s", "3s", "5s", "5s", "5s"}
@@ -38,6 +51,7 @@ func serviceEnv(dbURL string, s3 *s3Server, extra map[string]string) map[string]
 		"HOOKRELAY_ALLOW_PRIVATE_TARGETS": "true",
 		"HOOKRELAY_LEASE":                 lease.String(),
 		"HOOKRELAY_DB_MAX_CONNS":          "10",
+		"HOOKRELAY_DISPATCH_CONCURRENCY":  strconv.Itoa(dispatchConcurrency),
 		"HOOKRELAY_LOG_LEVEL":             "info",
 	}
 	for k, v := range s3.env() {
@@ -159,6 +173,9 @@ func (w *world) account(res result, l *loader, maxDup int) bench.Accounting {
 	res.Unexpected, res.GaveUp, res.Statuses = a.Unexpected, l.gaveUp.Load(), statusCounts(l.answers())
 	res.P99 = percentile(a.Latencies, 0.99).Round(time.Millisecond).String()
 	report(t, res)
+	if rs := l.refusals(); len(rs) > 0 {
+		t.Logf("sample refusals: %v", rs)
+	}
 	st := w.sink.Stats()
 	require.NotZero(t, a.Acknowledged, "the load generator got no callback acknowledged; statuses %v", res.Statuses)
 	require.Zero(t, st.BadSignature, "sink received deliveries with a bad signature")
@@ -197,9 +214,16 @@ func percentile(ds []time.Duration, q float64) time.Duration {
 	return s[i]
 }
 
-// dumpLogs logs the tail of every process's log when the test failed.
+// dumpLogs logs the tail of every process's log when the test failed, and
+// every warning and error they logged when FAULTS_VERBOSE is set.
 func dumpLogs(t *testing.T, procs ...*proc) {
 	t.Cleanup(func() {
+		if os.Getenv("FAULTS_VERBOSE") != "" {
+			for _, p := range procs {
+				lines := p.logLines("WARN")
+				t.Logf("---- %s: %d warnings/errors ----\n%s", p.name, len(lines), strings.Join(lines[:min(len(lines), 60)], "\n"))
+			}
+		}
 		if !t.Failed() {
 			return
 		}
