@@ -30,6 +30,9 @@ type CallbackResponse struct {
 // maxIdempotencyKey bounds the Idempotency-Key header.
 const maxIdempotencyKey = 255
 
+// maxRoutingValue bounds the ordering key, event type and merchant reference.
+const maxRoutingValue = 1024
+
 func (s *Server) callback(c echo.Context) error {
 	resp, status, err := s.acceptCallback(c)
 	code := status
@@ -81,6 +84,10 @@ func (s *Server) acceptCallback(c echo.Context) (CallbackResponse, int, error) {
 	}
 	eventType := headerOr(req, "X-Event-Type", fields[1])
 	merchantRef := headerOr(req, "X-Merchant-Id", fields[2])
+	if len(orderingKey) > maxRoutingValue || len(eventType) > maxRoutingValue || len(merchantRef) > maxRoutingValue {
+		return CallbackResponse{}, 0, hookrelay.Errorf(hookrelay.EINVALID,
+			"ordering key, event type and merchant id are limited to %d bytes", maxRoutingValue)
+	}
 
 	snap, err := s.cache.get(ctx)
 	if err != nil {

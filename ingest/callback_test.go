@@ -115,6 +115,8 @@ func TestCallbackErrors(t *testing.T) {
 		{"array", w.CarrierKey, []byte(`[1]`), nil, 400, "invalid"},
 		{"no ordering key", w.CarrierKey, []byte(`{"status":"x"}`), nil, 400, "invalid"},
 		{"empty ordering key", w.CarrierKey, []byte(`{"tracking_no":""}`), nil, 400, "invalid"},
+		{"long ordering key", w.CarrierKey, []byte(`{}`), []string{"X-Ordering-Key", strings.Repeat("k", 1025)}, 400, "invalid"},
+		{"long idempotency key", w.CarrierKey, []byte(`{"tracking_no":"a"}`), []string{"Idempotency-Key", strings.Repeat("k", 256)}, 400, "invalid"},
 		{"too large", w.CarrierKey, []byte(`{"tracking_no":"` + strings.Repeat("x", 1000) + `"}`), nil, 413, "too_large"},
 		{"missing signature", sKey, []byte(`{"tracking_no":"a"}`), nil, 401, "invalid_signature"},
 		{"wrong signature", sKey, []byte(`{"tracking_no":"a"}`), []string{"X-Signature", "sha256=00ff"}, 401, "invalid_signature"},
