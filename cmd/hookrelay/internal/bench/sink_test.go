@@ -21,7 +21,8 @@ func postSigned(t *testing.T, s *Sink, n int, key []byte, body []byte, corrupt b
 	req.Header.Set("webhook-id", "msg_1")
 	req.Header.Set("webhook-timestamp", "1700000000")
 	req.Header.Set("webhook-signature", "v1,bm90aGluZw== "+sig)
-	resp, err := http.DefaultClient.Do(req)
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := client.Do(req)
 	require.NoError(t, err)
 	resp.Body.Close()
 	return resp.StatusCode
