@@ -257,3 +257,53 @@ func (db *DB) TupleCounts(ctx context.Context, tables []string) ([]TupleCount, e
 	}
 	return out, nil
 }
+
+// Reindex rebuilds index with REINDEX INDEX CONCURRENTLY: writers are not
+// blocked; the old index is dropped when the new one is valid.
+func (s *Session) Reindex(ctx context.Context, index string) error {
+	stmt, err := s.q.ReindexStatement(ctx, index)
+	if err == nil {
+		_, err = s.conn.Exec(ctx, stmt)
+	}
+	if err != nil {
+		return fmt.Errorf("reindex %s: %w", index, unavailable(err))
+	}
+	return nil
+}
+
+// DropIndex drops index concurrently (leftovers of an interrupted reindex).
+func (s *Session) DropIndex(ctx context.Context, index string) error {
+	stmt, err := s.q.DropIndexStatement(ctx, index)
+	if err == nil {
+		_, err = s.conn.Exec(ctx, stmt)
+	}
+	if err != nil {
+		return fmt.Errorf("drop index %s: %w", index, unavailable(err))
+	}
+	return nil
+}
+
+// IndexSize is one index of a hot table.
+type IndexSize struct {
+	Name  string
+	Table string
+	Bytes int64
+	// Live is the table's live tuples (statistics collector).
+	Live int64
+	// Valid is false for an index being built or left behind by an
+	// interrupted REINDEX CONCURRENTLY.
+	Valid bool
+}
+
+// HotIndexSizes returns the indexes of the named tables.
+func (db *DB) HotIndexSizes(ctx context.Context, tables []string) ([]IndexSize, error) {
+	rows, err := db.q.HotIndexes(ctx, tables)
+	if err != nil {
+		return nil, fmt.Errorf("index sizes: %w", unavailable(err))
+	}
+	out := make([]IndexSize, len(rows))
+	for i, r := range rows {
+		out[i] = IndexSize{Name: r.Name, Table: r.TableName, Bytes: r.Bytes, Live: r.Live, Valid: r.Valid}
+	}
+	return out, nil
+}

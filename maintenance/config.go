@@ -40,6 +40,15 @@ type Config struct {
 	// VacuumMinDead is the fewest dead tuples worth a VACUUM. Default 1,000.
 	VacuumMinDead int64
 
+	// ReindexInterval is how often the hot tables' indexes are checked for
+	// bloat (see reindex.go). Default 1m.
+	ReindexInterval time.Duration
+	// ReindexMinBytes: smaller indexes are never rebuilt. Default 8 MiB.
+	ReindexMinBytes int64
+	// ReindexBloatFactor: an index larger than this many times its expected
+	// size (live tuples × 64 B) is rebuilt. Default 4.
+	ReindexBloatFactor float64
+
 	// HealthInterval is the time between health samples. Default 10s.
 	HealthInterval time.Duration
 	// LongTransaction is the age from which a transaction is reported
@@ -81,6 +90,9 @@ func (c Config) withDefaults() Config {
 	c.VacuumDeadTuples = cmp.Or(c.VacuumDeadTuples, 10_000)
 	c.VacuumDeadRatio = cmp.Or(c.VacuumDeadRatio, 0.1)
 	c.VacuumMinDead = cmp.Or(c.VacuumMinDead, 1_000)
+	c.ReindexInterval = cmp.Or(c.ReindexInterval, time.Minute)
+	c.ReindexMinBytes = cmp.Or(c.ReindexMinBytes, 8<<20)
+	c.ReindexBloatFactor = cmp.Or(c.ReindexBloatFactor, 4)
 	c.HealthInterval = cmp.Or(c.HealthInterval, 10*time.Second)
 	c.LongTransaction = cmp.Or(c.LongTransaction, 5*time.Minute)
 	c.LongTransactionRewarn = cmp.Or(c.LongTransactionRewarn, 5*time.Minute)

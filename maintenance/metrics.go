@@ -31,6 +31,7 @@ type metrics struct {
 
 	vacuums        *prometheus.CounterVec
 	vacuumSeconds  prometheus.Histogram
+	reindexes      *prometheus.CounterVec
 	sampleSeconds  *prometheus.GaugeVec
 	sampleFailures *prometheus.CounterVec
 
@@ -80,6 +81,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "VACUUMs of hot tables run by the maintenance role."}, []string{"table"}),
 		vacuumSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "hookrelay_db_vacuum_seconds",
 			Help: "Duration of the maintenance role's VACUUMs.", Buckets: prometheus.ExponentialBuckets(0.005, 3, 10)}),
+		reindexes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookrelay_db_reindexes_total",
+			Help: "Bloated hot-table indexes rebuilt (REINDEX CONCURRENTLY) by the maintenance role."}, []string{"index"}),
 		sampleSeconds: gv("hookrelay_db_sample_seconds", "Duration of the last health or stat sample's queries.", "sampler"),
 		sampleFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookrelay_db_sample_failures_total",
 			Help: "Failed health, stat or vacuum checks."}, []string{"sampler"}),
@@ -101,7 +104,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	reg.MustRegister(m.leader, m.tableBytes, m.indexBytes, m.liveTuples, m.deadTuples, m.deadRatio, m.lastVacuum,
 		m.lastAutovacuum, m.connections, m.maxConnections, m.idleInTransaction, m.oldestXact, m.longTransactions,
 		m.oldestXminAge, m.preparedXacts, m.slotsHoldingXmin, m.slotXminAge, m.partitions, m.partitionBytes,
-		m.oldestPartitionAge, m.vacuums, m.vacuumSeconds, m.sampleSeconds, m.sampleFailures, m.retentionBlocked,
+		m.oldestPartitionAge, m.vacuums, m.vacuumSeconds, m.reindexes, m.sampleSeconds, m.sampleFailures, m.retentionBlocked,
 		m.retentionDropped, m.retentionDiscarded, m.retentionObjects, m.retentionLastRun, m.retentionFailures,
 		m.partitionsCreated, m.pendingPayloadPurge)
 	m.leader.WithLabelValues().Set(0)

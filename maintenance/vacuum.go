@@ -8,9 +8,10 @@ import (
 )
 
 // vacuumLoop checks the hot tables' dead tuples every VacuumInterval and runs
-// a plain VACUUM (never FULL) of each table past the policy, on a dedicated
-// session (VACUUM cannot run inside a transaction, and it may need a longer
-// statement_timeout than the pool's).
+// a plain VACUUM (never FULL) of each table past the policy, and every
+// ReindexInterval rebuilds bloated indexes, on a dedicated session (VACUUM
+// cannot run inside a transaction, and it may need a longer statement_timeout
+// than the pool's).
 func (mt *Maintainer) vacuumLoop(ctx context.Context) {
 	var sess *db.Session
 	defer func() {
@@ -18,8 +19,35 @@ func (mt *Maintainer) vacuumLoop(ctx context.Context) {
 			sess.Close()
 		}
 	}()
+	// session returns the dedicated session, opening it when needed.
+	session := func() *db.Session {
+		if sess == nil {
+			s, err := mt.db.OpenSession(ctx, mt.cfg.Session)
+			if err != nil {
+				if ctx.Err() == nil {
+					mt.logger.Warn("maintenance: vacuum session", "error", err)
+				}
+				return nil
+			}
+			sess = s
+		}
+		return sess
+	}
+	// failed counts and logs err and drops the session (it may be broken).
+	failed := func(what string, err error) {
+		if ctx.Err() != nil {
+			return
+		}
+		mt.m.sampleFailures.WithLabelValues("vacuum").Inc()
+		mt.logger.Warn("maintenance: "+what+" failed", "error", err)
+		if sess != nil {
+			sess.Close()
+			sess = nil
+		}
+	}
 	tick := time.NewTicker(mt.cfg.VacuumInterval)
 	defer tick.Stop()
+	nextReindex := time.Now().Add(mt.cfg.ReindexInterval)
 	for {
 		select {
 		case <-ctx.Done():
@@ -28,41 +56,34 @@ func (mt *Maintainer) vacuumLoop(ctx context.Context) {
 		}
 		counts, err := mt.db.TupleCounts(ctx, db.HotTables)
 		if err != nil {
-			if ctx.Err() == nil {
-				mt.m.sampleFailures.WithLabelValues("vacuum").Inc()
-				mt.logger.Warn("maintenance: dead tuple check failed", "error", err)
-			}
+			failed("dead tuple check", err)
 			continue
 		}
 		for _, c := range counts {
 			if !mt.needsVacuum(c) {
 				continue
 			}
-			if sess == nil {
-				if sess, err = mt.db.OpenSession(ctx, mt.cfg.Session); err != nil {
-					sess = nil
-					if ctx.Err() == nil {
-						mt.logger.Warn("maintenance: vacuum session", "error", err)
-					}
-					break
-				}
-			}
-			start := time.Now()
-			err := sess.Vacuum(ctx, c.Table)
-			took := time.Since(start)
-			if err != nil {
-				if ctx.Err() != nil {
-					return
-				}
-				mt.m.sampleFailures.WithLabelValues("vacuum").Inc()
-				mt.logger.Warn("maintenance: vacuum failed", "table", c.Table, "error", err)
-				sess.Close()
-				sess = nil
+			s := session()
+			if s == nil {
 				break
 			}
+			start := time.Now()
+			if err := s.Vacuum(ctx, c.Table); err != nil {
+				failed("vacuum of "+c.Table, err)
+				break
+			}
+			took := time.Since(start)
 			mt.m.vacuums.WithLabelValues(c.Table).Inc()
 			mt.m.vacuumSeconds.Observe(took.Seconds())
 			mt.logger.Debug("maintenance: vacuumed", "table", c.Table, "dead", c.Dead, "live", c.Live, "took", took)
+		}
+		if mt.cfg.ReindexInterval > 0 && time.Now().After(nextReindex) {
+			nextReindex = time.Now().Add(mt.cfg.ReindexInterval)
+			if s := session(); s != nil {
+				if err := mt.reindexCheck(ctx, s); err != nil {
+					failed("reindex", err)
+				}
+			}
 		}
 	}
 }

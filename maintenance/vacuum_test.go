@@ -31,3 +31,36 @@ func TestVacuumsHotTableWhenDeadTuplesPileUp(t *testing.T) {
 	require.Less(t, dead, int64(100))
 	require.Zero(t, value(t, r.mt.m.vacuums.WithLabelValues("endpoint_health")), "a table without dead tuples was vacuumed")
 }
+
+// TestReindexesBloatedHotIndex: an index far larger than the table's live
+// rows need is rebuilt concurrently, and an invalid leftover of an
+// interrupted rebuild is dropped.
+func TestReindexesBloatedHotIndex(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	_, err := b.sql.Exec(ctx, `INSERT INTO deliveries (queue, endpoint_id, ordering_key, message_id, message_received_at)
+		SELECT g % 2, 1, 'k' || g, g, now() FROM generate_series(1, 20000) g`)
+	require.NoError(t, err)
+	_, err = b.sql.Exec(ctx, "SELECT pg_stat_force_next_flush(); DELETE FROM deliveries WHERE id > 10")
+	require.NoError(t, err)
+	// A unique index that cannot be built is left invalid, like an
+	// interrupted REINDEX CONCURRENTLY's copy.
+	_, err = b.sql.Exec(ctx, "CREATE UNIQUE INDEX CONCURRENTLY deliveries_claim_idx_ccnew ON deliveries (endpoint_id)")
+	require.Error(t, err)
+	var before int64
+	require.NoError(t, b.sql.QueryRow(ctx, "SELECT pg_relation_size('deliveries_chain_idx')").Scan(&before))
+
+	r := b.start(t, Config{RetentionInterval: -1, VacuumInterval: 50 * time.Millisecond,
+		ReindexInterval: 100 * time.Millisecond, ReindexMinBytes: 64 << 10})
+	require.Eventually(t, func() bool { return value(t, r.mt.m.reindexes.WithLabelValues("deliveries_chain_idx")) >= 1 },
+		20*time.Second, 20*time.Millisecond)
+	var after int64
+	require.NoError(t, b.sql.QueryRow(ctx, "SELECT pg_relation_size('deliveries_chain_idx')").Scan(&after))
+	require.Less(t, after, before/4)
+	require.Eventually(t, func() bool {
+		var gone bool
+		require.NoError(t, b.sql.QueryRow(ctx, "SELECT to_regclass('deliveries_claim_idx_ccnew') IS NULL").Scan(&gone))
+		return gone
+	}, 10*time.Second, 20*time.Millisecond)
+}

@@ -20,6 +20,7 @@ func startMaintenance(ctx context.Context, s *service) (func(ctx context.Context
 		VacuumInterval:    p.duration("HOOKRELAY_VACUUM_INTERVAL", time.Second, 50*time.Millisecond, time.Hour),
 		VacuumDeadTuples:  int64(p.int("HOOKRELAY_VACUUM_DEAD_TUPLES", 10_000, 100, 1<<30)),
 		VacuumDeadRatio:   float64(p.int("HOOKRELAY_VACUUM_DEAD_PERCENT", 10, 1, 1000)) / 100,
+		ReindexInterval:   p.duration("HOOKRELAY_REINDEX_INTERVAL", time.Minute, time.Second, 24*time.Hour),
 		HealthInterval:    p.duration("HOOKRELAY_HEALTH_INTERVAL", 10*time.Second, 50*time.Millisecond, time.Hour),
 		LongTransaction:   p.duration("HOOKRELAY_LONG_TRANSACTION", 5*time.Minute, 100*time.Millisecond, 24*time.Hour),
 		StatInterval:      p.duration("HOOKRELAY_STAT_INTERVAL", 10*time.Second, 50*time.Millisecond, time.Hour),

@@ -70,3 +70,23 @@ DELETE FROM maintenance_runs WHERE job = sqlc.arg(job);
 SELECT relname::text AS name, n_live_tup::bigint AS live, n_dead_tup::bigint AS dead
 FROM pg_catalog.pg_stat_user_tables
 WHERE schemaname = current_schema() AND relname = ANY (sqlc.arg(names)::text[]);
+
+-- name: HotIndexes :many
+-- The indexes of the churning tables with their size and validity (an
+-- interrupted REINDEX CONCURRENTLY leaves an invalid *_ccnew index behind).
+SELECT ic.relname::text AS name, t.relname::text AS table_name,
+       pg_relation_size(ic.oid)::bigint AS bytes,
+       s.n_live_tup::bigint AS live,
+       i.indisvalid::boolean AS valid
+FROM pg_catalog.pg_index i
+JOIN pg_catalog.pg_class ic ON ic.oid = i.indexrelid
+JOIN pg_catalog.pg_class t ON t.oid = i.indrelid
+JOIN pg_catalog.pg_stat_user_tables s ON s.relid = t.oid
+WHERE s.schemaname = current_schema() AND t.relname = ANY (sqlc.arg(names)::text[])
+ORDER BY ic.relname;
+
+-- name: ReindexStatement :one
+SELECT format('REINDEX INDEX CONCURRENTLY %I', sqlc.arg(index_name)::text)::text AS stmt;
+
+-- name: DropIndexStatement :one
+SELECT format('DROP INDEX CONCURRENTLY IF EXISTS %I', sqlc.arg(index_name)::text)::text AS stmt;

@@ -10,6 +10,66 @@ import (
 	"time"
 )
 
+const dropIndexStatement = `-- name: DropIndexStatement :one
+SELECT format('DROP INDEX CONCURRENTLY IF EXISTS %I', $1::text)::text AS stmt
+`
+
+func (q *Queries) DropIndexStatement(ctx context.Context, indexName string) (string, error) {
+	row := q.db.QueryRow(ctx, dropIndexStatement, indexName)
+	var stmt string
+	err := row.Scan(&stmt)
+	return stmt, err
+}
+
+const hotIndexes = `-- name: HotIndexes :many
+SELECT ic.relname::text AS name, t.relname::text AS table_name,
+       pg_relation_size(ic.oid)::bigint AS bytes,
+       s.n_live_tup::bigint AS live,
+       i.indisvalid::boolean AS valid
+FROM pg_catalog.pg_index i
+JOIN pg_catalog.pg_class ic ON ic.oid = i.indexrelid
+JOIN pg_catalog.pg_class t ON t.oid = i.indrelid
+JOIN pg_catalog.pg_stat_user_tables s ON s.relid = t.oid
+WHERE s.schemaname = current_schema() AND t.relname = ANY ($1::text[])
+ORDER BY ic.relname
+`
+
+type HotIndexesRow struct {
+	Name      string
+	TableName string
+	Bytes     int64
+	Live      int64
+	Valid     bool
+}
+
+// The indexes of the churning tables with their size and validity (an
+// interrupted REINDEX CONCURRENTLY leaves an invalid *_ccnew index behind).
+func (q *Queries) HotIndexes(ctx context.Context, names []string) ([]HotIndexesRow, error) {
+	rows, err := q.db.Query(ctx, hotIndexes, names)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []HotIndexesRow
+	for rows.Next() {
+		var i HotIndexesRow
+		if err := rows.Scan(
+			&i.Name,
+			&i.TableName,
+			&i.Bytes,
+			&i.Live,
+			&i.Valid,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const hotTableStats = `-- name: HotTableStats :many
 SELECT relname::text AS name, n_live_tup::bigint AS live, n_dead_tup::bigint AS dead
 FROM pg_catalog.pg_stat_user_tables
@@ -228,6 +288,17 @@ func (q *Queries) PartitionTables(ctx context.Context) ([]PartitionTablesRow, er
 		return nil, err
 	}
 	return items, nil
+}
+
+const reindexStatement = `-- name: ReindexStatement :one
+SELECT format('REINDEX INDEX CONCURRENTLY %I', $1::text)::text AS stmt
+`
+
+func (q *Queries) ReindexStatement(ctx context.Context, indexName string) (string, error) {
+	row := q.db.QueryRow(ctx, reindexStatement, indexName)
+	var stmt string
+	err := row.Scan(&stmt)
+	return stmt, err
 }
 
 const retentionDeadLettersDiscard = `-- name: RetentionDeadLettersDiscard :execrows
