@@ -71,3 +71,17 @@ func TestCallbackS3DownAnswers503AndStoresNothing(t *testing.T) {
 	st, _ := b.call(t, http.MethodPost, "/v1/callbacks", w.CarrierKey, []byte(`{"tracking_no":"S"}`), "Idempotency-Key", "once")
 	require.Equal(t, http.StatusAccepted, st, "the failed request did not take the idempotency key")
 }
+
+func TestCallbackDatabaseDownAnswers503(t *testing.T) {
+	t.Parallel()
+	b := setup(t, privateOK())
+	w := b.world(t)
+	b.DB.Close() // every later query fails as if the server were gone
+	resp := b.do(t, http.MethodPost, "/v1/callbacks", w.CarrierKey, []byte(`{"tracking_no":"a"}`))
+	resp.Body.Close()
+	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	require.NotEmpty(t, resp.Header.Get("Retry-After"))
+	st, out := b.call(t, http.MethodGet, "/v1/stats", adminToken, nil)
+	require.Equal(t, http.StatusServiceUnavailable, st)
+	require.Equal(t, "unavailable", errCode(out))
+}
