@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"sync"
 	"testing"
@@ -94,4 +95,50 @@ func TestRetriedDeadLetterDoesNotWaitForItsChain(t *testing.T) {
 	require.EqualValues(t, 1, n)
 	waitFor(t, 20*time.Second, "retried dead letter delivered", func() bool { return len(s.requests()) == 5 })
 	require.Equal(t, `{"n":1}:200`, bodies()[4], "delivered while {n:3} of its key still waits")
+}
+
+// TestRedirectAndTimeoutAreFailedAttempts: a 3xx is not followed, an answer
+// slower than the endpoint's timeout is a timeout; both are failed attempts.
+func TestRedirectAndTimeoutAreFailedAttempts(t *testing.T) {
+	t.Parallel()
+	store := dbtest.New(t)
+	ctx := t.Context()
+	target := newSink(t)
+	redirect := newSink(t)
+	redirect.setDecide(func(*http.Request, []byte) (int, http.Header) {
+		return http.StatusFound, http.Header{"Location": {target.srv.URL}}
+	})
+	slow := newHTTPTestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body) // so the server notices the client hanging up
+		select {
+		case <-time.After(5 * time.Second):
+		case <-r.Context().Done():
+		}
+	}))
+	hour := []time.Duration{time.Hour}
+	epR, _ := dbtest.Endpoint(t, store, &dbtest.EndpointOpts{URL: redirect.srv.URL, RetrySchedule: hour})
+	epS, _ := dbtest.Endpoint(t, store, &dbtest.EndpointOpts{URL: slow.URL, RetrySchedule: hour, Timeout: 200 * time.Millisecond})
+	mR := dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{epR.ID}, Queues: 8})
+	mS := dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{epS.ID}, Queues: 8})
+	runDispatcher(t, store, testConfig())
+	outcome := func(id int64) (db.Attempt, bool) {
+		atts, err := store.AttemptsForDelivery(ctx, id)
+		require.NoError(t, err)
+		if len(atts) == 0 {
+			return db.Attempt{}, false
+		}
+		return atts[0], true
+	}
+	waitFor(t, 20*time.Second, "both attempts recorded", func() bool {
+		_, a := outcome(mR.DeliveryIDs[0])
+		_, b := outcome(mS.DeliveryIDs[0])
+		return a && b
+	})
+	a, _ := outcome(mR.DeliveryIDs[0])
+	require.Equal(t, OutcomeFailed, a.Outcome)
+	require.Equal(t, http.StatusFound, a.StatusCode)
+	require.Empty(t, target.requests(), "the redirect was not followed")
+	b, _ := outcome(mS.DeliveryIDs[0])
+	require.Equal(t, OutcomeTimeout, b.Outcome)
+	require.Len(t, redirect.requests(), 1, "an HTTP answer is never retried in-process")
 }
