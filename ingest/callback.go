@@ -109,12 +109,14 @@ func (s *Server) acceptCallback(c echo.Context) (CallbackResponse, int, error) {
 		msg.Payload = body
 	}
 	stored, err := s.batcher.Submit(ctx, msg)
-	if msg.PayloadKey != "" && (err != nil || stored.Duplicate) {
-		// No row names the object: remove it now rather than at retention.
-		s.dropOrphan(msg.PayloadKey)
-	}
 	if err != nil {
+		// The object stays: after a lost commit acknowledgement a row may
+		// name it. Retention removes it with its day otherwise.
 		return CallbackResponse{}, 0, err
+	}
+	if msg.PayloadKey != "" && stored.Duplicate {
+		// Certainly unreferenced: the first message has its own object.
+		s.dropOrphan(msg.PayloadKey)
 	}
 	status := http.StatusAccepted
 	if stored.Duplicate {
