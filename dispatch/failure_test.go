@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -55,25 +56,31 @@ func TestKill9LosesNothing(t *testing.T) {
 	require.GreaterOrEqual(t, time.Since(killedAt), time.Second, "rows came back only after the lease")
 }
 
-// gatedSink blocks every request until open is called, then answers 200.
+// gatedSink blocks every request (or, with onlyUA, those of that
+// User-Agent) until open is called, then answers 200.
 type gatedSink struct {
-	srv  *httpTestServer
-	gate chan struct{}
-	mu   sync.Mutex
-	ids  map[string]int
-	n    int
+	srv    *httpTestServer
+	gate   chan struct{}
+	onlyUA string
+	mu     sync.Mutex
+	ids    map[string]int
+	n      int
 }
 
-func newGatedSink(t *testing.T) *gatedSink {
-	g := &gatedSink{gate: make(chan struct{}), ids: map[string]int{}}
+func newGatedSink(t *testing.T) *gatedSink { return newGatedSinkFor(t, "") }
+
+func newGatedSinkFor(t *testing.T, onlyUA string) *gatedSink {
+	g := &gatedSink{gate: make(chan struct{}), ids: map[string]int{}, onlyUA: onlyUA}
 	g.srv = newHTTPTestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		g.mu.Lock()
 		g.n++
 		g.mu.Unlock()
-		select {
-		case <-g.gate:
-		case <-r.Context().Done():
-			return
+		if g.onlyUA == "" || r.Header.Get("User-Agent") == g.onlyUA {
+			select {
+			case <-g.gate:
+			case <-r.Context().Done():
+				return
+			}
 		}
 		g.mu.Lock()
 		g.ids[r.Header.Get("Webhook-Id")]++
@@ -99,6 +106,77 @@ func (g *gatedSink) delivered() map[string]int {
 		out[k] = v
 	}
 	return out
+}
+
+// TestPausedDispatcherCannotAcknowledgeTwice stops (SIGSTOP) a dispatcher
+// child with deliveries in flight until its leases run out; another
+// dispatcher re-claims and delivers them; when the child resumes, its late
+// results are fenced off by the lease token: nothing is recorded twice.
+func TestPausedDispatcherCannotAcknowledgeTwice(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := dbtest.NewURL(t)
+	store := dbtest.Open(t, url, db.Config{})
+	g := newGatedSinkFor(t, childUserAgent)
+	ep, _ := dbtest.Endpoint(t, store, &dbtest.EndpointOpts{URL: g.srv.URL, MaxInFlight: 3})
+	const n = 6
+	var deliveryIDs []int64
+	for i := range n {
+		m := dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: fmt.Sprintf("pause-%d", i), Queues: 8})
+		deliveryIDs = append(deliveryIDs, m.DeliveryIDs[0])
+	}
+	logs := &lockedBuffer{}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"="+url)
+	cmd.Stderr = logs
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	waitFor(t, 20*time.Second, "child deliveries in flight", func() bool { return g.count() >= 3 })
+	require.NoError(t, cmd.Process.Signal(syscall.SIGSTOP))
+
+	// After the child's 2 s lease another dispatcher delivers everything.
+	runDispatcher(t, store, testConfig())
+	waitFor(t, 30*time.Second, "delivered by the other dispatcher", func() bool { return len(g.delivered()) == n })
+	waitFor(t, 10*time.Second, "acknowledged", func() bool {
+		c, err := store.DeliveryQueueCounts(ctx)
+		require.NoError(t, err)
+		return len(c) == 0
+	})
+
+	require.NoError(t, cmd.Process.Signal(syscall.SIGCONT))
+	g.open()
+	waitFor(t, 20*time.Second, "the child's stale results ignored", func() bool {
+		return strings.Contains(logs.String(), "stale delivery results ignored")
+	})
+	for _, id := range deliveryIDs {
+		atts, err := store.AttemptsForDelivery(ctx, id)
+		require.NoError(t, err)
+		require.Len(t, atts, 1, "delivery %d: only the live lease's result is recorded", id)
+	}
+	dead, err := store.DeadLetterCountForEndpoint(ctx, ep.ID)
+	require.NoError(t, err)
+	require.Zero(t, dead)
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent writes.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // TestQueuesRebalanceAndTakeover: a dispatcher that stops answering loses

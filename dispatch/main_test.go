@@ -19,6 +19,9 @@ import (
 // variable until it is killed.
 const childEnv = "HOOKRELAY_TEST_DISPATCH_CHILD_DB"
 
+// childUserAgent marks the child's requests so sinks can tell them apart.
+const childUserAgent = "hookrelay/child"
+
 func TestMain(m *testing.M) {
 	if url := os.Getenv(childEnv); url != "" {
 		os.Exit(runChild(url))
@@ -38,6 +41,7 @@ func runChild(url string) int {
 	defer store.Close()
 	cfg := testConfig()
 	cfg.Lease = 2 * time.Second
+	cfg.UserAgent = childUserAgent
 	if err := New(logger, cfg, store, nil, nil).Run(ctx); err != nil {
 		logger.Error("child: run", "error", err)
 		return 1
