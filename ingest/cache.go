@@ -50,16 +50,33 @@ func newCache(store routeStore, ttl time.Duration) *cache {
 // get returns the current snapshot, loading it when none is loaded or it
 // is older than twice the TTL (Run not running, or failing).
 func (c *cache) get(ctx context.Context) (*snapshot, error) {
-	if s := c.cur.Load(); s != nil && time.Since(s.loadedAt) < 2*c.ttl {
+	if s := c.fresh(); s != nil {
 		return s, nil
 	}
-	return c.refresh(ctx)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s := c.fresh(); s != nil {
+		return s, nil // loaded while we waited
+	}
+	return c.load(ctx)
+}
+
+func (c *cache) fresh() *snapshot {
+	if s := c.cur.Load(); s != nil && time.Since(s.loadedAt) < 2*c.ttl {
+		return s
+	}
+	return nil
 }
 
 // refresh loads a new snapshot.
 func (c *cache) refresh(ctx context.Context) (*snapshot, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.load(ctx)
+}
+
+// load reads the tables; c.mu must be held.
+func (c *cache) load(ctx context.Context) (*snapshot, error) {
 	start := time.Now()
 	carriers, err := c.store.CarrierAll(ctx)
 	if err != nil {
