@@ -61,7 +61,7 @@ func newBrowser(t *testing.T) context.Context {
 // browse runs browser actions with a deadline.
 func browse(t *testing.T, bctx context.Context, steps ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(bctx, 30*time.Second)
+	ctx, cancel := context.WithTimeout(bctx, waitLimit)
 	defer cancel()
 	require.NoError(t, chromedp.Do(ctx, steps...))
 }
@@ -69,7 +69,7 @@ func browse(t *testing.T, bctx context.Context, steps ...chromedp.Action[chromed
 // value runs one browser action that returns a value.
 func value[T any](t *testing.T, bctx context.Context, a chromedp.Action[T]) T {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(bctx, 30*time.Second)
+	ctx, cancel := context.WithTimeout(bctx, waitLimit)
 	defer cancel()
 	v, err := chromedp.Run(ctx, a)
 	require.NoError(t, err)
@@ -81,10 +81,25 @@ func text(t *testing.T, bctx context.Context, sel string) string {
 	return strings.TrimSpace(value(t, bctx, chromedp.Text(chromedp.CSS(sel))))
 }
 
-// eventually reloads the page until cond holds (30 s at most).
+// waitLimit bounds every wait of the browser test: generous, because the CI
+// machine's two cores are shared; a passing run waits a few seconds.
+const waitLimit = 60 * time.Second
+
+// warnings returns the warning and error lines of the service's log.
+func warnings(logs string) string {
+	var out []string
+	for _, l := range strings.Split(logs, "\n") {
+		if strings.Contains(l, `"level":"WARN"`) || strings.Contains(l, `"level":"ERROR"`) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out[max(0, len(out)-20):], "\n")
+}
+
+// eventually reloads the page until cond holds (waitLimit at most).
 func eventually(t *testing.T, bctx context.Context, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(waitLimit)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
@@ -185,7 +200,7 @@ func TestWebBrowser(t *testing.T) {
 		require.NoError(t, post(fmt.Sprintf("SF%04d", i+1), m2.ID))
 	}
 	var dead db.DeadLetterView
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(waitLimit)
 	for {
 		rows, err := f.store.DashboardDeadLetters(ctx, db.DeadLetterQuery{EndpointID: flaky.ID}, time.Time{}, 0, 10)
 		require.NoError(t, err)
@@ -193,7 +208,8 @@ func TestWebBrowser(t *testing.T) {
 			dead = rows[0]
 			break
 		}
-		require.True(t, time.Now().Before(deadline), "no dead letter and %d/%d deliveries after 30s", len(snk.received("/steady")), n)
+		require.True(t, time.Now().Before(deadline), "%d dead letters and %d/%d deliveries after %s; warnings:\n%s",
+			len(rows), len(snk.received("/steady")), n, waitLimit, warnings(f.srv.Logs.String()))
 		time.Sleep(50 * time.Millisecond)
 	}
 

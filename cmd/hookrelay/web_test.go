@@ -35,7 +35,30 @@ func startWebFixture(t *testing.T, env map[string]string) webFixture {
 		all[k] = v
 	}
 	srv := startServe(t, all)
-	return webFixture{srv: srv, store: dbtest.Open(t, u, db.Config{})}
+	store := dbtest.Open(t, u, db.Config{})
+	waitForPartitionsAhead(t, store, 3)
+	return webFixture{srv: srv, store: store}
+}
+
+// waitForPartitionsAhead waits until the maintenance role has created the day
+// partitions `ahead` days out: creating a partition locks its parent table,
+// and callbacks stored meanwhile can hit a deadlock (reported to the
+// maintenance and API work); the tests start their traffic after it.
+func waitForPartitionsAhead(t *testing.T, store *db.DB, ahead int) {
+	t.Helper()
+	want := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, ahead)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		parts, err := store.Partitions(context.Background())
+		require.NoError(t, err)
+		for _, p := range parts {
+			if p.Parent == "idempotency_keys" && !p.Day.Before(want) {
+				return
+			}
+		}
+		require.True(t, time.Now().Before(deadline), "maintenance created no partitions %d days ahead", ahead)
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // uiClient is a browser-like HTTP client: a cookie jar, no redirects followed.
