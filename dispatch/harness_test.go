@@ -94,11 +94,11 @@ func testConfig() Config {
 	}
 }
 
-func testLogger(t *testing.T) *slog.Logger {
+func testLogger(t testing.TB) *slog.Logger {
 	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(string(p))
@@ -134,7 +134,7 @@ func runDispatcher(t *testing.T, store *db.DB, cfg Config) (*Dispatcher, func() 
 // httpTestServer is an httptest.Server closed at cleanup.
 type httpTestServer = httptest.Server
 
-func newHTTPTestServer(t *testing.T, h http.Handler) *httpTestServer {
+func newHTTPTestServer(t testing.TB, h http.Handler) *httpTestServer {
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() {
 		srv.CloseClientConnections()
