@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"runtime"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -15,7 +16,8 @@ import (
 // BenchmarkIngestCallbacks measures ingest alone: HTTP on loopback →
 // validation, parsing, fan-out to one endpoint → group commit → 202. Every
 // acknowledged callback is a committed message and delivery. The figure to
-// read is callbacks/s. BENCH_FLUSHERS overrides the concurrent batches.
+// read is callbacks/s. BENCH_FLUSHERS overrides the concurrent batches,
+// BENCH_CLIENTS the concurrent requests (default 128).
 func BenchmarkIngestCallbacks(b *testing.B) {
 	cfg := privateOK()
 	if v, err := strconv.Atoi(os.Getenv("BENCH_FLUSHERS")); err == nil {
@@ -26,9 +28,13 @@ func BenchmarkIngestCallbacks(b *testing.B) {
 	m := bd.mustCreate(b, "/v1/merchants", adminToken, map[string]any{"name": "bench"})
 	bd.mustCreate(b, "/v1/endpoints", m["api_key"].(string), map[string]any{"url": "http://127.0.0.1:9/hook"})
 	key := w["api_key"].(string)
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, MaxConnsPerHost: 256}}
+	clients := 128 // concurrent requests: batches can only be as big as this
+	if v, err := strconv.Atoi(os.Getenv("BENCH_CLIENTS")); err == nil && v > 0 {
+		clients = v
+	}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}}
 	var seq atomic.Int64
-	b.SetParallelism(64)
+	b.SetParallelism(max(1, clients/runtime.GOMAXPROCS(0)))
 	b.ResetTimer()
 	start := time.Now()
 	b.RunParallel(func(pb *testing.PB) {
