@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookrelay/hookrelay"
@@ -95,4 +96,34 @@ func TestSettings(t *testing.T) {
 	v, err := store.SettingGet(ctx, "k")
 	require.NoError(t, err)
 	require.Equal(t, "v1", v)
+}
+
+// Creating partitions must not wait for (or deadlock with) transactions that
+// are writing to the partitioned tables: ATTACH PARTITION needs only SHARE
+// UPDATE EXCLUSIVE on the parent.
+func TestEnsurePartitionsDoesNotBlockWriters(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := dbtest.NewURL(t)
+	store := dbtest.Open(t, url, db.Config{LockTimeout: 2 * time.Second})
+	writer, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer writer.Close(ctx)
+	tx, err := writer.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	// An open writing transaction on every partitioned parent.
+	_, err = tx.Exec(ctx, `INSERT INTO messages (carrier_id, ordering_key, queue, payload, payload_size, payload_sha256)
+		VALUES (1, 'k', 0, '{}', 2, '\x00')`)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, `INSERT INTO idempotency_keys (carrier_id, idem_key, day, message_id, message_received_at)
+		VALUES (1, 'k', current_date, 1, now())`)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, `INSERT INTO delivery_attempts (delivery_id, message_id, message_received_at, endpoint_id, attempt, outcome)
+		VALUES (1, 1, now(), 1, 1, 'success')`)
+	require.NoError(t, err)
+
+	n, err := store.EnsurePartitions(ctx, time.Now().AddDate(0, 0, 20), 1)
+	require.NoError(t, err, "partition creation waited for the writers (lock_timeout 2s)")
+	require.Equal(t, 9, n)
 }

@@ -241,28 +241,37 @@ CREATE TABLE maintenance_runs (
 
 -- hookrelay_ensure_partitions creates the day partitions of every partitioned
 -- table from day `from_day` to `from_day + days` (inclusive). Idempotent and
--- safe to run from several processes at once.
+-- safe to run from several processes at once. Each partition is created as a
+-- plain table and then ATTACHed: ATTACH PARTITION takes only SHARE UPDATE
+-- EXCLUSIVE on the parent, so it never blocks (or deadlocks with) the inserts
+-- of ingest and dispatch, whereas CREATE TABLE ... PARTITION OF would take
+-- ACCESS EXCLUSIVE on the parent.
 -- +goose StatementBegin
 CREATE FUNCTION hookrelay_ensure_partitions(from_day date, days integer) RETURNS integer
 LANGUAGE plpgsql AS $fn$
 DECLARE
     d       date;
     t       text;
+    part    text;
+    lo      text;
+    hi      text;
     created integer := 0;
 BEGIN
     PERFORM pg_advisory_xact_lock(7368211001);
     FOR i IN 0..days LOOP
         d := from_day + i;
         FOREACH t IN ARRAY ARRAY['messages', 'delivery_attempts', 'idempotency_keys'] LOOP
-            IF to_regclass(format('%I_p%s', t, to_char(d, 'YYYYMMDD'))) IS NULL THEN
+            part := t || '_p' || to_char(d, 'YYYYMMDD');
+            IF to_regclass(part) IS NULL THEN
                 IF t = 'idempotency_keys' THEN
-                    EXECUTE format('CREATE TABLE %I PARTITION OF %I FOR VALUES FROM (%L) TO (%L)',
-                        t || '_p' || to_char(d, 'YYYYMMDD'), t, d, d + 1);
+                    lo := d::text;
+                    hi := (d + 1)::text;
                 ELSE
-                    EXECUTE format('CREATE TABLE %I PARTITION OF %I FOR VALUES FROM (%L) TO (%L)',
-                        t || '_p' || to_char(d, 'YYYYMMDD'), t,
-                        (d::timestamp AT TIME ZONE 'UTC'), ((d + 1)::timestamp AT TIME ZONE 'UTC'));
+                    lo := (d::timestamp AT TIME ZONE 'UTC')::text;
+                    hi := ((d + 1)::timestamp AT TIME ZONE 'UTC')::text;
                 END IF;
+                EXECUTE format('CREATE TABLE %I (LIKE %I INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING STORAGE)', part, t);
+                EXECUTE format('ALTER TABLE %I ATTACH PARTITION %I FOR VALUES FROM (%L) TO (%L)', t, part, lo, hi);
                 created := created + 1;
             END IF;
         END LOOP;
