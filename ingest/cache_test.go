@@ -48,3 +48,21 @@ func TestEndpointTestPing(t *testing.T) {
 	require.Equal(t, true, out["success"])
 	require.Equal(t, w.E1, strconv.FormatInt(<-p.got, 10))
 }
+
+type panicPinger struct{}
+
+func (panicPinger) PingEndpoint(context.Context, int64) (ingest.TestResult, error) {
+	panic("pinger bug")
+}
+
+// A bug (here a panic) is a 500 with a generic message; the cause is logged.
+func TestInternalErrorIsGeneric(t *testing.T) {
+	t.Parallel()
+	b := setupWith(t, privateOK(), panicPinger{})
+	w := b.world(t)
+	st, out := b.call(t, http.MethodPost, "/v1/endpoints/"+w.E1+"/test", w.M1Key, nil)
+	require.Equal(t, http.StatusInternalServerError, st)
+	require.Equal(t, "internal", errCode(out))
+	require.Equal(t, "internal error", out["error"].(map[string]any)["message"])
+	require.Contains(t, b.Logs.String(), "pinger bug")
+}

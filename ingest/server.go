@@ -3,10 +3,12 @@ package ingest
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hookrelay/hookrelay"
@@ -126,29 +128,34 @@ func (s *Server) Register(e *echo.Echo) {
 	// Middleware per route rather than per group: echo gives a group with
 	// middleware a catch-all route, which would answer unknown paths with
 	// 401/403 instead of 404.
-	admin := s.auth(kindAdmin)
-	e.POST("/v1/carriers", s.createCarrier, admin)
-	e.GET("/v1/carriers", s.listCarriers, admin)
-	e.POST("/v1/merchants", s.createMerchant, admin)
-	e.GET("/v1/merchants", s.listMerchants, admin)
-	e.GET("/v1/stats", s.stats, admin)
-	e.GET("/v1/dead-letters", s.listDeadLetters, admin)
-	e.POST("/v1/dead-letters/retry", s.retryDeadLetters, admin)
-	e.POST("/v1/dead-letters/discard", s.discardDeadLetters, admin)
+	// A panic in a handler becomes a 500 with the generic message (the
+	// stack goes to the log through the error handler).
+	rec := middleware.RecoverWithConfig(middleware.RecoverConfig{DisablePrintStack: true})
+	route := func(method, path string, h echo.HandlerFunc, kinds keyKind) {
+		e.Add(method, path, h, rec, s.auth(kinds))
+	}
+	const admin, merchant, carrier = kindAdmin, kindMerchant | kindAdmin, kindCarrier
+	route(http.MethodPost, "/v1/carriers", s.createCarrier, admin)
+	route(http.MethodGet, "/v1/carriers", s.listCarriers, admin)
+	route(http.MethodPost, "/v1/merchants", s.createMerchant, admin)
+	route(http.MethodGet, "/v1/merchants", s.listMerchants, admin)
+	route(http.MethodGet, "/v1/stats", s.stats, admin)
+	route(http.MethodGet, "/v1/dead-letters", s.listDeadLetters, admin)
+	route(http.MethodPost, "/v1/dead-letters/retry", s.retryDeadLetters, admin)
+	route(http.MethodPost, "/v1/dead-letters/discard", s.discardDeadLetters, admin)
 
-	m := s.auth(kindMerchant | kindAdmin)
-	e.POST("/v1/endpoints", s.createEndpoint, m)
-	e.GET("/v1/endpoints", s.listEndpoints, m)
-	e.GET("/v1/endpoints/:id", s.getEndpoint, m)
-	e.PATCH("/v1/endpoints/:id", s.patchEndpoint, m)
-	e.DELETE("/v1/endpoints/:id", s.deleteEndpoint, m)
-	e.POST("/v1/endpoints/:id/enable", s.enableEndpoint, m)
-	e.POST("/v1/endpoints/:id/disable", s.disableEndpoint, m)
-	e.POST("/v1/endpoints/:id/rotate-secret", s.rotateSecret, m)
-	e.POST("/v1/endpoints/:id/test", s.testEndpoint, m)
-	e.GET("/v1/endpoints/:id/deliveries", s.listDeliveries, m)
-	e.GET("/v1/deliveries/:id", s.getDelivery, m)
-	e.POST("/v1/deliveries/:id/retry", s.retryDelivery, m)
+	route(http.MethodPost, "/v1/endpoints", s.createEndpoint, merchant)
+	route(http.MethodGet, "/v1/endpoints", s.listEndpoints, merchant)
+	route(http.MethodGet, "/v1/endpoints/:id", s.getEndpoint, merchant)
+	route(http.MethodPatch, "/v1/endpoints/:id", s.patchEndpoint, merchant)
+	route(http.MethodDelete, "/v1/endpoints/:id", s.deleteEndpoint, merchant)
+	route(http.MethodPost, "/v1/endpoints/:id/enable", s.enableEndpoint, merchant)
+	route(http.MethodPost, "/v1/endpoints/:id/disable", s.disableEndpoint, merchant)
+	route(http.MethodPost, "/v1/endpoints/:id/rotate-secret", s.rotateSecret, merchant)
+	route(http.MethodPost, "/v1/endpoints/:id/test", s.testEndpoint, merchant)
+	route(http.MethodGet, "/v1/endpoints/:id/deliveries", s.listDeliveries, merchant)
+	route(http.MethodGet, "/v1/deliveries/:id", s.getDelivery, merchant)
+	route(http.MethodPost, "/v1/deliveries/:id/retry", s.retryDelivery, merchant)
 
-	e.POST("/v1/callbacks", s.callback, s.auth(kindCarrier))
+	route(http.MethodPost, "/v1/callbacks", s.callback, carrier)
 }
