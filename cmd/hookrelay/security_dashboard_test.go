@@ -119,6 +119,7 @@ func TestDashboardAuth(t *testing.T) {
 		{"/ui/dead-letters", 200, 403, 403},
 		{"/ui/database", 200, 403, 403},
 		{"/ui/deliveries/" + f.deliveryA, 200, 403, 403},
+		{"/ui/messages/" + strings.TrimPrefix(f.messageID, "msg_"), 200, 403, 403},
 		{"/ui/m/", 403, 200, 200},
 		{"/ui/m/endpoints/" + f.endpointA, 403, 200, 404},
 		{"/ui/m/deliveries/" + f.deliveryA, 403, 200, 404},
