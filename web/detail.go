@@ -18,8 +18,8 @@ const presignTTL = 15 * time.Minute
 type deliveryData struct {
 	D        db.DeliveryView
 	Endpoint *db.Endpoint // nil when deleted
-	CanRetry bool
-	Base     string // "/ui" or "/ui/m": where links and forms point
+	CanRetry bool         // a retry would do something: dead, or waiting for its next attempt
+	Base     string       // "/ui" or "/ui/m": where links and forms point
 }
 
 func (d *Dashboard) loadDelivery(ctx context.Context, id int64) (deliveryData, error) {
@@ -27,7 +27,12 @@ func (d *Dashboard) loadDelivery(ctx context.Context, id int64) (deliveryData, e
 	if err != nil {
 		return deliveryData{}, err
 	}
-	data := deliveryData{D: v, CanRetry: d.cfg.Operator != nil}
+	data := deliveryData{D: v}
+	if d.cfg.Operator != nil {
+		p := v.Pending
+		data.CanRetry = v.State == "dead" ||
+			p != nil && p.VisibleAt.After(d.cfg.Now()) && p.VisibleAt.Year() < 9000 && p.Attempt > 0
+	}
 	if ep, err := d.store.EndpointGet(ctx, v.EndpointID); err == nil {
 		data.Endpoint = &ep
 	} else if hookrelay.ErrorCode(err) != hookrelay.ENOTFOUND {

@@ -68,7 +68,8 @@ func (o webOperator) RetryDelivery(ctx context.Context, id int64) error {
 		return err
 	}
 	if !waiting {
-		return hookrelay.Errorf(hookrelay.ECONFLICT, "only a pending or dead delivery can be retried")
+		return hookrelay.Errorf(hookrelay.ECONFLICT,
+			"the delivery is not waiting for a retry: it is due already, in flight, held behind an earlier delivery of its key or for a disabled endpoint, or finished")
 	}
 	return nil
 }

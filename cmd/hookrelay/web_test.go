@@ -229,6 +229,8 @@ func TestWebMerchantIsolation(t *testing.T) {
 	require.Len(t, pending, 1)
 	resp, _ = c.do("GET", "/ui/m/deliveries/"+strconv.FormatInt(pending[0].ID, 10), nil)
 	require.Equal(t, http.StatusNotFound, resp.StatusCode)
+	resp, _ = c.do("POST", "/ui/m/deliveries/"+strconv.FormatInt(pending[0].ID, 10)+"/retry", url.Values{"csrf": {csrf}})
+	require.Equal(t, http.StatusNotFound, resp.StatusCode)
 
 	// Operator pages are forbidden; the overview sends a merchant home.
 	resp, _ = c.do("GET", "/ui/", nil)
@@ -314,4 +316,34 @@ func TestWebMessagePayloadsAndSecretRotation(t *testing.T) {
 	require.Contains(t, html.UnescapeString(page), after[0].Secret)
 	require.Contains(t, html.UnescapeString(page), before[0].Secret)
 	require.NotNil(t, after[1].ExpiresAt, "the old secret expires")
+
+	// The merchant retries its own delivery waiting for its next attempt (a
+	// refused connection put it 5 s out): it becomes due now.
+	failing, _ := dbtest.Endpoint(t, f.store, &dbtest.EndpointOpts{MerchantID: m.ID, URL: "http://127.0.0.1:9/refused"})
+	msg := dbtest.Message(t, f.store, &dbtest.MessageOpts{EndpointIDs: []int64{failing.ID}})
+	did := strconv.FormatInt(msg.DeliveryIDs[0], 10)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		v, err := f.store.DashboardDelivery(ctx, msg.DeliveryIDs[0])
+		require.NoError(t, err)
+		if v.Pending != nil && v.Pending.Attempt >= 1 && v.Pending.VisibleAt.After(time.Now()) {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the delivery was not attempted")
+		time.Sleep(20 * time.Millisecond)
+	}
+	resp, page = mc.do("GET", "/ui/m/deliveries/"+did, nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, page, `id="retry-delivery"`)
+	resp, page = mc.do("POST", "/ui/m/deliveries/"+did+"/retry", url.Values{"csrf": {csrf}})
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, page)
+	require.Equal(t, "/ui/m/deliveries/"+did+"?done=retry", resp.Header.Get("Location"))
+	resp, page = mc.do("GET", resp.Header.Get("Location"), nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, page, "Delivery queued for retry.")
+	v, err := f.store.DashboardDelivery(ctx, msg.DeliveryIDs[0])
+	require.NoError(t, err)
+	if v.Pending != nil { // else already attempted again
+		require.True(t, v.Pending.Attempt >= 2 || !v.Pending.VisibleAt.After(time.Now()), "due now")
+	}
 }
