@@ -1,6 +1,7 @@
 package db_test
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -92,3 +93,30 @@ func TestStatSampleCountsTheWindow(t *testing.T) {
 	_, err = store.StatSampleLatest(ctx)
 	require.Equal(t, hookrelay.ENOTFOUND, hookrelay.ErrorCode(err))
 }
+
+// TestStatSampleEstimatesLargeBacklog: above StatExactBacklog the backlog is
+// estimated from the statistics and a block sample, within a few percent.
+func TestStatSampleEstimatesLargeBacklog(t *testing.T) {
+	t.Parallel()
+	url := dbtest.NewURL(t)
+	store := dbtest.Open(t, url, db.Config{})
+	conn, err := pgx.Connect(t.Context(), url)
+	require.NoError(t, err)
+	defer conn.Close(t.Context())
+	now := time.Now().UTC()
+	n := db.StatExactBacklog + 30_000
+	// One implicit transaction: its end flushes the statistics at once.
+	_, err = conn.Exec(t.Context(), `SELECT pg_stat_force_next_flush();
+		INSERT INTO deliveries (queue, endpoint_id, ordering_key, message_id, message_received_at)
+		SELECT CASE WHEN g % 4 = 0 THEN 1 ELSE 2 END, 1, 'k' || g, g, now() - interval '1 minute' FROM generate_series(1, `+itoa(n)+`) g`)
+	require.NoError(t, err)
+	s, err := store.StatSampleTake(t.Context(), now.Add(-time.Minute), now, now, 4)
+	require.NoError(t, err)
+	require.True(t, s.BacklogEstimated)
+	require.EqualValues(t, n, s.BacklogTotal)
+	require.InDelta(t, float64(n)/4, float64(s.BacklogPerQueue[1]), float64(n)/20)
+	require.InDelta(t, float64(n)*3/4, float64(s.BacklogPerQueue[2]), float64(n)/20)
+	require.InDelta(t, 60, s.OldestPendingAgeSeconds, 5)
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

@@ -27,6 +27,21 @@ SELECT queue::integer AS queue, count(*)::bigint AS pending,
        min(message_received_at)::timestamptz AS oldest
 FROM deliveries GROUP BY queue;
 
+-- name: StatBacklogEstimate :one
+-- The statistics collector's live row count of deliveries (no scan), and the
+-- oldest message among the lowest ids (ids follow creation; cheap on the
+-- primary key).
+SELECT coalesce((SELECT n_live_tup FROM pg_catalog.pg_stat_user_tables
+                 WHERE schemaname = current_schema() AND relname = 'deliveries'), 0)::bigint AS live,
+       coalesce((SELECT extract(epoch FROM min(message_received_at)) FROM
+           (SELECT message_received_at FROM deliveries ORDER BY id LIMIT 100) o), 0)::float8 AS oldest_unix;
+
+-- name: StatBacklogSampled :many
+-- Pending deliveries per logical queue in a block sample of percent % of the
+-- table: the shares of a large backlog without reading all of it.
+SELECT queue::integer AS queue, count(*)::bigint AS pending
+FROM deliveries TABLESAMPLE SYSTEM (sqlc.arg(percent)::float8) GROUP BY queue;
+
 -- name: StatDeadLetters :one
 SELECT count(*)::bigint AS n FROM dead_letters;
 

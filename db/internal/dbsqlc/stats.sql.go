@@ -81,6 +81,60 @@ func (q *Queries) StatBacklog(ctx context.Context) ([]StatBacklogRow, error) {
 	return items, nil
 }
 
+const statBacklogEstimate = `-- name: StatBacklogEstimate :one
+SELECT coalesce((SELECT n_live_tup FROM pg_catalog.pg_stat_user_tables
+                 WHERE schemaname = current_schema() AND relname = 'deliveries'), 0)::bigint AS live,
+       coalesce((SELECT extract(epoch FROM min(message_received_at)) FROM
+           (SELECT message_received_at FROM deliveries ORDER BY id LIMIT 100) o), 0)::float8 AS oldest_unix
+`
+
+type StatBacklogEstimateRow struct {
+	Live       int64
+	OldestUnix float64
+}
+
+// The statistics collector's live row count of deliveries (no scan), and the
+// oldest message among the lowest ids (ids follow creation; cheap on the
+// primary key).
+func (q *Queries) StatBacklogEstimate(ctx context.Context) (StatBacklogEstimateRow, error) {
+	row := q.db.QueryRow(ctx, statBacklogEstimate)
+	var i StatBacklogEstimateRow
+	err := row.Scan(&i.Live, &i.OldestUnix)
+	return i, err
+}
+
+const statBacklogSampled = `-- name: StatBacklogSampled :many
+SELECT queue::integer AS queue, count(*)::bigint AS pending
+FROM deliveries TABLESAMPLE SYSTEM ($1::float8) GROUP BY queue
+`
+
+type StatBacklogSampledRow struct {
+	Queue   int32
+	Pending int64
+}
+
+// Pending deliveries per logical queue in a block sample of percent % of the
+// table: the shares of a large backlog without reading all of it.
+func (q *Queries) StatBacklogSampled(ctx context.Context, percent float64) ([]StatBacklogSampledRow, error) {
+	rows, err := q.db.Query(ctx, statBacklogSampled, percent)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []StatBacklogSampledRow
+	for rows.Next() {
+		var i StatBacklogSampledRow
+		if err := rows.Scan(&i.Queue, &i.Pending); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const statDeadLetters = `-- name: StatDeadLetters :one
 SELECT count(*)::bigint AS n FROM dead_letters
 `
