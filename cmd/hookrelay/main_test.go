@@ -168,3 +168,17 @@ func TestUnknownCommandAndRole(t *testing.T) {
 	require.ErrorIs(t, err, errUsage)
 	require.Contains(t, err.Error(), "bogus")
 }
+
+func TestErrorShapeWithoutAPIRole(t *testing.T) {
+	t.Parallel()
+	s := startServe(t, nil, "--roles", "maintenance")
+	resp, err := http.Get(s.URL + "/v1/nope")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusNotFound, resp.StatusCode)
+	var body struct {
+		Error struct{ Code, Message string } `json:"error"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
+	require.NotEmpty(t, body.Error.Code)
+}

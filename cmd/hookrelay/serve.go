@@ -24,6 +24,7 @@ import (
 
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db"
+	"github.com/hookrelay/hookrelay/ingest"
 	"github.com/hookrelay/hookrelay/storage"
 )
 
@@ -293,6 +294,8 @@ func newLogger(cfg config, w io.Writer) *slog.Logger {
 func newRouter(s *service) *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
+	// One error shape for the whole router, whichever roles this process runs.
+	e.HTTPErrorHandler = ingest.NewHTTPErrorHandler(s.logger)
 	e.GET("/healthz", func(c echo.Context) error {
 		return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
 	})
