@@ -28,7 +28,10 @@ type ClaimedDelivery struct {
 	PayloadKey        string // S3 object key when offloaded
 	PayloadSize       int
 	PayloadSHA256     []byte
-	LeaseToken        int64
+	// MessageFound is false when the message row is gone (its partition
+	// dropped): there is nothing to send.
+	MessageFound bool
+	LeaseToken   int64
 }
 
 // DeliveryClaim claims up to batch due deliveries of the logical queues (at
@@ -54,7 +57,8 @@ func (db *DB) DeliveryClaim(ctx context.Context, queues []int, perQueue, batch i
 			Ordered: r.Ordered, MessageID: r.MessageID, MessageReceivedAt: r.MessageReceivedAt,
 			Attempt: int(r.Attempt), CreatedAt: r.CreatedAt, CarrierID: r.CarrierID,
 			CarrierName: r.CarrierName, EventType: r.EventType, Payload: r.Payload,
-			PayloadSize: int(r.PayloadSize), PayloadSHA256: r.PayloadSha256, LeaseToken: token,
+			PayloadSize: int(r.PayloadSize), PayloadSHA256: r.PayloadSha256, MessageFound: r.MessageFound,
+			LeaseToken: token,
 		}
 		if r.PayloadKey != nil {
 			out[i].PayloadKey = *r.PayloadKey

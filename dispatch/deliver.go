@@ -38,6 +38,14 @@ func (d *Dispatcher) deliver(ctx context.Context, r db.ClaimedDelivery, ep *endp
 
 	attemptedAt := d.cfg.Now()
 	res := db.DeliveryResult{ID: r.ID, LeaseToken: r.LeaseToken, EndpointID: r.EndpointID, AttemptedAt: attemptedAt}
+	if !r.MessageFound {
+		// The message is gone (its partition was dropped): nothing can ever
+		// be sent, so the delivery becomes a dead letter at once rather than
+		// coming back after every lease.
+		res.Kind, res.Outcome, res.Error = db.AckDead, OutcomeFailed, "message not found"
+		d.metrics.deliveries.WithLabelValues("dead").Inc()
+		return ackItem{res: res, circuitNeutral: true}
+	}
 	body, err := d.payload(ctx, r, ep.cfg.PayloadMode)
 	if err != nil {
 		if ctx.Err() != nil {

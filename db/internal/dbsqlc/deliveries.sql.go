@@ -63,13 +63,13 @@ dl AS (
     INSERT INTO dead_letters (id, message_id, message_received_at, endpoint_id, merchant_id,
                               carrier_id, queue, ordering_key, event_type, attempts,
                               last_status, last_error)
-    SELECT x.id, x.message_id, x.message_received_at, x.endpoint_id, e.merchant_id,
-           m.carrier_id, x.queue, x.ordering_key, m.event_type, x.attempt,
+    SELECT x.id, x.message_id, x.message_received_at, x.endpoint_id, coalesce(e.merchant_id, 0),
+           coalesce(m.carrier_id, 0), x.queue, x.ordering_key, coalesce(m.event_type, ''), x.attempt,
            rr.status, rr.error
     FROM del x
     JOIN r rr ON rr.id = x.id
-    JOIN messages m ON m.id = x.message_id AND m.received_at = x.message_received_at
-    JOIN endpoints e ON e.id = x.endpoint_id
+    LEFT JOIN messages m ON m.id = x.message_id AND m.received_at = x.message_received_at
+    LEFT JOIN endpoints e ON e.id = x.endpoint_id
     WHERE rr.kind = 'dead'
     ON CONFLICT (id) DO UPDATE SET
         attempts = excluded.attempts, last_status = excluded.last_status,
@@ -231,10 +231,13 @@ upd AS (
 )
 SELECT u.id, u.queue, u.endpoint_id, u.ordering_key, u.ordered, u.message_id,
        u.message_received_at, u.attempt, u.created_at,
-       m.carrier_id, m.event_type, m.payload, m.payload_key, m.payload_size, m.payload_sha256,
+       coalesce(m.carrier_id, 0)::bigint AS carrier_id, coalesce(m.event_type, '')::text AS event_type,
+       m.payload, m.payload_key, coalesce(m.payload_size, 0)::integer AS payload_size,
+       coalesce(m.payload_sha256, ''::bytea)::bytea AS payload_sha256,
+       (m.id IS NOT NULL)::boolean AS message_found,
        coalesce(c.name, '')::text AS carrier_name
 FROM upd u
-JOIN messages m ON m.id = u.message_id AND m.received_at = u.message_received_at
+LEFT JOIN messages m ON m.id = u.message_id AND m.received_at = u.message_received_at
 LEFT JOIN carriers c ON c.id = m.carrier_id
 WHERE u.action = 'lease'
 ORDER BY u.id
@@ -265,6 +268,7 @@ type DeliveryClaimRow struct {
 	PayloadKey        *string
 	PayloadSize       int32
 	PayloadSha256     []byte
+	MessageFound      bool
 	CarrierName       string
 }
 
@@ -317,6 +321,7 @@ func (q *Queries) DeliveryClaim(ctx context.Context, arg DeliveryClaimParams) ([
 			&i.PayloadKey,
 			&i.PayloadSize,
 			&i.PayloadSha256,
+			&i.MessageFound,
 			&i.CarrierName,
 		); err != nil {
 			return nil, err
