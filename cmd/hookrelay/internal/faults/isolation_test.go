@@ -55,7 +55,13 @@ func TestMerchantIsolation(t *testing.T) {
 	stop := runLoad(l)
 	time.Sleep(12 * time.Second)
 	stop()
-	drain := w.drain(60 * time.Second)
+	drain := w.drain(30 * time.Second)
+	if exp, got := w.ledger.Progress(); got < exp {
+		a := w.ledger.Analyze()
+		t.Errorf("healthy endpoint starved: %d of %d acknowledged callbacks delivered 30s after the load stopped "+
+			"(p99 so far %s; bad endpoints hit: hang %d, slow %d)", got, exp, percentile(a.Latencies, 0.99).Round(time.Millisecond),
+			bad.Hits("/hang"), bad.Hits("/slow"))
+	}
 
 	a := w.account(result{Scenario: "misbehaving merchant endpoints", Faults: len(paths), Drain: drain.Round(time.Millisecond).String(),
 		MaxRecovery: maxLatency(w.ledger).String(),
