@@ -66,7 +66,7 @@ func parseBenchFlags(args []string, stderr io.Writer) (*benchOptions, error) {
 	fs.IntVar(&o.smallBytes, "small-bytes", 1200, "size of an ordinary callback")
 	fs.IntVar(&o.largeBytes, "large-bytes", 30000, "size of a large callback")
 	fs.Float64Var(&o.largeFraction, "large-fraction", 0.05, "share of large callbacks (0..1)")
-	fs.IntVar(&o.merchants, "merchants", 1, "merchants; each key routes to one of them")
+	fs.IntVar(&o.merchants, "merchants", 10, "merchants; each key routes to one of them (each endpoint allows max_in_flight deliveries at once)")
 	fs.IntVar(&o.endpointsPer, "endpoints-per-merchant", 1, "endpoints per merchant (fan-out of a callback)")
 	fs.IntVar(&o.concurrency, "concurrency", 128, "carrier requests in flight at most")
 	fs.DurationVar(&o.sinkLatency, "sink-latency", 0, "sink answer delay")
