@@ -31,8 +31,8 @@ func TestPostgresRestart(t *testing.T) {
 	l := w.load(loadConfig{Targets: []string{api.URL()}, Interval: 20 * time.Millisecond, GiveUpAfter: 60 * time.Second})
 	stop := runLoad(l)
 	time.Sleep(3 * time.Second)
+	pg.stop() // returns once the server is gone
 	downAt := time.Now()
-	pg.stop()
 	time.Sleep(4 * time.Second)
 	upAt := time.Now()
 	pg.start()
@@ -44,11 +44,12 @@ func TestPostgresRestart(t *testing.T) {
 	stop()
 	drain := w.drain(90 * time.Second)
 
-	// While the database was down (a moment after the stop began, until it
-	// was started again), every answer is a 503 with Retry-After.
+	// While the database was down (from a moment after it was gone, for
+	// answers in transit, until it was started again), every answer is a 503
+	// with Retry-After.
 	var down []response
 	for _, r := range l.answers() {
-		if r.At.After(downAt.Add(time.Second)) && r.At.Before(upAt) {
+		if r.At.After(downAt.Add(200*time.Millisecond)) && r.At.Before(upAt) {
 			down = append(down, r)
 		}
 	}
@@ -80,8 +81,8 @@ func TestS3Outage(t *testing.T) {
 		LargeBytes: 20 << 10, SkipLargeOnRefusal: true})
 	stop := runLoad(l)
 	time.Sleep(3 * time.Second)
+	s3.down() // returns once the store is closed (requests in flight finished)
 	downAt := time.Now()
-	s3.down()
 	time.Sleep(5 * time.Second)
 	upAt := time.Now()
 	s3.up()
@@ -95,7 +96,7 @@ func TestS3Outage(t *testing.T) {
 
 	var small, large []response
 	for _, r := range l.answers() {
-		if r.At.After(downAt.Add(500*time.Millisecond)) && r.At.Before(upAt) {
+		if r.At.After(downAt.Add(200*time.Millisecond)) && r.At.Before(upAt) {
 			if r.Large {
 				large = append(large, r)
 			} else {
