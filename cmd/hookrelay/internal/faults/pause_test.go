@@ -48,10 +48,15 @@ func TestPausedDispatcher(t *testing.T) {
 	require.NoError(t, err)
 	successes, err := queryInt(t.Context(), url, `SELECT count(*) FROM delivery_attempts WHERE outcome = 'success'`)
 	require.NoError(t, err)
-	w.account(result{Scenario: "dispatcher paused past its lease", Faults: 1, Drain: drain.Round(time.Millisecond).String(),
+	a := w.account(result{Scenario: "dispatcher paused past its lease", Faults: 1, Drain: drain.Round(time.Millisecond).String(),
 		MaxRecovery: maxLatency(w.ledger).String(),
 		Extra:       map[string]any{"success_attempt_rows": successes, "deliveries_acknowledged_twice": twice, "paused_for": pauseFor.String()}}, l, inFlightBound)
 	require.Zero(t, twice, "deliveries recorded as succeeded more than once: a stale claim was acknowledged")
+	// Exactly one success row per delivery the merchant side expected.
+	require.EqualValues(t, a.Expected, successes, "success rows in delivery_attempts")
+	if a.Duplicates == 0 {
+		t.Log("the paused dispatcher had nothing in flight when frozen: the fencing was not exercised this run")
+	}
 	require.True(t, d1.running(), "the paused dispatcher died after SIGCONT")
 	// The other dispatcher took the frozen one's queues over: no callback
 	// waited for the frozen one to wake up.
