@@ -58,6 +58,14 @@ type Config struct {
 	// StoreRetryDelay is the wait after the payload store could not serve an
 	// offloaded payload (no attempt is spent). Default 5s.
 	StoreRetryDelay time.Duration
+	// EndpointWait is how long a claimed delivery may wait for its
+	// endpoint's max_in_flight slot or rate limit before it steps aside
+	// (released, visible again after SaturatedDelay or when the rate limiter
+	// has a token). Default 50ms.
+	EndpointWait time.Duration
+	// SaturatedDelay is how long a delivery steps aside from a saturated
+	// endpoint. Default 500ms.
+	SaturatedDelay time.Duration
 	// DrainTimeout bounds how long shutdown waits for deliveries in flight
 	// before it releases them. Default 10s.
 	DrainTimeout time.Duration
@@ -98,6 +106,8 @@ func (c Config) withDefaults() Config {
 	c.HoldDelay = cmp.Or(c.HoldDelay, time.Minute)
 	c.StoreRetryDelay = cmp.Or(c.StoreRetryDelay, 5*time.Second)
 	c.DrainTimeout = cmp.Or(c.DrainTimeout, 10*time.Second)
+	c.EndpointWait = cmp.Or(c.EndpointWait, 50*time.Millisecond)
+	c.SaturatedDelay = cmp.Or(c.SaturatedDelay, 500*time.Millisecond)
 	c.PresignTTL = cmp.Or(c.PresignTTL, 24*time.Hour)
 	if c.Hostname == "" {
 		c.Hostname, _ = os.Hostname()

@@ -31,8 +31,16 @@ func (d *Dispatcher) deliver(ctx context.Context, r db.ClaimedDelivery, ep *endp
 		d.metrics.deliveries.WithLabelValues("held").Inc()
 		return d.releaseItem(r, d.cfg.HoldDelay)
 	}
-	if err := ep.acquire(ctx); err != nil {
+	ok, wait, err := ep.acquire(ctx, d.cfg.EndpointWait, d.cfg.SaturatedDelay)
+	if err != nil {
 		return d.releaseItem(r, 0)
+	}
+	if !ok {
+		// The endpoint is at its max_in_flight or rate limit: step aside
+		// (no attempt spent) rather than hold a delivery slot other
+		// endpoints need.
+		d.metrics.deliveries.WithLabelValues("deferred").Inc()
+		return d.releaseItem(r, wait)
 	}
 	defer ep.release()
 

@@ -64,7 +64,7 @@ func New(logger *slog.Logger, cfg Config, store *db.DB, payloads PayloadStore, r
 		logger:      logger,
 		metrics:     newMetrics(reg),
 		sender:      newHTTPSender(cfg.AllowPrivateTargets, cfg.Resolve, cfg.Concurrency, cfg.Now),
-		cache:       newEndpointCache(store, cfg.EndpointCacheTTL, cfg.Now),
+		cache:       newEndpointCache(store, cfg.EndpointCacheTTL, cfg.Now, cfg.Concurrency/4),
 		slots:       make(chan struct{}, cfg.Concurrency),
 		inflight:    map[int64]inflight{},
 		heldChanged: make(chan struct{}, 1),

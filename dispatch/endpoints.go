@@ -20,21 +20,46 @@ type endpointState struct {
 	limiter *rate.Limiter
 }
 
-// acquire waits for an in-flight slot and the rate limiter; release must be
-// called when it returns nil.
-func (e *endpointState) acquire(ctx context.Context) error {
+// acquire takes an in-flight slot and a rate-limiter token, waiting at most
+// maxWait for them. When the endpoint is saturated it returns ok = false and
+// how long the delivery should step aside (it is released, so it never holds
+// one of the dispatcher's delivery slots while a slow or hanging endpoint
+// keeps all of its own busy). release must be called when ok.
+func (e *endpointState) acquire(ctx context.Context, maxWait, saturatedDelay time.Duration) (ok bool, delay time.Duration, err error) {
 	select {
 	case e.slots <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	if e.limiter != nil {
-		if err := e.limiter.Wait(ctx); err != nil {
-			<-e.slots
-			return err
+	default:
+		t := time.NewTimer(maxWait)
+		select {
+		case e.slots <- struct{}{}:
+			t.Stop()
+		case <-t.C:
+			return false, saturatedDelay, nil
+		case <-ctx.Done():
+			t.Stop()
+			return false, 0, ctx.Err()
 		}
 	}
-	return nil
+	if e.limiter != nil {
+		r := e.limiter.Reserve()
+		d := r.Delay()
+		if d > maxWait {
+			r.Cancel()
+			<-e.slots
+			return false, d, nil
+		}
+		if d > 0 {
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				<-e.slots
+				return false, 0, ctx.Err()
+			}
+		}
+	}
+	return true, 0, nil
 }
 
 func (e *endpointState) release() { <-e.slots }
@@ -45,13 +70,17 @@ type endpointCache struct {
 	db  *db.DB
 	ttl time.Duration
 	now func() time.Time
+	// maxSlots caps any endpoint's in-flight deliveries below max_in_flight
+	// when the dispatcher has few delivery slots, so a few slow endpoints
+	// cannot take them all.
+	maxSlots int
 
 	mu sync.Mutex // mu guards m
 	m  map[int64]*endpointState
 }
 
-func newEndpointCache(store *db.DB, ttl time.Duration, now func() time.Time) *endpointCache {
-	return &endpointCache{db: store, ttl: ttl, now: now, m: map[int64]*endpointState{}}
+func newEndpointCache(store *db.DB, ttl time.Duration, now func() time.Time, maxSlots int) *endpointCache {
+	return &endpointCache{db: store, ttl: ttl, now: now, maxSlots: max(maxSlots, 1), m: map[int64]*endpointState{}}
 }
 
 // get returns the states of ids (absent for endpoints that do not exist),
@@ -101,7 +130,7 @@ func (c *endpointCache) store(cfg db.DispatchEndpoint, now time.Time) *endpointS
 	if old != nil && old.cfg.MaxInFlight == cfg.MaxInFlight {
 		st.slots = old.slots
 	} else {
-		st.slots = make(chan struct{}, max(cfg.MaxInFlight, 1))
+		st.slots = make(chan struct{}, max(min(cfg.MaxInFlight, c.maxSlots), 1))
 	}
 	if cfg.RateLimitPerSec > 0 {
 		if old != nil && old.limiter != nil && old.cfg.RateLimitPerSec == cfg.RateLimitPerSec {

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/netip"
 	"os"
@@ -72,6 +73,7 @@ func newGatedSink(t *testing.T) *gatedSink { return newGatedSinkFor(t, "") }
 func newGatedSinkFor(t *testing.T, onlyUA string) *gatedSink {
 	g := &gatedSink{gate: make(chan struct{}), ids: map[string]int{}, onlyUA: onlyUA}
 	g.srv = newHTTPTestServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body) // so a client hang-up cancels r.Context()
 		g.mu.Lock()
 		g.n++
 		g.mu.Unlock()

@@ -142,3 +142,30 @@ func TestRedirectAndTimeoutAreFailedAttempts(t *testing.T) {
 	require.Equal(t, OutcomeTimeout, b.Outcome)
 	require.Len(t, redirect.requests(), 1, "an HTTP answer is never retried in-process")
 }
+
+// TestHangingEndpointDoesNotStarveOthers: an endpoint that never answers,
+// with more of its chain heads due than the dispatcher has delivery slots,
+// keeps at most its share of the slots; a healthy endpoint's deliveries all
+// go through while the hanging requests are still open.
+func TestHangingEndpointDoesNotStarveOthers(t *testing.T) {
+	t.Parallel()
+	store := dbtest.New(t)
+	hang := newGatedSink(t)
+	healthy := newSink(t)
+	epHang, _ := dbtest.Endpoint(t, store, &dbtest.EndpointOpts{URL: hang.srv.URL, Timeout: time.Minute})
+	epOK, _ := dbtest.Endpoint(t, store, &dbtest.EndpointOpts{URL: healthy.srv.URL})
+	const keys = 40
+	for i := range keys {
+		dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{epHang.ID}, OrderingKey: fmt.Sprintf("hang-%d", i), Queues: 8})
+	}
+	for i := range keys {
+		dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{epOK.ID}, OrderingKey: fmt.Sprintf("ok-%d", i), Queues: 8})
+	}
+	cfg := testConfig()
+	cfg.Concurrency = 8 // far fewer slots than the hanging endpoint's due heads
+	runDispatcher(t, store, cfg)
+	waitFor(t, 20*time.Second, "healthy endpoint served", func() bool { return len(healthy.requests()) == keys })
+	require.LessOrEqual(t, hang.count(), cfg.Concurrency/4, "the hanging endpoint holds at most its share of slots")
+	require.Empty(t, hang.delivered(), "the hanging requests were still open all along")
+	hang.open()
+}
