@@ -12,18 +12,18 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+var secCSRFField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 
-// uiSession is a browser-like client of the dashboard: it keeps the session
+// secUISession is a browser-like client of the dashboard: it keeps the session
 // cookie and never follows redirects.
-type uiSession struct {
+type secUISession struct {
 	t      *testing.T
 	base   string
 	client *http.Client
 	cookie *http.Cookie // hr_session; nil when logged out
 }
 
-func (s *uiSession) do(method, path string, form url.Values) (int, string, *http.Response) {
+func (s *secUISession) do(method, path string, form url.Values) (int, string, *http.Response) {
 	s.t.Helper()
 	var body io.Reader
 	if form != nil {
@@ -44,13 +44,22 @@ func (s *uiSession) do(method, path string, form url.Values) (int, string, *http
 	return resp.StatusCode, string(data), resp
 }
 
-// uiLogin logs in with token through the login form (double-submit CSRF)
-// and returns the session; it checks the cookie flags on the way.
-func uiLogin(t *testing.T, base, token string) *uiSession {
-	t.Helper()
-	s := &uiSession{t: t, base: base, client: &http.Client{
+// secUIClient returns a client that does not follow redirects; its idle
+// connections are closed when the test ends.
+func secUIClient(t *testing.T) *http.Client {
+	c := &http.Client{
+		Transport:     &http.Transport{},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}}
+	}
+	t.Cleanup(c.CloseIdleConnections)
+	return c
+}
+
+// secUILogin logs in with token through the login form (double-submit CSRF)
+// and returns the session; it checks the cookie flags on the way.
+func secUILogin(t *testing.T, base, token string) *secUISession {
+	t.Helper()
+	s := &secUISession{t: t, base: base, client: secUIClient(t)}
 	st, page, resp := s.do("GET", "/ui/login", nil)
 	require.Equal(t, http.StatusOK, st)
 	var login *http.Cookie
@@ -60,7 +69,7 @@ func uiLogin(t *testing.T, base, token string) *uiSession {
 		}
 	}
 	require.NotNil(t, login, "login form without its CSRF cookie")
-	m := csrfField.FindStringSubmatch(page)
+	m := secCSRFField.FindStringSubmatch(page)
 	require.NotNil(t, m, "login form without a csrf field")
 
 	// Without the CSRF cookie the login is refused.
@@ -85,11 +94,11 @@ func uiLogin(t *testing.T, base, token string) *uiSession {
 }
 
 // csrf returns the CSRF token of the session from the page at path.
-func (s *uiSession) csrf(path string) string {
+func (s *secUISession) csrf(path string) string {
 	s.t.Helper()
 	st, page, _ := s.do("GET", path, nil)
 	require.Equal(s.t, http.StatusOK, st, path)
-	m := csrfField.FindStringSubmatch(page)
+	m := secCSRFField.FindStringSubmatch(page)
 	require.NotNil(s.t, m, "no csrf field on %s", path)
 	return m[1]
 }
@@ -100,13 +109,11 @@ func (s *uiSession) csrf(path string) string {
 func TestDashboardAuth(t *testing.T) {
 	t.Parallel()
 	f := newSecFixture(t, nil)
-	anon := &uiSession{t: t, base: f.srv.URL, client: &http.Client{
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}}
-	admin := uiLogin(t, f.srv.URL, secAdminToken)
-	ma := uiLogin(t, f.srv.URL, f.merchantA)
-	mb := uiLogin(t, f.srv.URL, f.merchantB)
-	bad := &uiSession{t: t, base: f.srv.URL, client: anon.client,
+	anon := &secUISession{t: t, base: f.srv.URL, client: secUIClient(t)}
+	admin := secUILogin(t, f.srv.URL, secAdminToken)
+	ma := secUILogin(t, f.srv.URL, f.merchantA)
+	mb := secUILogin(t, f.srv.URL, f.merchantB)
+	bad := &secUISession{t: t, base: f.srv.URL, client: anon.client,
 		cookie: &http.Cookie{Name: "hr_session", Value: "eyJraW5kIjoiYWRtaW4ifQ.forged"}}
 
 	type page struct {
@@ -132,7 +139,7 @@ func TestDashboardAuth(t *testing.T) {
 		require.Contains(t, []int{303, 401}, st, "forged session GET %s", p.path)
 		for _, c := range []struct {
 			who  string
-			s    *uiSession
+			s    *secUISession
 			want int
 		}{{"admin", admin, p.admin}, {"merchant A", ma, p.merchantA}, {"merchant B", mb, p.merchB}} {
 			st, body, _ := c.s.do("GET", p.path, nil)
@@ -146,7 +153,7 @@ func TestDashboardAuth(t *testing.T) {
 	maCSRF := ma.csrf("/ui/m/endpoints/" + f.endpointA)
 	mbCSRF := mb.csrf("/ui/m/")
 	posts := []struct {
-		s    *uiSession
+		s    *secUISession
 		path string
 		good string
 	}{

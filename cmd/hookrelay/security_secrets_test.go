@@ -21,9 +21,9 @@ import (
 func TestSecretsNeverLogged(t *testing.T) {
 	t.Parallel()
 	s := startServe(t, map[string]string{"HOOKRELAY_LOG_LEVEL": "debug"})
-	api := newAPIClient(t, s.URL)
-	good := newHookSink(t, http.StatusNoContent)
-	bad := newHookSink(t, http.StatusInternalServerError)
+	api := newSecAPI(t, s.URL)
+	good := newSecSink(t, http.StatusNoContent)
+	bad := newSecSink(t, http.StatusInternalServerError)
 
 	const signingSecret = "carrier-signing-secret-5f1d9c2e7a"
 	c := api.mustJSON(http.StatusCreated, "POST", "/v1/carriers", secAdminToken, map[string]any{
@@ -36,7 +36,7 @@ func TestSecretsNeverLogged(t *testing.T) {
 	e2 := api.mustJSON(http.StatusCreated, "POST", "/v1/endpoints", merchantKey,
 		map[string]any{"url": bad.URL + "/fail", "retry_schedule": []string{"1s"}})
 	secrets := []string{e1["secret"].(string), e2["secret"].(string)}
-	rot := api.mustJSON(http.StatusOK, "POST", "/v1/endpoints/"+idOf(t, e1)+"/rotate-secret", merchantKey, nil)
+	rot := api.mustJSON(http.StatusOK, "POST", "/v1/endpoints/"+secIDOf(t, e1)+"/rotate-secret", merchantKey, nil)
 	if sec, ok := rot["secret"].(string); ok {
 		secrets = append(secrets, sec)
 	}
@@ -65,7 +65,7 @@ func TestSecretsNeverLogged(t *testing.T) {
 	require.Equal(t, http.StatusForbidden, st)
 	st, _ = api.do("GET", "/v1/carriers", "", nil, "Authorization", "Basic "+secAdminToken)
 	require.Equal(t, http.StatusUnauthorized, st)
-	st, _ = api.do("POST", "/v1/endpoints/"+idOf(t, e2)+"/test", merchantKey, nil)
+	st, _ = api.do("POST", "/v1/endpoints/"+secIDOf(t, e2)+"/test", merchantKey, nil)
 	require.Less(t, st, 500)
 
 	// Deliveries happen (successes and failures with a retry).

@@ -64,7 +64,7 @@ var ssrfURLs = []string{
 func TestSSRFRegistrationRefused(t *testing.T) {
 	t.Parallel()
 	s := startServe(t, map[string]string{"HOOKRELAY_ALLOW_PRIVATE_TARGETS": "false"})
-	api := newAPIClient(t, s.URL)
+	api := newSecAPI(t, s.URL)
 	m := api.mustJSON(http.StatusCreated, "POST", "/v1/merchants", secAdminToken, map[string]any{"name": "ssrf"})
 	key := m["api_key"].(string)
 
@@ -82,7 +82,7 @@ func TestSSRFRegistrationRefused(t *testing.T) {
 		require.Equal(t, http.StatusBadRequest, st, "POST /v1/endpoints %s: %s", u, data)
 	}
 	ep := api.mustJSON(http.StatusCreated, "POST", "/v1/endpoints", key, map[string]any{"url": "http://93.184.216.34/hook"})
-	id := idOf(t, ep)
+	id := secIDOf(t, ep)
 	for _, u := range urls {
 		st, data := api.do("PATCH", "/v1/endpoints/"+id, key, map[string]any{"url": u})
 		require.Equal(t, http.StatusBadRequest, st, "PATCH url %s: %s", u, data)
@@ -120,7 +120,7 @@ func TestSSRFDNSRebinding(t *testing.T) {
 // the loopback server received and the first attempt.
 func rebindDelivery(t *testing.T, allowPrivate bool) (int64, db.AttemptView, int64) {
 	store := dbtest.New(t)
-	sink := newHookSink(t, http.StatusNoContent)
+	sink := newSecSink(t, http.StatusNoContent)
 	_, port, err := net.SplitHostPort(sink.Listener.Addr().String())
 	require.NoError(t, err)
 	carrier, _ := dbtest.Carrier(t, store, nil)

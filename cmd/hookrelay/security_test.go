@@ -19,8 +19,8 @@ import (
 // secAdminToken is the admin token of every security test's server.
 const secAdminToken = "hra_test_admin_token_0123456789"
 
-// apiClient calls a test server's public API. It never follows redirects.
-type apiClient struct {
+// secAPI calls a test server's public API. It never follows redirects.
+type secAPI struct {
 	t    *testing.T
 	base string
 	http *http.Client
@@ -29,16 +29,19 @@ type apiClient struct {
 	errorBodies []string
 }
 
-func newAPIClient(t *testing.T, base string) *apiClient {
-	return &apiClient{t: t, base: base, http: &http.Client{
+func newSecAPI(t *testing.T, base string) *secAPI {
+	c := &secAPI{t: t, base: base, http: &http.Client{
+		Transport:     &http.Transport{},
 		Timeout:       30 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}}
+	t.Cleanup(c.http.CloseIdleConnections)
+	return c
 }
 
 // do sends method path with token (none when empty) and a JSON body (none
 // when nil) and returns the status and the body.
-func (c *apiClient) do(method, path, token string, body any, headers ...string) (int, []byte) {
+func (c *secAPI) do(method, path, token string, body any, headers ...string) (int, []byte) {
 	c.t.Helper()
 	var r io.Reader
 	switch b := body.(type) {
@@ -73,7 +76,7 @@ func (c *apiClient) do(method, path, token string, body any, headers ...string) 
 }
 
 // mustJSON sends a request that must answer want and decodes the answer.
-func (c *apiClient) mustJSON(want int, method, path, token string, body any) map[string]any {
+func (c *secAPI) mustJSON(want int, method, path, token string, body any) map[string]any {
 	c.t.Helper()
 	st, data := c.do(method, path, token, body)
 	require.Equal(c.t, want, st, "%s %s: %s", method, path, data)
@@ -82,9 +85,9 @@ func (c *apiClient) mustJSON(want int, method, path, token string, body any) map
 	return out
 }
 
-// hookSink is a merchant endpoint on loopback that answers status and counts
+// secSink is a merchant endpoint on loopback that answers status and counts
 // what it received.
-type hookSink struct {
+type secSink struct {
 	*httptest.Server
 	status atomic.Int32
 	hits   atomic.Int64
@@ -92,8 +95,8 @@ type hookSink struct {
 	bodies []string // guarded by mu
 }
 
-func newHookSink(t *testing.T, status int) *hookSink {
-	s := &hookSink{}
+func newSecSink(t *testing.T, status int) *secSink {
+	s := &secSink{}
 	s.status.Store(int32(status))
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.hits.Add(1)
@@ -110,7 +113,7 @@ func newHookSink(t *testing.T, status int) *hookSink {
 }
 
 // received returns the headers and bodies the sink received so far.
-func (s *hookSink) received() []string {
+func (s *secSink) received() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]string(nil), s.bodies...)
@@ -121,8 +124,8 @@ func (s *hookSink) received() []string {
 // of it.
 type secFixture struct {
 	srv        *testServer
-	api        *apiClient
-	sink       *hookSink
+	api        *secAPI
+	sink       *secSink
 	carrierKey string
 	carrierID  string
 	merchantA  string // key
@@ -136,7 +139,7 @@ type secFixture struct {
 	carrierName string
 }
 
-func idOf(t *testing.T, m map[string]any) string {
+func secIDOf(t *testing.T, m map[string]any) string {
 	t.Helper()
 	id, ok := m["id"].(string)
 	require.True(t, ok, "id is not a JSON string: %v", m)
@@ -146,21 +149,21 @@ func idOf(t *testing.T, m map[string]any) string {
 func newSecFixture(t *testing.T, env map[string]string) *secFixture {
 	t.Helper()
 	f := &secFixture{srv: startServe(t, env)}
-	f.api = newAPIClient(t, f.srv.URL)
-	f.sink = newHookSink(t, http.StatusNoContent)
+	f.api = newSecAPI(t, f.srv.URL)
+	f.sink = newSecSink(t, http.StatusNoContent)
 	f.carrierName = "sec-carrier"
 	c := f.api.mustJSON(http.StatusCreated, "POST", "/v1/carriers", secAdminToken, map[string]any{
 		"name": f.carrierName, "ordering_key_field": "tracking_no", "event_type_field": "status", "merchant_field": "merchant_id",
 	})
-	f.carrierID, f.carrierKey = idOf(t, c), c["api_key"].(string)
+	f.carrierID, f.carrierKey = secIDOf(t, c), c["api_key"].(string)
 	a := f.api.mustJSON(http.StatusCreated, "POST", "/v1/merchants", secAdminToken, map[string]any{"name": "merchant-a"})
-	f.merchantAID, f.merchantA = idOf(t, a), a["api_key"].(string)
+	f.merchantAID, f.merchantA = secIDOf(t, a), a["api_key"].(string)
 	b := f.api.mustJSON(http.StatusCreated, "POST", "/v1/merchants", secAdminToken, map[string]any{"name": "merchant-b"})
-	f.merchantBID, f.merchantB = idOf(t, b), b["api_key"].(string)
+	f.merchantBID, f.merchantB = secIDOf(t, b), b["api_key"].(string)
 	ea := f.api.mustJSON(http.StatusCreated, "POST", "/v1/endpoints", f.merchantA, map[string]any{"url": f.sink.URL + "/a"})
-	f.endpointA = idOf(t, ea)
+	f.endpointA = secIDOf(t, ea)
 	eb := f.api.mustJSON(http.StatusCreated, "POST", "/v1/endpoints", f.merchantB, map[string]any{"url": f.sink.URL + "/b"})
-	f.endpointB = idOf(t, eb)
+	f.endpointB = secIDOf(t, eb)
 	cb := f.api.mustJSON(http.StatusAccepted, "POST", "/v1/callbacks", f.carrierKey,
 		map[string]any{"tracking_no": "SEC-1", "status": "picked_up"})
 	require.NotEmpty(t, cb["message_id"])
@@ -177,7 +180,7 @@ func newSecFixture(t *testing.T, env map[string]string) *secFixture {
 				Items []map[string]any `json:"items"`
 			}
 			if json.Unmarshal(data, &list) == nil && len(list.Items) > 0 {
-				f.deliveryA = idOf(t, list.Items[0])
+				f.deliveryA = secIDOf(t, list.Items[0])
 				return true
 			}
 		}
@@ -186,19 +189,19 @@ func newSecFixture(t *testing.T, env map[string]string) *secFixture {
 	return f
 }
 
-// principal names a caller of the auth matrix.
-type principal string
+// secPrincipal names a caller of the auth matrix.
+type secPrincipal string
 
 const (
-	pNone     principal = "no key"
-	pAdmin    principal = "admin"
-	pCarrier  principal = "carrier"
-	pMerchA   principal = "merchant A"
-	pMerchB   principal = "merchant B"
-	pBadToken principal = "unknown key"
+	pNone     secPrincipal = "no key"
+	pAdmin    secPrincipal = "admin"
+	pCarrier  secPrincipal = "carrier"
+	pMerchA   secPrincipal = "merchant A"
+	pMerchB   secPrincipal = "merchant B"
+	pBadToken secPrincipal = "unknown key"
 )
 
-func (f *secFixture) token(p principal) string {
+func (f *secFixture) token(p secPrincipal) string {
 	switch p {
 	case pAdmin:
 		return secAdminToken
@@ -216,25 +219,25 @@ func (f *secFixture) token(p principal) string {
 
 // Expected outcome classes of the auth matrix.
 const (
-	ok      = "ok"      // 2xx
-	unauth  = "401"     // no or unknown key
-	denied  = "403"     // a valid key of the wrong kind
-	hidden  = "404"     // another merchant's object
-	allowed = "allowed" // authorised: any answer but 401/403/404/5xx (state decides)
+	authOK      = "ok"      // 2xx
+	authUnauth  = "401"     // no or unknown key
+	authDenied  = "403"     // a valid key of the wrong kind
+	authHidden  = "404"     // another merchant's object
+	authAllowed = "allowed" // authorised: any answer but 401/403/404/5xx (state decides)
 )
 
-func classOK(t *testing.T, class string, st int, msg string) {
+func secCheckClass(t *testing.T, class string, st int, msg string) {
 	t.Helper()
 	switch class {
-	case ok:
+	case authOK:
 		require.True(t, st >= 200 && st < 300, "%s: want 2xx, got %d", msg, st)
-	case unauth:
+	case authUnauth:
 		require.Equal(t, http.StatusUnauthorized, st, msg)
-	case denied:
+	case authDenied:
 		require.Equal(t, http.StatusForbidden, st, msg)
-	case hidden:
+	case authHidden:
 		require.Equal(t, http.StatusNotFound, st, msg)
-	case allowed:
+	case authAllowed:
 		require.NotContains(t, []int{401, 403, 404}, st, msg)
 		require.Less(t, st, 500, msg)
 	default:
@@ -251,38 +254,38 @@ func TestAuthMatrix(t *testing.T) {
 
 	type route struct {
 		method, path string
-		body         func(p principal) any
-		want         map[principal]string // missing principals: see defaults below
+		body         func(p secPrincipal) any
+		want         map[secPrincipal]string // missing principals: see defaults below
 	}
 	ep := func() string { return "/v1/endpoints/" + f.endpointA }
 	// A fresh endpoint of A for each destructive call.
 	freshA := func() string {
 		e := f.api.mustJSON(http.StatusCreated, "POST", "/v1/endpoints", f.merchantA, map[string]any{"url": f.sink.URL + "/tmp"})
-		return "/v1/endpoints/" + idOf(t, e)
+		return "/v1/endpoints/" + secIDOf(t, e)
 	}
-	adminOnly := map[principal]string{pAdmin: ok, pCarrier: denied, pMerchA: denied, pMerchB: denied}
-	merchantObj := map[principal]string{pAdmin: ok, pCarrier: denied, pMerchA: ok, pMerchB: hidden}
+	adminOnly := map[secPrincipal]string{pAdmin: authOK, pCarrier: authDenied, pMerchA: authDenied, pMerchB: authDenied}
+	merchantObj := map[secPrincipal]string{pAdmin: authOK, pCarrier: authDenied, pMerchA: authOK, pMerchB: authHidden}
 	routes := []route{
-		{"POST", "/v1/carriers", func(principal) any {
+		{"POST", "/v1/carriers", func(secPrincipal) any {
 			return map[string]any{"name": fmt.Sprintf("c-%d", time.Now().UnixNano()), "ordering_key_field": "tracking_no"}
 		}, adminOnly},
 		{"GET", "/v1/carriers", nil, adminOnly},
-		{"POST", "/v1/merchants", func(principal) any { return map[string]any{"name": "m"} }, adminOnly},
+		{"POST", "/v1/merchants", func(secPrincipal) any { return map[string]any{"name": "m"} }, adminOnly},
 		{"GET", "/v1/merchants", nil, adminOnly},
 		{"GET", "/v1/stats", nil, adminOnly},
 		{"GET", "/v1/dead-letters", nil, adminOnly},
-		{"POST", "/v1/dead-letters/retry", func(principal) any { return map[string]any{"ids": []string{"999999999"}} }, adminOnly},
-		{"POST", "/v1/dead-letters/discard", func(principal) any { return map[string]any{"ids": []string{"999999999"}} }, adminOnly},
+		{"POST", "/v1/dead-letters/retry", func(secPrincipal) any { return map[string]any{"ids": []string{"999999999"}} }, adminOnly},
+		{"POST", "/v1/dead-letters/discard", func(secPrincipal) any { return map[string]any{"ids": []string{"999999999"}} }, adminOnly},
 
-		{"POST", "/v1/endpoints", func(p principal) any {
+		{"POST", "/v1/endpoints", func(p secPrincipal) any {
 			if p == pAdmin {
 				return map[string]any{"url": f.sink.URL + "/new", "merchant_id": f.merchantAID}
 			}
 			return map[string]any{"url": f.sink.URL + "/new"}
-		}, map[principal]string{pAdmin: ok, pCarrier: denied, pMerchA: ok, pMerchB: ok}},
-		{"GET", "/v1/endpoints", nil, map[principal]string{pAdmin: allowed, pCarrier: denied, pMerchA: ok, pMerchB: ok}},
+		}, map[secPrincipal]string{pAdmin: authOK, pCarrier: authDenied, pMerchA: authOK, pMerchB: authOK}},
+		{"GET", "/v1/endpoints", nil, map[secPrincipal]string{pAdmin: authAllowed, pCarrier: authDenied, pMerchA: authOK, pMerchB: authOK}},
 		{"GET", "", nil, merchantObj}, // GET /v1/endpoints/{A}
-		{"PATCH", "", func(principal) any { return map[string]any{"description": "patched"} }, merchantObj},
+		{"PATCH", "", func(secPrincipal) any { return map[string]any{"description": "patched"} }, merchantObj},
 		{"POST", "/enable", nil, merchantObj},
 		{"POST", "/disable", nil, merchantObj},
 		{"POST", "/enable", nil, merchantObj}, // leave it enabled
@@ -291,13 +294,13 @@ func TestAuthMatrix(t *testing.T) {
 		{"GET", "/deliveries", nil, merchantObj},
 		{"DELETE", "fresh", nil, merchantObj},
 		{"GET", "delivery", nil, merchantObj},
-		{"POST", "delivery/retry", nil, map[principal]string{pAdmin: allowed, pCarrier: denied, pMerchA: allowed, pMerchB: hidden}},
+		{"POST", "delivery/retry", nil, map[secPrincipal]string{pAdmin: authAllowed, pCarrier: authDenied, pMerchA: authAllowed, pMerchB: authHidden}},
 
-		{"POST", "/v1/callbacks", func(principal) any { return map[string]any{"tracking_no": "SEC-2", "status": "x"} },
-			map[principal]string{pAdmin: denied, pCarrier: ok, pMerchA: denied, pMerchB: denied}},
+		{"POST", "/v1/callbacks", func(secPrincipal) any { return map[string]any{"tracking_no": "SEC-2", "status": "x"} },
+			map[secPrincipal]string{pAdmin: authDenied, pCarrier: authOK, pMerchA: authDenied, pMerchB: authDenied}},
 	}
 	for _, r := range routes {
-		for _, p := range []principal{pNone, pBadToken, pAdmin, pCarrier, pMerchA, pMerchB} {
+		for _, p := range []secPrincipal{pNone, pBadToken, pAdmin, pCarrier, pMerchA, pMerchB} {
 			path := r.path
 			switch {
 			case path == "" || strings.HasPrefix(path, "/") && !strings.HasPrefix(path, "/v1/"):
@@ -311,14 +314,14 @@ func TestAuthMatrix(t *testing.T) {
 			}
 			want := r.want[p]
 			if p == pNone || p == pBadToken {
-				want = unauth
+				want = authUnauth
 			}
 			var body any
 			if r.body != nil {
 				body = r.body(p)
 			}
 			st, data := f.api.do(r.method, path, f.token(p), body)
-			classOK(t, want, st, fmt.Sprintf("%s %s as %s (body %s)", r.method, path, p, data))
+			secCheckClass(t, want, st, fmt.Sprintf("%s %s as %s (body %s)", r.method, path, p, data))
 		}
 	}
 
@@ -332,7 +335,7 @@ func TestAuthMatrix(t *testing.T) {
 	if st == http.StatusCreated {
 		var e map[string]any
 		require.NoError(t, json.Unmarshal(data, &e))
-		st, _ = f.api.do("GET", "/v1/endpoints/"+idOf(t, e), f.merchantA, nil)
+		st, _ = f.api.do("GET", "/v1/endpoints/"+secIDOf(t, e), f.merchantA, nil)
 		require.Equal(t, http.StatusNotFound, st, "merchant B created an endpoint for merchant A")
 	}
 
