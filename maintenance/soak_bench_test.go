@@ -43,6 +43,10 @@ func BenchmarkHotTableChurn(b *testing.B) {
 		n, _ := strconv.Atoi(v)
 		cfg.VacuumDeadTuples = int64(n)
 	}
+	if v := os.Getenv("SOAK_REINDEX_MIN_MB"); v != "" {
+		n, _ := strconv.Atoi(v)
+		cfg.ReindexMinBytes = int64(n) << 20
+	}
 	mt := New(discardLogger(), cfg, store, nil, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -161,6 +165,11 @@ func BenchmarkHotTableChurn(b *testing.B) {
 	b.ReportMetric(maxSpace.load(), "max-dead-space")
 	b.ReportMetric(sumSpace.load()/n, "mean-dead-space")
 	b.ReportMetric(value(b, mt.m.vacuums.WithLabelValues("deliveries")), "vacuums")
+	var reindexes float64
+	for _, ix := range []string{"deliveries_pkey", "deliveries_claim_idx", "deliveries_chain_idx", "deliveries_endpoint_idx"} {
+		reindexes += value(b, mt.m.reindexes.WithLabelValues(ix))
+	}
+	b.ReportMetric(reindexes, "reindexes")
 	var hm dto.Metric
 	_ = mt.m.vacuumSeconds.Write(&hm)
 	if c := hm.Histogram.GetSampleCount(); c > 0 {
