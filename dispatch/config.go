@@ -63,8 +63,10 @@ type Config struct {
 	// (released, visible again after SaturatedDelay or when the rate limiter
 	// has a token). Default 50ms.
 	EndpointWait time.Duration
-	// SaturatedDelay is how long a delivery steps aside from a saturated
-	// endpoint. Default 500ms.
+	// SaturatedDelay is the shortest time a delivery steps aside from a
+	// saturated endpoint; it grows with how long none of the endpoint's
+	// slots has come free (up to 10s), so deliveries to a hanging endpoint
+	// do not churn. Default 200ms.
 	SaturatedDelay time.Duration
 	// DrainTimeout bounds how long shutdown waits for deliveries in flight
 	// before it releases them. Default 10s.
@@ -107,7 +109,7 @@ func (c Config) withDefaults() Config {
 	c.StoreRetryDelay = cmp.Or(c.StoreRetryDelay, 5*time.Second)
 	c.DrainTimeout = cmp.Or(c.DrainTimeout, 10*time.Second)
 	c.EndpointWait = cmp.Or(c.EndpointWait, 50*time.Millisecond)
-	c.SaturatedDelay = cmp.Or(c.SaturatedDelay, 500*time.Millisecond)
+	c.SaturatedDelay = cmp.Or(c.SaturatedDelay, 200*time.Millisecond)
 	c.PresignTTL = cmp.Or(c.PresignTTL, 24*time.Hour)
 	if c.Hostname == "" {
 		c.Hostname, _ = os.Hostname()

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -18,6 +19,17 @@ type endpointState struct {
 	slots chan struct{}
 	// limiter enforces rate_limit_per_sec; nil when unlimited.
 	limiter *rate.Limiter
+	// freed is when a slot was last given back (unix nanoseconds): the
+	// longer ago, the slower the endpoint, the longer deliveries step aside.
+	freed *atomic.Int64
+}
+
+// stepAside returns how long a delivery should stay away from the endpoint
+// when all its slots are busy: about as long as no slot has come free,
+// between lo and hi.
+func (e *endpointState) stepAside(now time.Time, lo, hi time.Duration) time.Duration {
+	since := now.Sub(time.Unix(0, e.freed.Load()))
+	return min(max(since, lo), hi)
 }
 
 // acquire takes an in-flight slot and a rate-limiter token, waiting at most
@@ -34,7 +46,7 @@ func (e *endpointState) acquire(ctx context.Context, maxWait, saturatedDelay tim
 		case e.slots <- struct{}{}:
 			t.Stop()
 		case <-t.C:
-			return false, saturatedDelay, nil
+			return false, e.stepAside(time.Now(), saturatedDelay, maxStepAside), nil
 		case <-ctx.Done():
 			t.Stop()
 			return false, 0, ctx.Err()
@@ -62,7 +74,14 @@ func (e *endpointState) acquire(ctx context.Context, maxWait, saturatedDelay tim
 	return true, 0, nil
 }
 
-func (e *endpointState) release() { <-e.slots }
+func (e *endpointState) release() {
+	e.freed.Store(time.Now().UnixNano())
+	<-e.slots
+}
+
+// maxStepAside caps how long a delivery steps aside from a saturated
+// endpoint.
+const maxStepAside = 10 * time.Second
 
 // endpointCache holds endpoint settings and secrets for ttl, loading all the
 // endpoints of a claimed batch that are missing or stale in one query.
@@ -128,9 +147,11 @@ func (c *endpointCache) store(cfg db.DispatchEndpoint, now time.Time) *endpointS
 	old := c.m[cfg.ID]
 	st := &endpointState{cfg: cfg, loadedAt: now}
 	if old != nil && old.cfg.MaxInFlight == cfg.MaxInFlight {
-		st.slots = old.slots
+		st.slots, st.freed = old.slots, old.freed
 	} else {
 		st.slots = make(chan struct{}, max(min(cfg.MaxInFlight, c.maxSlots), 1))
+		st.freed = new(atomic.Int64)
+		st.freed.Store(now.UnixNano())
 	}
 	if cfg.RateLimitPerSec > 0 {
 		if old != nil && old.limiter != nil && old.cfg.RateLimitPerSec == cfg.RateLimitPerSec {
