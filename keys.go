@@ -44,3 +44,12 @@ func KeyDisplayPrefix(key string) string {
 	}
 	return key[:8]
 }
+
+// NewSecret returns a new endpoint signing secret in the Standard Webhooks
+// form: "whsec_" followed by the standard (padded) base64 of 32 random bytes,
+// which off-the-shelf Standard Webhooks verifiers decode.
+func NewSecret() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return SecretPrefix + base64.StdEncoding.EncodeToString(b)
+}

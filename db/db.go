@@ -169,9 +169,17 @@ func unavailable(err error) error {
 		}
 		return err
 	}
-	if errors.Is(err, context.Canceled) {
+	if errors.Is(err, context.Canceled) || errors.Is(err, pgx.ErrNoRows) {
 		return err
 	}
+	// Decoding a row into the wrong Go type is a bug, not an outage.
+	var scanErr pgx.ScanArgError
+	var scanErrPtr *pgx.ScanArgError
+	if errors.As(err, &scanErr) || errors.As(err, &scanErrPtr) {
+		return err
+	}
+	// Everything else without a server error code happened on the way to the
+	// server (refused, reset, timed out, pool closed): the caller may retry.
 	return hookrelay.WrapError(hookrelay.EUNAVAILABLE, "database unavailable", err)
 }
 

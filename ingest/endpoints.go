@@ -1,8 +1,6 @@
 package ingest
 
 import (
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -68,13 +66,6 @@ type endpointRequest struct {
 	PayloadMode     *string           `json:"payload_mode"`
 	RetrySchedule   []string          `json:"retry_schedule"`
 	Timeout         *string           `json:"timeout"`
-}
-
-// newSecret returns an endpoint signing secret: whsec_ + base64 of 32 random bytes.
-func newSecret() string {
-	b := make([]byte, 32)
-	_, _ = rand.Read(b)
-	return hookrelay.SecretPrefix + base64.StdEncoding.EncodeToString(b)
 }
 
 // apply merges req into f, validating every field given.
@@ -214,7 +205,7 @@ func (s *Server) createEndpoint(c echo.Context) error {
 	if err := s.apply(c, req, &f, hasKey(raw, "carriers"), hasKey(raw, "event_types"), hasKey(raw, "retry_schedule")); err != nil {
 		return err
 	}
-	secret := newSecret()
+	secret := hookrelay.NewSecret()
 	ep, err := s.db.EndpointCreate(ctx, merchantID, f, secret)
 	if err != nil {
 		return err
@@ -363,7 +354,7 @@ func (s *Server) rotateSecret(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	secret := newSecret()
+	secret := hookrelay.NewSecret()
 	if err := s.db.EndpointSecretRotate(c.Request().Context(), ep.ID, secret); err != nil {
 		return err
 	}

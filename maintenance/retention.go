@@ -116,6 +116,10 @@ func (mt *Maintainer) retain(ctx context.Context, sess *db.Session, now time.Tim
 	if err != nil {
 		errs = append(errs, err)
 	}
+	// Rows of dispatchers stopped or silent for a day are history too.
+	if _, err := mt.db.DispatchersPrune(ctx, 24*time.Hour); err != nil {
+		errs = append(errs, err)
+	}
 
 	detail := fmt.Sprintf("created=%d dropped=%s blocked=%s dead_letters_discarded=%d payload_objects_deleted=%d",
 		rep.Created, strings.Join(rep.Dropped, ","), strings.Join(rep.Blocked, ","), rep.DeadLettersDiscarded, n)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookrelay/hookrelay/db"
@@ -153,4 +154,22 @@ func TestRetentionFinishesInterruptedWork(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, runs)
 	require.False(t, strings.Contains(b.logs.String(), `"level":"ERROR"`))
+}
+
+func TestRetentionPrunesOldDispatcherRows(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, err := b.sql.Exec(t.Context(), `INSERT INTO dispatchers (hostname, pid, started_at, heartbeat_at, stopped_at) VALUES
+		('old', 1, now() - interval '3 days', now() - interval '3 days', now() - interval '3 days'),
+		('live', 2, now(), now(), NULL)`)
+	require.NoError(t, err)
+	now := time.Now().UTC()
+	b.clock.Set(now)
+	r := b.start(t, Config{})
+	r.pass(t, now)
+	rows, err := b.sql.Query(t.Context(), "SELECT hostname FROM dispatchers ORDER BY hostname")
+	require.NoError(t, err)
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.Equal(t, []string{"live"}, names)
 }

@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"sync"
 	"time"
 
-	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/ingest"
 )
 
@@ -41,26 +39,7 @@ func startAPI(ctx context.Context, s *service) (func(ctx context.Context) error,
 	return srv.Run, nil
 }
 
-// pingers lets the dispatch role, started after api, provide the test ping
-// of POST /v1/endpoints/{id}/test: it calls setPinger(s, p).
-var pingers sync.Map // *service -> ingest.Pinger
-
-// setPinger registers the dispatch role's pinger for service s.
-func setPinger(s *service, p ingest.Pinger) { pingers.Store(s, p) }
-
-// lazyPinger finds the service's pinger at call time; with none registered
-// (no dispatch role in this process) the API answers 503.
-type lazyPinger struct{ s *service }
-
-func pingerFor(s *service) ingest.Pinger { return lazyPinger{s} }
-
-func (l lazyPinger) PingEndpoint(ctx context.Context, endpointID int64) (ingest.TestResult, error) {
-	p, ok := pingers.Load(l.s)
-	if !ok {
-		return ingest.TestResult{}, errNoDispatch
-	}
-	return p.(ingest.Pinger).PingEndpoint(ctx, endpointID)
-}
-
-// errNoDispatch answers a test ping when no dispatch role runs in-process.
-var errNoDispatch = hookrelay.Errorf(hookrelay.EUNAVAILABLE, "dispatch role not running in this process")
+// pingerFor returns the endpoint test ping of service s: the dispatcher's
+// own sender (see service.dispatcher), so a ping is signed and sent exactly
+// as a delivery is.
+func pingerFor(s *service) ingest.Pinger { return pingAdapter{s.dispatcher()} }

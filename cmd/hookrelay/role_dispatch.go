@@ -9,8 +9,7 @@ import (
 )
 
 // startDispatch wires the dispatch role: a dispatcher that shares the
-// logical queues with the other live dispatchers and delivers their rows. It
-// also serves the API's endpoint test ping in this process.
+// logical queues with the other live dispatchers and delivers their rows.
 //
 // Role settings (besides HOOKRELAY_QUEUES, HOOKRELAY_LEASE and
 // HOOKRELAY_ALLOW_PRIVATE_TARGETS):
@@ -31,6 +30,18 @@ import (
 //   - HOOKRELAY_DISPATCH_DRAIN_TIMEOUT (default 10s): how long shutdown lets
 //     deliveries in flight finish before releasing them.
 func startDispatch(ctx context.Context, s *service) (func(ctx context.Context) error, error) {
+	return s.dispatcher().Run, nil
+}
+
+// dispatcher returns the process's one dispatcher, built on first use. The
+// dispatch role runs it; the API's and the dashboard's endpoint test pings use
+// its sender whether or not the role runs in this process.
+func (s *service) dispatcher() *dispatch.Dispatcher {
+	s.dispatchOnce.Do(func() { s.dispatch = newDispatcher(s) })
+	return s.dispatch
+}
+
+func newDispatcher(s *service) *dispatch.Dispatcher {
 	env := s.cfg.env
 	cfg := dispatch.Config{
 		Queues:              s.cfg.Queues,
@@ -47,9 +58,7 @@ func startDispatch(ctx context.Context, s *service) (func(ctx context.Context) e
 		AckBatch:            env.int("HOOKRELAY_DISPATCH_ACK_BATCH", 100, 1, 10000),
 		DrainTimeout:        env.duration("HOOKRELAY_DISPATCH_DRAIN_TIMEOUT", 10*time.Second, time.Millisecond, 10*time.Minute),
 	}
-	d := dispatch.New(s.logger, cfg, s.db, s.store, s.registry)
-	setPinger(s, pingAdapter{d})
-	return d.Run, nil
+	return dispatch.New(s.logger, cfg, s.db, s.store, s.registry)
 }
 
 // pingAdapter serves ingest's test ping with the dispatcher's sender.

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"fmt"
 	"time"
 
@@ -77,9 +75,7 @@ func (o webOperator) RetryDelivery(ctx context.Context, id int64) error {
 // RotateSecret stores a new Standard Webhooks secret for the endpoint; the
 // previous ones keep signing for db.SecretOverlap.
 func (o webOperator) RotateSecret(ctx context.Context, endpointID int64) (string, error) {
-	b := make([]byte, 32)
-	_, _ = rand.Read(b)
-	secret := hookrelay.SecretPrefix + base64.StdEncoding.EncodeToString(b)
+	secret := hookrelay.NewSecret()
 	if err := o.db.EndpointSecretRotate(ctx, endpointID, secret); err != nil {
 		return "", err
 	}

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db"
+	"github.com/hookrelay/hookrelay/dispatch"
 	"github.com/hookrelay/hookrelay/ingest"
 	"github.com/hookrelay/hookrelay/storage"
 )
@@ -44,6 +46,9 @@ type service struct {
 	// listenAddr is the address the HTTP server actually listens on (useful
 	// when cfg.Addr has port 0).
 	listenAddr string
+
+	dispatchOnce sync.Once
+	dispatch     *dispatch.Dispatcher // see service.dispatcher
 }
 
 // roleFunc starts a role: it registers routes or prepares workers and returns
@@ -95,6 +100,12 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	defer cleanup()
+
+	defer func() {
+		if s.dispatch != nil {
+			s.dispatch.Close()
+		}
+	}()
 
 	runs := map[string]func(context.Context) error{}
 	for _, name := range roles {

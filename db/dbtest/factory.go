@@ -110,7 +110,7 @@ func Endpoint(t testing.TB, store *db.DB, opts *EndpointOpts) (db.Endpoint, stri
 		o.URL = "http://127.0.0.1:9/hook"
 	}
 	if o.Secret == "" {
-		o.Secret = hookrelay.NewKey(hookrelay.SecretPrefix)
+		o.Secret = hookrelay.NewSecret()
 	}
 	ctx := context.Background()
 	ep, err := store.EndpointCreate(ctx, o.MerchantID, db.EndpointFields{

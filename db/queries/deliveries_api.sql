@@ -20,10 +20,11 @@ SELECT * FROM deliveries WHERE id = $1;
 SELECT * FROM delivery_attempts WHERE delivery_id = $1 ORDER BY attempted_at, attempt;
 
 -- name: DeliveryMakeVisible :execrows
--- Operator retry of a pending delivery waiting for its next attempt: due now.
--- Leased rows (in flight) and parked non-heads are left alone.
-UPDATE deliveries SET visible_at = now()
-WHERE id = $1 AND lease_token IS NULL AND visible_at > now() AND visible_at < 'infinity';
+-- Operator retry of a pending delivery waiting for its next attempt: due now
+-- (a row already due counts too). Leased rows (in flight) and parked
+-- non-heads are left alone.
+UPDATE deliveries SET visible_at = least(visible_at, now())
+WHERE id = $1 AND lease_token IS NULL AND visible_at < 'infinity';
 
 -- name: DeliveryCountCapped :one
 -- Pending deliveries, counted up to the cap (cheap however long the backlog).

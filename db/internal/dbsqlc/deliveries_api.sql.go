@@ -203,12 +203,13 @@ func (q *Queries) DeliveryListPending(ctx context.Context, arg DeliveryListPendi
 }
 
 const deliveryMakeVisible = `-- name: DeliveryMakeVisible :execrows
-UPDATE deliveries SET visible_at = now()
-WHERE id = $1 AND lease_token IS NULL AND visible_at > now() AND visible_at < 'infinity'
+UPDATE deliveries SET visible_at = least(visible_at, now())
+WHERE id = $1 AND lease_token IS NULL AND visible_at < 'infinity'
 `
 
-// Operator retry of a pending delivery waiting for its next attempt: due now.
-// Leased rows (in flight) and parked non-heads are left alone.
+// Operator retry of a pending delivery waiting for its next attempt: due now
+// (a row already due counts too). Leased rows (in flight) and parked
+// non-heads are left alone.
 func (q *Queries) DeliveryMakeVisible(ctx context.Context, id int64) (int64, error) {
 	result, err := q.db.Exec(ctx, deliveryMakeVisible, id)
 	if err != nil {
