@@ -95,6 +95,11 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	logger := newLogger(cfg, stderr)
+	stopPprof, err := startPprof(getenv("HOOKRELAY_PPROF_ADDR"), logger)
+	if err != nil {
+		return err
+	}
+	defer stopPprof()
 	s, cleanup, err := newService(ctx, cfg, logger, stdout)
 	if err != nil {
 		return err
