@@ -3,8 +3,8 @@
 //
 // Store is the client every role uses, whatever the endpoint: AWS S3, any
 // S3-compatible service, or Embedded, an S3-compatible server that runs inside
-// the hookrelay process and keeps its objects in a file under a data
-// directory. Because the embedded server speaks the S3 protocol over loopback
+// the hookrelay process and keeps each object in a file of its own under a
+// data directory. Because the embedded server speaks the S3 protocol over loopback
 // HTTP, the same client code runs in development, tests and production.
 //
 // Objects are keyed by the day the callback was received (see PayloadKey), so

@@ -7,14 +7,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3bolt"
-	bolt "go.etcd.io/bbolt"
 )
 
 // Credentials that Embedded.Config hands out. The embedded server does not
@@ -25,11 +21,8 @@ const (
 )
 
 const (
-	// embeddedDBFile is the file under the data directory holding every
-	// bucket and object.
-	embeddedDBFile = "s3.bolt"
-	// embeddedLockTimeout bounds waiting for the database file's lock, held
-	// by another process serving the same directory.
+	// embeddedLockTimeout bounds waiting for the data directory's lock,
+	// held by another process serving the same directory.
 	embeddedLockTimeout = time.Second
 	// embeddedMaxBody caps a request body; payloads are at most 10 MiB.
 	embeddedMaxBody = 64 << 20
@@ -38,19 +31,20 @@ const (
 )
 
 // Embedded is an S3-compatible server running inside the process, so that a
-// single binary needs no external object store. Objects live in a bbolt
-// database file under the data directory: each write is committed and synced
-// to disk before it is acknowledged, so objects survive a crash or restart.
+// single binary needs no external object store. Each object is a file under
+// the data directory, <dir>/<bucket>/<key>: it is written to a temporary
+// file, synced and renamed into place, and the directory synced, before the
+// PUT is acknowledged, so objects survive a crash, a restart or a power loss.
 //
 // It answers the S3 calls Store makes over HTTP on its own listener. It does
 // not check credentials or the signature and expiry of presigned URLs: anyone
 // who can reach its address can read and write every object, so bind it to
 // loopback.
 type Embedded struct {
-	logger *slog.Logger
-	db     *bolt.DB
-	srv    *http.Server
-	url    string
+	logger  *slog.Logger
+	backend *diskBackend
+	srv     *http.Server
+	url     string
 	// served is closed when the server goroutine has returned.
 	served chan struct{}
 
@@ -58,44 +52,30 @@ type Embedded struct {
 	closeErr  error
 }
 
-// StartEmbedded opens (creating them if needed) dir and the database in it,
-// and serves S3 on addr, such as "127.0.0.1:9000", or "127.0.0.1:0" for any
-// free port. ctx bounds start-up only: the server runs until Close. Only one
-// process at a time may serve a directory; another one fails to start.
+// StartEmbedded opens dir, creating it if needed, and serves S3 on addr, such
+// as "127.0.0.1:9000", or "127.0.0.1:0" for any free port. ctx bounds start-up
+// only: the server runs until Close. Only one process at a time may serve a
+// directory; another one fails to start.
 func StartEmbedded(ctx context.Context, logger *slog.Logger, addr string, dir string) (*Embedded, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("embedded s3: %w", err)
-	}
-	path := filepath.Join(dir, embeddedDBFile)
-	db, err := bolt.Open(path, 0o600, &bolt.Options{
-		Timeout: embeddedLockTimeout,
-		// As etcd does: a map freelist stays fast as the file grows, and
-		// not writing it on every commit makes commits cheaper (it is
-		// rebuilt when the file is opened).
-		FreelistType:   bolt.FreelistMapType,
-		NoFreelistSync: true,
-	})
-	if errors.Is(err, bolt.ErrTimeout) {
-		return nil, fmt.Errorf("embedded s3: open %s: locked by another process", path)
-	}
+	backend, err := openDiskBackend(dir, embeddedLockTimeout)
 	if err != nil {
-		return nil, fmt.Errorf("embedded s3: open %s: %w", path, err)
+		return nil, fmt.Errorf("embedded s3: open %s: %w", dir, err)
 	}
 
 	ln, err := new(net.ListenConfig).Listen(ctx, "tcp", addr)
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("embedded s3: %w", err), db.Close())
+		return nil, errors.Join(fmt.Errorf("embedded s3: %w", err), backend.Close())
 	}
 
-	faker := gofakes3.New(s3bolt.New(db), gofakes3.WithLogger(fakeS3Logger{logger}))
+	faker := gofakes3.New(backend, gofakes3.WithLogger(fakeS3Logger{logger}))
 	e := &Embedded{
-		logger: logger,
-		db:     db,
-		url:    "http://" + reachableAddr(ln.Addr()),
-		served: make(chan struct{}),
+		logger:  logger,
+		backend: backend,
+		url:     "http://" + reachableAddr(ln.Addr()),
+		served:  make(chan struct{}),
 		srv: &http.Server{
 			Handler:           http.MaxBytesHandler(faker.Server(), embeddedMaxBody),
 			ReadHeaderTimeout: 10 * time.Second,
@@ -131,7 +111,7 @@ func (e *Embedded) Config() Config {
 }
 
 // Close stops accepting requests, waits up to a few seconds for those in
-// flight, and closes the database. It is safe to call more than once.
+// flight, and releases the data directory. It is safe to call more than once.
 func (e *Embedded) Close() error {
 	e.closeOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), embeddedShutdownTimeout)
@@ -142,7 +122,7 @@ func (e *Embedded) Close() error {
 			shutdownErr = errors.Join(shutdownErr, e.srv.Close())
 		}
 		<-e.served
-		e.closeErr = errors.Join(shutdownErr, e.db.Close())
+		e.closeErr = errors.Join(shutdownErr, e.backend.Close())
 		if e.closeErr != nil {
 			e.closeErr = fmt.Errorf("embedded s3: close: %w", e.closeErr)
 		}
