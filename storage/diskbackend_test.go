@@ -3,6 +3,8 @@ package storage_test
 import (
 	"bytes"
 	"crypto/md5"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -19,6 +21,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookrelay/hookrelay/storage"
@@ -497,4 +500,45 @@ func BenchmarkEmbeddedPutGet30KB(b *testing.B) {
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
 		})
 	}
+}
+
+// The metadata of an object, Store's SHA-256 checksum above all, comes back
+// with it, after a restart too.
+func TestEmbeddedKeepsMetadata(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	body := []byte(`{"tracking_no":"1Z"}`)
+	sum := sha256.Sum256(body)
+	checksum := base64.StdEncoding.EncodeToString(sum[:])
+
+	first, err := storage.StartEmbedded(t.Context(), nil, "127.0.0.1:0", dir)
+	require.NoError(t, err)
+	require.NoError(t, newStore(t, first.Config()).EnsureBucket(t.Context()))
+	_, err = newS3Client(t, first).PutObject(t.Context(), &s3.PutObjectInput{
+		Bucket:         aws.String(storage.DefaultBucket),
+		Key:            aws.String("payloads/2026/11/29/meta"),
+		Body:           bytes.NewReader(body),
+		ChecksumSHA256: aws.String(checksum),
+		ContentType:    aws.String("application/json"),
+		Metadata:       map[string]string{"carrier": "acme"},
+	})
+	require.NoError(t, err)
+	require.NoError(t, first.Close())
+
+	second := startEmbedded(t, dir)
+	out, err := newS3Client(t, second).GetObject(t.Context(), &s3.GetObjectInput{
+		Bucket:       aws.String(storage.DefaultBucket),
+		Key:          aws.String("payloads/2026/11/29/meta"),
+		ChecksumMode: types.ChecksumModeEnabled,
+	})
+	require.NoError(t, err)
+	got, err := io.ReadAll(out.Body)
+	require.NoError(t, out.Body.Close())
+	require.NoError(t, err)
+	require.Equal(t, body, got)
+	require.Equal(t, checksum, aws.ToString(out.ChecksumSHA256))
+	require.Equal(t, "application/json", aws.ToString(out.ContentType))
+	require.Equal(t, map[string]string{"carrier": "acme"}, out.Metadata)
+	md := md5.Sum(body)
+	require.Equal(t, `"`+hex.EncodeToString(md[:])+`"`, aws.ToString(out.ETag))
 }
