@@ -3,7 +3,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 SQLC    := $(GO) tool -modfile=tools/go.mod sqlc
 
-.PHONY: build run test generate check-generated vet fmt clean
+.PHONY: build run test test-faults generate check-generated vet fmt clean
 
 build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/hookrelay ./cmd/hookrelay
@@ -13,6 +13,11 @@ run: build
 
 test:
 	scripts/test.sh
+
+# The end-to-end fault suite: real hookrelay processes killed, paused and
+# restarted, PostgreSQL and the S3 store stopped under load (docs/reliability.md).
+test-faults:
+	scripts/test-faults.sh
 
 generate:
 	$(SQLC) generate

@@ -130,12 +130,18 @@ type AckReport struct {
 	Disabled []int64 // endpoints disabled by this batch (410 or failing too long)
 	Opened   []int64 // endpoints whose circuit is now open or half-open
 	Closed   []int64 // endpoints whose circuit is now closed
+	// HealthSkipped are outcomes not applied because another session held
+	// their endpoint_health row; carry them over to a later batch.
+	HealthSkipped []EndpointOutcome
 }
 
 // DeliveryAckBatch applies results and endpoint outcomes in one transaction
 // (synchronous_commit off: a lost ack only causes a redelivery): rows are
 // deleted, rescheduled or dead-lettered (fenced by lease token), attempts
-// appended, successors promoted and endpoint health folded in.
+// appended, successors promoted and endpoint health folded in. Health rows
+// another session holds are skipped rather than waited for (a dispatcher
+// stalled inside this transaction must not stop the others); their outcomes
+// come back in AckReport.HealthSkipped for the caller to carry over.
 func (db *DB) DeliveryAckBatch(ctx context.Context, dispatcherID int64, results []DeliveryResult,
 	outcomes []EndpointOutcome, policy HealthPolicy) (AckReport, error) {
 	var rep AckReport
@@ -156,6 +162,13 @@ func (db *DB) DeliveryAckBatch(ctx context.Context, dispatcherID int64, results 
 			at = time.Now()
 		}
 		p.AttemptedAt = append(p.AttemptedAt, at)
+	}
+	hp := healthParams(outcomes, policy)
+	if hp != nil {
+		// Outside the transaction: once the rows exist it waits for nobody.
+		if err := db.q.EndpointHealthEnsure(ctx, hp.EndpointIds); err != nil {
+			return rep, fmt.Errorf("endpoint health: %w", unavailable(err))
+		}
 	}
 	err := db.inTx(ctx, func(q *dbsqlc.Queries, tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SET LOCAL synchronous_commit = off"); err != nil {
@@ -185,43 +198,62 @@ func (db *DB) DeliveryAckBatch(ctx context.Context, dispatcherID int64, results 
 			}
 			rep.Promoted = n
 		}
-		if len(outcomes) == 0 {
+		if hp == nil {
 			return nil
 		}
-		hp := dbsqlc.EndpointHealthApplyParams{
-			Threshold:     int32(policy.Threshold),
-			BaseBackoffMs: policy.BaseBackoff.Milliseconds(),
-			MaxBackoffMs:  policy.MaxBackoff.Milliseconds(),
-			DisableAfter:  policy.DisableAfter,
-		}
-		for _, o := range outcomes {
-			hp.EndpointIds = append(hp.EndpointIds, o.EndpointID)
-			hp.Successes = append(hp.Successes, int32(o.Successes))
-			hp.Failures = append(hp.Failures, int32(o.Failures))
-			hp.Trail = append(hp.Trail, int32(o.Trailing))
-			hp.Gone = append(hp.Gone, o.Gone)
-			hp.LastErrors = append(hp.LastErrors, o.LastError)
-		}
-		if err := q.EndpointHealthEnsure(ctx, hp.EndpointIds); err != nil {
-			return fmt.Errorf("endpoint health: %w", unavailable(err))
-		}
-		rows, err := q.EndpointHealthApply(ctx, hp)
+		rows, err := q.EndpointHealthApply(ctx, *hp)
 		if err != nil {
 			return fmt.Errorf("endpoint health: %w", unavailable(err))
 		}
-		for _, r := range rows {
-			if r.Disabled {
-				rep.Disabled = append(rep.Disabled, r.EndpointID)
-			}
-			if r.CircuitState == "closed" {
-				rep.Closed = append(rep.Closed, r.EndpointID)
-			} else {
-				rep.Opened = append(rep.Opened, r.EndpointID)
-			}
-		}
+		rep.foldHealth(rows, outcomes)
 		return nil
 	})
 	return rep, err
+}
+
+// healthParams returns the EndpointHealthApply arguments for outcomes, nil
+// for none.
+func healthParams(outcomes []EndpointOutcome, policy HealthPolicy) *dbsqlc.EndpointHealthApplyParams {
+	if len(outcomes) == 0 {
+		return nil
+	}
+	hp := &dbsqlc.EndpointHealthApplyParams{
+		Threshold:     int32(policy.Threshold),
+		BaseBackoffMs: policy.BaseBackoff.Milliseconds(),
+		MaxBackoffMs:  policy.MaxBackoff.Milliseconds(),
+		DisableAfter:  policy.DisableAfter,
+	}
+	for _, o := range outcomes {
+		hp.EndpointIds = append(hp.EndpointIds, o.EndpointID)
+		hp.Successes = append(hp.Successes, int32(o.Successes))
+		hp.Failures = append(hp.Failures, int32(o.Failures))
+		hp.Trail = append(hp.Trail, int32(o.Trailing))
+		hp.Gone = append(hp.Gone, o.Gone)
+		hp.LastErrors = append(hp.LastErrors, o.LastError)
+	}
+	return hp
+}
+
+// foldHealth records the applied health rows in the report, and the outcomes
+// whose rows were skipped (locked by another session) in HealthSkipped.
+func (rep *AckReport) foldHealth(rows []dbsqlc.EndpointHealthApplyRow, outcomes []EndpointOutcome) {
+	applied := make(map[int64]bool, len(rows))
+	for _, r := range rows {
+		applied[r.EndpointID] = true
+		if r.Disabled {
+			rep.Disabled = append(rep.Disabled, r.EndpointID)
+		}
+		if r.CircuitState == "closed" {
+			rep.Closed = append(rep.Closed, r.EndpointID)
+		} else {
+			rep.Opened = append(rep.Opened, r.EndpointID)
+		}
+	}
+	for _, o := range outcomes {
+		if !applied[o.EndpointID] {
+			rep.HealthSkipped = append(rep.HealthSkipped, o)
+		}
+	}
 }
 
 // DeliveryExtend extends the lease of in-flight rows; it returns how many

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookrelay/hookrelay"
@@ -185,4 +186,42 @@ func TestParkingRace(t *testing.T) {
 	for i := 1; i < n; i++ {
 		require.Less(t, delivered[i-1], delivered[i], "order")
 	}
+}
+
+// A session holding an endpoint_health row (as a dispatcher stalled inside a
+// transaction would) must not stop anyone's acknowledgements: the deliveries
+// are acknowledged at once and that endpoint's outcome comes back to be
+// carried over.
+func TestAckSkipsLockedHealthRows(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := dbtest.NewURL(t)
+	store := dbtest.Open(t, url, db.Config{LockTimeout: 5 * time.Second})
+	ep, _ := dbtest.Endpoint(t, store, nil)
+	other, _ := dbtest.Endpoint(t, store, nil)
+	_, err := store.DeliveryAckBatch(ctx, 1, nil, []db.EndpointOutcome{{EndpointID: ep.ID, Successes: 1}, {EndpointID: other.ID, Successes: 1}}, testPolicy)
+	require.NoError(t, err)
+
+	m := dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: "K"})
+	got := claimAll(t, store, hookrelay.QueueFor("K", 32), 21)
+	require.Len(t, got, 1)
+
+	locker, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer locker.Close(ctx)
+	tx, err := locker.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	_, err = tx.Exec(ctx, "UPDATE endpoint_health SET updated_at = updated_at WHERE endpoint_id = $1", ep.ID)
+	require.NoError(t, err)
+
+	start := time.Now()
+	rep, err := store.DeliveryAckBatch(ctx, 1,
+		[]db.DeliveryResult{{ID: m.DeliveryIDs[0], LeaseToken: 21, EndpointID: ep.ID, Kind: db.AckSuccess, Outcome: "success", Status: 200}},
+		[]db.EndpointOutcome{{EndpointID: ep.ID, Successes: 1}, {EndpointID: other.ID, Failures: 1, Trailing: 1}}, testPolicy)
+	require.NoError(t, err)
+	require.Less(t, time.Since(start), 4*time.Second, "waited for the locked health row")
+	require.Equal(t, 1, rep.Applied)
+	require.Equal(t, []db.EndpointOutcome{{EndpointID: ep.ID, Successes: 1}}, rep.HealthSkipped)
+	require.Contains(t, rep.Closed, other.ID, "the unlocked endpoint was applied")
 }

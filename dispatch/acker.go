@@ -41,10 +41,13 @@ type acker struct {
 	// lastHealth is when an endpoint's health row was last written for a
 	// success-only batch (owned by the run goroutine).
 	lastHealth map[int64]time.Time
-	mu         sync.Mutex // mu guards cleanHealthy
+	mu         sync.Mutex // mu guards cleanHealthy and carried
 	// cleanHealthy reports whether the endpoint is known closed with no
 	// failures.
 	cleanHealthy map[int64]bool
+	// carried holds endpoint outcomes a batch could not apply (another
+	// session held the health row); the next batch folds them in first.
+	carried map[int64]db.EndpointOutcome
 }
 
 // ackBatch is one transaction's worth of results.
@@ -59,6 +62,7 @@ func newAcker(store *db.DB, logger *slog.Logger, m *metrics, dispatcherID int64,
 		db: store, logger: logger, metrics: m, dispatcherID: dispatcherID, policy: policy,
 		interval: interval, maxBatch: maxBatch, flushers: max(flushers, 1), now: now, onReport: onReport,
 		in: make(chan ackItem, maxBatch*4), lastHealth: map[int64]time.Time{}, cleanHealthy: map[int64]bool{},
+		carried: map[int64]db.EndpointOutcome{},
 	}
 }
 
@@ -122,6 +126,7 @@ func (a *acker) run(giveUp time.Duration) {
 func (a *acker) flush(b ackBatch, giveUp time.Duration) {
 	deadline := time.Now().Add(giveUp)
 	wait := 50 * time.Millisecond
+	b.outcomes = a.takeCarried(b.outcomes)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		rep, err := a.db.DeliveryAckBatch(ctx, a.dispatcherID, b.results, b.outcomes, a.policy)
@@ -134,6 +139,9 @@ func (a *acker) flush(b ackBatch, giveUp time.Duration) {
 			}
 			for _, id := range rep.Closed {
 				a.cleanHealthy[id] = true
+			}
+			for _, o := range rep.HealthSkipped {
+				a.carried[o.EndpointID] = mergeOutcomes(a.carried[o.EndpointID], o)
 			}
 			a.mu.Unlock()
 			if a.onReport != nil {
@@ -200,4 +208,48 @@ func (a *acker) outcomes(batch []ackItem) []db.EndpointOutcome {
 	// A fixed order keeps concurrent flushers from deadlocking on health rows.
 	slices.SortFunc(kept, func(x, y db.EndpointOutcome) int { return cmp.Compare(x.EndpointID, y.EndpointID) })
 	return kept
+}
+
+// takeCarried returns outcomes with the carried-over ones folded in before
+// them, and forgets the carried ones (a failed apply carries them again).
+func (a *acker) takeCarried(outcomes []db.EndpointOutcome) []db.EndpointOutcome {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.carried) == 0 {
+		return outcomes
+	}
+	merged := make([]db.EndpointOutcome, 0, len(outcomes)+len(a.carried))
+	for _, o := range outcomes {
+		if prev, ok := a.carried[o.EndpointID]; ok {
+			o = mergeOutcomes(prev, o)
+			delete(a.carried, o.EndpointID)
+		}
+		merged = append(merged, o)
+	}
+	for id, prev := range a.carried {
+		merged = append(merged, prev)
+		delete(a.carried, id)
+	}
+	return merged
+}
+
+// mergeOutcomes folds next into prev, prev having happened first (a zero
+// prev is nothing).
+func mergeOutcomes(prev, next db.EndpointOutcome) db.EndpointOutcome {
+	if prev.EndpointID == 0 {
+		return next
+	}
+	m := db.EndpointOutcome{
+		EndpointID: next.EndpointID,
+		Successes:  prev.Successes + next.Successes,
+		Failures:   prev.Failures + next.Failures,
+		Gone:       prev.Gone || next.Gone,
+		LastError:  cmp.Or(next.LastError, prev.LastError),
+	}
+	if next.Successes > 0 {
+		m.Trailing = next.Trailing
+	} else {
+		m.Trailing = prev.Trailing + next.Failures
+	}
+	return m
 }

@@ -13,8 +13,12 @@ LEFT JOIN endpoint_health h ON h.endpoint_id = e.id
 WHERE e.id = ANY(sqlc.arg(ids)::bigint[]);
 
 -- name: EndpointHealthEnsure :exec
+-- Creates missing health rows. Rows that exist are filtered out first: an
+-- ON CONFLICT check against a row another transaction is updating would wait
+-- for that transaction.
 INSERT INTO endpoint_health (endpoint_id)
 SELECT x FROM unnest(sqlc.arg(endpoint_ids)::bigint[]) AS x
+WHERE NOT EXISTS (SELECT 1 FROM endpoint_health h WHERE h.endpoint_id = x)
 ON CONFLICT (endpoint_id) DO NOTHING;
 
 -- name: EndpointHealthApply :many
@@ -27,7 +31,17 @@ ON CONFLICT (endpoint_id) DO NOTHING;
 -- Circuit: @threshold consecutive failures open it for @base_backoff; a failed
 -- probe (half_open, or open and due) doubles the wait up to @max_backoff; a
 -- success closes it.
-WITH x AS (
+-- Health rows locked by another session are skipped (SKIP LOCKED), never
+-- waited for: a dispatcher stalled inside a transaction must not stop the
+-- others. Only the endpoints returned were applied; the caller carries the
+-- rest over to its next batch.
+WITH lk AS MATERIALIZED (
+    SELECT h.endpoint_id FROM endpoint_health h
+    WHERE h.endpoint_id = ANY(sqlc.arg(endpoint_ids)::bigint[])
+    ORDER BY h.endpoint_id
+    FOR UPDATE SKIP LOCKED
+),
+x AS (
     SELECT unnest(sqlc.arg(endpoint_ids)::bigint[]) AS endpoint_id,
            unnest(sqlc.arg(successes)::integer[]) AS successes,
            unnest(sqlc.arg(failures)::integer[]) AS failures,
@@ -78,7 +92,7 @@ hu AS (
             ELSE h.circuit_open_until END,
         updated_at = now()
     FROM x AS n
-    WHERE h.endpoint_id = n.endpoint_id
+    WHERE h.endpoint_id = n.endpoint_id AND h.endpoint_id IN (SELECT lk.endpoint_id FROM lk)
     RETURNING h.endpoint_id, h.circuit_state, h.consecutive_failures, h.failing_since
 ),
 dis AS (

@@ -12,7 +12,13 @@ import (
 )
 
 const endpointHealthApply = `-- name: EndpointHealthApply :many
-WITH x AS (
+WITH lk AS MATERIALIZED (
+    SELECT h.endpoint_id FROM endpoint_health h
+    WHERE h.endpoint_id = ANY($1::bigint[])
+    ORDER BY h.endpoint_id
+    FOR UPDATE SKIP LOCKED
+),
+x AS (
     SELECT unnest($1::bigint[]) AS endpoint_id,
            unnest($2::integer[]) AS successes,
            unnest($3::integer[]) AS failures,
@@ -63,7 +69,7 @@ hu AS (
             ELSE h.circuit_open_until END,
         updated_at = now()
     FROM x AS n
-    WHERE h.endpoint_id = n.endpoint_id
+    WHERE h.endpoint_id = n.endpoint_id AND h.endpoint_id IN (SELECT lk.endpoint_id FROM lk)
     RETURNING h.endpoint_id, h.circuit_state, h.consecutive_failures, h.failing_since
 ),
 dis AS (
@@ -111,6 +117,10 @@ type EndpointHealthApplyRow struct {
 // Circuit: @threshold consecutive failures open it for @base_backoff; a failed
 // probe (half_open, or open and due) doubles the wait up to @max_backoff; a
 // success closes it.
+// Health rows locked by another session are skipped (SKIP LOCKED), never
+// waited for: a dispatcher stalled inside a transaction must not stop the
+// others. Only the endpoints returned were applied; the caller carries the
+// rest over to its next batch.
 func (q *Queries) EndpointHealthApply(ctx context.Context, arg EndpointHealthApplyParams) ([]EndpointHealthApplyRow, error) {
 	rows, err := q.db.Query(ctx, endpointHealthApply,
 		arg.EndpointIds,
@@ -150,9 +160,13 @@ func (q *Queries) EndpointHealthApply(ctx context.Context, arg EndpointHealthApp
 const endpointHealthEnsure = `-- name: EndpointHealthEnsure :exec
 INSERT INTO endpoint_health (endpoint_id)
 SELECT x FROM unnest($1::bigint[]) AS x
+WHERE NOT EXISTS (SELECT 1 FROM endpoint_health h WHERE h.endpoint_id = x)
 ON CONFLICT (endpoint_id) DO NOTHING
 `
 
+// Creates missing health rows. Rows that exist are filtered out first: an
+// ON CONFLICT check against a row another transaction is updating would wait
+// for that transaction.
 func (q *Queries) EndpointHealthEnsure(ctx context.Context, endpointIds []int64) error {
 	_, err := q.db.Exec(ctx, endpointHealthEnsure, endpointIds)
 	return err
