@@ -206,16 +206,6 @@ func (b *diskBackend) ListBucket(bucket string, prefix *gofakes3.Prefix, page go
 	if prefix == nil {
 		prefix = &gofakes3.Prefix{}
 	}
-	// Every key prefix.Match accepts starts with walkPrefix. With a
-	// delimiter Match ignores leading delimiters; keys never start with
-	// "/", so only that delimiter keeps the prefix usable.
-	walkPrefix := ""
-	if prefix.HasPrefix && (!prefix.HasDelimiter || prefix.Delimiter == "/") {
-		walkPrefix = prefix.Prefix
-		if prefix.HasDelimiter {
-			walkPrefix = strings.TrimLeft(walkPrefix, "/")
-		}
-	}
 	after := ""
 	if page.HasMarker {
 		after = page.Marker
@@ -228,7 +218,7 @@ func (b *diskBackend) ListBucket(bucket string, prefix *gofakes3.Prefix, page go
 		full       bool   // MaxKeys reached: looking for one more
 		nextMarker string
 	)
-	for sk, err := range b.walk(dir, walkPrefix, after, int(page.MaxKeys)+1) {
+	for sk, err := range b.walk(dir, walkPrefix(prefix), after, int(page.MaxKeys)+1) {
 		if err != nil {
 			return nil, err
 		}
@@ -270,6 +260,22 @@ func (b *diskBackend) ListBucket(bucket string, prefix *gofakes3.Prefix, page go
 		}
 	}
 	return objects, nil
+}
+
+// walkPrefix returns a prefix of every key prefix.Match accepts. With a
+// delimiter Match ignores leading delimiters; keys never start with "/", so
+// only that delimiter keeps the prefix usable.
+func walkPrefix(prefix *gofakes3.Prefix) string {
+	switch {
+	case !prefix.HasPrefix:
+		return ""
+	case !prefix.HasDelimiter:
+		return prefix.Prefix
+	case prefix.Delimiter == "/":
+		return strings.TrimLeft(prefix.Prefix, "/")
+	default:
+		return ""
+	}
 }
 
 // listedContent describes the object sk for a listing. A file that is not a
