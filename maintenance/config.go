@@ -39,6 +39,15 @@ type Config struct {
 	VacuumDeadRatio float64
 	// VacuumMinDead is the fewest dead tuples worth a VACUUM. Default 1,000.
 	VacuumMinDead int64
+	// VacuumMinGap is the shortest time between two VACUUMs of a table that
+	// the relative trigger (VacuumDeadRatio) may cause; VacuumDeadTuples
+	// dead tuples trigger one at any time. On a queue table holding a few
+	// hundred live rows the ratio is always exceeded once VacuumMinDead dead
+	// tuples exist, so without the gap the table is vacuumed every second
+	// or two under load (each VACUUM reads all four indexes in full); with
+	// it the dead tuples a VACUUM removes scale with the churn, up to
+	// VacuumDeadTuples. Default 3s.
+	VacuumMinGap time.Duration
 
 	// ReindexInterval is how often the hot tables' indexes are checked for
 	// bloat (see reindex.go). Default 1m.
@@ -90,6 +99,7 @@ func (c Config) withDefaults() Config {
 	c.VacuumDeadTuples = cmp.Or(c.VacuumDeadTuples, 10_000)
 	c.VacuumDeadRatio = cmp.Or(c.VacuumDeadRatio, 0.1)
 	c.VacuumMinDead = cmp.Or(c.VacuumMinDead, 1_000)
+	c.VacuumMinGap = cmp.Or(c.VacuumMinGap, 3*time.Second)
 	c.ReindexInterval = cmp.Or(c.ReindexInterval, time.Minute)
 	c.ReindexMinBytes = cmp.Or(c.ReindexMinBytes, 8<<20)
 	c.ReindexBloatFactor = cmp.Or(c.ReindexBloatFactor, 4)

@@ -48,6 +48,7 @@ func (mt *Maintainer) vacuumLoop(ctx context.Context) {
 	tick := time.NewTicker(mt.cfg.VacuumInterval)
 	defer tick.Stop()
 	nextReindex := time.Now().Add(mt.cfg.ReindexInterval)
+	lastVacuum := map[string]time.Time{}
 	for {
 		select {
 		case <-ctx.Done():
@@ -60,7 +61,7 @@ func (mt *Maintainer) vacuumLoop(ctx context.Context) {
 			continue
 		}
 		for _, c := range counts {
-			if !mt.needsVacuum(c) {
+			if !mt.needsVacuum(c, time.Since(lastVacuum[c.Table])) {
 				continue
 			}
 			s := session()
@@ -73,6 +74,7 @@ func (mt *Maintainer) vacuumLoop(ctx context.Context) {
 				break
 			}
 			took := time.Since(start)
+			lastVacuum[c.Table] = time.Now()
 			mt.m.vacuums.WithLabelValues(c.Table).Inc()
 			mt.m.vacuumSeconds.Observe(took.Seconds())
 			mt.logger.Debug("maintenance: vacuumed", "table", c.Table, "dead", c.Dead, "live", c.Live, "took", took)
@@ -89,10 +91,15 @@ func (mt *Maintainer) vacuumLoop(ctx context.Context) {
 }
 
 // needsVacuum applies the policy: enough dead tuples in absolute terms, or
-// relative to the live ones.
-func (mt *Maintainer) needsVacuum(c db.TupleCount) bool {
+// relative to the live ones once VacuumMinGap has passed since the table's
+// last VACUUM (since is that time; the first check of a table is never held
+// back).
+func (mt *Maintainer) needsVacuum(c db.TupleCount, since time.Duration) bool {
 	if c.Dead < mt.cfg.VacuumMinDead {
 		return false
 	}
-	return c.Dead >= mt.cfg.VacuumDeadTuples || float64(c.Dead) > mt.cfg.VacuumDeadRatio*float64(c.Live)
+	if c.Dead >= mt.cfg.VacuumDeadTuples {
+		return true
+	}
+	return since >= mt.cfg.VacuumMinGap && float64(c.Dead) > mt.cfg.VacuumDeadRatio*float64(c.Live)
 }

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/hookrelay/hookrelay/db"
 )
 
 // TestVacuumsHotTableWhenDeadTuplesPileUp: deleting a batch of deliveries
@@ -63,4 +65,29 @@ func TestReindexesBloatedHotIndex(t *testing.T) {
 		require.NoError(t, b.sql.QueryRow(ctx, "SELECT to_regclass('deliveries_claim_idx_ccnew') IS NULL").Scan(&gone))
 		return gone
 	}, 10*time.Second, 20*time.Millisecond)
+}
+
+// TestVacuumPolicy: below VacuumDeadTuples, the relative trigger fires at
+// most once per VacuumMinGap (a queue table with few live rows would
+// otherwise be vacuumed every second under load); the absolute one always.
+func TestVacuumPolicy(t *testing.T) {
+	t.Parallel()
+	mt := &Maintainer{cfg: Config{}.withDefaults()}
+	never := time.Duration(1 << 62)
+	for _, tc := range []struct {
+		dead, live int64
+		since      time.Duration
+		want       bool
+	}{
+		{dead: 999, live: 0, since: never, want: false},
+		{dead: 1_000, live: 300, since: never, want: true},
+		{dead: 5_000, live: 300, since: 2 * time.Second, want: false},
+		{dead: 5_000, live: 300, since: 3 * time.Second, want: true},
+		{dead: 5_000, live: 300, since: 10 * time.Second, want: true},
+		{dead: 10_000, live: 300, since: time.Second, want: true},
+		{dead: 5_000, live: 100_000, since: never, want: false},
+	} {
+		got := mt.needsVacuum(db.TupleCount{Table: "deliveries", Dead: tc.dead, Live: tc.live}, tc.since)
+		require.Equal(t, tc.want, got, "dead %d live %d since %v", tc.dead, tc.live, tc.since)
+	}
 }
