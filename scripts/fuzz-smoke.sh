@@ -9,6 +9,6 @@ grep -rl --include='*_test.go' -E '^func Fuzz[A-Za-z0-9_]+\(' . | grep -v '^./to
   pkg="./$(dirname "${f#./}")"
   grep -oE '^func (Fuzz[A-Za-z0-9_]+)\(' "$f" | sed -E 's/^func (Fuzz[A-Za-z0-9_]+)\(/\1/' | while read -r target; do
     echo "-- $pkg $target ($fuzztime)"
-    go test -run='^$' -fuzz="^${target}\$" -fuzztime="$fuzztime" "$pkg"
+    go test -run='^$' -fuzz="^${target}\$" -fuzztime="$fuzztime" -fuzzminimizetime=3s "$pkg"
   done
 done
