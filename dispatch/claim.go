@@ -10,9 +10,8 @@ import (
 
 // claimLoop claims and starts deliveries of the queues this dispatcher
 // holds (its share: index % loops == part) until ctx ends, one statement
-// across all of them: at once again after a full batch, after BusyPoll (up
-// to 4×BusyPoll, see partialWait) after a partial one, backing off to
-// IdlePoll while there is nothing due.
+// across all of them: at once again after a full batch, after BusyPoll after
+// a partial one, backing off to IdlePoll while there is nothing due.
 // Deliveries run under workCtx, which outlives ctx for a graceful drain.
 func (d *Dispatcher) claimLoop(ctx, workCtx context.Context, part, loops int) {
 	var wait time.Duration
@@ -60,24 +59,10 @@ func (d *Dispatcher) claimLoop(ctx, workCtx context.Context, part, loops int) {
 		case len(rows) == n:
 			wait = 0
 		default:
-			wait = partialWait(len(rows), d.cfg.BatchSize, d.cfg.BusyPoll)
+			wait = d.cfg.BusyPoll
 		}
 		d.start(workCtx, rows)
 	}
-}
-
-// partialWait is the pause after a claim that found got rows (0 < got <
-// the rows it could take): BusyPoll while claims come back at least a
-// quarter full, longer the emptier they were, up to 4×BusyPoll. A small
-// claim means few deliveries are arriving, so waiting longer costs them
-// little latency and makes the next claim (one statement over all held
-// queues, as expensive for 3 rows as for 30) collect more per statement.
-func partialWait(got, batch int, busy time.Duration) time.Duration {
-	quarter := max(batch/4, 1)
-	if got >= quarter {
-		return busy
-	}
-	return min(busy*time.Duration(quarter)/time.Duration(max(got, 1)), 4*busy)
 }
 
 // claim runs one claim statement over queues. It is not cancelled half-way
