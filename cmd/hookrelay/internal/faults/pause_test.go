@@ -46,8 +46,18 @@ func TestPausedDispatcher(t *testing.T) {
 		SELECT delivery_id FROM delivery_attempts WHERE outcome = 'success'
 		GROUP BY delivery_id HAVING count(*) > 1) x`)
 	require.NoError(t, err)
-	successes, err := queryInt(t.Context(), url, `SELECT count(*) FROM delivery_attempts WHERE outcome = 'success'`)
-	require.NoError(t, err)
+	// The sink has seen every delivery; their acknowledgements (and so their
+	// attempt rows) are written in batches a few milliseconds later.
+	expected, _ := w.ledger.Progress()
+	var successes int64
+	for deadline := time.Now().Add(15 * time.Second); ; {
+		successes, err = queryInt(t.Context(), url, `SELECT count(*) FROM delivery_attempts WHERE outcome = 'success'`)
+		require.NoError(t, err)
+		if successes >= expected || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	a := w.account(result{Scenario: "dispatcher paused past its lease", Faults: 1, Drain: drain.Round(time.Millisecond).String(),
 		MaxRecovery: maxLatency(w.ledger).String(),
 		Extra:       map[string]any{"success_attempt_rows": successes, "deliveries_acknowledged_twice": twice, "paused_for": pauseFor.String()}}, l, inFlightBound)
