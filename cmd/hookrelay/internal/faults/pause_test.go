@@ -42,15 +42,12 @@ func TestPausedDispatcher(t *testing.T) {
 	stop()
 	drain := w.drain(90 * time.Second)
 
-	twice, err := queryInt(t.Context(), url, `SELECT count(*) FROM (
-		SELECT delivery_id FROM delivery_attempts WHERE outcome = 'success'
-		GROUP BY delivery_id HAVING count(*) > 1) x`)
-	require.NoError(t, err)
 	// The sink has seen every delivery; their acknowledgements (and so their
 	// attempt rows) are written in batches a few milliseconds later.
 	expected, _ := w.ledger.Progress()
 	var successes int64
 	for deadline := time.Now().Add(15 * time.Second); ; {
+		var err error
 		successes, err = queryInt(t.Context(), url, `SELECT count(*) FROM delivery_attempts WHERE outcome = 'success'`)
 		require.NoError(t, err)
 		if successes >= expected || time.Now().After(deadline) {
@@ -58,6 +55,10 @@ func TestPausedDispatcher(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	twice, err := queryInt(t.Context(), url, `SELECT count(*) FROM (
+		SELECT delivery_id FROM delivery_attempts WHERE outcome = 'success'
+		GROUP BY delivery_id HAVING count(*) > 1) x`)
+	require.NoError(t, err)
 	a := w.account(result{Scenario: "dispatcher paused past its lease", Faults: 1, Drain: drain.Round(time.Millisecond).String(),
 		MaxRecovery: maxLatency(w.ledger).String(),
 		Extra:       map[string]any{"success_attempt_rows": successes, "deliveries_acknowledged_twice": twice, "paused_for": pauseFor.String()}}, l, inFlightBound)
