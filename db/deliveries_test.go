@@ -225,3 +225,33 @@ func TestAckSkipsLockedHealthRows(t *testing.T) {
 	require.Equal(t, []db.EndpointOutcome{{EndpointID: ep.ID, Successes: 1}}, rep.HealthSkipped)
 	require.Contains(t, rep.Closed, other.ID, "the unlocked endpoint was applied")
 }
+
+// A claim that would send a half-open probe does not wait for a session
+// holding the endpoint's health row.
+func TestClaimProbeSkipsLockedHealthRow(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := dbtest.NewURL(t)
+	store := dbtest.Open(t, url, db.Config{LockTimeout: 5 * time.Second})
+	ep, _ := dbtest.Endpoint(t, store, nil)
+	_, err := store.DeliveryAckBatch(ctx, 1, nil, []db.EndpointOutcome{{EndpointID: ep.ID, Failures: 3, Trailing: 3, LastError: "x"}}, testPolicy)
+	require.NoError(t, err)
+	locker, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer locker.Close(ctx)
+	// The open period is over: the next head is a probe.
+	_, err = locker.Exec(ctx, "UPDATE endpoint_health SET circuit_open_until = now() - interval '1 second' WHERE endpoint_id = $1", ep.ID)
+	require.NoError(t, err)
+	dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: "P"})
+
+	tx, err := locker.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	_, err = tx.Exec(ctx, "UPDATE endpoint_health SET updated_at = updated_at WHERE endpoint_id = $1", ep.ID)
+	require.NoError(t, err)
+
+	start := time.Now()
+	got := claimAll(t, store, hookrelay.QueueFor("P", 32), 31)
+	require.Less(t, time.Since(start), 4*time.Second, "the claim waited for the locked health row")
+	require.Len(t, got, 1, "the probe is sent")
+}

@@ -68,13 +68,20 @@ decide AS MATERIALIZED (
            END AS action
     FROM ranked r
 ),
+-- Health rows another session holds are skipped, never waited for (a stalled
+-- acknowledgement must not stop claims); the probe then goes unmarked.
+probe_rows AS MATERIALIZED (
+    SELECT h.endpoint_id FROM endpoint_health h
+    WHERE h.endpoint_id IN (SELECT x.endpoint_id FROM decide x
+                            WHERE x.action = 'lease' AND x.circuit_state <> 'closed')
+    FOR UPDATE SKIP LOCKED
+),
 probe AS (
     UPDATE endpoint_health h
     SET circuit_state = 'half_open',
         circuit_open_until = now() + sqlc.arg(lease)::interval,
         updated_at = now()
-    WHERE h.endpoint_id IN (SELECT x.endpoint_id FROM decide x
-                            WHERE x.action = 'lease' AND x.circuit_state <> 'closed')
+    WHERE h.endpoint_id IN (SELECT p.endpoint_id FROM probe_rows p)
 ),
 upd AS (
     UPDATE deliveries d

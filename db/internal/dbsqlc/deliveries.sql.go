@@ -208,13 +208,18 @@ decide AS MATERIALIZED (
            END AS action
     FROM ranked r
 ),
+probe_rows AS MATERIALIZED (
+    SELECT h.endpoint_id FROM endpoint_health h
+    WHERE h.endpoint_id IN (SELECT x.endpoint_id FROM decide x
+                            WHERE x.action = 'lease' AND x.circuit_state <> 'closed')
+    FOR UPDATE SKIP LOCKED
+),
 probe AS (
     UPDATE endpoint_health h
     SET circuit_state = 'half_open',
         circuit_open_until = now() + $4::interval,
         updated_at = now()
-    WHERE h.endpoint_id IN (SELECT x.endpoint_id FROM decide x
-                            WHERE x.action = 'lease' AND x.circuit_state <> 'closed')
+    WHERE h.endpoint_id IN (SELECT p.endpoint_id FROM probe_rows p)
 ),
 upd AS (
     UPDATE deliveries d
@@ -292,6 +297,8 @@ type DeliveryClaimRow struct {
 //
 // Only leased rows are returned, with what the sender needs from messages and
 // carriers.
+// Health rows another session holds are skipped, never waited for (a stalled
+// acknowledgement must not stop claims); the probe then goes unmarked.
 func (q *Queries) DeliveryClaim(ctx context.Context, arg DeliveryClaimParams) ([]DeliveryClaimRow, error) {
 	rows, err := q.db.Query(ctx, deliveryClaim,
 		arg.Queues,
