@@ -152,40 +152,12 @@ func (db *DB) DashboardEndpointPendingList(ctx context.Context, endpointID int64
 	return out, nil
 }
 
-// MessageView is a stored callback: inline payload or the key of its S3 object.
-type MessageView struct {
-	ID             int64
-	ReceivedAt     time.Time
-	CarrierID      int64
-	EventType      string
-	OrderingKey    string
-	MerchantRef    string
-	Queue          int
-	IdempotencyKey string
-	Payload        []byte // nil when offloaded
-	PayloadKey     string // S3 object key when offloaded
-	PayloadSize    int
-	PayloadSHA256  []byte
-	Deliveries     int
-}
-
 // DashboardMessage returns message id; receivedAt (optional) narrows the
 // look-up to one day partition. hookrelay.ENOTFOUND when absent.
-func (db *DB) DashboardMessage(ctx context.Context, id int64, receivedAt *time.Time) (MessageView, error) {
+func (db *DB) DashboardMessage(ctx context.Context, id int64, receivedAt *time.Time) (Message, error) {
 	r, err := db.q.DashboardMessage(ctx, dbsqlc.DashboardMessageParams{ID: id, ReceivedAt: receivedAt})
 	if err != nil {
-		return MessageView{}, notFound(unavailableUnlessNoRows(err), "message")
+		return Message{}, notFound(unavailableUnlessNoRows(err), "message")
 	}
-	m := MessageView{
-		ID: r.ID, ReceivedAt: r.ReceivedAt, CarrierID: r.CarrierID, EventType: r.EventType,
-		OrderingKey: r.OrderingKey, MerchantRef: r.MerchantRef, Queue: int(r.Queue), Payload: r.Payload,
-		PayloadSize: int(r.PayloadSize), PayloadSHA256: r.PayloadSha256, Deliveries: int(r.Deliveries),
-	}
-	if r.IdempotencyKey != nil {
-		m.IdempotencyKey = *r.IdempotencyKey
-	}
-	if r.PayloadKey != nil {
-		m.PayloadKey = *r.PayloadKey
-	}
-	return m, nil
+	return messageFrom(r), nil
 }

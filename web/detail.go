@@ -83,7 +83,7 @@ func (d *Dashboard) deliveryRetry(c echo.Context) error {
 }
 
 type messageData struct {
-	M       db.MessageView
+	M       db.Message
 	Pretty  string
 	IsJSON  bool
 	Link    string // presigned URL of an offloaded payload

@@ -33,7 +33,7 @@ type Store interface {
 	DashboardDelivery(ctx context.Context, id int64) (db.DeliveryView, error)
 	DashboardRecentAttempts(ctx context.Context, endpointID int64, since, before time.Time, limit int) ([]db.AttemptView, error)
 	DashboardEndpointPendingList(ctx context.Context, endpointID int64, limit int) ([]db.PendingView, error)
-	DashboardMessage(ctx context.Context, id int64, receivedAt *time.Time) (db.MessageView, error)
+	DashboardMessage(ctx context.Context, id int64, receivedAt *time.Time) (db.Message, error)
 	HealthSnapshot(ctx context.Context) (db.Health, error)
 	Partitions(ctx context.Context) ([]db.Partition, error)
 	PoolStats() (acquired, idle, max int32)

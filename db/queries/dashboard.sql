@@ -112,9 +112,7 @@ ORDER BY d.id DESC LIMIT @lim;
 
 -- name: DashboardMessage :one
 -- A message by id; received_at (when known) prunes to one day partition.
-SELECT id, received_at, carrier_id, event_type, ordering_key, merchant_ref, queue::integer AS queue,
-       idempotency_key, payload, payload_key, payload_size, payload_sha256, deliveries
-FROM messages
+SELECT * FROM messages
 WHERE id = @id
   AND (sqlc.narg(received_at)::timestamptz IS NULL OR received_at = sqlc.narg(received_at)::timestamptz)
 ORDER BY received_at DESC LIMIT 1;

@@ -507,9 +507,7 @@ func (q *Queries) DashboardFixtureMessages(ctx context.Context, arg DashboardFix
 }
 
 const dashboardMessage = `-- name: DashboardMessage :one
-SELECT id, received_at, carrier_id, event_type, ordering_key, merchant_ref, queue::integer AS queue,
-       idempotency_key, payload, payload_key, payload_size, payload_sha256, deliveries
-FROM messages
+SELECT id, received_at, carrier_id, event_type, ordering_key, merchant_ref, queue, idempotency_key, payload, payload_key, payload_size, payload_sha256, deliveries FROM messages
 WHERE id = $1
   AND ($2::timestamptz IS NULL OR received_at = $2::timestamptz)
 ORDER BY received_at DESC LIMIT 1
@@ -520,26 +518,10 @@ type DashboardMessageParams struct {
 	ReceivedAt *time.Time
 }
 
-type DashboardMessageRow struct {
-	ID             int64
-	ReceivedAt     time.Time
-	CarrierID      int64
-	EventType      string
-	OrderingKey    string
-	MerchantRef    string
-	Queue          int32
-	IdempotencyKey *string
-	Payload        []byte
-	PayloadKey     *string
-	PayloadSize    int32
-	PayloadSha256  []byte
-	Deliveries     int32
-}
-
 // A message by id; received_at (when known) prunes to one day partition.
-func (q *Queries) DashboardMessage(ctx context.Context, arg DashboardMessageParams) (DashboardMessageRow, error) {
+func (q *Queries) DashboardMessage(ctx context.Context, arg DashboardMessageParams) (Message, error) {
 	row := q.db.QueryRow(ctx, dashboardMessage, arg.ID, arg.ReceivedAt)
-	var i DashboardMessageRow
+	var i Message
 	err := row.Scan(
 		&i.ID,
 		&i.ReceivedAt,
