@@ -214,7 +214,7 @@ func (db *DB) DashboardDeadLettersCount(ctx context.Context, f DeadLetterQuery, 
 
 // DashboardDeadLetter returns one dead letter, or hookrelay.ENOTFOUND.
 func (db *DB) DashboardDeadLetter(ctx context.Context, id int64) (DeadLetterView, error) {
-	r, err := db.q.DashboardDeadLetter(ctx, id)
+	r, err := db.q.DeadLetterGet(ctx, id)
 	if err != nil {
 		return DeadLetterView{}, notFound(unavailableUnlessNoRows(err), "dead letter")
 	}

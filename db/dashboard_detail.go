@@ -83,7 +83,7 @@ func (db *DB) DashboardDelivery(ctx context.Context, id int64) (DeliveryView, er
 		return v, fmt.Errorf("pending delivery: %w", unavailable(err))
 	}
 	if v.Pending == nil {
-		if r, err := db.q.DashboardDeadLetter(ctx, id); err == nil {
+		if r, err := db.q.DeadLetterGet(ctx, id); err == nil {
 			d := deadLetterViewFrom(r)
 			v.DeadLetter, v.State = &d, "dead"
 			v.MessageID, v.ReceivedAt, v.EndpointID, v.OrderingKey = d.MessageID, d.MessageReceivedAt, d.EndpointID, d.OrderingKey

@@ -73,11 +73,6 @@ SELECT count(*)::bigint FROM (
     LIMIT @cap
 ) AS d;
 
--- name: DashboardDeadLetter :one
-SELECT id, message_id, message_received_at, endpoint_id, merchant_id, carrier_id, queue,
-       ordering_key, event_type, attempts, last_status, last_error, created_at
-FROM dead_letters WHERE id = $1;
-
 -- name: DashboardPendingDelivery :one
 SELECT d.id, d.queue::integer AS queue, d.endpoint_id, d.ordering_key, d.ordered, d.message_id,
        d.message_received_at, d.attempt, d.visible_at, d.last_status,

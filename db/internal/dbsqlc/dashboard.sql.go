@@ -113,33 +113,6 @@ func (q *Queries) DashboardCappedCount(ctx context.Context, cap int32) (int64, e
 	return column_1, err
 }
 
-const dashboardDeadLetter = `-- name: DashboardDeadLetter :one
-SELECT id, message_id, message_received_at, endpoint_id, merchant_id, carrier_id, queue,
-       ordering_key, event_type, attempts, last_status, last_error, created_at
-FROM dead_letters WHERE id = $1
-`
-
-func (q *Queries) DashboardDeadLetter(ctx context.Context, id int64) (DeadLetter, error) {
-	row := q.db.QueryRow(ctx, dashboardDeadLetter, id)
-	var i DeadLetter
-	err := row.Scan(
-		&i.ID,
-		&i.MessageID,
-		&i.MessageReceivedAt,
-		&i.EndpointID,
-		&i.MerchantID,
-		&i.CarrierID,
-		&i.Queue,
-		&i.OrderingKey,
-		&i.EventType,
-		&i.Attempts,
-		&i.LastStatus,
-		&i.LastError,
-		&i.CreatedAt,
-	)
-	return i, err
-}
-
 const dashboardDeadLetters = `-- name: DashboardDeadLetters :many
 SELECT id, message_id, message_received_at, endpoint_id, merchant_id, carrier_id, queue,
        ordering_key, event_type, attempts, last_status, last_error, created_at
