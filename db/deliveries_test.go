@@ -255,3 +255,54 @@ func TestClaimProbeSkipsLockedHealthRow(t *testing.T) {
 	require.Less(t, time.Since(start), 4*time.Second, "the claim waited for the locked health row")
 	require.Len(t, got, 1, "the probe is sent")
 }
+
+// TestLeaseIsHOTAndExpires: a lease is an update of columns no index covers
+// (migration 00060), so PostgreSQL makes it a heap-only tuple; a lease that
+// runs out makes the row claimable again, under a new token that fences the
+// old holder's acknowledgement.
+func TestLeaseIsHOTAndExpires(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := dbtest.NewURL(t)
+	store := dbtest.Open(t, url, db.Config{})
+	ep, _ := dbtest.Endpoint(t, store, nil)
+	m := dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: "H1"})
+	q := hookrelay.QueueFor("H1", 32)
+
+	got, err := store.DeliveryClaim(ctx, []int{q}, 50, 50, 1, 41, 300*time.Millisecond)
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	require.Equal(t, m.DeliveryIDs[0], got[0].ID)
+	require.Empty(t, claimAll(t, store, q, 42), "a leased row is skipped while its lease runs")
+
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pageinspect")
+	require.NoError(t, err)
+	var heapOnly int
+	// t_infomask2 bit 0x8000 is HEAP_ONLY_TUPLE: the leased version has no
+	// index entries of its own.
+	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM heap_page_items(get_raw_page('deliveries', 0))
+		WHERE t_infomask2 & 32768 <> 0`).Scan(&heapOnly))
+	require.Equal(t, 1, heapOnly, "the lease is a HOT update")
+
+	time.Sleep(400 * time.Millisecond)
+	again, err := store.DeliveryClaim(ctx, []int{q}, 50, 50, 2, 43, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, again, 1, "an expired lease makes the row claimable")
+	require.Equal(t, m.DeliveryIDs[0], again[0].ID)
+	require.Equal(t, 1, ack(t, store, db.DeliveryResult{ID: again[0].ID, LeaseToken: 41, EndpointID: ep.ID,
+		Kind: db.AckSuccess, Outcome: "success", Status: 200}).Stale, "the old holder is fenced off")
+
+	// A release due at once keeps the row's place and is HOT too.
+	require.Equal(t, 1, ack(t, store, db.DeliveryResult{ID: again[0].ID, LeaseToken: 43, EndpointID: ep.ID,
+		Kind: db.AckRelease}).Applied)
+	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM heap_page_items(get_raw_page('deliveries', 0))
+		WHERE t_infomask2 & 32768 <> 0`).Scan(&heapOnly))
+	require.GreaterOrEqual(t, heapOnly, 1)
+	last := claimAll(t, store, q, 44)
+	require.Len(t, last, 1, "released rows are due at once")
+	require.Equal(t, 1, ack(t, store, db.DeliveryResult{ID: last[0].ID, LeaseToken: 44, EndpointID: ep.ID,
+		Kind: db.AckSuccess, Outcome: "success", Status: 200}).Applied)
+}

@@ -12,7 +12,10 @@
 --   * head of an endpoint whose circuit is open: waits for the probe time,
 --     attempt unchanged; once the probe is due only the first head of that
 --     endpoint in the batch goes (the probe), the others wait a little;
---   * otherwise leased: visible_at = now() + lease, lease_owner, lease_token.
+--   * otherwise leased: leased_until = now() + lease, lease_owner, lease_token;
+--     visible_at is left alone, so the lease is a HOT update (no index entry;
+--     migration 00060). Rows whose lease has not expired are skipped by the
+--     candidate scan: they are read, not locked.
 -- Only leased rows are returned, with what the sender needs from messages and
 -- carriers.
 WITH cand AS MATERIALIZED (
@@ -24,6 +27,7 @@ WITH cand AS MATERIALIZED (
         WHERE d.queue = q.queue
           AND d.visible_at <= now()
           AND d.visible_at < 'infinity'
+          AND (d.leased_until IS NULL OR d.leased_until <= now())
         ORDER BY d.visible_at, d.id
         LIMIT sqlc.arg(per_queue)::integer
         FOR UPDATE SKIP LOCKED
@@ -90,8 +94,9 @@ upd AS (
             WHEN 'hold' THEN now() + interval '1 minute'
             WHEN 'wait' THEN x.circuit_open_until
             WHEN 'wait_probe' THEN now() + interval '5 seconds'
-            ELSE now() + sqlc.arg(lease)::interval
+            ELSE d.visible_at
         END,
+        leased_until = CASE WHEN x.action = 'lease' THEN now() + sqlc.arg(lease)::interval END,
         lease_owner = CASE WHEN x.action = 'lease' THEN sqlc.arg(owner)::bigint END,
         lease_token = CASE WHEN x.action = 'lease' THEN sqlc.arg(token)::bigint END
     FROM decide x
@@ -142,7 +147,11 @@ del AS (
 upd AS (
     UPDATE deliveries d
     SET attempt = d.attempt + CASE WHEN r.spend THEN 1 ELSE 0 END,
-        visible_at = now() + r.delay_ms * interval '1 millisecond',
+        -- A result due at once keeps the row's place in its queue (and the
+        -- update HOT); a later one moves it (a new claim index entry).
+        visible_at = CASE WHEN r.delay_ms > 0 THEN now() + r.delay_ms * interval '1 millisecond'
+                          ELSE least(d.visible_at, now()) END,
+        leased_until = NULL,
         lease_owner = NULL,
         lease_token = NULL,
         last_status = CASE WHEN r.kind = 'release' THEN d.last_status ELSE r.status END,
@@ -209,7 +218,7 @@ WHERE d.id = s.next_id AND d.visible_at = 'infinity';
 
 -- name: DeliveryExtend :execrows
 -- Extends the lease of rows still in flight (long HTTP calls).
-UPDATE deliveries d SET visible_at = now() + sqlc.arg(lease)::interval
+UPDATE deliveries d SET leased_until = now() + sqlc.arg(lease)::interval
 FROM (SELECT unnest(sqlc.arg(ids)::bigint[]) AS id, unnest(sqlc.arg(tokens)::bigint[]) AS token) x
 WHERE d.id = x.id AND d.lease_token = x.token;
 
@@ -223,7 +232,9 @@ WHERE endpoint_id = sqlc.arg(endpoint_id)::bigint AND lease_token IS NULL
 -- name: DeliveryQueueCounts :many
 -- Due, leased/scheduled and parked rows per logical queue (tests, dashboard).
 SELECT queue::integer AS queue,
-       count(*) FILTER (WHERE visible_at <= now())::bigint AS due,
-       count(*) FILTER (WHERE visible_at > now() AND visible_at < 'infinity')::bigint AS waiting,
+       count(*) FILTER (WHERE visible_at <= now()
+                          AND (leased_until IS NULL OR leased_until <= now()))::bigint AS due,
+       count(*) FILTER (WHERE visible_at < 'infinity'
+                          AND (visible_at > now() OR leased_until > now()))::bigint AS waiting,
        count(*) FILTER (WHERE visible_at = 'infinity')::bigint AS parked
 FROM deliveries GROUP BY queue ORDER BY queue;

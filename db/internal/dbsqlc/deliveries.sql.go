@@ -33,7 +33,11 @@ del AS (
 upd AS (
     UPDATE deliveries d
     SET attempt = d.attempt + CASE WHEN r.spend THEN 1 ELSE 0 END,
-        visible_at = now() + r.delay_ms * interval '1 millisecond',
+        -- A result due at once keeps the row's place in its queue (and the
+        -- update HOT); a later one moves it (a new claim index entry).
+        visible_at = CASE WHEN r.delay_ms > 0 THEN now() + r.delay_ms * interval '1 millisecond'
+                          ELSE least(d.visible_at, now()) END,
+        leased_until = NULL,
         lease_owner = NULL,
         lease_token = NULL,
         last_status = CASE WHEN r.kind = 'release' THEN d.last_status ELSE r.status END,
@@ -164,6 +168,7 @@ WITH cand AS MATERIALIZED (
         WHERE d.queue = q.queue
           AND d.visible_at <= now()
           AND d.visible_at < 'infinity'
+          AND (d.leased_until IS NULL OR d.leased_until <= now())
         ORDER BY d.visible_at, d.id
         LIMIT $2::integer
         FOR UPDATE SKIP LOCKED
@@ -228,8 +233,9 @@ upd AS (
             WHEN 'hold' THEN now() + interval '1 minute'
             WHEN 'wait' THEN x.circuit_open_until
             WHEN 'wait_probe' THEN now() + interval '5 seconds'
-            ELSE now() + $4::interval
+            ELSE d.visible_at
         END,
+        leased_until = CASE WHEN x.action = 'lease' THEN now() + $4::interval END,
         lease_owner = CASE WHEN x.action = 'lease' THEN $5::bigint END,
         lease_token = CASE WHEN x.action = 'lease' THEN $6::bigint END
     FROM decide x
@@ -293,7 +299,10 @@ type DeliveryClaimRow struct {
 //   - head of an endpoint whose circuit is open: waits for the probe time,
 //     attempt unchanged; once the probe is due only the first head of that
 //     endpoint in the batch goes (the probe), the others wait a little;
-//   - otherwise leased: visible_at = now() + lease, lease_owner, lease_token.
+//   - otherwise leased: leased_until = now() + lease, lease_owner, lease_token;
+//     visible_at is left alone, so the lease is a HOT update (no index entry;
+//     migration 00060). Rows whose lease has not expired are skipped by the
+//     candidate scan: they are read, not locked.
 //
 // Only leased rows are returned, with what the sender needs from messages and
 // carriers.
@@ -345,7 +354,7 @@ func (q *Queries) DeliveryClaim(ctx context.Context, arg DeliveryClaimParams) ([
 }
 
 const deliveryExtend = `-- name: DeliveryExtend :execrows
-UPDATE deliveries d SET visible_at = now() + $1::interval
+UPDATE deliveries d SET leased_until = now() + $1::interval
 FROM (SELECT unnest($2::bigint[]) AS id, unnest($3::bigint[]) AS token) x
 WHERE d.id = x.id AND d.lease_token = x.token
 `
@@ -396,8 +405,10 @@ func (q *Queries) DeliveryPromote(ctx context.Context, arg DeliveryPromoteParams
 
 const deliveryQueueCounts = `-- name: DeliveryQueueCounts :many
 SELECT queue::integer AS queue,
-       count(*) FILTER (WHERE visible_at <= now())::bigint AS due,
-       count(*) FILTER (WHERE visible_at > now() AND visible_at < 'infinity')::bigint AS waiting,
+       count(*) FILTER (WHERE visible_at <= now()
+                          AND (leased_until IS NULL OR leased_until <= now()))::bigint AS due,
+       count(*) FILTER (WHERE visible_at < 'infinity'
+                          AND (visible_at > now() OR leased_until > now()))::bigint AS waiting,
        count(*) FILTER (WHERE visible_at = 'infinity')::bigint AS parked
 FROM deliveries GROUP BY queue ORDER BY queue
 `

@@ -60,7 +60,7 @@ func (q *Queries) DeliveryCountCapped(ctx context.Context, cap int64) (int64, er
 }
 
 const deliveryGetPending = `-- name: DeliveryGetPending :one
-SELECT id, queue, endpoint_id, ordering_key, ordered, message_id, message_received_at, attempt, visible_at, lease_owner, lease_token, last_status, last_error, created_at FROM deliveries WHERE id = $1
+SELECT id, queue, endpoint_id, ordering_key, ordered, message_id, message_received_at, attempt, visible_at, lease_owner, lease_token, last_status, last_error, created_at, leased_until FROM deliveries WHERE id = $1
 `
 
 func (q *Queries) DeliveryGetPending(ctx context.Context, id int64) (Delivery, error) {
@@ -81,6 +81,7 @@ func (q *Queries) DeliveryGetPending(ctx context.Context, id int64) (Delivery, e
 		&i.LastStatus,
 		&i.LastError,
 		&i.CreatedAt,
+		&i.LeasedUntil,
 	)
 	return i, err
 }

@@ -52,6 +52,7 @@ type Delivery struct {
 	LastStatus        *int32
 	LastError         *string
 	CreatedAt         time.Time
+	LeasedUntil       *time.Time
 }
 
 type DeliveryAttempt struct {
