@@ -16,8 +16,8 @@ const indexEntryBytes = 64
 // reindexCheck rebuilds the hot tables' bloated indexes. VACUUM frees index
 // entries but not index pages that stay partly used: with non-HOT updates
 // (parking, promoting, retries move visible_at) and deletes spread over the
-// key space, indexes
-// of a small table slowly grow to many times their useful size. REINDEX
+// key space, indexes of a small table slowly grow to many times their useful
+// size. REINDEX
 // CONCURRENTLY rebuilds one without blocking writers. Leftovers of an
 // interrupted rebuild (invalid *_ccnew / *_ccold indexes) are dropped first.
 func (mt *Maintainer) reindexCheck(ctx context.Context, sess *db.Session) error {
