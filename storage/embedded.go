@@ -48,6 +48,13 @@ type Embedded struct {
 	// served is closed when the server goroutine has returned.
 	served chan struct{}
 
+	// directMu is held for reading by the direct Put and Get of Stores
+	// from NewStore while they use backend, and for writing by Close to
+	// set closed, so Close waits for them before releasing the directory.
+	directMu sync.RWMutex
+	// closed is set by Close; direct calls fail from then on.
+	closed bool
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -111,9 +118,15 @@ func (e *Embedded) Config() Config {
 }
 
 // Close stops accepting requests, waits up to a few seconds for those in
-// flight, and releases the data directory. It is safe to call more than once.
+// flight, and releases the data directory. Direct calls of Stores from
+// NewStore fail from then on; Close waits for those in flight. It is safe to
+// call more than once.
 func (e *Embedded) Close() error {
 	e.closeOnce.Do(func() {
+		e.directMu.Lock()
+		e.closed = true
+		e.directMu.Unlock()
+
 		ctx, cancel := context.WithTimeout(context.Background(), embeddedShutdownTimeout)
 		defer cancel()
 		shutdownErr := e.srv.Shutdown(ctx)

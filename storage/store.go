@@ -42,6 +42,9 @@ type Store struct {
 	region  string
 	// idle closes the HTTP client's pooled connections; nil if it cannot.
 	idle idleCloser
+	// local, set by Embedded.NewStore, is the embedded server in this
+	// process that client reaches: Put and Get call its backend directly.
+	local *Embedded
 }
 
 // idleCloser is the part of *http.Client that Close needs.

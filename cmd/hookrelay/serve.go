@@ -189,21 +189,27 @@ func newService(ctx context.Context, cfg config, logger *slog.Logger, stdout io.
 	}
 	closers = append(closers, store.Close)
 
-	s3cfg := storage.Config{Endpoint: cfg.S3Endpoint, Bucket: cfg.S3Bucket, Region: cfg.S3Region, UsePathStyle: true}
+	var payloads *storage.Store
 	if cfg.S3Endpoint == "" {
 		emb, err := storage.StartEmbedded(ctx, logger, cfg.S3EmbedAddr, filepath.Join(cfg.DataDir, "s3"))
 		if err != nil {
 			return fail(fmt.Errorf("start embedded S3 store on %s: %w", cfg.S3EmbedAddr, err))
 		}
 		closers = append(closers, func() { _ = emb.Close() })
-		ec := emb.Config()
-		ec.Bucket, ec.Region = cfg.S3Bucket, cfg.S3Region
-		s3cfg = ec
 		logger.Info("embedded S3 store started", "url", emb.URL(), "dir", filepath.Join(cfg.DataDir, "s3"))
-	}
-	payloads, err := storage.New(ctx, s3cfg)
-	if err != nil {
-		return fail(fmt.Errorf("S3 client: %w", err))
+		// Payload reads and writes of this process go straight to the
+		// embedded store's files; other processes reach it over HTTP.
+		payloads, err = emb.NewStore(ctx, cfg.S3Bucket, cfg.S3Region)
+		if err != nil {
+			return fail(fmt.Errorf("S3 client: %w", err))
+		}
+	} else {
+		s3cfg := storage.Config{Endpoint: cfg.S3Endpoint, Bucket: cfg.S3Bucket, Region: cfg.S3Region, UsePathStyle: true}
+		var err error
+		payloads, err = storage.New(ctx, s3cfg)
+		if err != nil {
+			return fail(fmt.Errorf("S3 client: %w", err))
+		}
 	}
 	if err := payloads.EnsureBucket(ctx); err != nil {
 		// An unreachable external store must not keep the service down: ingest
