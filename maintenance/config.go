@@ -29,7 +29,7 @@ type Config struct {
 	RetentionInterval time.Duration
 
 	// VacuumInterval is how often the hot tables' dead tuples are checked.
-	// Default 1s.
+	// Default 250ms.
 	VacuumInterval time.Duration
 	// VacuumDeadTuples: a hot table with at least this many dead tuples is
 	// vacuumed. Default 10,000.
@@ -43,11 +43,18 @@ type Config struct {
 	// the relative trigger (VacuumDeadRatio) may cause; VacuumDeadTuples
 	// dead tuples trigger one at any time. On a queue table holding a few
 	// hundred live rows the ratio is always exceeded once VacuumMinDead dead
-	// tuples exist, so without the gap the table is vacuumed every second
-	// or two under load (each VACUUM reads all four indexes in full); with
-	// it the dead tuples a VACUUM removes scale with the churn, up to
-	// VacuumDeadTuples. Default 3s.
+	// tuples exist, so under load the relative trigger fires on every check
+	// the gap allows: the gap sets how much dead space accumulates between
+	// VACUUMs. The gap used is the larger of VacuumMinGap and the last
+	// VACUUM's duration divided by VacuumBudget. Default 500ms.
 	VacuumMinGap time.Duration
+	// VacuumBudget caps the share of wall-clock time the relative trigger
+	// may spend vacuuming one table: after a VACUUM that took d, the next
+	// relative one waits at least d / VacuumBudget. A small hot table
+	// vacuums in 10–30 ms, so the gap is VacuumMinGap; a bloated one (a long
+	// transaction held the horizon back) is vacuumed less often instead of
+	// back to back. Default 0.05.
+	VacuumBudget float64
 
 	// ReindexInterval is how often the hot tables' indexes are checked for
 	// bloat (see reindex.go). Default 1m.
@@ -95,11 +102,12 @@ func (c Config) withDefaults() Config {
 	c.PartitionsAhead = max(cmp.Or(c.PartitionsAhead, 3), 2)
 	c.IdempotencyDays = max(cmp.Or(c.IdempotencyDays, 2), 2)
 	c.RetentionInterval = cmp.Or(c.RetentionInterval, time.Hour)
-	c.VacuumInterval = cmp.Or(c.VacuumInterval, time.Second)
+	c.VacuumInterval = cmp.Or(c.VacuumInterval, 250*time.Millisecond)
 	c.VacuumDeadTuples = cmp.Or(c.VacuumDeadTuples, 10_000)
 	c.VacuumDeadRatio = cmp.Or(c.VacuumDeadRatio, 0.1)
 	c.VacuumMinDead = cmp.Or(c.VacuumMinDead, 1_000)
-	c.VacuumMinGap = cmp.Or(c.VacuumMinGap, 3*time.Second)
+	c.VacuumMinGap = cmp.Or(c.VacuumMinGap, 500*time.Millisecond)
+	c.VacuumBudget = cmp.Or(c.VacuumBudget, 0.05)
 	c.ReindexInterval = cmp.Or(c.ReindexInterval, time.Minute)
 	c.ReindexMinBytes = cmp.Or(c.ReindexMinBytes, 8<<20)
 	c.ReindexBloatFactor = cmp.Or(c.ReindexBloatFactor, 4)

@@ -49,6 +49,7 @@ func (mt *Maintainer) vacuumLoop(ctx context.Context) {
 	defer tick.Stop()
 	nextReindex := time.Now().Add(mt.cfg.ReindexInterval)
 	lastVacuum := map[string]time.Time{}
+	lastTook := map[string]time.Duration{}
 	for {
 		select {
 		case <-ctx.Done():
@@ -61,7 +62,7 @@ func (mt *Maintainer) vacuumLoop(ctx context.Context) {
 			continue
 		}
 		for _, c := range counts {
-			if !mt.needsVacuum(c, time.Since(lastVacuum[c.Table])) {
+			if !mt.needsVacuum(c, time.Since(lastVacuum[c.Table]), lastTook[c.Table]) {
 				continue
 			}
 			s := session()
@@ -74,7 +75,7 @@ func (mt *Maintainer) vacuumLoop(ctx context.Context) {
 				break
 			}
 			took := time.Since(start)
-			lastVacuum[c.Table] = time.Now()
+			lastVacuum[c.Table], lastTook[c.Table] = time.Now(), took
 			mt.m.vacuums.WithLabelValues(c.Table).Inc()
 			mt.m.vacuumSeconds.Observe(took.Seconds())
 			mt.logger.Debug("maintenance: vacuumed", "table", c.Table, "dead", c.Dead, "live", c.Live, "took", took)
@@ -91,15 +92,17 @@ func (mt *Maintainer) vacuumLoop(ctx context.Context) {
 }
 
 // needsVacuum applies the policy: enough dead tuples in absolute terms, or
-// relative to the live ones once VacuumMinGap has passed since the table's
-// last VACUUM (since is that time; the first check of a table is never held
-// back).
-func (mt *Maintainer) needsVacuum(c db.TupleCount, since time.Duration) bool {
+// relative to the live ones once the gap has passed since the table's last
+// VACUUM (since is that time, took how long it ran; the first check of a
+// table is never held back). The gap is VacuumMinGap, or took/VacuumBudget
+// when that is longer.
+func (mt *Maintainer) needsVacuum(c db.TupleCount, since, took time.Duration) bool {
 	if c.Dead < mt.cfg.VacuumMinDead {
 		return false
 	}
 	if c.Dead >= mt.cfg.VacuumDeadTuples {
 		return true
 	}
-	return since >= mt.cfg.VacuumMinGap && float64(c.Dead) > mt.cfg.VacuumDeadRatio*float64(c.Live)
+	gap := max(mt.cfg.VacuumMinGap, time.Duration(float64(took)/mt.cfg.VacuumBudget))
+	return since >= gap && float64(c.Dead) > mt.cfg.VacuumDeadRatio*float64(c.Live)
 }

@@ -68,26 +68,31 @@ func TestReindexesBloatedHotIndex(t *testing.T) {
 }
 
 // TestVacuumPolicy: below VacuumDeadTuples, the relative trigger fires at
-// most once per VacuumMinGap (a queue table with few live rows would
-// otherwise be vacuumed every second under load); the absolute one always.
+// most once per gap — VacuumMinGap, or the last VACUUM's duration over
+// VacuumBudget when that is longer (a bloated table is not vacuumed back to
+// back); the absolute one always.
 func TestVacuumPolicy(t *testing.T) {
 	t.Parallel()
 	mt := &Maintainer{cfg: Config{}.withDefaults()}
 	never := time.Duration(1 << 62)
+	ms := time.Millisecond
 	for _, tc := range []struct {
-		dead, live int64
-		since      time.Duration
-		want       bool
+		dead, live  int64
+		since, took time.Duration
+		want        bool
 	}{
 		{dead: 999, live: 0, since: never, want: false},
 		{dead: 1_000, live: 300, since: never, want: true},
-		{dead: 5_000, live: 300, since: 2 * time.Second, want: false},
-		{dead: 5_000, live: 300, since: 3 * time.Second, want: true},
-		{dead: 5_000, live: 300, since: 10 * time.Second, want: true},
-		{dead: 10_000, live: 300, since: time.Second, want: true},
+		{dead: 5_000, live: 300, since: 400 * ms, took: 20 * ms, want: false},
+		{dead: 5_000, live: 300, since: 500 * ms, took: 20 * ms, want: true},
+		{dead: 5_000, live: 300, since: 10 * time.Second, took: 20 * ms, want: true},
+		// A VACUUM of 200 ms buys 4 s of quiet from the relative trigger.
+		{dead: 5_000, live: 300, since: 3 * time.Second, took: 200 * ms, want: false},
+		{dead: 5_000, live: 300, since: 4 * time.Second, took: 200 * ms, want: true},
+		{dead: 10_000, live: 300, since: 100 * ms, took: 200 * ms, want: true},
 		{dead: 5_000, live: 100_000, since: never, want: false},
 	} {
-		got := mt.needsVacuum(db.TupleCount{Table: "deliveries", Dead: tc.dead, Live: tc.live}, tc.since)
-		require.Equal(t, tc.want, got, "dead %d live %d since %v", tc.dead, tc.live, tc.since)
+		got := mt.needsVacuum(db.TupleCount{Table: "deliveries", Dead: tc.dead, Live: tc.live}, tc.since, tc.took)
+		require.Equal(t, tc.want, got, "dead %d live %d since %v took %v", tc.dead, tc.live, tc.since, tc.took)
 	}
 }
