@@ -32,7 +32,7 @@ type Config struct {
 	// Default 250ms.
 	VacuumInterval time.Duration
 	// VacuumDeadTuples: a hot table with at least this many dead tuples is
-	// vacuumed. Default 10,000.
+	// vacuumed (as often as VacuumBudget allows). Default 10,000.
 	VacuumDeadTuples int64
 	// VacuumDeadRatio: a hot table whose dead tuples exceed this fraction of
 	// its live ones is vacuumed (if it has at least VacuumMinDead). Default 0.1.
@@ -48,9 +48,9 @@ type Config struct {
 	// VACUUMs. The gap used is the larger of VacuumMinGap and the last
 	// VACUUM's duration divided by VacuumBudget. Default 500ms.
 	VacuumMinGap time.Duration
-	// VacuumBudget caps the share of wall-clock time the relative trigger
-	// may spend vacuuming one table: after a VACUUM that took d, the next
-	// relative one waits at least d / VacuumBudget. A small hot table
+	// VacuumBudget caps the share of wall-clock time spent vacuuming one
+	// table: after a VACUUM that took d, the next one (either trigger) waits
+	// at least d / VacuumBudget. A small hot table
 	// vacuums in 10–30 ms, so the gap is VacuumMinGap; a bloated one (a long
 	// transaction held the horizon back) is vacuumed less often instead of
 	// back to back. Default 0.05.
