@@ -40,15 +40,40 @@ type ClaimedDelivery struct {
 // only chain heads are returned; non-heads are parked, heads of disabled
 // endpoints held, heads of open circuits deferred).
 func (db *DB) DeliveryClaim(ctx context.Context, queues []int, perQueue, batch int, owner, token int64, lease time.Duration) ([]ClaimedDelivery, error) {
+	out, _, err := db.DeliveryClaimTimed(ctx, queues, perQueue, batch, owner, token, lease)
+	return out, err
+}
+
+// ClaimTiming splits the time of one claim.
+type ClaimTiming struct {
+	// Wait is the time spent waiting for a pool connection.
+	Wait time.Duration
+	// Exec is the statement on its connection: round trip and rows read.
+	Exec time.Duration
+}
+
+// DeliveryClaimTimed is DeliveryClaim that also reports how long it waited
+// for a connection and how long the statement took.
+func (db *DB) DeliveryClaimTimed(ctx context.Context, queues []int, perQueue, batch int, owner, token int64, lease time.Duration) ([]ClaimedDelivery, ClaimTiming, error) {
+	var timing ClaimTiming
 	qs := make([]int16, len(queues))
 	for i, q := range queues {
 		qs[i] = int16(q)
 	}
-	rows, err := db.q.DeliveryClaim(ctx, dbsqlc.DeliveryClaimParams{
+	start := time.Now()
+	conn, err := db.pool.Acquire(ctx)
+	timing.Wait = time.Since(start)
+	if err != nil {
+		return nil, timing, fmt.Errorf("claim queues %v: %w", queues, unavailable(err))
+	}
+	defer conn.Release()
+	start = time.Now()
+	rows, err := dbsqlc.New(conn).DeliveryClaim(ctx, dbsqlc.DeliveryClaimParams{
 		Queues: qs, PerQueue: int32(perQueue), Batch: int32(batch), Lease: lease, Owner: owner, Token: token,
 	})
+	timing.Exec = time.Since(start)
 	if err != nil {
-		return nil, fmt.Errorf("claim queues %v: %w", queues, unavailable(err))
+		return nil, timing, fmt.Errorf("claim queues %v: %w", queues, unavailable(err))
 	}
 	out := make([]ClaimedDelivery, len(rows))
 	for i, r := range rows {
@@ -64,7 +89,7 @@ func (db *DB) DeliveryClaim(ctx context.Context, queues []int, perQueue, batch i
 			out[i].PayloadKey = *r.PayloadKey
 		}
 	}
-	return out, nil
+	return out, timing, nil
 }
 
 // AckKind says what a delivery result does to its row.

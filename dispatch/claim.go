@@ -80,9 +80,11 @@ func (d *Dispatcher) claim(ctx context.Context, queues []int, n int) ([]db.Claim
 	if len(queues) < 4 {
 		perQueue = n
 	}
-	start := time.Now()
-	rows, err := d.db.DeliveryClaim(cctx, queues, perQueue, n, d.ID(), newToken(), d.cfg.Lease)
-	d.metrics.claimSeconds.Observe(time.Since(start).Seconds())
+	rows, timing, err := d.db.DeliveryClaimTimed(cctx, queues, perQueue, n, d.ID(), newToken(), d.cfg.Lease)
+	d.metrics.claimWaitSeconds.Observe(timing.Wait.Seconds())
+	if timing.Exec > 0 {
+		d.metrics.claimSeconds.Observe(timing.Exec.Seconds())
+	}
 	if err == nil {
 		d.metrics.claimed.Add(float64(len(rows)))
 	}

@@ -6,23 +6,29 @@ import (
 
 // metrics are the dispatcher's Prometheus collectors.
 type metrics struct {
-	claimSeconds    prometheus.Histogram
-	claimed         prometheus.Counter
-	deliveries      *prometheus.CounterVec
-	deliveryLatency prometheus.Histogram
-	e2eLatency      prometheus.Histogram
-	inFlight        prometheus.Gauge
-	queuesHeld      prometheus.Gauge
-	ackBatchSize    prometheus.Histogram
-	circuitOpen     prometheus.Gauge
+	claimSeconds     prometheus.Histogram
+	claimWaitSeconds prometheus.Histogram
+	claimed          prometheus.Counter
+	deliveries       *prometheus.CounterVec
+	deliveryLatency  prometheus.Histogram
+	e2eLatency       prometheus.Histogram
+	inFlight         prometheus.Gauge
+	queuesHeld       prometheus.Gauge
+	ackBatchSize     prometheus.Histogram
+	circuitOpen      prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		claimSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "hookrelay_dispatch_claim_seconds",
-			Help:    "Time of one claim statement (up to 50 rows of one logical queue).",
-			Buckets: []float64{.0005, .001, .002, .003, .005, .0075, .01, .02, .05, .1, .25, 1},
+			Help:    "Time of one claim statement on its connection (round trip and rows read; up to 50 rows across the held queues), without the wait for a pool connection.",
+			Buckets: []float64{.0005, .001, .002, .003, .004, .005, .0075, .01, .015, .02, .03, .05, .1, .25, 1},
+		}),
+		claimWaitSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "hookrelay_dispatch_claim_wait_seconds",
+			Help:    "Time a claim waited for a pool connection.",
+			Buckets: []float64{.0001, .0005, .001, .002, .005, .01, .02, .05, .1, .25, 1},
 		}),
 		claimed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "hookrelay_dispatch_claimed_total",
@@ -61,7 +67,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.claimSeconds, m.claimed, m.deliveries, m.deliveryLatency, m.e2eLatency,
+		reg.MustRegister(m.claimSeconds, m.claimWaitSeconds, m.claimed, m.deliveries, m.deliveryLatency, m.e2eLatency,
 			m.inFlight, m.queuesHeld, m.ackBatchSize, m.circuitOpen)
 	}
 	return m

@@ -18,6 +18,7 @@ import (
 // delivery details.
 const (
 	claimHistogram      = "hookrelay_dispatch_claim_seconds"
+	claimWaitHistogram  = "hookrelay_dispatch_claim_wait_seconds"
 	deliveryHistogram   = "hookrelay_delivery_latency_seconds"
 	ackBatchHistogram   = "hookrelay_ack_batch_size"
 	ingestBatchHisogram = "hookrelay_ingest_batch_size"
@@ -120,7 +121,7 @@ func (b *benchRun) take(ctx context.Context) snapshot {
 		}
 	}
 	for _, u := range b.metricsURLs {
-		scrape(u, claimHistogram, deliveryHistogram, ackBatchHistogram)
+		scrape(u, claimHistogram, claimWaitHistogram, deliveryHistogram, ackBatchHistogram)
 	}
 	scrape(b.baseURL+"/metrics", ingestBatchHisogram, ingestCommitHisto)
 	if b.pg != nil {
@@ -343,6 +344,7 @@ func (b *benchRun) result(name string, res *bench.LoadResult, l *bench.Ledger, s
 	r.ClaimCount = claims.Total()
 	r.ClaimP50ms = bench.Float(claims.Quantile(0.5) * 1e3)
 	r.ClaimP99ms = bench.Float(claims.Quantile(0.99) * 1e3)
+	r.ClaimWaitP99ms = bench.Float(delta(claimWaitHistogram).Quantile(0.99) * 1e3)
 	deliveries := delta(deliveryHistogram)
 	r.DeliveryHTTPP50ms = bench.Float(deliveries.Quantile(0.5) * 1e3)
 	r.DeliveryHTTPP99ms = bench.Float(deliveries.Quantile(0.99) * 1e3)

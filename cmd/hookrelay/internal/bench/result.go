@@ -30,6 +30,9 @@ type Result struct {
 	PostgresCPUms *float64 `json:"postgres_cpu_ms_per_callback"`
 	ClaimP50ms    *float64 `json:"claim_p50_ms"`
 	ClaimP99ms    *float64 `json:"claim_p99_ms"`
+	// ClaimWaitP99ms is the p99 wait for a pool connection before a claim
+	// (not part of ClaimP99ms).
+	ClaimWaitP99ms *float64 `json:"claim_wait_p99_ms"`
 
 	// Extra detail, beyond the fields the SPEC asks for.
 	AckP50ms *float64 `json:"ack_p50_ms"` // carrier request → 202
