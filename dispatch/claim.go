@@ -117,7 +117,7 @@ func (d *Dispatcher) unreserve(n int) {
 	}
 }
 
-// start delivers rows concurrently, each holding one reserved slot.
+// start hands rows to the delivery workers, each holding one reserved slot.
 func (d *Dispatcher) start(workCtx context.Context, rows []db.ClaimedDelivery) {
 	now := d.cfg.Now()
 	ids := make([]int64, len(rows))
@@ -134,20 +134,38 @@ func (d *Dispatcher) start(workCtx context.Context, rows []db.ClaimedDelivery) {
 	for _, r := range rows {
 		d.workers.Add(1)
 		d.metrics.inFlight.Inc()
-		go func() {
-			defer d.workers.Done()
-			var item ackItem
-			if err != nil {
-				item = d.releaseItem(r, d.cfg.StoreRetryDelay)
-			} else {
-				item = d.deliver(workCtx, r, eps[r.EndpointID])
-			}
-			d.mu.Lock()
-			delete(d.inflight, r.ID)
-			d.mu.Unlock()
-			d.metrics.inFlight.Dec()
-			d.acker.in <- item
-			<-d.slots
-		}()
+		// Never blocks for long: the channel holds Concurrency jobs and
+		// every job holds one of Concurrency slots.
+		d.jobs <- deliveryJob{ctx: workCtx, row: r, ep: eps[r.EndpointID], err: err}
+	}
+}
+
+// deliveryJob is one leased row for a delivery worker.
+type deliveryJob struct {
+	ctx context.Context
+	row db.ClaimedDelivery
+	ep  *endpointState
+	// err is set when the endpoint could not be loaded: the row is released.
+	err error
+}
+
+// deliveryWorker delivers jobs until jobs is closed. The workers live as
+// long as Run: a goroutine per delivery grew its stack on every HTTP send
+// (runtime.copystack was 8 % of the dispatch process at 5,500 deliveries/s).
+func (d *Dispatcher) deliveryWorker(jobs <-chan deliveryJob) {
+	for j := range jobs {
+		var item ackItem
+		if j.err != nil {
+			item = d.releaseItem(j.row, d.cfg.StoreRetryDelay)
+		} else {
+			item = d.deliver(j.ctx, j.row, j.ep)
+		}
+		d.mu.Lock()
+		delete(d.inflight, j.row.ID)
+		d.mu.Unlock()
+		d.metrics.inFlight.Dec()
+		d.acker.in <- item
+		<-d.slots
+		d.workers.Done()
 	}
 }

@@ -37,9 +37,12 @@ type Dispatcher struct {
 
 	// slots bounds deliveries in flight (cfg.Concurrency).
 	slots chan struct{}
-	// workers counts delivery goroutines.
+	// workers counts deliveries handed to the delivery workers and not
+	// finished yet.
 	workers sync.WaitGroup
-	acker   *acker
+	// jobs feeds the delivery workers (Run starts Concurrency of them).
+	jobs  chan deliveryJob
+	acker *acker
 
 	mu       sync.Mutex // mu guards inflight and held
 	inflight map[int64]inflight
@@ -106,6 +109,11 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 
 	workCtx, workCancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer workCancel()
+	d.jobs = make(chan deliveryJob, d.cfg.Concurrency)
+	var pool sync.WaitGroup
+	for range d.cfg.Concurrency {
+		pool.Go(func() { d.deliveryWorker(d.jobs) })
+	}
 	var loops sync.WaitGroup
 	for i := range d.cfg.ClaimLoops {
 		loops.Go(func() { d.claimLoop(ctx, workCtx, i, d.cfg.ClaimLoops) })
@@ -114,6 +122,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 
 	// Shutdown: no more claims, then drain or release work in flight.
 	loops.Wait()
+	close(d.jobs) // the workers finish what is queued, then return
 	drained := make(chan struct{})
 	go func() {
 		d.workers.Wait()
@@ -126,6 +135,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		workCancel()
 		<-drained
 	}
+	pool.Wait()
 	close(d.acker.in)
 	<-ackDone
 	bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
