@@ -306,3 +306,18 @@ func TestLeaseIsHOTAndExpires(t *testing.T) {
 	require.Equal(t, 1, ack(t, store, db.DeliveryResult{ID: last[0].ID, LeaseToken: 44, EndpointID: ep.ID,
 		Kind: db.AckSuccess, Outcome: "success", Status: 200}).Applied)
 }
+
+// TestClaimAsyncCommitStaysInItsTransaction: the claim commits with
+// synchronous_commit off through set_config(..., true); the pooled session
+// (which ingest may use next, and must commit durably) keeps "on".
+func TestClaimAsyncCommitStaysInItsTransaction(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := dbtest.Open(t, dbtest.NewURL(t), db.Config{MaxConns: 1})
+	ep, _ := dbtest.Endpoint(t, store, nil)
+	dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: "S1"})
+	require.Len(t, claimAll(t, store, hookrelay.QueueFor("S1", 32), 51), 1)
+	got, err := store.SessionSettings(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "on", got["synchronous_commit"])
+}

@@ -39,8 +39,8 @@ func (db *DB) SettingPut(ctx context.Context, name, value string) error {
 	return nil
 }
 
-// SessionSettings returns the timeouts in force on a pooled session, as
-// PostgreSQL shows them (e.g. "30s").
+// SessionSettings returns the timeouts and synchronous_commit in force on a
+// pooled session, as PostgreSQL shows them (e.g. "30s", "on").
 func (db *DB) SessionSettings(ctx context.Context) (map[string]string, error) {
 	r, err := db.q.SessionSettings(ctx)
 	if err != nil {
@@ -50,5 +50,6 @@ func (db *DB) SessionSettings(ctx context.Context) (map[string]string, error) {
 		"statement_timeout":                   r.StatementTimeout,
 		"idle_in_transaction_session_timeout": r.IdleInTransactionSessionTimeout,
 		"lock_timeout":                        r.LockTimeout,
+		"synchronous_commit":                  r.SynchronousCommit,
 	}, nil
 }
