@@ -75,7 +75,7 @@ func parseBenchFlags(args []string, stderr io.Writer) (*benchOptions, error) {
 	fs.IntVar(&o.maxInFlight, "max-in-flight", 0, "endpoint max_in_flight (0: service default)")
 	fs.IntVar(&o.backlog, "backlog", 1000000, "deliveries to pile up with dispatch stopped, then drain (0 skips the phase)")
 	fs.DurationVar(&o.drainTimeout, "drain-timeout", 60*time.Second, "how long to wait for outstanding deliveries after the load (backlog: after the last delivery progress)")
-	fs.IntVar(&o.dispatchers, "dispatchers", 1, "dispatch-only processes to start")
+	fs.IntVar(&o.dispatchers, "dispatchers", 1, "dispatch-only processes to start; 0 runs every role in the one service process, as `hookrelay serve` does by default")
 	fs.StringVar(&o.target, "target", "", "benchmark a running service at this URL instead of starting one")
 	fs.StringVar(&o.adminToken, "admin-token", "", "admin token of --target")
 	fs.StringVar(&o.metricsURLs, "metrics-urls", "", "with --target: comma-separated /metrics URLs of the dispatch processes (default: <target>/metrics)")
@@ -100,8 +100,10 @@ func parseBenchFlags(args []string, stderr io.Writer) (*benchOptions, error) {
 		o.rates = append(o.rates, v)
 	}
 	switch {
-	case o.keys < 1, o.merchants < 1, o.endpointsPer < 1, o.concurrency < 1, o.dispatchers < 1:
-		return nil, fmt.Errorf("%w: --keys, --merchants, --endpoints-per-merchant, --concurrency and --dispatchers must be at least 1", errUsage)
+	case o.keys < 1, o.merchants < 1, o.endpointsPer < 1, o.concurrency < 1:
+		return nil, fmt.Errorf("%w: --keys, --merchants, --endpoints-per-merchant and --concurrency must be at least 1", errUsage)
+	case o.dispatchers < 0:
+		return nil, fmt.Errorf("%w: --dispatchers must be 0 or more", errUsage)
 	case o.largeFraction < 0 || o.largeFraction > 1 || o.sinkFailure < 0 || o.sinkFailure >= 1:
 		return nil, fmt.Errorf("%w: --large-fraction must be in [0,1] and --sink-failure-rate in [0,1)", errUsage)
 	case o.target != "" && o.adminToken == "":
@@ -250,19 +252,47 @@ func (b *benchRun) startServices(ctx context.Context, getenv func(string) string
 		env[k] = v
 	}
 	b.launcher = &benchLauncher{inProcess: o.inProcess, env: env, logDir: dir, stderr: b.stderr}
-	api, err := b.launcher.start(ctx, "api", "api,web,maintenance", nil)
-	if err != nil {
+	if err := b.startAPI(ctx, o.dispatchers == 0); err != nil {
 		return err
 	}
-	b.api = api
-	b.baseURL = api.url
-	fmt.Fprintf(b.stderr, "bench: service at %s (logs and data in %s)\n", api.url, dir)
+	fmt.Fprintf(b.stderr, "bench: service at %s (logs and data in %s)\n", b.api.url, dir)
 	return b.startDispatchers(ctx)
 }
 
+// startAPI starts the service process: api, web and maintenance, and
+// dispatch too when withDispatch (--dispatchers 0).
+func (b *benchRun) startAPI(ctx context.Context, withDispatch bool) error {
+	roles := "api,web,maintenance"
+	if withDispatch {
+		roles += ",dispatch"
+	}
+	api, err := b.launcher.start(ctx, "api", roles, nil)
+	if err != nil {
+		return err
+	}
+	b.api, b.baseURL = api, api.url
+	return nil
+}
+
+// restartAPI stops the service process and starts it again, with or
+// without the dispatch role (the backlog phase of --dispatchers 0). The
+// embedded S3 store's data directory carries over.
+func (b *benchRun) restartAPI(ctx context.Context, withDispatch bool) error {
+	if err := b.api.stop(); err != nil {
+		return fmt.Errorf("stop service: %w", err)
+	}
+	b.api = nil
+	return b.startAPI(ctx, withDispatch)
+}
+
 // startDispatchers starts the dispatch-only processes; they use the api
-// process's embedded S3 store.
+// process's embedded S3 store. With --dispatchers 0 the service process
+// dispatches and its /metrics has the dispatch histograms.
 func (b *benchRun) startDispatchers(ctx context.Context) error {
+	if b.opts.dispatchers == 0 {
+		b.metricsURLs = []string{b.api.url + "/metrics"}
+		return nil
+	}
 	extra := map[string]string{}
 	if b.api.s3URL != "" {
 		extra["HOOKRELAY_S3_ENDPOINT"] = b.api.s3URL

@@ -16,6 +16,7 @@ func TestBenchFlagErrors(t *testing.T) {
 		{"--target", "http://127.0.0.1:1"},
 		{"--sink-failure-rate", "1"},
 		{"--keys", "0"},
+		{"--dispatchers", "-1"},
 	} {
 		var out, errOut bytes.Buffer
 		err := run(context.Background(), append([]string{"hookrelay", "bench"}, args...), func(string) string { return "" }, &out, &errOut)

@@ -20,19 +20,28 @@ import (
 // Not parallel: it sets AWS credentials in the process environment, which
 // the dispatch service's S3 client reads to fetch offloaded payloads from
 // the api service's embedded store.
+//
+// The one-process variant (--dispatchers 0) runs every role in the service
+// process and restarts it without dispatch to fill the backlog.
 func TestBenchSmoke(t *testing.T) {
 	t.Setenv("AWS_ACCESS_KEY_ID", "hookrelay")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "hookrelay-embedded")
+	t.Run("dispatch-process", func(t *testing.T) { benchSmoke(t) })
+	t.Run("one-process", func(t *testing.T) { benchSmoke(t, "--dispatchers", "0") })
+}
+
+func benchSmoke(t *testing.T, extra ...string) {
 	env := map[string]string{"DATABASE_URL": dbtest.ServerURL()}
 	var stdout, stderr syncBuffer
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	err := run(ctx, []string{"hookrelay", "bench", "--in-process",
+	args := append([]string{"hookrelay", "bench", "--in-process",
 		"--duration", "1500ms", "--rates", "40", "--warmup", "0",
 		"--keys", "12", "--concurrency", "4", "--merchants", "2", "--endpoints-per-merchant", "2",
 		"--large-fraction", "0.2", "--large-bytes", "9000", "--backlog", "60",
 		"--drain-timeout", "20s",
-	}, func(k string) string { return env[k] }, &stdout, &stderr)
+	}, extra...)
+	err := run(ctx, args, func(k string) string { return env[k] }, &stdout, &stderr)
 	require.NoError(t, err, "stderr:\n%s", stderr.String())
 
 	var phases []string
