@@ -46,8 +46,13 @@ type Config struct {
 	// tuples exist, so under load the relative trigger fires on every check
 	// the gap allows: the gap sets how much dead space accumulates between
 	// VACUUMs. The gap used is the larger of VacuumMinGap and the last
-	// VACUUM's duration divided by VacuumBudget. Default 500ms.
+	// VACUUM's duration divided by VacuumBudget. Default 250ms.
 	VacuumMinGap time.Duration
+	// VacuumFullGap is the shortest time between two full VACUUMs of a
+	// table (indexes included); the VACUUMs in between are heap passes
+	// (INDEX_CLEANUP OFF). VacuumDeadTuples dead tuples ask for a full one
+	// at any time. Default 5s.
+	VacuumFullGap time.Duration
 	// VacuumBudget caps the share of wall-clock time spent vacuuming one
 	// table: after a VACUUM that took d, the next one (either trigger) waits
 	// at least d / VacuumBudget. A small hot table
@@ -106,7 +111,8 @@ func (c Config) withDefaults() Config {
 	c.VacuumDeadTuples = cmp.Or(c.VacuumDeadTuples, 10_000)
 	c.VacuumDeadRatio = cmp.Or(c.VacuumDeadRatio, 0.1)
 	c.VacuumMinDead = cmp.Or(c.VacuumMinDead, 1_000)
-	c.VacuumMinGap = cmp.Or(c.VacuumMinGap, 500*time.Millisecond)
+	c.VacuumMinGap = cmp.Or(c.VacuumMinGap, 250*time.Millisecond)
+	c.VacuumFullGap = cmp.Or(c.VacuumFullGap, 5*time.Second)
 	c.VacuumBudget = cmp.Or(c.VacuumBudget, 0.05)
 	c.ReindexInterval = cmp.Or(c.ReindexInterval, time.Minute)
 	c.ReindexMinBytes = cmp.Or(c.ReindexMinBytes, 8<<20)

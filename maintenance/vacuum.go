@@ -48,8 +48,8 @@ func (mt *Maintainer) vacuumLoop(ctx context.Context) {
 	tick := time.NewTicker(mt.cfg.VacuumInterval)
 	defer tick.Stop()
 	nextReindex := time.Now().Add(mt.cfg.ReindexInterval)
-	lastVacuum := map[string]time.Time{}
-	lastTook := map[string]time.Duration{}
+	lastVacuum, lastFull := map[string]time.Time{}, map[string]time.Time{}
+	lastTook, lastFullTook := map[string]time.Duration{}, map[string]time.Duration{}
 	for {
 		select {
 		case <-ctx.Done():
@@ -69,16 +69,24 @@ func (mt *Maintainer) vacuumLoop(ctx context.Context) {
 			if s == nil {
 				break
 			}
+			full := mt.needsFullVacuum(c, time.Since(lastFull[c.Table]), lastFullTook[c.Table])
+			vacuum, kind := s.VacuumHeap, "heap"
+			if full {
+				vacuum, kind = s.Vacuum, "full"
+			}
 			start := time.Now()
-			if err := s.Vacuum(ctx, c.Table); err != nil {
+			if err := vacuum(ctx, c.Table); err != nil {
 				failed("vacuum of "+c.Table, err)
 				break
 			}
 			took := time.Since(start)
 			lastVacuum[c.Table], lastTook[c.Table] = time.Now(), took
+			if full {
+				lastFull[c.Table], lastFullTook[c.Table] = time.Now(), took
+			}
 			mt.m.vacuums.WithLabelValues(c.Table).Inc()
 			mt.m.vacuumSeconds.Observe(took.Seconds())
-			mt.logger.Debug("maintenance: vacuumed", "table", c.Table, "dead", c.Dead, "live", c.Live, "took", took)
+			mt.logger.Debug("maintenance: vacuumed", "table", c.Table, "kind", kind, "dead", c.Dead, "live", c.Live, "took", took)
 		}
 		if mt.cfg.ReindexInterval > 0 && time.Now().After(nextReindex) {
 			nextReindex = time.Now().Add(mt.cfg.ReindexInterval)
@@ -108,4 +116,19 @@ func (mt *Maintainer) needsVacuum(c db.TupleCount, since, took time.Duration) bo
 		return since >= budgetGap
 	}
 	return since >= max(mt.cfg.VacuumMinGap, budgetGap) && float64(c.Dead) > mt.cfg.VacuumDeadRatio*float64(c.Live)
+}
+
+// needsFullVacuum says whether a VACUUM that needsVacuum asked for reads the
+// indexes too. Most are heap passes (VacuumHeap: pruning only, a few
+// milliseconds on the small hot table), which free the dead tuples' space as
+// often as the churn asks; a full VACUUM, which also removes their index
+// entries and line pointers, runs once VacuumFullGap (or the last full
+// VACUUM's duration over VacuumBudget, when longer) has passed since the
+// last one, and whenever VacuumDeadTuples dead tuples are waiting. sinceFull
+// is the time since the table's last full VACUUM, tookFull how long it ran.
+func (mt *Maintainer) needsFullVacuum(c db.TupleCount, sinceFull, tookFull time.Duration) bool {
+	if c.Dead >= mt.cfg.VacuumDeadTuples {
+		return true
+	}
+	return sinceFull >= max(mt.cfg.VacuumFullGap, time.Duration(float64(tookFull)/mt.cfg.VacuumBudget))
 }

@@ -34,6 +34,47 @@ func TestVacuumsHotTableWhenDeadTuplesPileUp(t *testing.T) {
 	require.Zero(t, value(t, r.mt.m.vacuums.WithLabelValues("endpoint_health")), "a table without dead tuples was vacuumed")
 }
 
+// TestHeapPassesBetweenFullVacuums: within VacuumFullGap of a full VACUUM
+// the loop runs heap passes (INDEX_CLEANUP OFF): the deleted rows' storage is
+// gone (no normal line pointer left) but their line pointers stay dead
+// (lp_flags 3) for the next full VACUUM, which sets them unused.
+func TestHeapPassesBetweenFullVacuums(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	_, err := b.sql.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pageinspect")
+	require.NoError(t, err)
+	lineStates := func() (normal, dead int) {
+		t.Helper()
+		require.NoError(t, b.sql.QueryRow(ctx, `SELECT count(*) FILTER (WHERE i.lp_flags = 1), count(*) FILTER (WHERE i.lp_flags = 3)
+			FROM generate_series(0, (pg_relation_size('deliveries') / 8192)::integer - 1) AS blk,
+			     LATERAL heap_page_items(get_raw_page('deliveries', blk)) AS i`).Scan(&normal, &dead))
+		return normal, dead
+	}
+	churn := func() {
+		t.Helper()
+		_, err := b.sql.Exec(ctx, `INSERT INTO deliveries (queue, endpoint_id, ordering_key, message_id, message_received_at)
+			SELECT 0, 1, 'k' || g, g, now() FROM generate_series(1, 2000) g`)
+		require.NoError(t, err)
+		_, err = b.sql.Exec(ctx, "SELECT pg_stat_force_next_flush(); DELETE FROM deliveries")
+		require.NoError(t, err)
+	}
+	churn()
+	r := b.start(t, Config{RetentionInterval: -1, VacuumInterval: 50 * time.Millisecond, VacuumMinGap: 50 * time.Millisecond,
+		VacuumMinDead: 100, VacuumDeadTuples: 1_000_000, VacuumFullGap: time.Hour})
+	count := func() float64 { return value(t, r.mt.m.vacuums.WithLabelValues("deliveries")) }
+	require.Eventually(t, func() bool { return count() >= 1 }, 10*time.Second, 20*time.Millisecond)
+	normal, dead := lineStates()
+	require.Zero(t, normal, "the first VACUUM of a table is a full one")
+	require.Zero(t, dead, "a full VACUUM leaves no dead line pointer")
+
+	churn()
+	require.Eventually(t, func() bool { return count() >= 2 }, 10*time.Second, 20*time.Millisecond)
+	normal, dead = lineStates()
+	require.Zero(t, normal, "the heap pass removed the deleted rows' storage")
+	require.Positive(t, dead, "and left their line pointers for the next full VACUUM")
+}
+
 // TestReindexesBloatedHotIndex: an index far larger than the table's live
 // rows need is rebuilt concurrently, and an invalid leftover of an
 // interrupted rebuild is dropped.
@@ -83,8 +124,8 @@ func TestVacuumPolicy(t *testing.T) {
 	}{
 		{dead: 999, live: 0, since: never, want: false},
 		{dead: 1_000, live: 300, since: never, want: true},
-		{dead: 5_000, live: 300, since: 400 * ms, took: 20 * ms, want: false},
-		{dead: 5_000, live: 300, since: 500 * ms, took: 20 * ms, want: true},
+		{dead: 5_000, live: 300, since: 200 * ms, took: 2 * ms, want: false},
+		{dead: 5_000, live: 300, since: 250 * ms, took: 2 * ms, want: true},
 		{dead: 5_000, live: 300, since: 10 * time.Second, took: 20 * ms, want: true},
 		// A VACUUM of 200 ms buys 4 s of quiet from the relative trigger.
 		{dead: 5_000, live: 300, since: 3 * time.Second, took: 200 * ms, want: false},
@@ -97,5 +138,30 @@ func TestVacuumPolicy(t *testing.T) {
 	} {
 		got := mt.needsVacuum(db.TupleCount{Table: "deliveries", Dead: tc.dead, Live: tc.live}, tc.since, tc.took)
 		require.Equal(t, tc.want, got, "dead %d live %d since %v took %v", tc.dead, tc.live, tc.since, tc.took)
+	}
+}
+
+// TestFullVacuumPolicy: heap passes in between, a full VACUUM once
+// VacuumFullGap (or the last full one's duration over the budget) has
+// passed, or whenever VacuumDeadTuples dead tuples wait.
+func TestFullVacuumPolicy(t *testing.T) {
+	t.Parallel()
+	mt := &Maintainer{cfg: Config{}.withDefaults()}
+	never := time.Duration(1 << 62)
+	ms := time.Millisecond
+	for _, tc := range []struct {
+		dead            int64
+		sinceFull, took time.Duration
+		want            bool
+	}{
+		{dead: 2_000, sinceFull: never, want: true},
+		{dead: 2_000, sinceFull: 4 * time.Second, took: 10 * ms, want: false},
+		{dead: 2_000, sinceFull: 5 * time.Second, took: 10 * ms, want: true},
+		{dead: 2_000, sinceFull: 5 * time.Second, took: 400 * ms, want: false},
+		{dead: 2_000, sinceFull: 8 * time.Second, took: 400 * ms, want: true},
+		{dead: 10_000, sinceFull: 100 * ms, took: 10 * ms, want: true},
+	} {
+		got := mt.needsFullVacuum(db.TupleCount{Table: "deliveries", Dead: tc.dead, Live: 300}, tc.sinceFull, tc.took)
+		require.Equal(t, tc.want, got, "dead %d since full %v took %v", tc.dead, tc.sinceFull, tc.took)
 	}
 }

@@ -40,7 +40,8 @@ SELECT format('ALTER TABLE %I DETACH PARTITION %I FINALIZE',
 SELECT format('DROP TABLE IF EXISTS %I', sqlc.arg(child)::text)::text AS stmt;
 
 -- name: VacuumStatement :one
-SELECT format('VACUUM %I', sqlc.arg(table_name)::text)::text AS stmt;
+SELECT format(CASE WHEN sqlc.arg(heap_only)::boolean THEN 'VACUUM (INDEX_CLEANUP OFF) %I' ELSE 'VACUUM %I' END,
+              sqlc.arg(table_name)::text)::text AS stmt;
 
 -- name: RetentionDeadLettersDiscard :execrows
 -- Dead letters whose message is past retention are history too: they go

@@ -335,11 +335,17 @@ func (q *Queries) RetentionPendingDeliveries(ctx context.Context, arg RetentionP
 }
 
 const vacuumStatement = `-- name: VacuumStatement :one
-SELECT format('VACUUM %I', $1::text)::text AS stmt
+SELECT format(CASE WHEN $1::boolean THEN 'VACUUM (INDEX_CLEANUP OFF) %I' ELSE 'VACUUM %I' END,
+              $2::text)::text AS stmt
 `
 
-func (q *Queries) VacuumStatement(ctx context.Context, tableName string) (string, error) {
-	row := q.db.QueryRow(ctx, vacuumStatement, tableName)
+type VacuumStatementParams struct {
+	HeapOnly  bool
+	TableName string
+}
+
+func (q *Queries) VacuumStatement(ctx context.Context, arg VacuumStatementParams) (string, error) {
+	row := q.db.QueryRow(ctx, vacuumStatement, arg.HeapOnly, arg.TableName)
 	var stmt string
 	err := row.Scan(&stmt)
 	return stmt, err
