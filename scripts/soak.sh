@@ -8,6 +8,7 @@
 # Pass criteria (issue 6): >= 5,000,000 callbacks, size < 64 MB, dead < 10 %.
 #
 #   SOAK_DURATION=1200s scripts/soak.sh
+#   SOAK_RATE=2000 SOAK_DURATION=300s scripts/soak.sh   # a fixed rate instead of max
 set -euo pipefail
 cd "$(dirname "$0")/.."
 duration="${SOAK_DURATION:-1200s}"
@@ -50,7 +51,9 @@ psql -q "$url" -c "CREATE EXTENSION IF NOT EXISTS pgstattuple" >/dev/null
 ) >"$work/samples.txt" &
 sampler=$!
 
-"$work/hookrelay" bench --target "http://$addr" --admin-token "$token" --phases max \
+phases=(--phases max)
+[ -n "${SOAK_RATE:-}" ] && phases=(--phases rates --rates "$SOAK_RATE")
+"$work/hookrelay" bench --target "http://$addr" --admin-token "$token" "${phases[@]}" \
   --duration "$duration" --backlog 0 --database-url "$url"
 sleep "$every"
 kill "$sampler" 2>/dev/null || true
