@@ -128,9 +128,13 @@ func (db *DB) DeliveryGet(ctx context.Context, id int64) (APIDelivery, []APIAtte
 		}
 	}
 	if d, err := db.q.DeliveryGetPending(ctx, id); err == nil {
+		due := d.VisibleAt // a leased row is next due when its lease runs out
+		if d.LeasedUntil != nil && d.LeasedUntil.After(due) {
+			due = *d.LeasedUntil
+		}
 		v := pendingView(d.EndpointID, dbsqlc.DeliveryListPendingRow{
 			ID: d.ID, MessageID: d.MessageID, MessageReceivedAt: d.MessageReceivedAt, OrderingKey: d.OrderingKey,
-			Ordered: d.Ordered, Attempt: d.Attempt, VisibleAt: d.VisibleAt, LastStatus: d.LastStatus,
+			Ordered: d.Ordered, Attempt: d.Attempt, VisibleAt: due, LastStatus: d.LastStatus,
 			LastError: d.LastError, CreatedAt: d.CreatedAt,
 		})
 		return v, attempts, nil

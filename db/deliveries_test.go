@@ -321,3 +321,32 @@ func TestClaimAsyncCommitStaysInItsTransaction(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "on", got["synchronous_commit"])
 }
+
+// TestLeasedRowIsDueAtLeaseEnd: the API and the dashboard show a leased row
+// as next due when its lease runs out (visible_at itself stays in the past).
+func TestLeasedRowIsDueAtLeaseEnd(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := dbtest.New(t)
+	ep, _ := dbtest.Endpoint(t, store, nil)
+	dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: "L1"})
+	got := claimAll(t, store, hookrelay.QueueFor("L1", 32), 61) // a one-minute lease
+	require.Len(t, got, 1)
+	soon := time.Now().Add(30 * time.Second)
+
+	api, _, err := store.DeliveryGet(ctx, got[0].ID)
+	require.NoError(t, err)
+	require.NotNil(t, api.NextAttemptAt)
+	require.True(t, api.NextAttemptAt.After(soon), "next attempt %v is the lease's end", api.NextAttemptAt)
+	list, err := store.DeliveryListPending(ctx, ep.ID, 0, 10)
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	require.True(t, list[0].NextAttemptAt.After(soon))
+	dash, err := store.DashboardDelivery(ctx, got[0].ID)
+	require.NoError(t, err)
+	require.True(t, dash.Pending.VisibleAt.After(soon))
+	pend, err := store.DashboardEndpointPendingList(ctx, ep.ID, 10)
+	require.NoError(t, err)
+	require.Len(t, pend, 1)
+	require.True(t, pend[0].VisibleAt.After(soon))
+}

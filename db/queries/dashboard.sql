@@ -75,7 +75,9 @@ SELECT count(*)::bigint FROM (
 
 -- name: DashboardPendingDelivery :one
 SELECT d.id, d.queue::integer AS queue, d.endpoint_id, d.ordering_key, d.ordered, d.message_id,
-       d.message_received_at, d.attempt, d.visible_at, d.last_status,
+       d.message_received_at, d.attempt,
+       -- a leased row is next due when its lease runs out
+       greatest(d.visible_at, coalesce(d.leased_until, d.visible_at))::timestamptz AS visible_at, d.last_status,
        COALESCE(d.last_error, '')::text AS last_error, d.created_at
 FROM deliveries d WHERE d.id = $1;
 
@@ -100,7 +102,9 @@ ORDER BY attempted_at DESC LIMIT @lim;
 -- name: DashboardEndpointPendingList :many
 -- The newest pending deliveries of one endpoint.
 SELECT d.id, d.queue::integer AS queue, d.endpoint_id, d.ordering_key, d.ordered, d.message_id,
-       d.message_received_at, d.attempt, d.visible_at, d.last_status,
+       d.message_received_at, d.attempt,
+       -- a leased row is next due when its lease runs out
+       greatest(d.visible_at, coalesce(d.leased_until, d.visible_at))::timestamptz AS visible_at, d.last_status,
        COALESCE(d.last_error, '')::text AS last_error, d.created_at
 FROM deliveries d WHERE d.endpoint_id = @endpoint_id
 ORDER BY d.id DESC LIMIT @lim;

@@ -1,5 +1,7 @@
 -- name: DeliveryListPending :many
-SELECT id, message_id, message_received_at, ordering_key, ordered, attempt, visible_at,
+-- visible_at is when the row is next due: a leased row's lease end.
+SELECT id, message_id, message_received_at, ordering_key, ordered, attempt,
+       greatest(visible_at, coalesce(leased_until, visible_at))::timestamptz AS visible_at,
        last_status, last_error, created_at
 FROM deliveries
 WHERE endpoint_id = @endpoint_id AND id > @after_id

@@ -221,7 +221,9 @@ func (q *Queries) DashboardDeadLettersCount(ctx context.Context, arg DashboardDe
 
 const dashboardEndpointPendingList = `-- name: DashboardEndpointPendingList :many
 SELECT d.id, d.queue::integer AS queue, d.endpoint_id, d.ordering_key, d.ordered, d.message_id,
-       d.message_received_at, d.attempt, d.visible_at, d.last_status,
+       d.message_received_at, d.attempt,
+       -- a leased row is next due when its lease runs out
+       greatest(d.visible_at, coalesce(d.leased_until, d.visible_at))::timestamptz AS visible_at, d.last_status,
        COALESCE(d.last_error, '')::text AS last_error, d.created_at
 FROM deliveries d WHERE d.endpoint_id = $1
 ORDER BY d.id DESC LIMIT $2
@@ -528,7 +530,9 @@ func (q *Queries) DashboardOldestPending(ctx context.Context) (time.Time, error)
 
 const dashboardPendingDelivery = `-- name: DashboardPendingDelivery :one
 SELECT d.id, d.queue::integer AS queue, d.endpoint_id, d.ordering_key, d.ordered, d.message_id,
-       d.message_received_at, d.attempt, d.visible_at, d.last_status,
+       d.message_received_at, d.attempt,
+       -- a leased row is next due when its lease runs out
+       greatest(d.visible_at, coalesce(d.leased_until, d.visible_at))::timestamptz AS visible_at, d.last_status,
        COALESCE(d.last_error, '')::text AS last_error, d.created_at
 FROM deliveries d WHERE d.id = $1
 `

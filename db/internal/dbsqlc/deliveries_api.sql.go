@@ -146,7 +146,8 @@ func (q *Queries) DeliveryListDelivered(ctx context.Context, arg DeliveryListDel
 }
 
 const deliveryListPending = `-- name: DeliveryListPending :many
-SELECT id, message_id, message_received_at, ordering_key, ordered, attempt, visible_at,
+SELECT id, message_id, message_received_at, ordering_key, ordered, attempt,
+       greatest(visible_at, coalesce(leased_until, visible_at))::timestamptz AS visible_at,
        last_status, last_error, created_at
 FROM deliveries
 WHERE endpoint_id = $1 AND id > $2
@@ -172,6 +173,7 @@ type DeliveryListPendingRow struct {
 	CreatedAt         time.Time
 }
 
+// visible_at is when the row is next due: a leased row's lease end.
 func (q *Queries) DeliveryListPending(ctx context.Context, arg DeliveryListPendingParams) ([]DeliveryListPendingRow, error) {
 	rows, err := q.db.Query(ctx, deliveryListPending, arg.EndpointID, arg.AfterID, arg.Lim)
 	if err != nil {
