@@ -48,8 +48,7 @@ func (mt *Maintainer) vacuumLoop(ctx context.Context) {
 	tick := time.NewTicker(mt.cfg.VacuumInterval)
 	defer tick.Stop()
 	nextReindex := time.Now().Add(mt.cfg.ReindexInterval)
-	lastVacuum, lastFull := map[string]time.Time{}, map[string]time.Time{}
-	lastTook, lastFullTook := map[string]time.Duration{}, map[string]time.Duration{}
+	last := map[string]*vacuumRecord{}
 	for {
 		select {
 		case <-ctx.Done():
@@ -62,14 +61,19 @@ func (mt *Maintainer) vacuumLoop(ctx context.Context) {
 			continue
 		}
 		for _, c := range counts {
-			if !mt.needsVacuum(c, time.Since(lastVacuum[c.Table]), lastTook[c.Table]) {
+			r := last[c.Table]
+			if r == nil {
+				r = &vacuumRecord{}
+				last[c.Table] = r
+			}
+			if !mt.needsVacuum(c, time.Since(r.at), r.took) {
 				continue
 			}
 			s := session()
 			if s == nil {
 				break
 			}
-			full := mt.needsFullVacuum(c, time.Since(lastFull[c.Table]), lastFullTook[c.Table])
+			full := mt.needsFullVacuum(c, time.Since(r.fullAt), r.fullTook)
 			vacuum, kind := s.VacuumHeap, "heap"
 			if full {
 				vacuum, kind = s.Vacuum, "full"
@@ -80,9 +84,9 @@ func (mt *Maintainer) vacuumLoop(ctx context.Context) {
 				break
 			}
 			took := time.Since(start)
-			lastVacuum[c.Table], lastTook[c.Table] = time.Now(), took
+			r.at, r.took = time.Now(), took
 			if full {
-				lastFull[c.Table], lastFullTook[c.Table] = time.Now(), took
+				r.fullAt, r.fullTook = r.at, took
 			}
 			mt.m.vacuums.WithLabelValues(c.Table).Inc()
 			mt.m.vacuumSeconds.Observe(took.Seconds())
@@ -97,6 +101,13 @@ func (mt *Maintainer) vacuumLoop(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// vacuumRecord is when a table was last vacuumed (any kind, and full) and
+// how long that took; zero before its first VACUUM.
+type vacuumRecord struct {
+	at, fullAt     time.Time
+	took, fullTook time.Duration
 }
 
 // needsVacuum applies the policy: enough dead tuples in absolute terms once
