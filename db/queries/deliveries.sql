@@ -45,11 +45,19 @@ WITH cand AS MATERIALIZED (
 ),
 info AS MATERIALIZED (
     SELECT c.id, c.endpoint_id,
+           -- The chain row just before c in deliveries_chain_idx order, if
+           -- it is of c's chain. Written as a row comparison in the index's
+           -- order, not as equalities, so that only the chain index can
+           -- answer it: with equalities the planner may take (endpoint_id,
+           -- id) and read every row of the endpoint (it did, with the small
+           -- table's statistics: ~60 % of a claim's buffers).
            CASE WHEN c.ordered THEN (
-               SELECT p.id FROM deliveries p
-               WHERE p.endpoint_id = c.endpoint_id AND p.ordering_key = c.ordering_key
-                 AND p.ordered AND p.id < c.id
-               ORDER BY p.id DESC LIMIT 1)
+               SELECT p.id FROM (
+                   SELECT p.id, p.endpoint_id, p.ordering_key FROM deliveries p
+                   WHERE (p.endpoint_id, p.ordering_key, p.id) < (c.endpoint_id, c.ordering_key, c.id)
+                     AND p.ordered
+                   ORDER BY p.endpoint_id DESC, p.ordering_key DESC, p.id DESC LIMIT 1) p
+               WHERE p.endpoint_id = c.endpoint_id AND p.ordering_key = c.ordering_key)
            END AS pred_id,
            coalesce(e.status, 'deleted') AS ep_status,
            coalesce(h.circuit_state, 'closed') AS circuit_state,
@@ -215,10 +223,14 @@ FROM upd u;
 -- Makes the successor of each removed chain row visible now when it is parked.
 UPDATE deliveries d SET visible_at = now()
 FROM (
-    SELECT (SELECT n.id FROM deliveries n
-            WHERE n.endpoint_id = x.endpoint_id AND n.ordering_key = x.ordering_key
-              AND n.ordered AND n.id > x.id
-            ORDER BY n.id LIMIT 1) AS next_id
+    -- The next chain row in deliveries_chain_idx order, if it is of the
+    -- same chain (a row comparison for the reason given in DeliveryClaim).
+    SELECT (SELECT n.id FROM (
+                SELECT n.id, n.endpoint_id, n.ordering_key FROM deliveries n
+                WHERE (n.endpoint_id, n.ordering_key, n.id) > (x.endpoint_id, x.ordering_key, x.id)
+                  AND n.ordered
+                ORDER BY n.endpoint_id, n.ordering_key, n.id LIMIT 1) n
+            WHERE n.endpoint_id = x.endpoint_id AND n.ordering_key = x.ordering_key) AS next_id
     FROM (SELECT unnest(sqlc.arg(endpoint_ids)::bigint[]) AS endpoint_id,
                  unnest(sqlc.arg(ordering_keys)::text[]) AS ordering_key,
                  unnest(sqlc.arg(ids)::bigint[]) AS id) x
