@@ -109,9 +109,9 @@ func TestReindexesBloatedHotIndex(t *testing.T) {
 }
 
 // TestVacuumPolicy: below VacuumDeadTuples, the relative trigger fires at
-// most once per gap — VacuumMinGap, or the last VACUUM's duration over
-// VacuumBudget when that is longer (a bloated table is not vacuumed back to
-// back); the absolute one as soon as the budget allows.
+// most once per gap — VacuumMinGap, or the last heap pass's duration over
+// VacuumHeapBudget when that is longer (a bloated table is not vacuumed back
+// to back); the absolute one as soon as that budget allows.
 func TestVacuumPolicy(t *testing.T) {
 	t.Parallel()
 	mt := &Maintainer{cfg: Config{}.withDefaults()}
@@ -127,13 +127,13 @@ func TestVacuumPolicy(t *testing.T) {
 		{dead: 5_000, live: 300, since: 200 * ms, took: 2 * ms, want: false},
 		{dead: 5_000, live: 300, since: 250 * ms, took: 2 * ms, want: true},
 		{dead: 5_000, live: 300, since: 10 * time.Second, took: 20 * ms, want: true},
-		// A VACUUM of 200 ms buys 4 s of quiet from the relative trigger.
-		{dead: 5_000, live: 300, since: 3 * time.Second, took: 200 * ms, want: false},
-		{dead: 5_000, live: 300, since: 4 * time.Second, took: 200 * ms, want: true},
+		// A heap pass of 200 ms buys 800 ms of quiet from the relative trigger.
+		{dead: 5_000, live: 300, since: 700 * ms, took: 200 * ms, want: false},
+		{dead: 5_000, live: 300, since: 800 * ms, took: 200 * ms, want: true},
 		{dead: 10_000, live: 300, since: 100 * ms, took: 5 * ms, want: true},
 		// The absolute trigger ignores VacuumMinGap but not the budget.
-		{dead: 50_000, live: 1_000_000, since: 2 * time.Second, took: 175 * ms, want: false},
-		{dead: 50_000, live: 1_000_000, since: 4 * time.Second, took: 175 * ms, want: true},
+		{dead: 50_000, live: 1_000_000, since: 500 * ms, took: 175 * ms, want: false},
+		{dead: 50_000, live: 1_000_000, since: 700 * ms, took: 175 * ms, want: true},
 		{dead: 5_000, live: 100_000, since: never, want: false},
 	} {
 		got := mt.needsVacuum(db.TupleCount{Table: "deliveries", Dead: tc.dead, Live: tc.live}, tc.since, tc.took)
@@ -143,7 +143,8 @@ func TestVacuumPolicy(t *testing.T) {
 
 // TestFullVacuumPolicy: heap passes in between, a full VACUUM once
 // VacuumFullGap (or the last full one's duration over the budget) has
-// passed, or whenever VacuumDeadTuples dead tuples wait.
+// passed, or whenever VacuumDeadTuples dead tuples wait and the budget
+// allows.
 func TestFullVacuumPolicy(t *testing.T) {
 	t.Parallel()
 	mt := &Maintainer{cfg: Config{}.withDefaults()}
@@ -159,7 +160,11 @@ func TestFullVacuumPolicy(t *testing.T) {
 		{dead: 2_000, sinceFull: 5 * time.Second, took: 10 * ms, want: true},
 		{dead: 2_000, sinceFull: 5 * time.Second, took: 400 * ms, want: false},
 		{dead: 2_000, sinceFull: 8 * time.Second, took: 400 * ms, want: true},
-		{dead: 10_000, sinceFull: 100 * ms, took: 10 * ms, want: true},
+		{dead: 10_000, sinceFull: 200 * ms, took: 10 * ms, want: true},
+		// Many dead tuples ask for a full one only as often as its budget
+		// allows; heap passes (their own budget) run in between.
+		{dead: 10_000, sinceFull: 1 * time.Second, took: 100 * ms, want: false},
+		{dead: 10_000, sinceFull: 2 * time.Second, took: 100 * ms, want: true},
 	} {
 		got := mt.needsFullVacuum(db.TupleCount{Table: "deliveries", Dead: tc.dead, Live: 300}, tc.sinceFull, tc.took)
 		require.Equal(t, tc.want, got, "dead %d since full %v took %v", tc.dead, tc.sinceFull, tc.took)

@@ -9,6 +9,9 @@
 #
 #   SOAK_DURATION=1200s scripts/soak.sh
 #   SOAK_RATE=2000 SOAK_DURATION=300s scripts/soak.sh   # a fixed rate instead of max
+#   SOAK_OUT=/tmp/s SOAK_LOG_LEVEL=debug scripts/soak.sh # keep samples and the service log
+#                                                       # (debug: one line per VACUUM)
+#   SOAK_INIT_SQL="ALTER TABLE deliveries SET (fillfactor = 50)" scripts/soak.sh  # experiments
 set -euo pipefail
 cd "$(dirname "$0")/.."
 duration="${SOAK_DURATION:-1200s}"
@@ -31,20 +34,23 @@ trap cleanup EXIT
 
 DATABASE_URL="$url" HOOKRELAY_ADDR="$addr" HOOKRELAY_ADMIN_TOKEN="$token" \
 HOOKRELAY_DATA_DIR="$work/data" HOOKRELAY_S3_EMBED_ADDR=127.0.0.1:0 \
-HOOKRELAY_ALLOW_PRIVATE_TARGETS=true HOOKRELAY_LOG_FORMAT=json HOOKRELAY_LOG_LEVEL=warn \
+HOOKRELAY_ALLOW_PRIVATE_TARGETS=true HOOKRELAY_LOG_FORMAT=json HOOKRELAY_LOG_LEVEL="${SOAK_LOG_LEVEL:-warn}" \
   "$work/hookrelay" serve >"$work/serve.log" 2>&1 &
 svc=$!
 for _ in $(seq 100); do curl -sf "http://$addr/readyz" >/dev/null && break; sleep 0.2; done
 psql -q "$url" -c "CREATE EXTENSION IF NOT EXISTS pgstattuple" >/dev/null
+[ -n "${SOAK_INIT_SQL:-}" ] && psql -q "$url" -c "$SOAK_INIT_SQL" >/dev/null
 
 (
-  echo "t_s size_mb live dead dead_ratio dead_space_pct vacuums callbacks"
+  echo "t_s size_mb live dead dead_ratio dead_space_pct vacuums callbacks unix_s hot_update_pct"
   start=$(date +%s)
   while sleep "$every"; do
     row=$(psql -At -F' ' "$url" -c "SELECT round(pg_total_relation_size('deliveries')/1048576.0, 2),
       n_live_tup, n_dead_tup, round(n_dead_tup::numeric / greatest(n_live_tup + n_dead_tup, 1), 3),
       (SELECT dead_tuple_percent FROM pgstattuple('deliveries')),
-      vacuum_count + autovacuum_count, coalesce(pg_sequence_last_value('deliveries_id_seq'), 0)
+      vacuum_count + autovacuum_count, coalesce(pg_sequence_last_value('deliveries_id_seq'), 0),
+      round(extract(epoch FROM clock_timestamp()), 3),
+      round(100.0 * n_tup_hot_upd / greatest(n_tup_upd, 1), 1)
       FROM pg_stat_user_tables WHERE relname = 'deliveries'" 2>/dev/null) || continue
     echo "$(( $(date +%s) - start )) $row"
   done
@@ -60,5 +66,6 @@ kill "$sampler" 2>/dev/null || true
 sampler=
 
 cat "$work/samples.txt"
+if [ -n "${SOAK_OUT:-}" ]; then mkdir -p "$SOAK_OUT" && cp "$work/samples.txt" "$work/serve.log" "$SOAK_OUT/"; fi
 awk 'NR > 1 { if ($2 > s) s = $2; if ($6 > d) d = $6; if ($5 > r) r = $5; n = $8 }
      END { printf "soak: callbacks(deliveries)=%d max_size_mb=%.2f max_dead_space_pct=%.2f max_dead_ratio=%.3f\n", n, s, d, r }' "$work/samples.txt"
