@@ -84,7 +84,8 @@ func (e *Embedded) acquire() error {
 func (e *Embedded) release() { e.directMu.RUnlock() }
 
 // putDirect stores body, whose SHA-256 is sum, under key in bucket through
-// the disk backend, as gofakes3 does for a PUT.
+// the disk backend, as gofakes3 does for a PUT. Like a PUT over HTTP it gives
+// up after requestTimeout or when ctx ends (see bounded).
 func (e *Embedded) putDirect(ctx context.Context, bucket, key string, body []byte, sum [sha256.Size]byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -93,38 +94,70 @@ func (e *Embedded) putDirect(ctx context.Context, bucket, key string, body []byt
 	if len(key) > gofakes3.KeySizeLimit {
 		return gofakes3.ResourceError(gofakes3.ErrKeyTooLong, key)
 	}
-	if err := e.acquire(); err != nil {
-		return err
-	}
-	defer e.release()
-	_, err := e.backend.PutObject(bucket, key, directMeta(sum, time.Now()), bytes.NewReader(body), int64(len(body)), nil)
+	_, err := bounded(ctx, e, func() (struct{}, error) {
+		_, err := e.backend.PutObject(bucket, key, directMeta(sum, time.Now()), bytes.NewReader(body), int64(len(body)), nil)
+		return struct{}{}, err
+	})
 	return err
 }
 
 // getDirect reads the object under key in bucket through the disk backend
 // and verifies it against the checksums stored with it. A missing object is
-// gofakes3's NoSuchKey.
+// gofakes3's NoSuchKey. It gives up as putDirect does.
 func (e *Embedded) getDirect(ctx context.Context, bucket, key string) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := e.acquire(); err != nil {
-		return nil, err
+	return bounded(ctx, e, func() ([]byte, error) {
+		obj, err := e.backend.GetObject(bucket, key, nil)
+		if err != nil {
+			return nil, err
+		}
+		defer obj.Contents.Close()
+		body := make([]byte, obj.Size)
+		if _, err := io.ReadFull(obj.Contents, body); err != nil {
+			return nil, fmt.Errorf("read body: %w", err)
+		}
+		if err := verifyChecksums(obj.Metadata, body); err != nil {
+			return nil, err
+		}
+		return body, nil
+	})
+}
+
+// bounded runs op, a call into the disk backend, holding the server open
+// (acquire) until op returns, and returns op's result (or acquire's error) — or an error as soon
+// as ctx ends or requestTimeout passes, whichever is first. File I/O cannot
+// be interrupted: a write stuck in fsync on a failing disk finishes (or not)
+// on its own, but the caller is not held, as an HTTP client would not be.
+func bounded[T any](ctx context.Context, e *Embedded, op func() (T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
 	}
-	defer e.release()
-	obj, err := e.backend.GetObject(bucket, key, nil)
-	if err != nil {
-		return nil, err
+	done := make(chan result, 1)
+	go func() {
+		// Here, not in the caller: acquire waits while Close waits for a
+		// stuck call, and the caller's wait is bounded below.
+		if err := e.acquire(); err != nil {
+			done <- result{err: err}
+			return
+		}
+		defer e.release()
+		v, err := op()
+		done <- result{v, err}
+	}()
+	var zero T
+	timer := time.NewTimer(requestTimeout)
+	defer timer.Stop()
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-ctx.Done():
+		return zero, fmt.Errorf("embedded s3: gave up waiting for the disk: %w", ctx.Err())
+	case <-timer.C:
+		return zero, fmt.Errorf("embedded s3: gave up waiting for the disk after %v: %w", requestTimeout, context.DeadlineExceeded)
 	}
-	defer obj.Contents.Close()
-	body := make([]byte, obj.Size)
-	if _, err := io.ReadFull(obj.Contents, body); err != nil {
-		return nil, fmt.Errorf("read body: %w", err)
-	}
-	if err := verifyChecksums(obj.Metadata, body); err != nil {
-		return nil, err
-	}
-	return body, nil
 }
 
 // storedChecksums are the S3 checksums an object may carry, by the metadata
