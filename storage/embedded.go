@@ -55,6 +55,13 @@ type Embedded struct {
 	// closed is set by Close; direct calls fail from then on.
 	closed bool
 
+	// idleNew holds the server's connections that have not sent a request
+	// yet (http.StateNew), which Close cuts at once: Shutdown waits up to
+	// 5 s for each, and an HTTP client often holds one it dialed for a
+	// request that another connection served.
+	idleNewMu sync.Mutex
+	idleNew   map[net.Conn]struct{}
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -83,12 +90,14 @@ func StartEmbedded(ctx context.Context, logger *slog.Logger, addr string, dir st
 		backend: backend,
 		url:     "http://" + reachableAddr(ln.Addr()),
 		served:  make(chan struct{}),
-		srv: &http.Server{
-			Handler:           http.MaxBytesHandler(faker.Server(), embeddedMaxBody),
-			ReadHeaderTimeout: 10 * time.Second,
-			IdleTimeout:       2 * time.Minute,
-			ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-		},
+		idleNew: map[net.Conn]struct{}{},
+	}
+	e.srv = &http.Server{
+		Handler:           http.MaxBytesHandler(faker.Server(), embeddedMaxBody),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		ConnState:         e.trackNew,
 	}
 	go e.serve(ln)
 	return e, nil
@@ -129,7 +138,26 @@ func (e *Embedded) Close() error {
 
 		ctx, cancel := context.WithTimeout(context.Background(), embeddedShutdownTimeout)
 		defer cancel()
+		// Cut the connections that never sent a request while Shutdown
+		// waits for the others (until it has closed the listener, new ones
+		// may still arrive).
+		stop, cut := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(cut)
+			tick := time.NewTicker(20 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				e.cutNew()
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+				}
+			}
+		}()
 		shutdownErr := e.srv.Shutdown(ctx)
+		close(stop)
+		<-cut
 		if shutdownErr != nil {
 			// Cut the requests that did not finish in time.
 			shutdownErr = errors.Join(shutdownErr, e.srv.Close())
@@ -141,6 +169,28 @@ func (e *Embedded) Close() error {
 		}
 	})
 	return e.closeErr
+}
+
+// trackNew is the server's ConnState hook: it keeps the connections that
+// have not sent a request yet.
+func (e *Embedded) trackNew(c net.Conn, state http.ConnState) {
+	e.idleNewMu.Lock()
+	defer e.idleNewMu.Unlock()
+	if state == http.StateNew {
+		e.idleNew[c] = struct{}{}
+	} else {
+		delete(e.idleNew, c)
+	}
+}
+
+// cutNew closes the connections that have not sent a request yet.
+func (e *Embedded) cutNew() {
+	e.idleNewMu.Lock()
+	defer e.idleNewMu.Unlock()
+	for c := range e.idleNew {
+		_ = c.Close()
+		delete(e.idleNew, c)
+	}
 }
 
 // reachableAddr returns addr as host:port that a client can dial: an

@@ -2,7 +2,9 @@ package storage
 
 import (
 	"net"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -17,4 +19,24 @@ func TestReachableAddr(t *testing.T) {
 	} {
 		require.Equal(t, want, reachableAddr(addr))
 	}
+}
+
+// TestCloseCutsSilentConnections: a connection that never sent a request
+// does not hold Close (http.Server.Shutdown alone waits 5 s for it, and
+// Close then reported its deadline as an error).
+func TestCloseCutsSilentConnections(t *testing.T) {
+	t.Parallel()
+	e, err := StartEmbedded(t.Context(), nil, "127.0.0.1:0", t.TempDir())
+	require.NoError(t, err)
+	c, err := net.Dial("tcp", strings.TrimPrefix(e.URL(), "http://"))
+	require.NoError(t, err)
+	defer c.Close()
+	// Let the server accept it (if it has not, Close passes for another reason).
+	time.Sleep(100 * time.Millisecond)
+	start := time.Now()
+	require.NoError(t, e.Close())
+	require.Less(t, time.Since(start), 2*time.Second)
+	_ = c.SetReadDeadline(time.Now().Add(time.Second))
+	_, err = c.Read(make([]byte, 1))
+	require.Error(t, err, "the connection was closed by the server")
 }
