@@ -40,6 +40,14 @@ type Config struct {
 	IdleInTransactionTimeout time.Duration
 	// LockTimeout aborts a statement waiting longer for a lock. Default 10s.
 	LockTimeout time.Duration
+	// AckIdleTimeout, when shorter, replaces IdleInTransactionTimeout inside
+	// the acknowledgement transaction (DeliveryAckBatch), whose deletes lock
+	// rows that other dispatchers are waiting to claim. Set it below the
+	// delivery lease: a dispatcher stalled between two of its statements
+	// (stopped, starved, paused by GC) then loses the transaction — its
+	// results are redelivered — instead of holding the chains behind those
+	// rows past its lease. Default 0: IdleInTransactionTimeout.
+	AckIdleTimeout time.Duration
 }
 
 func (c Config) withDefaults() Config {

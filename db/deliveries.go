@@ -196,7 +196,13 @@ func (db *DB) DeliveryAckBatch(ctx context.Context, dispatcherID int64, results 
 		}
 	}
 	err := db.inTx(ctx, func(q *dbsqlc.Queries, tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SET LOCAL synchronous_commit = off"); err != nil {
+		// Both settings last until the commit; one round trip.
+		idle := db.cfg.IdleInTransactionTimeout
+		if t := db.cfg.AckIdleTimeout; t > 0 && t < idle {
+			idle = t
+		}
+		if _, err := tx.Exec(ctx, `SELECT set_config('synchronous_commit', 'off', true),
+			set_config('idle_in_transaction_session_timeout', $1, true)`, ms(idle)); err != nil {
 			return unavailable(err)
 		}
 		rep = AckReport{}
@@ -205,6 +211,9 @@ func (db *DB) DeliveryAckBatch(ctx context.Context, dispatcherID int64, results 
 			rows, err := q.DeliveryAck(ctx, p)
 			if err != nil {
 				return fmt.Errorf("ack deliveries: %w", unavailable(err))
+			}
+			if ackStallHook != nil {
+				ackStallHook()
 			}
 			rep.Applied = len(rows)
 			rep.Stale = len(results) - len(rows)
@@ -235,6 +244,10 @@ func (db *DB) DeliveryAckBatch(ctx context.Context, dispatcherID int64, results 
 	})
 	return rep, err
 }
+
+// ackStallHook, when set (tests only), runs inside the acknowledgement
+// transaction after its first statement, as a stalled dispatcher would.
+var ackStallHook func()
 
 // healthParams returns the EndpointHealthApply arguments for outcomes, nil
 // for none.

@@ -415,3 +415,38 @@ func TestChainLookupsUseChainIndex(t *testing.T) {
 	require.Positive(t, scans["deliveries_chain_idx"], "index scans: %v", scans)
 	require.Zero(t, scans["deliveries_endpoint_idx"], "index scans: %v", scans)
 }
+
+// TestStalledAckReleasesItsRows: an acknowledgement transaction whose
+// dispatcher stalls between two statements (here: sleeps past
+// AckIdleTimeout) is ended by PostgreSQL, so the rows it deleted are not
+// held locked: another dispatcher claims them once their lease runs out.
+// Before, the stalled transaction held them (and the chains behind them)
+// for as long as the stall, up to idle_in_transaction_session_timeout.
+func TestStalledAckReleasesItsRows(t *testing.T) {
+	// Not parallel: the hook is package-wide.
+	ctx := context.Background()
+	url := dbtest.NewURL(t)
+	store := dbtest.Open(t, url, db.Config{AckIdleTimeout: 200 * time.Millisecond})
+	ep, _ := dbtest.Endpoint(t, store, nil)
+	dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: "ST1"})
+	q := hookrelay.QueueFor("ST1", 32)
+	got, err := store.DeliveryClaim(ctx, []int{q}, 50, 50, 1, 61, 300*time.Millisecond)
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+
+	restore := db.SetAckStallHook(func() { time.Sleep(time.Second) })
+	_, err = store.DeliveryAckBatch(ctx, 1, []db.DeliveryResult{{ID: got[0].ID, LeaseToken: 61, EndpointID: ep.ID,
+		Kind: db.AckSuccess, Outcome: "success", Status: 200}}, nil, testPolicy)
+	restore()
+	require.Error(t, err, "the stalled transaction was ended")
+
+	// The row was not deleted and is not locked: once the lease is over,
+	// another dispatcher claims it without waiting.
+	time.Sleep(400 * time.Millisecond)
+	start := time.Now()
+	again, err := store.DeliveryClaim(ctx, []int{q}, 50, 50, 2, 62, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, again, 1)
+	require.Equal(t, got[0].ID, again[0].ID)
+	require.Less(t, time.Since(start), time.Second)
+}

@@ -239,6 +239,9 @@ func openDatabase(ctx context.Context, cfg config, logger *slog.Logger) (*db.DB,
 		StatementTimeout:         cfg.StatementTimeout,
 		IdleInTransactionTimeout: cfg.IdleInTxTimeout,
 		LockTimeout:              cfg.LockTimeout,
+		// Half the lease: a stalled dispatcher's acknowledgement transaction
+		// ends before its leases do (TestPausedDispatcher).
+		AckIdleTimeout: cfg.Lease / 2,
 	})
 	if err != nil {
 		return nil, err
