@@ -246,7 +246,8 @@ func (db *DB) DeliveryAckBatch(ctx context.Context, dispatcherID int64, results 
 }
 
 // ackStallHook, when set (tests only), runs inside the acknowledgement
-// transaction after its first statement, as a stalled dispatcher would.
+// transaction after the acknowledgement statement, as a stalled dispatcher
+// would. Tests that set it must not run in parallel with other acks.
 var ackStallHook func()
 
 // healthParams returns the EndpointHealthApply arguments for outcomes, nil
