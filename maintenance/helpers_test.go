@@ -25,18 +25,32 @@ import (
 type fakeClock struct {
 	mu  sync.Mutex
 	now time.Time
+	// since, when set (Run), is the real time from which the clock moves on
+	// by itself.
+	since time.Time
 }
 
 func (c *fakeClock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if !c.since.IsZero() {
+		return c.now.Add(time.Since(c.since))
+	}
 	return c.now
 }
 
+// Set stops the clock at t.
 func (c *fakeClock) Set(t time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.now = t
+	c.now, c.since = t, time.Time{}
+}
+
+// Run lets the clock move on from where it is at the pace of real time.
+func (c *fakeClock) Run() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.since = time.Now()
 }
 
 // bundle is what the tests work with: a database of their own, an SQL
