@@ -46,7 +46,7 @@ type Config struct {
 	// delivery lease: a dispatcher stalled between two of its statements
 	// (stopped, starved, paused by GC) then loses the transaction — its
 	// results are redelivered — instead of holding the chains behind those
-	// rows past its lease. Default 0: IdleInTransactionTimeout.
+	// rows past its lease. Unset or longer: IdleInTransactionTimeout.
 	AckIdleTimeout time.Duration
 }
 
@@ -57,6 +57,9 @@ func (c Config) withDefaults() Config {
 	c.StatementTimeout = cmp.Or(c.StatementTimeout, 30*time.Second)
 	c.IdleInTransactionTimeout = cmp.Or(c.IdleInTransactionTimeout, 60*time.Second)
 	c.LockTimeout = cmp.Or(c.LockTimeout, 10*time.Second)
+	if c.AckIdleTimeout <= 0 || c.AckIdleTimeout > c.IdleInTransactionTimeout {
+		c.AckIdleTimeout = c.IdleInTransactionTimeout
+	}
 	return c
 }
 

@@ -197,12 +197,8 @@ func (db *DB) DeliveryAckBatch(ctx context.Context, dispatcherID int64, results 
 	}
 	err := db.inTx(ctx, func(q *dbsqlc.Queries, tx pgx.Tx) error {
 		// Both settings last until the commit; one round trip.
-		idle := db.cfg.IdleInTransactionTimeout
-		if t := db.cfg.AckIdleTimeout; t > 0 && t < idle {
-			idle = t
-		}
 		if _, err := tx.Exec(ctx, `SELECT set_config('synchronous_commit', 'off', true),
-			set_config('idle_in_transaction_session_timeout', $1, true)`, ms(idle)); err != nil {
+			set_config('idle_in_transaction_session_timeout', $1, true)`, ms(db.cfg.AckIdleTimeout)); err != nil {
 			return unavailable(err)
 		}
 		rep = AckReport{}

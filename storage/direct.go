@@ -126,8 +126,8 @@ func (e *Embedded) getDirect(ctx context.Context, bucket, key string) ([]byte, e
 }
 
 // bounded runs op, a call into the disk backend, holding the server open
-// (acquire) until op returns, and returns op's result (or acquire's error) — or an error as soon
-// as ctx ends or requestTimeout passes, whichever is first. File I/O cannot
+// (acquire) until op returns, and returns op's result (or acquire's error),
+// or an error as soon as ctx ends or requestTimeout passes. File I/O cannot
 // be interrupted: a write stuck in fsync on a failing disk finishes (or not)
 // on its own, but the caller is not held, as an HTTP client would not be.
 func bounded[T any](ctx context.Context, e *Embedded, op func() (T, error)) (T, error) {
@@ -147,16 +147,14 @@ func bounded[T any](ctx context.Context, e *Embedded, op func() (T, error)) (T, 
 		v, err := op()
 		done <- result{v, err}
 	}()
-	var zero T
-	timer := time.NewTimer(requestTimeout)
-	defer timer.Stop()
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
 	select {
 	case r := <-done:
 		return r.v, r.err
 	case <-ctx.Done():
+		var zero T
 		return zero, fmt.Errorf("embedded s3: gave up waiting for the disk: %w", ctx.Err())
-	case <-timer.C:
-		return zero, fmt.Errorf("embedded s3: gave up waiting for the disk after %v: %w", requestTimeout, context.DeadlineExceeded)
 	}
 }
 
