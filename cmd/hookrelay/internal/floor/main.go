@@ -1,0 +1,89 @@
+// Command floor measures the least CPU per callback that a relay built on
+// hookrelay's fixed stack (echo, pgx, go-retryablehttp, the embedded S3
+// store) costs on the machine it runs on. It is a measuring instrument for
+// docs/benchmarks.md, not a product: it answers "could any relay on this
+// stack meet SPEC §7's CPU budget here?".
+//
+// The relay runs in a child process (its CPU is measured alone) and does only
+// the work every callback needs:
+//
+//   - mode pg: accept the POST (echo), put a body over 8 KB in the embedded
+//     S3 store, insert the row with a group commit and answer 202 after the
+//     commit; claim leased batches with FOR UPDATE SKIP LOCKED, read a large
+//     body back from the store, sign and POST it (go-retryablehttp), delete
+//     the delivered rows in batches. At least once, durable before the 202,
+//     no transaction across network I/O.
+//   - mode http: the same HTTP work with an in-memory queue between the two
+//     sides: no durability at all, the HTTP floor alone.
+//
+// Left out on purpose (each only adds CPU): authentication, routing to
+// merchants, per-key ordering, message and attempt history, retries, metrics,
+// logs. The load generator and the sink are hookrelay bench's own (1.2 KB
+// callbacks, 5 % of 30 KB, 10,000 keys, a key's next callback after the
+// previous one's 202), in the parent process.
+//
+//	go run ./cmd/hookrelay/internal/floor -mode pg -duration 30s
+//	go run ./cmd/hookrelay/internal/floor -mode http -duration 30s
+//
+// It prints one JSON line: callbacks, rates, lost/duplicates/order
+// violations from the sink's ledger, and CPU milliseconds per callback of
+// the relay, of PostgreSQL (every postgres process on the machine) and of the
+// load generator with the sink.
+package main
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var err error
+	if len(os.Args) > 1 && os.Args[1] == "relay" {
+		err = runRelay(ctx, os.Getenv)
+	} else {
+		var r result
+		if r, err = runMeasure(ctx, os.Args[1:]); err == nil {
+			err = json.NewEncoder(os.Stdout).Encode(r)
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "floor:", err)
+		os.Exit(1)
+	}
+}
+
+// options are the parent's flags.
+type options struct {
+	mode        string
+	databaseURL string
+	duration    string
+	concurrency int
+	large       float64
+	workers     int
+}
+
+func parseOptions(args []string) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("floor", flag.ContinueOnError)
+	fs.StringVar(&o.mode, "mode", "pg", "pg (durable relay) or http (in-memory queue)")
+	fs.StringVar(&o.databaseURL, "database-url", cmp.Or(os.Getenv("DATABASE_URL"), "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"), "PostgreSQL for mode pg (a table floor_queue is created and dropped)")
+	fs.StringVar(&o.duration, "duration", "30s", "load duration")
+	fs.IntVar(&o.concurrency, "concurrency", 256, "callbacks in flight from the load generator")
+	fs.Float64Var(&o.large, "large-fraction", 0.05, "share of 30 KB callbacks")
+	fs.IntVar(&o.workers, "workers", 64, "deliveries in flight in the relay")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if o.mode != "pg" && o.mode != "http" {
+		return o, fmt.Errorf("-mode must be pg or http, not %q", o.mode)
+	}
+	return o, nil
+}

@@ -1,0 +1,181 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"math"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/hookrelay/hookrelay/cmd/hookrelay/internal/bench"
+)
+
+// result is the one JSON line floor prints.
+type result struct {
+	Mode            string  `json:"mode"`
+	Callbacks       int     `json:"callbacks"` // acknowledged by the relay
+	Delivered       int     `json:"delivered"`
+	IngestPerSec    float64 `json:"ingest_per_s"`
+	DeliveredPerSec float64 `json:"delivered_per_s"`
+	Lost            int     `json:"lost"`
+	Duplicates      int     `json:"duplicates"`
+	OrderViolations int     `json:"order_violations"` // the relay does not keep order; reported for completeness
+	E2EP50ms        float64 `json:"e2e_p50_ms"`
+	E2EP99ms        float64 `json:"e2e_p99_ms"`
+	RelayCPUms      float64 `json:"relay_cpu_ms_per_cb"`
+	PostgresCPUms   float64 `json:"postgres_cpu_ms_per_cb"`
+	RelayPlusPGms   float64 `json:"relay_plus_postgres_cpu_ms_per_cb"`
+	BenchCPUms      float64 `json:"bench_cpu_ms_per_cb"` // load generator + sink
+	LoadAvg1m       float64 `json:"loadavg_1m"`
+	Seconds         float64 `json:"seconds"`
+}
+
+// cpuSnapshot is the CPU ticks of the three parties at one moment.
+type cpuSnapshot struct {
+	at                    time.Time
+	relay, postgres, self int64
+}
+
+func takeCPU(relayPID int) (cpuSnapshot, error) {
+	s := cpuSnapshot{at: time.Now()}
+	var err error
+	if s.relay, err = bench.ProcCPU(relayPID, false); err != nil {
+		return s, fmt.Errorf("relay cpu: %w", err)
+	}
+	if s.postgres, err = bench.PostgresCPU(0); err != nil {
+		return s, fmt.Errorf("postgres cpu: %w", err)
+	}
+	if s.self, err = bench.ProcCPU(os.Getpid(), false); err != nil {
+		return s, fmt.Errorf("own cpu: %w", err)
+	}
+	return s, nil
+}
+
+// runMeasure starts the sink and the relay child (this executable, argument
+// "relay"), drives the load, waits for the deliveries and returns the result.
+func runMeasure(ctx context.Context, args []string) (result, error) {
+	var r result
+	o, err := parseOptions(args)
+	if err != nil {
+		return r, err
+	}
+	duration, err := time.ParseDuration(o.duration)
+	if err != nil {
+		return r, fmt.Errorf("-duration: %w", err)
+	}
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	sink, err := bench.StartSink(bench.SinkConfig{})
+	if err != nil {
+		return r, err
+	}
+	defer sink.Close()
+	if err := sink.SetSecret(0, "whsec_"+base64.StdEncoding.EncodeToString(key)); err != nil {
+		return r, err
+	}
+	ledger := bench.NewLedger(10_000, func(int) []int { return []int{0} })
+	sink.SetLedger(1, ledger)
+
+	dataDir, err := os.MkdirTemp("", "floor-")
+	if err != nil {
+		return r, err
+	}
+	defer os.RemoveAll(dataDir)
+	self, err := os.Executable()
+	if err != nil {
+		return r, err
+	}
+	relayCtx, stopRelay := context.WithCancel(ctx)
+	defer stopRelay()
+	cmd := exec.CommandContext(relayCtx, self, "relay")
+	cmd.Env = append(os.Environ(), envMode+"="+o.mode, envDB+"="+o.databaseURL, envSink+"="+sink.URL(),
+		envKey+"="+base64.StdEncoding.EncodeToString(key), envWorkers+"="+strconv.Itoa(o.workers), envData+"="+dataDir)
+	cmd.Stderr = os.Stderr
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 10 * time.Second
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return r, err
+	}
+	if err := cmd.Start(); err != nil {
+		return r, err
+	}
+	defer func() { stopRelay(); _ = cmd.Wait() }()
+	lines := bufio.NewScanner(out)
+	if !lines.Scan() {
+		return r, fmt.Errorf("relay printed no address: %v", lines.Err())
+	}
+	relayURL := "http://" + lines.Text()
+
+	client := &http.Client{Transport: &http.Transport{MaxIdleConns: o.concurrency * 2, MaxIdleConnsPerHost: o.concurrency * 2}}
+	defer client.CloseIdleConnections()
+	start, err := takeCPU(cmd.Process.Pid)
+	if err != nil {
+		return r, err
+	}
+	load, err := bench.RunLoad(ctx, bench.LoadConfig{
+		BaseURL: relayURL, CarrierKey: "floor", Phase: 1, Keys: 10_000,
+		MerchantOf: func(int) string { return "m" }, LargeFraction: o.large,
+		Duration: duration, Concurrency: o.concurrency, Client: client, Ledger: ledger,
+	})
+	if err != nil {
+		return r, err
+	}
+	// Wait for the deliveries of everything acknowledged (or 60 s of no progress).
+	last, lastAt := int64(-1), time.Now()
+	for {
+		expected, delivered := ledger.Progress()
+		if delivered >= expected || time.Since(lastAt) > 60*time.Second || ctx.Err() != nil {
+			break
+		}
+		if delivered != last {
+			last, lastAt = delivered, time.Now()
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	end, err := takeCPU(cmd.Process.Pid)
+	if err != nil {
+		return r, err
+	}
+	acc := ledger.Analyze()
+	r = result{
+		Mode: o.mode, Callbacks: acc.Acknowledged, Delivered: acc.Delivered,
+		Lost: acc.Lost, Duplicates: acc.Duplicates, OrderViolations: acc.OrderViolations,
+		LoadAvg1m: bench.LoadAvg1m(),
+	}
+	if acc.Delivered == 0 {
+		return r, fmt.Errorf("nothing delivered (load: %d sent, statuses %v, errors %v)", load.Sent, load.Statuses, load.Errors)
+	}
+	elapsed := end.at.Sub(start.at).Seconds()
+	r.Seconds = round(elapsed)
+	r.IngestPerSec = round(float64(acc.Acknowledged) / load.Elapsed().Seconds())
+	r.DeliveredPerSec = round(float64(acc.Delivered) / elapsed)
+	perCB := func(ticks int64) float64 {
+		return round(float64(bench.TicksToDuration(ticks).Microseconds()) / 1e3 / float64(acc.Delivered))
+	}
+	r.RelayCPUms = perCB(end.relay - start.relay)
+	r.PostgresCPUms = perCB(end.postgres - start.postgres)
+	r.RelayPlusPGms = perCB(end.relay - start.relay + end.postgres - start.postgres)
+	r.BenchCPUms = perCB(end.self - start.self)
+	slices.Sort(acc.Latencies)
+	r.E2EP50ms = quantileMS(acc.Latencies, 0.50)
+	r.E2EP99ms = quantileMS(acc.Latencies, 0.99)
+	return r, nil
+}
+
+func quantileMS(sorted []time.Duration, q float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := min(len(sorted)-1, int(math.Ceil(q*float64(len(sorted))))-1)
+	return round(float64(sorted[max(i, 0)].Microseconds()) / 1e3)
+}
+
+func round(v float64) float64 { return math.Round(v*1000) / 1000 }

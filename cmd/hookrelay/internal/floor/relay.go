@@ -1,0 +1,409 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-retryablehttp"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/labstack/echo/v4"
+
+	"github.com/hookrelay/hookrelay/cmd/hookrelay/internal/bench"
+	"github.com/hookrelay/hookrelay/storage"
+)
+
+// Environment of the relay child.
+const (
+	envMode    = "FLOOR_MODE"
+	envDB      = "FLOOR_DATABASE_URL"
+	envSink    = "FLOOR_SINK_URL"
+	envKey     = "FLOOR_KEY" // HMAC key, base64
+	envWorkers = "FLOOR_WORKERS"
+	envData    = "FLOOR_DATA_DIR"
+)
+
+// largeBytes is where a body leaves the queue row for the object store
+// (SPEC: payloads over 8 KB).
+const largeBytes = 8 << 10
+
+// runRelay serves POST /v1/callbacks on a free loopback port, prints the
+// address on stdout and relays until ctx ends.
+func runRelay(ctx context.Context, getenv func(string) string) error {
+	key, err := base64.StdEncoding.DecodeString(getenv(envKey))
+	if err != nil {
+		return fmt.Errorf("%s: %w", envKey, err)
+	}
+	workers, err := strconv.Atoi(getenv(envWorkers))
+	if err != nil || workers <= 0 {
+		return fmt.Errorf("%s must be a positive number", envWorkers)
+	}
+	d := newDeliverer(getenv(envSink), key, workers)
+	var q queue
+	switch getenv(envMode) {
+	case "http":
+		q = newMemQueue(ctx, d, workers)
+	case "pg":
+		pq, err := newPGQueue(ctx, getenv(envDB), getenv(envData), d, workers)
+		if err != nil {
+			return err
+		}
+		defer pq.close()
+		q = pq
+	default:
+		return fmt.Errorf("%s must be pg or http", envMode)
+	}
+
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.POST("/v1/callbacks", func(c echo.Context) error {
+		body, err := io.ReadAll(io.LimitReader(c.Request().Body, 1<<20))
+		if err != nil {
+			return c.String(http.StatusBadRequest, err.Error())
+		}
+		if err := q.enqueue(c.Request().Context(), body); err != nil {
+			return c.String(http.StatusServiceUnavailable, err.Error())
+		}
+		return c.NoContent(http.StatusAccepted)
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shut)
+	}()
+	fmt.Println(ln.Addr().String())
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// queue is the relay's store between accepting and delivering.
+type queue interface {
+	// enqueue returns once body is as safe as the queue makes it.
+	enqueue(ctx context.Context, body []byte) error
+}
+
+// deliverer signs and POSTs bodies to the sink's endpoint 0.
+type deliverer struct {
+	client *retryablehttp.Client
+	url    string
+	key    []byte
+	seq    atomic.Int64
+}
+
+func newDeliverer(sinkURL string, key []byte, conns int) *deliverer {
+	c := retryablehttp.NewClient()
+	c.Logger = nil
+	c.RetryMax = 2
+	c.HTTPClient = &http.Client{
+		Timeout: 30 * time.Second,
+		Transport: &http.Transport{
+			Proxy:               nil,
+			DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			MaxIdleConns:        conns * 2,
+			MaxIdleConnsPerHost: conns * 2,
+			IdleConnTimeout:     90 * time.Second,
+		},
+	}
+	return &deliverer{client: c, url: sinkURL + "/e/0", key: key}
+}
+
+// deliver sends one body with Standard Webhooks headers; a non-2xx answer is
+// an error.
+func (d *deliverer) deliver(ctx context.Context, id int64, body []byte) error {
+	msgID := "msg_" + strconv.FormatInt(id, 10)
+	ts := strconv.FormatInt(time.Now().Unix(), 10)
+	req, err := retryablehttp.NewRequestWithContext(ctx, http.MethodPost, d.url, body)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("webhook-id", msgID)
+	req.Header.Set("webhook-timestamp", ts)
+	req.Header.Set("webhook-signature", bench.Sign(d.key, msgID, ts, body))
+	resp, err := d.client.Do(req)
+	if err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("status %d", resp.StatusCode)
+	}
+	return nil
+}
+
+// memQueue hands bodies to delivery workers through a channel.
+type memQueue struct {
+	jobs chan []byte
+}
+
+func newMemQueue(ctx context.Context, d *deliverer, workers int) *memQueue {
+	q := &memQueue{jobs: make(chan []byte, 1<<16)}
+	for range workers {
+		go func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case body := <-q.jobs:
+					_ = d.deliver(ctx, d.seq.Add(1), body)
+				}
+			}
+		}()
+	}
+	return q
+}
+
+func (q *memQueue) enqueue(ctx context.Context, body []byte) error {
+	select {
+	case q.jobs <- body:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// pgQueue is the durable queue: one table, group-committed inserts, leased
+// claims, batched deletes.
+type pgQueue struct {
+	ingest   *pgxpool.Pool // synchronous commit: the 202 follows the commit
+	dispatch *pgxpool.Pool // asynchronous commit: a lost claim or delete is redelivered
+	store    *storage.Store
+	embedded *storage.Embedded
+	in       chan pendingRow
+	objects  atomic.Int64
+}
+
+type pendingRow struct {
+	body []byte // nil when ref is set
+	ref  string // object key of a large body
+	done chan error
+}
+
+const pgSchema = `
+DROP TABLE IF EXISTS floor_queue;
+CREATE TABLE floor_queue (
+    id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    body         bytea,
+    ref          text,
+    leased_until timestamptz
+) WITH (fillfactor = 70, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 5000,
+        autovacuum_vacuum_insert_scale_factor = 0, autovacuum_vacuum_insert_threshold = 10000,
+        autovacuum_vacuum_cost_delay = 0);`
+
+const claimSQL = `
+UPDATE floor_queue q SET leased_until = now() + interval '30 seconds'
+FROM (SELECT id FROM floor_queue
+      WHERE leased_until IS NULL OR leased_until < now()
+      ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED) c
+WHERE q.id = c.id
+RETURNING q.id, q.body, q.ref`
+
+func newPGQueue(ctx context.Context, url, dataDir string, d *deliverer, workers int) (*pgQueue, error) {
+	open := func(async bool) (*pgxpool.Pool, error) {
+		cfg, err := pgxpool.ParseConfig(url)
+		if err != nil {
+			return nil, err
+		}
+		cfg.MaxConns = 8
+		if async {
+			cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
+		}
+		return pgxpool.NewWithConfig(ctx, cfg)
+	}
+	q := &pgQueue{in: make(chan pendingRow, 4096)}
+	var err error
+	if q.ingest, err = open(false); err != nil {
+		return nil, err
+	}
+	if q.dispatch, err = open(true); err != nil {
+		q.close()
+		return nil, err
+	}
+	if _, err := q.ingest.Exec(ctx, pgSchema); err != nil {
+		q.close()
+		return nil, fmt.Errorf("schema: %w", err)
+	}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if q.embedded, err = storage.StartEmbedded(ctx, logger, "127.0.0.1:0", dataDir); err != nil {
+		q.close()
+		return nil, err
+	}
+	if q.store, err = q.embedded.NewStore(ctx, "floor", "us-east-1"); err != nil {
+		q.close()
+		return nil, err
+	}
+	if err := q.store.EnsureBucket(ctx); err != nil {
+		q.close()
+		return nil, err
+	}
+	go q.commit(ctx)
+	go q.dispatchLoop(ctx, d, workers)
+	return q, nil
+}
+
+func (q *pgQueue) close() {
+	if q.store != nil {
+		q.store.Close()
+	}
+	if q.embedded != nil {
+		_ = q.embedded.Close()
+	}
+	if q.ingest != nil {
+		q.ingest.Close()
+	}
+	if q.dispatch != nil {
+		q.dispatch.Close()
+	}
+}
+
+func (q *pgQueue) enqueue(ctx context.Context, body []byte) error {
+	row := pendingRow{body: body, done: make(chan error, 1)}
+	if len(body) > largeBytes {
+		key := "floor/" + strconv.FormatInt(q.objects.Add(1), 10)
+		if _, err := q.store.Put(ctx, key, body); err != nil {
+			return err
+		}
+		row.body, row.ref = nil, key
+	}
+	select {
+	case q.in <- row:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-row.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// commit inserts whatever has queued up in one statement (and one commit),
+// then answers every waiting request.
+func (q *pgQueue) commit(ctx context.Context) {
+	const most = 512
+	batch := make([]pendingRow, 0, most)
+	for {
+		batch = batch[:0]
+		select {
+		case <-ctx.Done():
+			return
+		case r := <-q.in:
+			batch = append(batch, r)
+		}
+	more:
+		for len(batch) < most {
+			select {
+			case r := <-q.in:
+				batch = append(batch, r)
+			default:
+				break more
+			}
+		}
+		bodies := make([][]byte, len(batch))
+		refs := make([]*string, len(batch))
+		for i := range batch {
+			bodies[i] = batch[i].body
+			if batch[i].ref != "" {
+				refs[i] = &batch[i].ref
+			}
+		}
+		_, err := q.ingest.Exec(ctx, `INSERT INTO floor_queue (body, ref) SELECT * FROM unnest($1::bytea[], $2::text[])`, bodies, refs)
+		for _, r := range batch {
+			r.done <- err
+		}
+	}
+}
+
+// dispatchLoop keeps up to workers deliveries in flight: it claims as many
+// rows as there are free slots, delivers each in its own goroutine and hands
+// the delivered ids to the batched delete.
+func (q *pgQueue) dispatchLoop(ctx context.Context, d *deliverer, workers int) {
+	slots := make(chan struct{}, workers)
+	acks := make(chan int64, workers*4)
+	go q.ackLoop(ctx, acks)
+	for ctx.Err() == nil {
+		free := workers - len(slots)
+		if free < workers/4 {
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		rows, err := q.dispatch.Query(ctx, claimSQL, free)
+		if err != nil {
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		n := 0
+		for rows.Next() {
+			var id int64
+			var body []byte
+			var ref *string
+			if err := rows.Scan(&id, &body, &ref); err != nil {
+				break
+			}
+			n++
+			slots <- struct{}{}
+			go func() {
+				defer func() { <-slots }()
+				if ref != nil {
+					b, err := q.store.Get(ctx, *ref)
+					if err != nil {
+						return // the lease runs out and the row is claimed again
+					}
+					body = b
+				}
+				if d.deliver(ctx, id, body) == nil {
+					acks <- id
+				}
+			}()
+		}
+		rows.Close()
+		if n == 0 {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+}
+
+// ackLoop deletes delivered rows, as many per statement as have arrived.
+func (q *pgQueue) ackLoop(ctx context.Context, acks <-chan int64) {
+	ids := make([]int64, 0, 1024)
+	for {
+		ids = ids[:0]
+		select {
+		case <-ctx.Done():
+			return
+		case id := <-acks:
+			ids = append(ids, id)
+		}
+	more:
+		for len(ids) < cap(ids) {
+			select {
+			case id := <-acks:
+				ids = append(ids, id)
+			default:
+				break more
+			}
+		}
+		if _, err := q.dispatch.Exec(ctx, `DELETE FROM floor_queue WHERE id = ANY($1)`, ids); err != nil && ctx.Err() == nil {
+			fmt.Fprintln(os.Stderr, "floor relay: delete:", err)
+		}
+	}
+}
