@@ -1,6 +1,7 @@
 package maintenance
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -111,7 +112,8 @@ func TestReindexesBloatedHotIndex(t *testing.T) {
 // TestVacuumPolicy: below VacuumDeadTuples, the relative trigger fires at
 // most once per gap — VacuumMinGap, or the last heap pass's duration over
 // VacuumHeapBudget when that is longer (a bloated table is not vacuumed back
-// to back); the absolute one as soon as that budget allows.
+// to back); the absolute one as soon as that budget allows. A gap has passed
+// at the tick nearest to it (ticks jitter).
 func TestVacuumPolicy(t *testing.T) {
 	t.Parallel()
 	mt := &Maintainer{cfg: Config{}.withDefaults()}
@@ -124,17 +126,22 @@ func TestVacuumPolicy(t *testing.T) {
 	}{
 		{dead: 999, live: 0, since: never, want: false},
 		{dead: 1_000, live: 300, since: never, want: true},
-		{dead: 5_000, live: 300, since: 200 * ms, took: 2 * ms, want: false},
+		{dead: 5_000, live: 300, since: 100 * ms, took: 2 * ms, want: false},
 		{dead: 5_000, live: 300, since: 250 * ms, took: 2 * ms, want: true},
+		// The next tick, reported a few milliseconds early, is still due.
+		{dead: 5_000, live: 300, since: 247 * ms, took: 2 * ms, want: true},
 		{dead: 5_000, live: 300, since: 10 * time.Second, took: 20 * ms, want: true},
-		// A heap pass of 200 ms buys 800 ms of quiet from the relative trigger.
-		{dead: 5_000, live: 300, since: 700 * ms, took: 200 * ms, want: false},
-		{dead: 5_000, live: 300, since: 800 * ms, took: 200 * ms, want: true},
+		// A heap pass of 200 ms buys 800 ms of quiet from the relative
+		// trigger, to the tick nearest to it.
+		{dead: 5_000, live: 300, since: 500 * ms, took: 200 * ms, want: false},
+		{dead: 5_000, live: 300, since: 750 * ms, took: 200 * ms, want: true},
 		{dead: 10_000, live: 300, since: 100 * ms, took: 5 * ms, want: true},
 		// The absolute trigger ignores VacuumMinGap but not the budget.
 		{dead: 50_000, live: 1_000_000, since: 500 * ms, took: 175 * ms, want: false},
 		{dead: 50_000, live: 1_000_000, since: 700 * ms, took: 175 * ms, want: true},
 		{dead: 5_000, live: 100_000, since: never, want: false},
+		// The first check of a table: time.Since of the zero time.
+		{dead: 1_000, live: 300, since: time.Duration(math.MaxInt64), want: true},
 	} {
 		got := mt.needsVacuum(db.TupleCount{Table: "deliveries", Dead: tc.dead, Live: tc.live}, tc.since, tc.took)
 		require.Equal(t, tc.want, got, "dead %d live %d since %v took %v", tc.dead, tc.live, tc.since, tc.took)
@@ -165,6 +172,7 @@ func TestFullVacuumPolicy(t *testing.T) {
 		// allows; heap passes (their own budget) run in between.
 		{dead: 10_000, sinceFull: 1 * time.Second, took: 100 * ms, want: false},
 		{dead: 10_000, sinceFull: 2 * time.Second, took: 100 * ms, want: true},
+		{dead: 2_000, sinceFull: time.Duration(math.MaxInt64), took: 0, want: true},
 	} {
 		got := mt.needsFullVacuum(db.TupleCount{Table: "deliveries", Dead: tc.dead, Live: 300}, tc.sinceFull, tc.took)
 		require.Equal(t, tc.want, got, "dead %d since full %v took %v", tc.dead, tc.sinceFull, tc.took)
