@@ -66,6 +66,7 @@ type options struct {
 	databaseURL string
 	duration    string
 	concurrency int
+	rate        float64
 	large       float64
 	workers     int
 }
@@ -77,6 +78,8 @@ func parseOptions(args []string) (options, error) {
 	fs.StringVar(&o.databaseURL, "database-url", cmp.Or(os.Getenv("DATABASE_URL"), "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"), "PostgreSQL for mode pg (a table floor_queue is created and dropped)")
 	fs.StringVar(&o.duration, "duration", "30s", "load duration")
 	fs.IntVar(&o.concurrency, "concurrency", 256, "callbacks in flight from the load generator")
+	fs.Float64Var(&o.rate, "rate", 0, "callbacks per second (open loop); 0: as fast as -concurrency allows. The pg relay\n"+
+		"ingests faster than it delivers, so a closed loop measures it with a growing backlog: give a rate it keeps up with")
 	fs.Float64Var(&o.large, "large-fraction", 0.05, "share of 30 KB callbacks")
 	fs.IntVar(&o.workers, "workers", 64, "deliveries in flight in the relay")
 	if err := fs.Parse(args); err != nil {

@@ -123,7 +123,7 @@ func runMeasure(ctx context.Context, args []string) (result, error) {
 	load, err := bench.RunLoad(ctx, bench.LoadConfig{
 		BaseURL: relayURL, CarrierKey: "floor", Phase: 1, Keys: 10_000,
 		MerchantOf: func(int) string { return "m" }, LargeFraction: o.large,
-		Duration: duration, Concurrency: o.concurrency, Client: client, Ledger: ledger,
+		Rate: o.rate, Duration: duration, Concurrency: o.concurrency, Client: client, Ledger: ledger,
 	})
 	if err != nil {
 		return r, err
