@@ -208,13 +208,24 @@ CREATE TABLE floor_queue (
         autovacuum_vacuum_insert_scale_factor = 0, autovacuum_vacuum_insert_threshold = 10000,
         autovacuum_vacuum_cost_delay = 0);`
 
+// claimSQL leases up to $1 rows after the cursor $2, in id order. The cursor
+// keeps claims off the front of the primary key, where the deleted rows'
+// index entries wait for VACUUM and the rows in flight are; it goes back to 0
+// every cursorReset so that rows whose lease ran out are claimed again.
 const claimSQL = `
 UPDATE floor_queue q SET leased_until = now() + interval '30 seconds'
 FROM (SELECT id FROM floor_queue
-      WHERE leased_until IS NULL OR leased_until < now()
+      WHERE id > $2 AND (leased_until IS NULL OR leased_until < now())
       ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED) c
 WHERE q.id = c.id
 RETURNING q.id, q.body, q.ref`
+
+// cursorReset is how often the claim cursor goes back to the start.
+const cursorReset = 5 * time.Second
+
+// vacuumEvery is how often the relay vacuums its table, as hookrelay's
+// maintenance role does with the hot queue table.
+const vacuumEvery = 500 * time.Millisecond
 
 func newPGQueue(ctx context.Context, url, dataDir string, d *deliverer, workers int) (*pgQueue, error) {
 	open := func(async bool) (*pgxpool.Pool, error) {
@@ -256,6 +267,7 @@ func newPGQueue(ctx context.Context, url, dataDir string, d *deliverer, workers 
 	}
 	go q.commit(ctx)
 	go q.dispatchLoop(ctx, d, workers)
+	go q.vacuumLoop(ctx)
 	return q, nil
 }
 
@@ -340,13 +352,18 @@ func (q *pgQueue) dispatchLoop(ctx context.Context, d *deliverer, workers int) {
 	slots := make(chan struct{}, workers)
 	acks := make(chan int64, workers*4)
 	go q.ackLoop(ctx, acks)
+	var cursor int64
+	reset := time.Now()
 	for ctx.Err() == nil {
 		free := workers - len(slots)
 		if free < workers/4 {
 			time.Sleep(time.Millisecond)
 			continue
 		}
-		rows, err := q.dispatch.Query(ctx, claimSQL, free)
+		if time.Since(reset) > cursorReset {
+			cursor, reset = 0, time.Now()
+		}
+		rows, err := q.dispatch.Query(ctx, claimSQL, free, cursor)
 		if err != nil {
 			time.Sleep(10 * time.Millisecond)
 			continue
@@ -360,6 +377,7 @@ func (q *pgQueue) dispatchLoop(ctx context.Context, d *deliverer, workers int) {
 				break
 			}
 			n++
+			cursor = max(cursor, id)
 			slots <- struct{}{}
 			go func() {
 				defer func() { <-slots }()
@@ -378,6 +396,22 @@ func (q *pgQueue) dispatchLoop(ctx context.Context, d *deliverer, workers int) {
 		rows.Close()
 		if n == 0 {
 			time.Sleep(5 * time.Millisecond)
+		}
+	}
+}
+
+// vacuumLoop vacuums the queue table every vacuumEvery.
+func (q *pgQueue) vacuumLoop(ctx context.Context) {
+	t := time.NewTicker(vacuumEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := q.dispatch.Exec(ctx, "VACUUM floor_queue"); err != nil && ctx.Err() == nil {
+				fmt.Fprintln(os.Stderr, "floor relay: vacuum:", err)
+			}
 		}
 	}
 }
