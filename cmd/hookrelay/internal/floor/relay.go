@@ -394,6 +394,10 @@ func (q *pgQueue) dispatchLoop(ctx context.Context, d *deliverer, workers int) {
 			}()
 		}
 		rows.Close()
+		if err := rows.Err(); err != nil && ctx.Err() == nil {
+			// Rows leased by a failed read come back when their lease runs out.
+			fmt.Fprintln(os.Stderr, "floor relay: claim:", err)
+		}
 		if n == 0 {
 			time.Sleep(5 * time.Millisecond)
 		}
