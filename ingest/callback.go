@@ -176,9 +176,9 @@ func isJSON(ct string) bool {
 // readBody reads at most limit bytes of the body; more is ETOOLARGE. It never
 // buffers more than limit+1 bytes.
 func readBody(req *http.Request, limit int) ([]byte, error) {
-	tooLarge := hookrelay.Errorf(hookrelay.ETOOLARGE, "body larger than %d bytes", limit)
+	tooLarge := func() error { return hookrelay.Errorf(hookrelay.ETOOLARGE, "body larger than %d bytes", limit) }
 	if req.ContentLength > int64(limit) {
-		return nil, tooLarge
+		return nil, tooLarge()
 	}
 	var buf bytes.Buffer
 	if req.ContentLength > 0 {
@@ -189,7 +189,7 @@ func readBody(req *http.Request, limit int) ([]byte, error) {
 		return nil, hookrelay.WrapError(hookrelay.EINVALID, "could not read the body", err)
 	}
 	if n > int64(limit) {
-		return nil, tooLarge
+		return nil, tooLarge()
 	}
 	return buf.Bytes(), nil
 }
