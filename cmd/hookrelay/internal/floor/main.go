@@ -40,6 +40,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 )
 
 func main() {
@@ -64,7 +65,7 @@ func main() {
 type options struct {
 	mode        string
 	databaseURL string
-	duration    string
+	duration    time.Duration
 	concurrency int
 	rate        float64
 	large       float64
@@ -76,7 +77,7 @@ func parseOptions(args []string) (options, error) {
 	fs := flag.NewFlagSet("floor", flag.ContinueOnError)
 	fs.StringVar(&o.mode, "mode", "pg", "pg (durable relay) or http (in-memory queue)")
 	fs.StringVar(&o.databaseURL, "database-url", cmp.Or(os.Getenv("DATABASE_URL"), "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"), "PostgreSQL for mode pg (a table floor_queue is created and dropped)")
-	fs.StringVar(&o.duration, "duration", "30s", "load duration")
+	fs.DurationVar(&o.duration, "duration", 30*time.Second, "load duration")
 	fs.IntVar(&o.concurrency, "concurrency", 256, "callbacks in flight from the load generator")
 	fs.Float64Var(&o.rate, "rate", 0, "callbacks per second (open loop); 0: as fast as -concurrency allows. The pg relay\n"+
 		"ingests faster than it delivers, so a closed loop measures it with a growing backlog: give a rate it keeps up with")

@@ -66,10 +66,6 @@ func runMeasure(ctx context.Context, args []string) (result, error) {
 	if err != nil {
 		return r, err
 	}
-	duration, err := time.ParseDuration(o.duration)
-	if err != nil {
-		return r, fmt.Errorf("-duration: %w", err)
-	}
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
 	sink, err := bench.StartSink(bench.SinkConfig{})
@@ -123,7 +119,7 @@ func runMeasure(ctx context.Context, args []string) (result, error) {
 	load, err := bench.RunLoad(ctx, bench.LoadConfig{
 		BaseURL: relayURL, CarrierKey: "floor", Phase: 1, Keys: 10_000,
 		MerchantOf: func(int) string { return "m" }, LargeFraction: o.large,
-		Rate: o.rate, Duration: duration, Concurrency: o.concurrency, Client: client, Ledger: ledger,
+		Rate: o.rate, Duration: o.duration, Concurrency: o.concurrency, Client: client, Ledger: ledger,
 	})
 	if err != nil {
 		return r, err
