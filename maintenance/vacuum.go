@@ -143,12 +143,11 @@ func (mt *Maintainer) needsVacuum(c db.TupleCount, since, took time.Duration) bo
 
 // withSlack returns since plus the slack of a tick: a VACUUM may start half
 // a VacuumInterval before its gap has passed (saturating: the first check of
-// a table sees the largest duration). The policy
-// is applied at ticks, and the time a tick reports jitters by a few
-// milliseconds under load: without slack a gap equal to VacuumInterval was
-// "not yet passed" at about every other tick (in a 48-minute soak two thirds
-// of the gaps between heap passes were 0.5 s where 0.25 s was asked, and the
-// dead space between them doubled). With half an interval, a gap counts as
+// a table sees the largest duration). The policy is applied at ticks, and
+// the time a tick reports jitters by a few milliseconds under load: without
+// slack a gap equal to VacuumInterval was "not yet passed" at about every
+// other tick (in a 48-minute soak two thirds of the gaps between heap passes
+// were 0.5 s where 0.25 s was asked). With half an interval, a gap counts as
 // passed at the tick nearest to it.
 func (mt *Maintainer) withSlack(since time.Duration) time.Duration {
 	slack := mt.cfg.VacuumInterval / 2
