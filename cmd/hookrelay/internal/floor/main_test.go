@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/hookrelay/hookrelay/db/dbtest"
 )
 
@@ -24,11 +26,13 @@ func TestMain(m *testing.M) {
 // bad signature is answered 401 and would count as lost), and that the CPU
 // figures were taken.
 func TestRelaysEverything(t *testing.T) {
-	for _, mode := range []string{"http", "pg"} {
+	for _, mode := range []string{"http", "pg", "pg-history"} {
 		t.Run(mode, func(t *testing.T) {
 			args := []string{"-mode", mode, "-duration", "1s", "-concurrency", "16", "-workers", "8", "-large-fraction", "0.2"}
-			if mode == "pg" {
-				args = append(args, "-database-url", dbtest.NewURL(t))
+			var url string
+			if mode != "http" {
+				url = dbtest.NewURL(t)
+				args = append(args, "-database-url", url)
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
@@ -39,8 +43,11 @@ func TestRelaysEverything(t *testing.T) {
 			if r.Callbacks == 0 || r.Delivered != r.Callbacks || r.Lost != 0 || r.Duplicates != 0 {
 				t.Fatalf("callbacks %d, delivered %d, lost %d, duplicates %d", r.Callbacks, r.Delivered, r.Lost, r.Duplicates)
 			}
-			if r.RelayCPUms <= 0 || r.BenchCPUms <= 0 || (mode == "pg" && r.PostgresCPUms <= 0) {
+			if r.RelayCPUms <= 0 || r.BenchCPUms <= 0 || (mode != "http" && r.PostgresCPUms <= 0) {
 				t.Fatalf("CPU not measured: %+v", r)
+			}
+			if mode == "pg-history" {
+				checkHistory(t, ctx, url, r.Callbacks)
 			}
 		})
 	}
@@ -49,5 +56,23 @@ func TestRelaysEverything(t *testing.T) {
 func TestParseOptionsRejectsUnknownMode(t *testing.T) {
 	if _, err := parseOptions([]string{"-mode", "kafka"}); err == nil {
 		t.Fatal("mode kafka accepted")
+	}
+}
+
+// checkHistory checks that the history relay kept a message row for every
+// acknowledged callback and appended attempt rows.
+func checkHistory(t *testing.T, ctx context.Context, url string, callbacks int) {
+	t.Helper()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var messages, attempts int64
+	if err := conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM floor_messages), (SELECT count(*) FROM floor_attempts)`).Scan(&messages, &attempts); err != nil {
+		t.Fatal(err)
+	}
+	if messages < int64(callbacks) || attempts == 0 {
+		t.Fatalf("history: %d messages, %d attempts for %d callbacks", messages, attempts, callbacks)
 	}
 }

@@ -52,15 +52,15 @@ func runRelay(ctx context.Context, getenv func(string) string) error {
 	switch getenv(envMode) {
 	case "http":
 		q = newMemQueue(ctx, d, workers)
-	case "pg":
-		pq, err := newPGQueue(ctx, getenv(envDB), getenv(envData), d, workers)
+	case "pg", "pg-history":
+		pq, err := newPGQueue(ctx, getenv(envDB), getenv(envData), d, workers, getenv(envMode) == "pg-history")
 		if err != nil {
 			return err
 		}
 		defer pq.close()
 		q = pq
 	default:
-		return fmt.Errorf("%s must be pg or http", envMode)
+		return fmt.Errorf("%s must be pg, pg-history or http", envMode)
 	}
 
 	e := echo.New()
@@ -181,8 +181,13 @@ func (q *memQueue) enqueue(ctx context.Context, body []byte) error {
 }
 
 // pgQueue is the durable queue: one table, group-committed inserts, leased
-// claims, batched deletes.
+// claims, batched deletes. With history, the body lives in a day-partitioned
+// message table (the queue row refers to it, the claim joins it) and every
+// delete appends an attempt row to a day-partitioned attempt table: the least
+// the SPEC's history asks for (a message and its attempts stay readable for
+// the retention period after delivery).
 type pgQueue struct {
+	history  bool
 	ingest   *pgxpool.Pool // synchronous commit: the 202 follows the commit
 	dispatch *pgxpool.Pool // asynchronous commit: a lost claim or delete is redelivered
 	store    *storage.Store
@@ -208,6 +213,73 @@ CREATE TABLE floor_queue (
         autovacuum_vacuum_insert_scale_factor = 0, autovacuum_vacuum_insert_threshold = 10000,
         autovacuum_vacuum_cost_delay = 0);`
 
+// historySchema replaces the queue table of pgSchema for -mode pg-history: the
+// queue row keeps a reference to its message. Each history table has the one
+// index its readers need (a message by id; a delivery's attempts); the day
+// partitions are yesterday, today and tomorrow, whatever the run crosses.
+const historySchema = `
+DROP TABLE IF EXISTS floor_queue, floor_messages, floor_attempts;
+DROP SEQUENCE IF EXISTS floor_message_ids;
+CREATE SEQUENCE floor_message_ids CACHE 100;
+CREATE TABLE floor_queue (
+    id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    message_id   bigint NOT NULL,
+    received_at  timestamptz NOT NULL,
+    leased_until timestamptz
+) WITH (fillfactor = 70, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 5000,
+        autovacuum_vacuum_insert_scale_factor = 0, autovacuum_vacuum_insert_threshold = 10000,
+        autovacuum_vacuum_cost_delay = 0);
+CREATE TABLE floor_messages (
+    id          bigint NOT NULL,
+    received_at timestamptz NOT NULL DEFAULT now(),
+    body        bytea,
+    ref         text,
+    PRIMARY KEY (id, received_at)
+) PARTITION BY RANGE (received_at);
+CREATE TABLE floor_attempts (
+    queue_id     bigint NOT NULL,
+    message_id   bigint NOT NULL,
+    received_at  timestamptz NOT NULL,
+    attempted_at timestamptz NOT NULL DEFAULT now(),
+    status       integer NOT NULL
+) PARTITION BY RANGE (attempted_at);
+CREATE INDEX ON floor_attempts (queue_id);
+DO $$
+DECLARE d date;
+BEGIN
+    FOR i IN -1..1 LOOP
+        d := current_date + i;
+        EXECUTE format('CREATE TABLE %I PARTITION OF floor_messages FOR VALUES FROM (%L) TO (%L)',
+                       'floor_messages_' || to_char(d, 'YYYYMMDD'), d, d + 1);
+        EXECUTE format('CREATE TABLE %I PARTITION OF floor_attempts FOR VALUES FROM (%L) TO (%L)',
+                       'floor_attempts_' || to_char(d, 'YYYYMMDD'), d, d + 1);
+    END LOOP;
+END $$;`
+
+// The statements of -mode pg-history, in the roles of the plain ones.
+const (
+	historyInsertSQL = `
+WITH m AS (
+    INSERT INTO floor_messages (id, body, ref)
+    SELECT nextval('floor_message_ids'), u.body, u.ref FROM unnest($1::bytea[], $2::text[]) AS u(body, ref)
+    RETURNING id, received_at)
+INSERT INTO floor_queue (message_id, received_at) SELECT id, received_at FROM m`
+	historyClaimSQL = `
+WITH c AS (
+    UPDATE floor_queue q SET leased_until = now() + interval '30 seconds'
+    FROM (SELECT id FROM floor_queue
+          WHERE id > $2 AND (leased_until IS NULL OR leased_until < now())
+          ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED) c
+    WHERE q.id = c.id
+    RETURNING q.id, q.message_id, q.received_at)
+SELECT c.id, m.body, m.ref FROM c
+JOIN floor_messages m ON m.id = c.message_id AND m.received_at = c.received_at`
+	historyDeleteSQL = `
+WITH d AS (DELETE FROM floor_queue WHERE id = ANY($1) RETURNING id, message_id, received_at)
+INSERT INTO floor_attempts (queue_id, message_id, received_at, status)
+SELECT id, message_id, received_at, 200 FROM d`
+)
+
 // claimSQL leases up to $1 rows after the cursor $2, in id order. The cursor
 // keeps claims off the front of the primary key, where the deleted rows'
 // index entries wait for VACUUM and the rows in flight are; it goes back to 0
@@ -227,7 +299,7 @@ const cursorReset = 5 * time.Second
 // maintenance role does with the hot queue table.
 const vacuumEvery = 500 * time.Millisecond
 
-func newPGQueue(ctx context.Context, url, dataDir string, d *deliverer, workers int) (*pgQueue, error) {
+func newPGQueue(ctx context.Context, url, dataDir string, d *deliverer, workers int, history bool) (*pgQueue, error) {
 	open := func(async bool) (*pgxpool.Pool, error) {
 		cfg, err := pgxpool.ParseConfig(url)
 		if err != nil {
@@ -239,7 +311,7 @@ func newPGQueue(ctx context.Context, url, dataDir string, d *deliverer, workers 
 		}
 		return pgxpool.NewWithConfig(ctx, cfg)
 	}
-	q := &pgQueue{in: make(chan pendingRow, 4096)}
+	q := &pgQueue{in: make(chan pendingRow, 4096), history: history}
 	var err error
 	if q.ingest, err = open(false); err != nil {
 		return nil, err
@@ -248,7 +320,11 @@ func newPGQueue(ctx context.Context, url, dataDir string, d *deliverer, workers 
 		q.close()
 		return nil, err
 	}
-	if _, err := q.ingest.Exec(ctx, pgSchema); err != nil {
+	schema := pgSchema
+	if history {
+		schema = historySchema
+	}
+	if _, err := q.ingest.Exec(ctx, schema); err != nil {
 		q.close()
 		return nil, fmt.Errorf("schema: %w", err)
 	}
@@ -338,7 +414,11 @@ func (q *pgQueue) commit(ctx context.Context) {
 				refs[i] = &batch[i].ref
 			}
 		}
-		_, err := q.ingest.Exec(ctx, `INSERT INTO floor_queue (body, ref) SELECT * FROM unnest($1::bytea[], $2::text[])`, bodies, refs)
+		insert := `INSERT INTO floor_queue (body, ref) SELECT * FROM unnest($1::bytea[], $2::text[])`
+		if q.history {
+			insert = historyInsertSQL
+		}
+		_, err := q.ingest.Exec(ctx, insert, bodies, refs)
 		for _, r := range batch {
 			r.done <- err
 		}
@@ -363,7 +443,11 @@ func (q *pgQueue) dispatchLoop(ctx context.Context, d *deliverer, workers int) {
 		if time.Since(reset) > cursorReset {
 			cursor, reset = 0, time.Now()
 		}
-		rows, err := q.dispatch.Query(ctx, claimSQL, free, cursor)
+		claim := claimSQL
+		if q.history {
+			claim = historyClaimSQL
+		}
+		rows, err := q.dispatch.Query(ctx, claim, free, cursor)
 		if err != nil {
 			time.Sleep(10 * time.Millisecond)
 			continue
@@ -440,7 +524,11 @@ func (q *pgQueue) ackLoop(ctx context.Context, acks <-chan int64) {
 				break more
 			}
 		}
-		if _, err := q.dispatch.Exec(ctx, `DELETE FROM floor_queue WHERE id = ANY($1)`, ids); err != nil && ctx.Err() == nil {
+		del := `DELETE FROM floor_queue WHERE id = ANY($1)`
+		if q.history {
+			del = historyDeleteSQL
+		}
+		if _, err := q.dispatch.Exec(ctx, del, ids); err != nil && ctx.Err() == nil {
 			fmt.Fprintln(os.Stderr, "floor relay: delete:", err)
 		}
 	}
