@@ -68,6 +68,8 @@ type DB struct {
 	pool *pgxpool.Pool
 	q    *dbsqlc.Queries
 	cfg  Config
+	// Home connections of the hot statements (homeconns.go).
+	claimConns, ackConns, storeConns *homeConns
 }
 
 // Open connects to the database described by cfg (which must exist; see
@@ -98,13 +100,22 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 		pool.Close()
 		return nil, fmt.Errorf("connect to database: %w", err)
 	}
-	return &DB{pool: pool, q: dbsqlc.New(pool), cfg: cfg}, nil
+	// Each kind may keep a quarter of the pool; the callers run 2 claims, 4
+	// acknowledgements and 4 group commits at once by default.
+	home := int(cfg.MaxConns) / 4
+	return &DB{pool: pool, q: dbsqlc.New(pool), cfg: cfg,
+		claimConns: newHomeConns(pool, home), ackConns: newHomeConns(pool, home), storeConns: newHomeConns(pool, home)}, nil
 }
 
 func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 
 // Close closes every connection of the pool.
-func (db *DB) Close() { db.pool.Close() }
+func (db *DB) Close() {
+	db.claimConns.close()
+	db.ackConns.close()
+	db.storeConns.close()
+	db.pool.Close()
+}
 
 // Ping reports whether the database answers.
 func (db *DB) Ping(ctx context.Context) error {
@@ -196,12 +207,20 @@ func unavailable(err error) error {
 
 // InTx runs fn in a transaction, committing when it returns nil.
 func (db *DB) inTx(ctx context.Context, fn func(q *dbsqlc.Queries, tx pgx.Tx) error) error {
-	tx, err := db.pool.Begin(ctx)
+	return runTx(ctx, db.pool, fn)
+}
+
+// runTx runs fn in a transaction begun on b (the pool, or one connection),
+// committing when it returns nil.
+func runTx(ctx context.Context, b interface {
+	Begin(context.Context) (pgx.Tx, error)
+}, fn func(q *dbsqlc.Queries, tx pgx.Tx) error) error {
+	tx, err := b.Begin(ctx)
 	if err != nil {
 		return unavailable(err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if err := fn(db.q.WithTx(tx), tx); err != nil {
+	if err := fn(dbsqlc.New(tx), tx); err != nil {
 		return err
 	}
 	return unavailable(tx.Commit(ctx))

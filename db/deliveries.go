@@ -61,17 +61,17 @@ func (db *DB) DeliveryClaimTimed(ctx context.Context, queues []int, perQueue, ba
 		qs[i] = int16(q)
 	}
 	start := time.Now()
-	conn, err := db.pool.Acquire(ctx)
+	conn, err := db.claimConns.get(ctx)
 	timing.Wait = time.Since(start)
 	if err != nil {
 		return nil, timing, fmt.Errorf("claim queues %v: %w", queues, unavailable(err))
 	}
-	defer conn.Release()
 	start = time.Now()
-	rows, err := dbsqlc.New(conn).DeliveryClaim(ctx, dbsqlc.DeliveryClaimParams{
+	rows, err := dbsqlc.New(conn.conn).DeliveryClaim(ctx, dbsqlc.DeliveryClaimParams{
 		Queues: qs, PerQueue: int32(perQueue), Batch: int32(batch), Lease: lease, Owner: owner, Token: token,
 	})
 	timing.Exec = time.Since(start)
+	db.claimConns.put(conn, err)
 	if err != nil {
 		return nil, timing, fmt.Errorf("claim queues %v: %w", queues, unavailable(err))
 	}
@@ -188,14 +188,19 @@ func (db *DB) DeliveryAckBatch(ctx context.Context, dispatcherID int64, results 
 		}
 		p.AttemptedAt = append(p.AttemptedAt, at)
 	}
+	conn, err := db.ackConns.get(ctx)
+	if err != nil {
+		return rep, fmt.Errorf("ack deliveries: %w", unavailable(err))
+	}
+	defer func() { db.ackConns.put(conn, err) }()
 	hp := healthParams(outcomes, policy)
 	if hp != nil {
 		// Outside the transaction: once the rows exist it waits for nobody.
-		if err := db.q.EndpointHealthEnsure(ctx, hp.EndpointIds); err != nil {
+		if err = dbsqlc.New(conn.conn).EndpointHealthEnsure(ctx, hp.EndpointIds); err != nil {
 			return rep, fmt.Errorf("endpoint health: %w", unavailable(err))
 		}
 	}
-	err := db.inTx(ctx, func(q *dbsqlc.Queries, tx pgx.Tx) error {
+	err = runTx(ctx, conn.conn, func(q *dbsqlc.Queries, tx pgx.Tx) error {
 		// Both settings last until the commit; one round trip.
 		if _, err := tx.Exec(ctx, `SELECT set_config('synchronous_commit', 'off', true),
 			set_config('idle_in_transaction_session_timeout', $1, true)`, ms(db.cfg.AckIdleTimeout)); err != nil {

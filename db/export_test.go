@@ -1,9 +1,45 @@
 package db
 
+import "context"
+
 // SetAckStallHook sets what DeliveryAckBatch runs between its statements
 // (nil: nothing) and returns a function restoring the previous hook.
 func SetAckStallHook(f func()) (restore func()) {
 	prev := ackStallHook
 	ackStallHook = f
 	return func() { ackStallHook = prev }
+}
+
+// ClaimHomeLeases takes n connections from the claim statements' home list
+// at once, reads each one's backend pid, and gives them back, lease i with
+// errs[i] (when errs is that long) as the error its statements ended with.
+// It reports the pids, which leases were home connections, and how many
+// home connections the list holds afterwards.
+func ClaimHomeLeases(ctx context.Context, d *DB, n int, errs []error) (pids []int32, home []bool, held int, err error) {
+	leases := make([]lease, 0, n)
+	defer func() {
+		for i, l := range leases {
+			var e error
+			if i < len(errs) {
+				e = errs[i]
+			}
+			d.claimConns.put(l, e)
+		}
+		d.claimConns.mu.Lock()
+		held = d.claimConns.held
+		d.claimConns.mu.Unlock()
+	}()
+	for range n {
+		l, err := d.claimConns.get(ctx)
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		leases = append(leases, l)
+		var pid int32
+		if err := l.conn.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
+			return nil, nil, 0, err
+		}
+		pids, home = append(pids, pid), append(home, l.home)
+	}
+	return pids, home, 0, nil
 }

@@ -89,9 +89,15 @@ func (db *DB) MessageInsertMany(ctx context.Context, msgs []NewMessage) ([]Store
 		}
 		nDeliveries += len(m.EndpointIDs)
 	}
+	conn, err := db.storeConns.get(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("store %d messages: %w", len(msgs), unavailable(err))
+	}
+	defer func() { db.storeConns.put(conn, err) }()
+	q := dbsqlc.New(conn.conn)
 	// Ids first, in one round trip, so that deliveries of one ordering key get
 	// increasing ids in callback order (chains are ordered by id).
-	reserved, err := db.q.IDsReserve(ctx, dbsqlc.IDsReserveParams{Messages: int32(needIDs), Deliveries: int32(nDeliveries)})
+	reserved, err := q.IDsReserve(ctx, dbsqlc.IDsReserveParams{Messages: int32(needIDs), Deliveries: int32(nDeliveries)})
 	if err != nil {
 		return nil, fmt.Errorf("reserve ids: %w", unavailable(err))
 	}
@@ -136,12 +142,14 @@ func (db *DB) MessageInsertMany(ctx context.Context, msgs []NewMessage) ([]Store
 		}
 		out[i] = o
 	}
-	storedIDs, err := db.q.MessageStoreBatch(ctx, p)
+	storedIDs, err := q.MessageStoreBatch(ctx, p)
 	if err != nil {
 		return nil, fmt.Errorf("store %d messages: %w", len(p.Ids), unavailable(err))
 	}
 	if len(storedIDs) < len(p.Ids) {
-		if err := db.resolveDuplicates(ctx, msgs, out, dupOf, storedIDs); err != nil {
+		// On the same connection: waiting for a second one while holding
+		// this one could wait forever in a small pool.
+		if err = resolveDuplicates(ctx, q, msgs, out, dupOf, storedIDs); err != nil {
 			return nil, err
 		}
 	}
@@ -155,7 +163,7 @@ func (db *DB) MessageInsertMany(ctx context.Context, msgs []NewMessage) ([]Store
 
 // resolveDuplicates marks the messages whose idempotency key someone else
 // holds as duplicates of the holder's message.
-func (db *DB) resolveDuplicates(ctx context.Context, msgs []NewMessage, out []StoredMessage, dupOf []int, storedIDs []int64) error {
+func resolveDuplicates(ctx context.Context, q *dbsqlc.Queries, msgs []NewMessage, out []StoredMessage, dupOf []int, storedIDs []int64) error {
 	stored := make(map[int64]bool, len(storedIDs))
 	for _, id := range storedIDs {
 		stored[id] = true
@@ -172,7 +180,7 @@ func (db *DB) resolveDuplicates(ctx context.Context, msgs []NewMessage, out []St
 		lp.IdemKeys = append(lp.IdemKeys, k.key)
 		out[i] = StoredMessage{Err: hookrelay.Errorf(hookrelay.EUNAVAILABLE, "idempotency key changed concurrently; retry")}
 	}
-	holders, err := db.q.IdempotencyLookupMany(ctx, lp)
+	holders, err := q.IdempotencyLookupMany(ctx, lp)
 	if err != nil {
 		err = fmt.Errorf("look up idempotency keys: %w", unavailable(err))
 		for _, i := range lost {

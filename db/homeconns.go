@@ -1,0 +1,115 @@
+package db
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// homeConns keeps a few pool connections for one kind of hot statement (the
+// claim, the acknowledgement, the group commit), so that the kind runs on
+// the same few sessions instead of on every connection of the pool.
+//
+// Why: each session keeps its own plan of each prepared statement, and a
+// VACUUM of the hot queue table (the maintenance role runs several a second
+// under load) invalidates every plan that reads the table in every session.
+// A session plans a statement again the next time it runs it, ~1 ms for the
+// claim. With every kind spread over the whole pool, a VACUUM cost about a
+// dozen plans of each kind; with each kind at home on as many sessions as
+// run it at once (its claim loops, its flushers), it costs that many.
+//
+// get hands out a home connection, acquiring one from the pool while fewer
+// than max are held, and otherwise an ordinary pool connection; put takes it
+// back. A connection that saw an error, is inside a transaction or has been
+// held for maxHold goes back to the pool (which closes a broken one).
+type homeConns struct {
+	pool *pgxpool.Pool
+	max  int
+
+	mu     sync.Mutex
+	free   []homeConn // last in, first out
+	held   int        // home connections, free or in use
+	closed bool
+}
+
+type homeConn struct {
+	conn  *pgxpool.Conn
+	since time.Time
+}
+
+// maxHold bounds how long a connection stays home, so that the pool's own
+// lifetime and idle rules still apply to it now and then.
+const maxHold = 10 * time.Minute
+
+func newHomeConns(pool *pgxpool.Pool, max int) *homeConns {
+	return &homeConns{pool: pool, max: max}
+}
+
+// lease is a connection from get; release it with put.
+type lease struct {
+	homeConn
+	home bool // counted in held
+}
+
+// get returns a connection: a free home one, a new home one, or, when max
+// are held, a plain pool connection.
+func (h *homeConns) get(ctx context.Context) (lease, error) {
+	h.mu.Lock()
+	if n := len(h.free); n > 0 {
+		c := h.free[n-1]
+		h.free = h.free[:n-1]
+		h.mu.Unlock()
+		return lease{homeConn: c, home: true}, nil
+	}
+	home := !h.closed && h.held < h.max
+	if home {
+		h.held++
+	}
+	h.mu.Unlock()
+	conn, err := h.pool.Acquire(ctx)
+	if err != nil {
+		if home {
+			h.mu.Lock()
+			h.held--
+			h.mu.Unlock()
+		}
+		return lease{}, err
+	}
+	return lease{homeConn: homeConn{conn: conn, since: time.Now()}, home: home}, nil
+}
+
+// put takes back a connection from get; err is the error its statements
+// ended with, if any.
+func (h *homeConns) put(l lease, err error) {
+	if !l.home {
+		l.conn.Release()
+		return
+	}
+	pc := l.conn.Conn().PgConn()
+	keep := err == nil && !pc.IsClosed() && pc.TxStatus() == 'I' && time.Since(l.since) < maxHold
+	h.mu.Lock()
+	if keep && !h.closed {
+		h.free = append(h.free, l.homeConn)
+		h.mu.Unlock()
+		return
+	}
+	h.held--
+	h.mu.Unlock()
+	l.conn.Release()
+}
+
+// close gives every free home connection back to the pool; those in use go
+// back when put. Call it before closing the pool.
+func (h *homeConns) close() {
+	h.mu.Lock()
+	free := h.free
+	h.free = nil
+	h.held -= len(free)
+	h.closed = true
+	h.mu.Unlock()
+	for _, c := range free {
+		c.conn.Release()
+	}
+}
