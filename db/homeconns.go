@@ -36,7 +36,8 @@ type homeConns struct {
 
 type homeConn struct {
 	conn  *pgxpool.Conn
-	since time.Time
+	since time.Time // when it became a home connection
+	idle  time.Time // when it was last put back
 }
 
 // maxHold bounds how long a connection stays home, so that the pool's own
@@ -54,14 +55,26 @@ type lease struct {
 }
 
 // get returns a connection: a free home one, a new home one, or, when max
-// are held, a plain pool connection.
+// are held, a plain pool connection. A home connection idle for over a
+// second is pinged first, as the pool does with its idle connections, so
+// that a server restart costs a ping rather than a failed statement.
 func (h *homeConns) get(ctx context.Context) (lease, error) {
 	h.mu.Lock()
-	if n := len(h.free); n > 0 {
+	for n := len(h.free); n > 0; n = len(h.free) {
 		c := h.free[n-1]
 		h.free = h.free[:n-1]
 		h.mu.Unlock()
-		return lease{homeConn: c, home: true}, nil
+		if time.Since(c.idle) <= time.Second || c.conn.Ping(ctx) == nil {
+			return lease{homeConn: c, home: true}, nil
+		}
+		h.mu.Lock()
+		h.held--
+		h.mu.Unlock()
+		c.conn.Release() // the pool closes it: the ping failed
+		if ctx.Err() != nil {
+			return lease{}, ctx.Err()
+		}
+		h.mu.Lock()
 	}
 	home := !h.closed && h.held < h.max
 	if home {
@@ -91,6 +104,7 @@ func (h *homeConns) put(l lease, err error) {
 	keep := err == nil && !pc.IsClosed() && pc.TxStatus() == 'I' && time.Since(l.since) < maxHold
 	h.mu.Lock()
 	if keep && !h.closed {
+		l.idle = time.Now()
 		h.free = append(h.free, l.homeConn)
 		h.mu.Unlock()
 		return

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookrelay/hookrelay/db"
@@ -41,6 +42,22 @@ func TestHotStatementsKeepTheirSessions(t *testing.T) {
 	_, _, held, err = db.ClaimHomeLeases(ctx, store, 1, []error{errors.New("statement failed")})
 	require.NoError(t, err)
 	require.Equal(t, 1, held, "a connection whose statement failed goes back to the pool")
+
+	// A home session ended by the server (a restart, pg_terminate_backend)
+	// while it waited is noticed by a ping, not by a failed statement.
+	idle, _, _, err := db.ClaimHomeLeases(ctx, store, 1, nil)
+	require.NoError(t, err)
+	admin, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer admin.Close(ctx)
+	var ended bool
+	require.NoError(t, admin.QueryRow(ctx, "SELECT pg_terminate_backend($1)", idle[0]).Scan(&ended))
+	require.True(t, ended)
+	time.Sleep(1100 * time.Millisecond)
+	after, home, _, err := db.ClaimHomeLeases(ctx, store, 1, nil)
+	require.NoError(t, err, "the ended session was handed out")
+	require.True(t, home[0])
+	require.NotEqual(t, idle[0], after[0])
 
 	done := make(chan struct{})
 	go func() {
