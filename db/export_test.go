@@ -1,6 +1,12 @@
 package db
 
-import "context"
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hookrelay/hookrelay/db/internal/dbsqlc"
+)
 
 // SetAckStallHook sets what DeliveryAckBatch runs between its statements
 // (nil: nothing) and returns a function restoring the previous hook.
@@ -42,4 +48,15 @@ func ClaimHomeLeases(ctx context.Context, d *DB, n int, errs []error) (pids []in
 		pids, home = append(pids, pid), append(home, l.home)
 	}
 	return pids, home, 0, nil
+}
+
+// ReserveIDsOn runs the group commit's id reservation (IDsReserve) and the
+// payload offload's (MessageIDsReserve) once each on conn.
+func ReserveIDsOn(ctx context.Context, conn *pgx.Conn, n int) error {
+	q := dbsqlc.New(conn)
+	if _, err := q.IDsReserve(ctx, dbsqlc.IDsReserveParams{Messages: int32(n), Deliveries: int32(2 * n)}); err != nil {
+		return err
+	}
+	_, err := q.MessageIDsReserve(ctx, int32(n))
+	return err
 }

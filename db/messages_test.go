@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookrelay/hookrelay"
@@ -152,4 +153,36 @@ func BenchmarkMessageInsertMany(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// TestIDReservationsKeepTheirPlan checks that the id reservations, run at
+// every group commit, are not planned again at every execution: PostgreSQL
+// tries five custom plans and keeps the generic one only when it does not
+// look costlier (a generate_series(1, n) sized by its argument did, and was
+// planned at every call).
+func TestIDReservationsKeepTheirPlan(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := dbtest.NewURL(t)
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	for i := range 12 {
+		require.NoError(t, db.ReserveIDsOn(ctx, conn, 3+i*7))
+	}
+	rows, err := conn.Query(ctx, `SELECT substring(statement FROM 'name: (\w+)'), generic_plans, custom_plans
+		FROM pg_prepared_statements
+		WHERE statement LIKE '%IDsReserve%' AND statement NOT LIKE '%pg_prepared_statements%'`)
+	require.NoError(t, err)
+	seen := 0
+	for rows.Next() {
+		var name string
+		var generic, custom int64
+		require.NoError(t, rows.Scan(&name, &generic, &custom))
+		require.LessOrEqual(t, custom, int64(5), "%s: %d custom plans in 12 executions", name, custom)
+		require.GreaterOrEqual(t, generic, int64(7), name)
+		seen++
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, 2, seen)
 }
