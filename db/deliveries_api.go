@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db/internal/dbsqlc"
 )
@@ -115,10 +117,23 @@ func (db *DB) DeliveryListDelivered(ctx context.Context, endpointID int64, befor
 // DeliveryGet returns delivery id in whatever state it is (pending, dead,
 // or delivered according to its history) with every attempt, or
 // hookrelay.ENOTFOUND.
+//
+// Its reads share one snapshot: a delivery that finishes between two of them
+// (its row deleted and its attempt written in one transaction) would
+// otherwise be in none of them and answer "not found".
 func (db *DB) DeliveryGet(ctx context.Context, id int64) (APIDelivery, []APIAttempt, error) {
-	rows, err := db.q.DeliveryAttemptsOf(ctx, id)
+	tx, err := db.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return APIDelivery{}, nil, fmt.Errorf("get delivery: %w", unavailable(err))
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	q := dbsqlc.New(tx)
+	rows, err := q.DeliveryAttemptsOf(ctx, id)
 	if err != nil {
 		return APIDelivery{}, nil, fmt.Errorf("delivery attempts: %w", unavailable(err))
+	}
+	if deliveryGetHook != nil {
+		deliveryGetHook()
 	}
 	attempts := make([]APIAttempt, len(rows))
 	for i, r := range rows {
@@ -127,7 +142,7 @@ func (db *DB) DeliveryGet(ctx context.Context, id int64) (APIDelivery, []APIAtte
 			LatencyMS: int(r.LatencyMs), Error: r.Error, ResponseExcerpt: r.ResponseExcerpt,
 		}
 	}
-	if d, err := db.q.DeliveryGetPending(ctx, id); err == nil {
+	if d, err := q.DeliveryGetPending(ctx, id); err == nil {
 		due := d.VisibleAt // a leased row is next due when its lease runs out
 		if d.LeasedUntil != nil && d.LeasedUntil.After(due) {
 			due = *d.LeasedUntil
@@ -141,7 +156,7 @@ func (db *DB) DeliveryGet(ctx context.Context, id int64) (APIDelivery, []APIAtte
 	} else if err = unavailableUnlessNoRows(err); notFound(err, "") == err {
 		return APIDelivery{}, nil, fmt.Errorf("get delivery: %w", err)
 	}
-	if d, err := db.q.DeadLetterGet(ctx, id); err == nil {
+	if d, err := q.DeadLetterGet(ctx, id); err == nil {
 		return deadView(d), attempts, nil
 	} else if err = unavailableUnlessNoRows(err); notFound(err, "") == err {
 		return APIDelivery{}, nil, fmt.Errorf("get dead letter: %w", err)
@@ -156,6 +171,10 @@ func (db *DB) DeliveryGet(ctx context.Context, id int64) (APIDelivery, []APIAtte
 	}
 	return APIDelivery{}, nil, hookrelay.Errorf(hookrelay.ENOTFOUND, "delivery not found")
 }
+
+// deliveryGetHook, when set (tests only), runs in DeliveryGet between its
+// first read and the others.
+var deliveryGetHook func()
 
 // DeliveryRetryPending makes a pending delivery due now and reports whether
 // it was waiting.

@@ -450,3 +450,33 @@ func TestStalledAckReleasesItsRows(t *testing.T) {
 	require.Equal(t, got[0].ID, again[0].ID)
 	require.Less(t, time.Since(start), time.Second)
 }
+
+// TestDeliveryGetWhileItFinishes reads a delivery while it is acknowledged
+// between DeliveryGet's reads: the answer is the delivery as it was or as it
+// is, never "not found" (the API's GET and retry of a delivery 404'd when its
+// attempts were read before the acknowledgement and its queue row after).
+func TestDeliveryGetWhileItFinishes(t *testing.T) {
+	// Not parallel: the hook is package-wide.
+	ctx := context.Background()
+	store := dbtest.New(t)
+	ep, _ := dbtest.Endpoint(t, store, nil)
+	dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: "GW1"})
+	got, err := store.DeliveryClaim(ctx, []int{hookrelay.QueueFor("GW1", 32)}, 50, 50, 1, 71, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+
+	restore := db.SetDeliveryGetHook(func() {
+		_, err := store.DeliveryAckBatch(ctx, 1, []db.DeliveryResult{{ID: got[0].ID, LeaseToken: 71, EndpointID: ep.ID,
+			Kind: db.AckSuccess, Outcome: "success", Status: 200}}, nil, testPolicy)
+		require.NoError(t, err)
+	})
+	d, _, err := store.DeliveryGet(ctx, got[0].ID)
+	restore()
+	require.NoError(t, err)
+	require.Equal(t, db.DeliveryPending, d.State, "the state when the read began")
+
+	d, attempts, err := store.DeliveryGet(ctx, got[0].ID)
+	require.NoError(t, err)
+	require.Equal(t, db.DeliveryDelivered, d.State)
+	require.Len(t, attempts, 1)
+}

@@ -60,3 +60,11 @@ func ReserveIDsOn(ctx context.Context, conn *pgx.Conn, n int) error {
 	_, err := q.MessageIDsReserve(ctx, int32(n))
 	return err
 }
+
+// SetDeliveryGetHook sets what DeliveryGet runs after its first read (nil:
+// nothing) and returns a function restoring the previous hook.
+func SetDeliveryGetHook(f func()) (restore func()) {
+	prev := deliveryGetHook
+	deliveryGetHook = f
+	return func() { deliveryGetHook = prev }
+}
