@@ -59,23 +59,25 @@ type lease struct {
 // second is pinged first, as the pool does with its idle connections, so
 // that a server restart costs a ping rather than a failed statement.
 func (h *homeConns) get(ctx context.Context) (lease, error) {
-	h.mu.Lock()
-	for n := len(h.free); n > 0; n = len(h.free) {
-		c := h.free[n-1]
-		h.free = h.free[:n-1]
-		h.mu.Unlock()
-		if time.Since(c.idle) <= time.Second || c.conn.Ping(ctx) == nil {
-			return lease{homeConn: c, home: true}, nil
+	for {
+		c, ok := h.pop()
+		if !ok {
+			break
 		}
-		h.mu.Lock()
-		h.held--
-		h.mu.Unlock()
-		c.conn.Release() // the pool closes it: the ping failed
+		l := lease{homeConn: c, home: true}
+		if time.Since(c.idle) <= time.Second {
+			return l, nil
+		}
+		err := c.conn.Ping(ctx)
+		if err == nil {
+			return l, nil
+		}
+		h.put(l, err) // back to the pool, which closes it
 		if ctx.Err() != nil {
 			return lease{}, ctx.Err()
 		}
-		h.mu.Lock()
 	}
+	h.mu.Lock()
 	home := !h.closed && h.held < h.max
 	if home {
 		h.held++
@@ -91,6 +93,19 @@ func (h *homeConns) get(ctx context.Context) (lease, error) {
 		return lease{}, err
 	}
 	return lease{homeConn: homeConn{conn: conn, since: time.Now()}, home: home}, nil
+}
+
+// pop takes the most recently used free home connection, if any.
+func (h *homeConns) pop() (homeConn, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := len(h.free)
+	if n == 0 {
+		return homeConn{}, false
+	}
+	c := h.free[n-1]
+	h.free = h.free[:n-1]
+	return c, true
 }
 
 // put takes back a connection from get; err is the error its statements

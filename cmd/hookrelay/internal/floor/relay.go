@@ -187,7 +187,7 @@ func (q *memQueue) enqueue(ctx context.Context, body []byte) error {
 // the SPEC's history asks for (a message and its attempts stay readable for
 // the retention period after delivery).
 type pgQueue struct {
-	history  bool
+	sql      statements
 	ingest   *pgxpool.Pool // synchronous commit: the 202 follows the commit
 	dispatch *pgxpool.Pool // asynchronous commit: a lost claim or delete is redelivered
 	store    *storage.Store
@@ -292,6 +292,21 @@ FROM (SELECT id FROM floor_queue
 WHERE q.id = c.id
 RETURNING q.id, q.body, q.ref`
 
+// statements are one mode's SQL.
+type statements struct {
+	schema, insert, claim, delete string
+}
+
+var (
+	plainSQL = statements{
+		schema: pgSchema,
+		insert: `INSERT INTO floor_queue (body, ref) SELECT * FROM unnest($1::bytea[], $2::text[])`,
+		claim:  claimSQL,
+		delete: `DELETE FROM floor_queue WHERE id = ANY($1)`,
+	}
+	historySQL = statements{schema: historySchema, insert: historyInsertSQL, claim: historyClaimSQL, delete: historyDeleteSQL}
+)
+
 // cursorReset is how often the claim cursor goes back to the start.
 const cursorReset = 5 * time.Second
 
@@ -311,7 +326,10 @@ func newPGQueue(ctx context.Context, url, dataDir string, d *deliverer, workers 
 		}
 		return pgxpool.NewWithConfig(ctx, cfg)
 	}
-	q := &pgQueue{in: make(chan pendingRow, 4096), history: history}
+	q := &pgQueue{in: make(chan pendingRow, 4096), sql: plainSQL}
+	if history {
+		q.sql = historySQL
+	}
 	var err error
 	if q.ingest, err = open(false); err != nil {
 		return nil, err
@@ -320,11 +338,7 @@ func newPGQueue(ctx context.Context, url, dataDir string, d *deliverer, workers 
 		q.close()
 		return nil, err
 	}
-	schema := pgSchema
-	if history {
-		schema = historySchema
-	}
-	if _, err := q.ingest.Exec(ctx, schema); err != nil {
+	if _, err := q.ingest.Exec(ctx, q.sql.schema); err != nil {
 		q.close()
 		return nil, fmt.Errorf("schema: %w", err)
 	}
@@ -414,11 +428,7 @@ func (q *pgQueue) commit(ctx context.Context) {
 				refs[i] = &batch[i].ref
 			}
 		}
-		insert := `INSERT INTO floor_queue (body, ref) SELECT * FROM unnest($1::bytea[], $2::text[])`
-		if q.history {
-			insert = historyInsertSQL
-		}
-		_, err := q.ingest.Exec(ctx, insert, bodies, refs)
+		_, err := q.ingest.Exec(ctx, q.sql.insert, bodies, refs)
 		for _, r := range batch {
 			r.done <- err
 		}
@@ -443,11 +453,7 @@ func (q *pgQueue) dispatchLoop(ctx context.Context, d *deliverer, workers int) {
 		if time.Since(reset) > cursorReset {
 			cursor, reset = 0, time.Now()
 		}
-		claim := claimSQL
-		if q.history {
-			claim = historyClaimSQL
-		}
-		rows, err := q.dispatch.Query(ctx, claim, free, cursor)
+		rows, err := q.dispatch.Query(ctx, q.sql.claim, free, cursor)
 		if err != nil {
 			time.Sleep(10 * time.Millisecond)
 			continue
@@ -524,11 +530,7 @@ func (q *pgQueue) ackLoop(ctx context.Context, acks <-chan int64) {
 				break more
 			}
 		}
-		del := `DELETE FROM floor_queue WHERE id = ANY($1)`
-		if q.history {
-			del = historyDeleteSQL
-		}
-		if _, err := q.dispatch.Exec(ctx, del, ids); err != nil && ctx.Err() == nil {
+		if _, err := q.dispatch.Exec(ctx, q.sql.delete, ids); err != nil && ctx.Err() == nil {
 			fmt.Fprintln(os.Stderr, "floor relay: delete:", err)
 		}
 	}
