@@ -171,7 +171,11 @@ func (db *DB) DeliveryAckBatch(ctx context.Context, dispatcherID int64, results 
 	outcomes []EndpointOutcome, policy HealthPolicy) (AckReport, error) {
 	var rep AckReport
 	p := dbsqlc.DeliveryAckParams{DispatcherID: dispatcherID}
+	dead := make(map[int64]DeliveryResult)
 	for _, r := range results {
+		if r.Kind == AckDead {
+			dead[r.ID] = r
+		}
 		p.Ids = append(p.Ids, r.ID)
 		p.Tokens = append(p.Tokens, r.LeaseToken)
 		p.Kinds = append(p.Kinds, string(r.Kind))
@@ -218,11 +222,28 @@ func (db *DB) DeliveryAckBatch(ctx context.Context, dispatcherID int64, results 
 			}
 			rep.Applied = len(rows)
 			rep.Stale = len(results) - len(rows)
+			var dl dbsqlc.DeadLetterInsertParams
 			for _, r := range rows {
 				if r.Deleted && r.Ordered {
 					promote.EndpointIds = append(promote.EndpointIds, r.EndpointID)
 					promote.OrderingKeys = append(promote.OrderingKeys, r.OrderingKey)
 					promote.Ids = append(promote.Ids, r.ID)
+				}
+				if res, ok := dead[r.ID]; ok && r.Deleted {
+					dl.Ids = append(dl.Ids, r.ID)
+					dl.MessageIds = append(dl.MessageIds, r.MessageID)
+					dl.MessageReceivedAts = append(dl.MessageReceivedAts, r.MessageReceivedAt)
+					dl.EndpointIds = append(dl.EndpointIds, r.EndpointID)
+					dl.Queues = append(dl.Queues, r.Queue)
+					dl.OrderingKeys = append(dl.OrderingKeys, r.OrderingKey)
+					dl.Attempts = append(dl.Attempts, r.Attempt)
+					dl.Statuses = append(dl.Statuses, int32(res.Status))
+					dl.Errors = append(dl.Errors, res.Error)
+				}
+			}
+			if len(dl.Ids) > 0 {
+				if err := q.DeadLetterInsert(ctx, dl); err != nil {
+					return fmt.Errorf("write dead letters: %w", unavailable(err))
 				}
 			}
 		}

@@ -136,12 +136,16 @@ ORDER BY u.id;
 
 -- name: DeliveryAck :many
 -- Applies a batch of results, each fenced by its lease token (stale results
--- change nothing): 'success' and 'dead' delete the row ('dead' also writes the
--- dead letter), 'retry' reschedules it (spending an attempt when spend),
--- 'release' gives it back at once without an attempt. Every applied result
--- but 'release' appends a delivery_attempts row. Returns the deleted ordered
--- rows, whose successors the caller then promotes (DeliveryPromote, a separate
--- statement so that it sees rows parked by claims it waited for).
+-- change nothing): 'success' and 'dead' delete the row, 'retry' reschedules it
+-- (spending an attempt when spend), 'release' gives it back at once without an
+-- attempt. Every applied result but 'release' appends a delivery_attempts row.
+-- Returns the applied rows: the caller writes the dead letters of the deleted
+-- 'dead' ones (DeadLetterInsert) and promotes the successors of the deleted
+-- ordered ones (DeliveryPromote, a separate statement so that it sees rows
+-- parked by claims it waited for). The dead letters used to be a part of this
+-- statement; as a part, its join of messages (every day partition) and
+-- endpoints was set up by every acknowledgement, though nearly none has a
+-- dead letter.
 WITH r AS (
     SELECT unnest(sqlc.arg(ids)::bigint[]) AS id,
            unnest(sqlc.arg(tokens)::bigint[]) AS token,
@@ -193,30 +197,13 @@ att AS (
            r.attempted_at, r.outcome, r.status, r.latency_ms, r.error, r.excerpt,
            sqlc.arg(dispatcher_id)::bigint
     FROM applied a JOIN r ON r.id = a.id
-),
-dl AS (
-    INSERT INTO dead_letters (id, message_id, message_received_at, endpoint_id, merchant_id,
-                              carrier_id, queue, ordering_key, event_type, attempts,
-                              last_status, last_error)
-    SELECT x.id, x.message_id, x.message_received_at, x.endpoint_id, coalesce(e.merchant_id, 0),
-           coalesce(m.carrier_id, 0), x.queue, x.ordering_key, coalesce(m.event_type, ''), x.attempt,
-           rr.status, rr.error
-    FROM del x
-    JOIN r rr ON rr.id = x.id
-    LEFT JOIN messages m ON m.id = x.message_id AND m.received_at = x.message_received_at
-    LEFT JOIN endpoints e ON e.id = x.endpoint_id
-    -- The second condition has no column in it: the planner makes it a
-    -- one-time filter, so a batch without a dead letter (nearly all) skips
-    -- the join of del and r (a nested loop over CTE scans) altogether.
-    WHERE rr.kind = 'dead' AND 'dead' = ANY (sqlc.arg(kinds)::text[])
-    ON CONFLICT (id) DO UPDATE SET
-        attempts = excluded.attempts, last_status = excluded.last_status,
-        last_error = excluded.last_error, created_at = now()
 )
-SELECT d.id, d.endpoint_id, d.ordering_key, d.ordered, true AS deleted
+SELECT d.id, d.endpoint_id, d.ordering_key, d.ordered, true AS deleted,
+       d.queue, d.message_id, d.message_received_at, d.attempt
 FROM del d
 UNION ALL
-SELECT u.id, u.endpoint_id, ''::text AS ordering_key, false AS ordered, false AS deleted
+SELECT u.id, u.endpoint_id, ''::text AS ordering_key, false AS ordered, false AS deleted,
+       0::smallint AS queue, u.message_id, u.message_received_at, u.attempt
 FROM upd u;
 
 -- name: DeliveryPromote :execrows

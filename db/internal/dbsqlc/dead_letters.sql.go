@@ -7,6 +7,7 @@ package dbsqlc
 
 import (
 	"context"
+	"time"
 )
 
 const deadLetterCountForEndpoint = `-- name: DeadLetterCountForEndpoint :one
@@ -21,13 +22,9 @@ func (q *Queries) DeadLetterCountForEndpoint(ctx context.Context, endpointID int
 }
 
 const deadLetterGetOne = `-- name: DeadLetterGetOne :one
-
 SELECT id, message_id, message_received_at, endpoint_id, merchant_id, carrier_id, queue, ordering_key, event_type, attempts, last_status, last_error, created_at FROM dead_letters WHERE id = $1::bigint
 `
 
-// Dead letters are created by DeliveryAck (deliveries.sql) in the same
-// statement that deletes the delivery. Listing, retry and discard live in
-// dead_letters_api.sql.
 func (q *Queries) DeadLetterGetOne(ctx context.Context, id int64) (DeadLetter, error) {
 	row := q.db.QueryRow(ctx, deadLetterGetOne, id)
 	var i DeadLetter
@@ -47,4 +44,61 @@ func (q *Queries) DeadLetterGetOne(ctx context.Context, id int64) (DeadLetter, e
 		&i.CreatedAt,
 	)
 	return i, err
+}
+
+const deadLetterInsert = `-- name: DeadLetterInsert :exec
+
+INSERT INTO dead_letters (id, message_id, message_received_at, endpoint_id, merchant_id,
+                          carrier_id, queue, ordering_key, event_type, attempts,
+                          last_status, last_error)
+SELECT x.id, x.message_id, x.message_received_at, x.endpoint_id, coalesce(e.merchant_id, 0),
+       coalesce(m.carrier_id, 0), x.queue, x.ordering_key, coalesce(m.event_type, ''), x.attempts,
+       x.status, x.error
+FROM (SELECT unnest($1::bigint[]) AS id,
+             unnest($2::bigint[]) AS message_id,
+             unnest($3::timestamptz[]) AS message_received_at,
+             unnest($4::bigint[]) AS endpoint_id,
+             unnest($5::smallint[]) AS queue,
+             unnest($6::text[]) AS ordering_key,
+             unnest($7::integer[]) AS attempts,
+             unnest($8::integer[]) AS status,
+             unnest($9::text[]) AS error) x
+LEFT JOIN messages m ON m.id = x.message_id AND m.received_at = x.message_received_at
+LEFT JOIN endpoints e ON e.id = x.endpoint_id
+ON CONFLICT (id) DO UPDATE SET
+    attempts = excluded.attempts, last_status = excluded.last_status,
+    last_error = excluded.last_error, created_at = now()
+`
+
+type DeadLetterInsertParams struct {
+	Ids                []int64
+	MessageIds         []int64
+	MessageReceivedAts []time.Time
+	EndpointIds        []int64
+	Queues             []int16
+	OrderingKeys       []string
+	Attempts           []int32
+	Statuses           []int32
+	Errors             []string
+}
+
+// Dead letters are written by DeadLetterInsert in the transaction of the
+// acknowledgement that deleted the delivery (db.DeliveryAckBatch). Listing,
+// retry and discard live in dead_letters_api.sql.
+// One dead letter per deleted delivery, with its merchant and carrier looked
+// up; a delivery dead-lettered again (an operator retry that died) replaces
+// its earlier letter.
+func (q *Queries) DeadLetterInsert(ctx context.Context, arg DeadLetterInsertParams) error {
+	_, err := q.db.Exec(ctx, deadLetterInsert,
+		arg.Ids,
+		arg.MessageIds,
+		arg.MessageReceivedAts,
+		arg.EndpointIds,
+		arg.Queues,
+		arg.OrderingKeys,
+		arg.Attempts,
+		arg.Statuses,
+		arg.Errors,
+	)
+	return err
 }
