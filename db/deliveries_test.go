@@ -3,6 +3,7 @@ package db_test
 import (
 	"context"
 	"crypto/sha256"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -424,6 +425,56 @@ func TestChainLookupsUseChainIndex(t *testing.T) {
 	}, 5*time.Second, 50*time.Millisecond, "the store's statistics never arrived")
 	require.Positive(t, scans["deliveries_chain_idx"], "index scans: %v", scans)
 	require.Zero(t, scans["deliveries_endpoint_idx"], "index scans: %v", scans)
+}
+
+// TestEndpointStatementsUseEndpointIndex: deliveries_endpoint_idx is partial
+// on "id > 0" so that the chain look-ups cannot take it (migration 00070);
+// every statement that selects an endpoint's rows says so and reads it.
+func TestEndpointStatementsUseEndpointIndex(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := dbtest.NewURL(t)
+	// Generic plans: a custom plan for "id > $1" with $1 = 0 would prove
+	// "id > 0" by itself.
+	store := dbtest.Open(t, url+"&options=-c%20enable_seqscan%3Doff%20-c%20plan_cache_mode%3Dforce_generic_plan",
+		db.Config{MaxConns: 2})
+	ep, _ := dbtest.Endpoint(t, store, nil)
+	for i := range 5 {
+		dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: fmt.Sprint("E", i%2)})
+	}
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, "ANALYZE deliveries")
+	require.NoError(t, err)
+
+	pending, err := store.DeliveryListPending(ctx, ep.ID, 0, 10)
+	require.NoError(t, err)
+	require.Len(t, pending, 5)
+	list, err := store.DashboardEndpointPendingList(ctx, ep.ID, 10)
+	require.NoError(t, err)
+	require.Len(t, list, 5)
+	counts, err := store.DashboardEndpointsPending(ctx, []int64{ep.ID}, 100)
+	require.NoError(t, err)
+	require.EqualValues(t, 5, counts[ep.ID])
+	_, err = store.DeliveryResumeEndpoint(ctx, ep.ID)
+	require.NoError(t, err)
+	_, err = store.EndpointEnable(ctx, ep.ID)
+	require.NoError(t, err)
+	n, err := store.EndpointDelete(ctx, ep.ID)
+	require.NoError(t, err)
+	require.EqualValues(t, 5, n)
+
+	store.Close() // flushes the backends' index statistics
+	var scans int64
+	for deadline := time.Now().Add(5 * time.Second); scans < 6 && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+		_, err := conn.Exec(ctx, "SELECT pg_stat_clear_snapshot()")
+		require.NoError(t, err)
+		require.NoError(t, conn.QueryRow(ctx, `SELECT idx_scan FROM pg_stat_user_indexes
+			WHERE indexrelname = 'deliveries_endpoint_idx'`).Scan(&scans))
+	}
+	require.EqualValues(t, 6, scans, "scans of deliveries_endpoint_idx by the 6 statements")
 }
 
 // TestStalledAckReleasesItsRows: an acknowledgement transaction whose

@@ -43,7 +43,9 @@ ORDER BY e.id LIMIT @lim;
 -- Pending deliveries of each of the endpoints, each counted up to a cap, in
 -- one round trip (an index range scan of at most cap entries per endpoint).
 SELECT e.id::bigint AS endpoint_id,
-       (SELECT count(*) FROM (SELECT 1 FROM deliveries d WHERE d.endpoint_id = e.id LIMIT @cap) AS x)::bigint AS n
+       (SELECT count(*) FROM (SELECT 1 FROM deliveries d
+                               WHERE d.endpoint_id = e.id AND d.id > 0 -- deliveries_endpoint_idx
+                               LIMIT @cap) AS x)::bigint AS n
 FROM unnest(@endpoint_ids::bigint[]) AS e(id);
 
 -- name: DashboardDeadLetters :many
@@ -106,7 +108,8 @@ SELECT d.id, d.queue::integer AS queue, d.endpoint_id, d.ordering_key, d.ordered
        -- a leased row is next due when its lease runs out
        greatest(d.visible_at, coalesce(d.leased_until, d.visible_at))::timestamptz AS visible_at, d.last_status,
        COALESCE(d.last_error, '')::text AS last_error, d.created_at
-FROM deliveries d WHERE d.endpoint_id = @endpoint_id
+FROM deliveries d
+WHERE d.endpoint_id = @endpoint_id AND d.id > 0 -- deliveries_endpoint_idx (migration 00070)
 ORDER BY d.id DESC LIMIT @lim;
 
 -- name: DashboardMessage :one

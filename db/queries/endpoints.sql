@@ -50,10 +50,11 @@ WHERE endpoint_id = $1;
 -- Held rows of an endpoint become visible at once (after enable); leased rows
 -- and parked non-heads (visible_at = infinity) are left alone.
 UPDATE deliveries SET visible_at = now()
-WHERE endpoint_id = $1 AND lease_token IS NULL AND visible_at > now() AND visible_at < 'infinity';
+WHERE endpoint_id = $1 AND id > 0 -- deliveries_endpoint_idx (migration 00070)
+  AND lease_token IS NULL AND visible_at > now() AND visible_at < 'infinity';
 
 -- name: EndpointDeliveriesDelete :execrows
-DELETE FROM deliveries WHERE endpoint_id = $1;
+DELETE FROM deliveries WHERE endpoint_id = $1 AND id > 0; -- deliveries_endpoint_idx
 
 -- name: EndpointCountByStatus :many
 SELECT status, count(*)::bigint AS n FROM endpoints GROUP BY status ORDER BY status;

@@ -225,7 +225,8 @@ SELECT d.id, d.queue::integer AS queue, d.endpoint_id, d.ordering_key, d.ordered
        -- a leased row is next due when its lease runs out
        greatest(d.visible_at, coalesce(d.leased_until, d.visible_at))::timestamptz AS visible_at, d.last_status,
        COALESCE(d.last_error, '')::text AS last_error, d.created_at
-FROM deliveries d WHERE d.endpoint_id = $1
+FROM deliveries d
+WHERE d.endpoint_id = $1 AND d.id > 0 -- deliveries_endpoint_idx (migration 00070)
 ORDER BY d.id DESC LIMIT $2
 `
 
@@ -361,7 +362,9 @@ func (q *Queries) DashboardEndpoints(ctx context.Context, arg DashboardEndpoints
 
 const dashboardEndpointsPending = `-- name: DashboardEndpointsPending :many
 SELECT e.id::bigint AS endpoint_id,
-       (SELECT count(*) FROM (SELECT 1 FROM deliveries d WHERE d.endpoint_id = e.id LIMIT $1) AS x)::bigint AS n
+       (SELECT count(*) FROM (SELECT 1 FROM deliveries d
+                               WHERE d.endpoint_id = e.id AND d.id > 0 -- deliveries_endpoint_idx
+                               LIMIT $1) AS x)::bigint AS n
 FROM unnest($2::bigint[]) AS e(id)
 `
 

@@ -173,19 +173,16 @@ WITH cand AS MATERIALIZED (
 ),
 info AS MATERIALIZED (
     SELECT c.id, c.endpoint_id,
-           -- The chain row just before c in deliveries_chain_idx order, if
-           -- it is of c's chain. Written as a row comparison in the index's
-           -- order, not as equalities, so that only the chain index can
-           -- answer it: with equalities the planner may take (endpoint_id,
-           -- id) and read every row of the endpoint (it did, with the small
-           -- table's statistics: ~60 % of a claim's buffers).
+           -- The chain row just before c, from deliveries_chain_idx: the row
+           -- comparison places the scan, the equalities end it at the
+           -- chain's edge (migration 00070: why the endpoint index cannot
+           -- take this look-up).
            CASE WHEN c.ordered THEN (
-               SELECT p.id FROM (
-                   SELECT p.id, p.endpoint_id, p.ordering_key FROM deliveries p
-                   WHERE (p.endpoint_id, p.ordering_key, p.id) < (c.endpoint_id, c.ordering_key, c.id)
-                     AND p.ordered
-                   ORDER BY p.endpoint_id DESC, p.ordering_key DESC, p.id DESC LIMIT 1) p
-               WHERE p.endpoint_id = c.endpoint_id AND p.ordering_key = c.ordering_key)
+               SELECT p.id FROM deliveries p
+               WHERE (p.endpoint_id, p.ordering_key, p.id) < (c.endpoint_id, c.ordering_key, c.id)
+                 AND p.endpoint_id = c.endpoint_id AND p.ordering_key = c.ordering_key
+                 AND p.ordered
+               ORDER BY p.endpoint_id DESC, p.ordering_key DESC, p.id DESC LIMIT 1)
            END AS pred_id,
            coalesce(e.status, 'deleted') AS ep_status,
            coalesce(h.circuit_state, 'closed') AS circuit_state,
@@ -389,14 +386,13 @@ func (q *Queries) DeliveryExtend(ctx context.Context, arg DeliveryExtendParams) 
 const deliveryPromote = `-- name: DeliveryPromote :execrows
 UPDATE deliveries d SET visible_at = now()
 FROM (
-    -- The next chain row in deliveries_chain_idx order, if it is of the
-    -- same chain (a row comparison for the reason given in DeliveryClaim).
-    SELECT (SELECT n.id FROM (
-                SELECT n.id, n.endpoint_id, n.ordering_key FROM deliveries n
-                WHERE (n.endpoint_id, n.ordering_key, n.id) > (x.endpoint_id, x.ordering_key, x.id)
-                  AND n.ordered
-                ORDER BY n.endpoint_id, n.ordering_key, n.id LIMIT 1) n
-            WHERE n.endpoint_id = x.endpoint_id AND n.ordering_key = x.ordering_key) AS next_id
+    -- The next row of the chain, from deliveries_chain_idx (as in
+    -- DeliveryClaim).
+    SELECT (SELECT n.id FROM deliveries n
+            WHERE (n.endpoint_id, n.ordering_key, n.id) > (x.endpoint_id, x.ordering_key, x.id)
+              AND n.endpoint_id = x.endpoint_id AND n.ordering_key = x.ordering_key
+              AND n.ordered
+            ORDER BY n.endpoint_id, n.ordering_key, n.id LIMIT 1) AS next_id
     FROM (SELECT unnest($1::bigint[]) AS endpoint_id,
                  unnest($2::text[]) AS ordering_key,
                  unnest($3::bigint[]) AS id) x
@@ -464,8 +460,8 @@ func (q *Queries) DeliveryQueueCounts(ctx context.Context) ([]DeliveryQueueCount
 
 const deliveryResumeEndpoint = `-- name: DeliveryResumeEndpoint :execrows
 UPDATE deliveries SET visible_at = now()
-WHERE endpoint_id = $1::bigint AND lease_token IS NULL
-  AND visible_at > now() AND visible_at < 'infinity'
+WHERE endpoint_id = $1::bigint AND id > 0 -- deliveries_endpoint_idx
+  AND lease_token IS NULL AND visible_at > now() AND visible_at < 'infinity'
 `
 
 // Held (not leased, not parked) rows of an endpoint become visible now: used

@@ -151,6 +151,7 @@ SELECT id, message_id, message_received_at, ordering_key, ordered, attempt,
        last_status, last_error, created_at
 FROM deliveries
 WHERE endpoint_id = $1 AND id > $2
+  AND id > 0 -- deliveries_endpoint_idx is partial on it (migration 00070)
 ORDER BY id LIMIT $3
 `
 

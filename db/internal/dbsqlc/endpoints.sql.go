@@ -10,6 +10,7 @@ import (
 )
 
 const endpointCountByStatus = `-- name: EndpointCountByStatus :many
+
 SELECT status, count(*)::bigint AS n FROM endpoints GROUP BY status ORDER BY status
 `
 
@@ -18,6 +19,7 @@ type EndpointCountByStatusRow struct {
 	N      int64
 }
 
+// deliveries_endpoint_idx
 func (q *Queries) EndpointCountByStatus(ctx context.Context) ([]EndpointCountByStatusRow, error) {
 	rows, err := q.db.Query(ctx, endpointCountByStatus)
 	if err != nil {
@@ -39,7 +41,7 @@ func (q *Queries) EndpointCountByStatus(ctx context.Context) ([]EndpointCountByS
 }
 
 const endpointDeliveriesDelete = `-- name: EndpointDeliveriesDelete :execrows
-DELETE FROM deliveries WHERE endpoint_id = $1
+DELETE FROM deliveries WHERE endpoint_id = $1 AND id > 0
 `
 
 func (q *Queries) EndpointDeliveriesDelete(ctx context.Context, endpointID int64) (int64, error) {
@@ -52,7 +54,8 @@ func (q *Queries) EndpointDeliveriesDelete(ctx context.Context, endpointID int64
 
 const endpointDeliveriesRelease = `-- name: EndpointDeliveriesRelease :execrows
 UPDATE deliveries SET visible_at = now()
-WHERE endpoint_id = $1 AND lease_token IS NULL AND visible_at > now() AND visible_at < 'infinity'
+WHERE endpoint_id = $1 AND id > 0 -- deliveries_endpoint_idx (migration 00070)
+  AND lease_token IS NULL AND visible_at > now() AND visible_at < 'infinity'
 `
 
 // Held rows of an endpoint become visible at once (after enable); leased rows
