@@ -104,7 +104,23 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	// acknowledgements and 4 group commits at once by default.
 	home := int(cfg.MaxConns) / 4
 	return &DB{pool: pool, q: dbsqlc.New(pool), cfg: cfg,
-		claimConns: newHomeConns(pool, home), ackConns: newHomeConns(pool, home), storeConns: newHomeConns(pool, home)}, nil
+		claimConns: newHomeConns(pool, home, claimSession), ackConns: newHomeConns(pool, home, nil),
+		storeConns: newHomeConns(pool, home, nil)}, nil
+}
+
+// claimSession is what the claim's home sessions run with. The claim is
+// planned once per session and kept (a generic plan): planned at every call
+// it cost ~1 ms of planning, as much as its execution, because its LIMITs are
+// parameters and a plan made for known LIMITs always looks cheaper. A generic
+// plan is kept until the table's statistics change, though, and one made
+// while the table was small would read it with sequential or bitmap scans
+// (cheapest for a few pages) after it has grown into a backlog; without
+// those two the plan reads every table by index, which costs a few pages
+// more on a tiny table and is the right plan on a large one
+// (TestClaimPlanSurvivesGrowth).
+var claimSession = &sessionSettings{
+	set:   "SET plan_cache_mode = force_generic_plan; SET enable_seqscan = off; SET enable_bitmapscan = off",
+	reset: "RESET plan_cache_mode; RESET enable_seqscan; RESET enable_bitmapscan",
 }
 
 func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }

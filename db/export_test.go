@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"testing"
 
 	"github.com/jackc/pgx/v5"
 
@@ -67,4 +68,37 @@ func SetDeliveryGetHook(f func()) (restore func()) {
 	prev := deliveryGetHook
 	deliveryGetHook = f
 	return func() { deliveryGetHook = prev }
+}
+
+// OnClaimHomeConn runs f on a connection from the claim statements' home
+// list, as DeliveryClaim would get it.
+func OnClaimHomeConn(ctx context.Context, d *DB, f func(*pgx.Conn) error) error {
+	l, err := d.claimConns.get(ctx)
+	if err != nil {
+		return err
+	}
+	err = f(l.conn.Conn())
+	d.claimConns.put(l, err)
+	return err
+}
+
+// PoolSettings reports a setting of every idle session of the pool, one entry
+// per distinct value.
+func PoolSettings(ctx context.Context, t testing.TB, d *DB, name string) []string {
+	t.Helper()
+	conns := d.pool.AcquireAllIdle(ctx)
+	seen := map[string]bool{}
+	var out []string
+	for _, c := range conns {
+		var v string
+		if err := c.QueryRow(ctx, "SELECT current_setting($1)", name).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		if !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+		c.Release()
+	}
+	return out
 }

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -24,9 +25,14 @@ import (
 // than max are held, and otherwise an ordinary pool connection; put takes it
 // back. A connection that saw an error, is inside a transaction or has been
 // held for maxHold goes back to the pool (which closes a broken one).
+//
+// A kind may give its home sessions settings of their own (session): set when
+// a connection becomes home, reset (with the session's prepared statements,
+// whose plans were made under them) before it goes back to the pool.
 type homeConns struct {
-	pool *pgxpool.Pool
-	max  int
+	pool    *pgxpool.Pool
+	max     int
+	session *sessionSettings
 
 	mu     sync.Mutex
 	free   []homeConn // last in, first out
@@ -44,8 +50,23 @@ type homeConn struct {
 // lifetime and idle rules still apply to it now and then.
 const maxHold = 10 * time.Minute
 
-func newHomeConns(pool *pgxpool.Pool, max int) *homeConns {
-	return &homeConns{pool: pool, max: max}
+func newHomeConns(pool *pgxpool.Pool, max int, session *sessionSettings) *homeConns {
+	return &homeConns{pool: pool, max: max, session: session}
+}
+
+// sessionSettings are run on a home connection's session: set when it
+// becomes home, reset when it leaves.
+type sessionSettings struct {
+	set, reset string
+}
+
+// apply runs sql on c and drops the session's prepared statements (a plan
+// made under the other settings would otherwise be kept).
+func (s *sessionSettings) apply(ctx context.Context, c *pgx.Conn, sql string) error {
+	if _, err := c.Exec(ctx, sql); err != nil {
+		return err
+	}
+	return c.DeallocateAll(ctx)
 }
 
 // lease is a connection from get; release it with put.
@@ -84,6 +105,11 @@ func (h *homeConns) get(ctx context.Context) (lease, error) {
 	}
 	h.mu.Unlock()
 	conn, err := h.pool.Acquire(ctx)
+	if err == nil && home && h.session != nil {
+		if err = h.session.apply(ctx, conn.Conn(), h.session.set); err != nil {
+			h.discard(conn)
+		}
+	}
 	if err != nil {
 		if home {
 			h.mu.Lock()
@@ -93,6 +119,31 @@ func (h *homeConns) get(ctx context.Context) (lease, error) {
 		return lease{}, err
 	}
 	return lease{homeConn: homeConn{conn: conn, since: time.Now()}, home: home}, nil
+}
+
+// leave gives a home connection back to the pool, its session reset first;
+// one that cannot be reset is closed instead.
+func (h *homeConns) leave(conn *pgxpool.Conn) {
+	if h.session == nil || conn.Conn().PgConn().IsClosed() || conn.Conn().PgConn().TxStatus() != 'I' {
+		// The pool closes a connection that is closed or inside a transaction.
+		conn.Release()
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := h.session.apply(ctx, conn.Conn(), h.session.reset); err != nil {
+		h.discard(conn)
+		return
+	}
+	conn.Release()
+}
+
+// discard closes conn and gives it back to the pool, which drops it.
+func (h *homeConns) discard(conn *pgxpool.Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = conn.Conn().Close(ctx)
+	conn.Release()
 }
 
 // pop takes the most recently used free home connection, if any.
@@ -126,7 +177,7 @@ func (h *homeConns) put(l lease, err error) {
 	}
 	h.held--
 	h.mu.Unlock()
-	l.conn.Release()
+	h.leave(l.conn)
 }
 
 // close gives every free home connection back to the pool; those in use go
@@ -139,6 +190,6 @@ func (h *homeConns) close() {
 	h.closed = true
 	h.mu.Unlock()
 	for _, c := range free {
-		c.conn.Release()
+		h.leave(c.conn)
 	}
 }

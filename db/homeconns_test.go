@@ -3,6 +3,8 @@ package db_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,4 +71,67 @@ func TestHotStatementsKeepTheirSessions(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Close waits for the home connections")
 	}
+}
+
+// TestClaimPlanSurvivesGrowth: the claim's home sessions keep one generic
+// plan of it, made here on a small table. After the table has grown by
+// thousands of due rows, with no VACUUM or ANALYZE in between to replace the
+// plan, that plan still reads deliveries by index only. A home session that
+// goes back to the pool leaves its settings behind.
+func TestClaimPlanSurvivesGrowth(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := dbtest.NewURL(t)
+	store := dbtest.Open(t, url, db.Config{MaxConns: 4}) // one claim home connection
+	claim := func(token int64) int {
+		got, err := store.DeliveryClaim(ctx, []int{0}, 50, 50, 1, token, time.Minute)
+		require.NoError(t, err)
+		return len(got)
+	}
+	ep, _ := dbtest.Endpoint(t, store, nil)
+	admin, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer admin.Close(ctx)
+	// A small table, vacuumed and analyzed as the maintenance role keeps it:
+	// a plan made for it alone would read it sequentially or by bitmap.
+	_, err = admin.Exec(ctx, `INSERT INTO deliveries (queue, endpoint_id, ordering_key, message_id, message_received_at)
+		SELECT 1, $1, 'small-' || g, g, now() FROM generate_series(1, 200) g`, ep.ID)
+	require.NoError(t, err)
+	_, err = admin.Exec(ctx, "VACUUM ANALYZE deliveries")
+	require.NoError(t, err)
+	for i := range 3 {
+		require.Zero(t, claim(int64(i+1)))
+	}
+	_, err = admin.Exec(ctx, `INSERT INTO deliveries (queue, endpoint_id, ordering_key, message_id, message_received_at, visible_at)
+		SELECT 0, $1, 'grow-' || g, g, now(), now() - interval '1 minute' FROM generate_series(1, 5000) g`, ep.ID)
+	require.NoError(t, err)
+
+	var plan []string
+	require.NoError(t, db.OnClaimHomeConn(ctx, store, func(c *pgx.Conn) error {
+		var name string
+		var generic, custom int64
+		if err := c.QueryRow(ctx, `SELECT name, generic_plans, custom_plans FROM pg_prepared_statements
+			WHERE statement LIKE '%name: DeliveryClaim :many%'`).Scan(&name, &generic, &custom); err != nil {
+			return err
+		}
+		if generic == 0 || custom != 0 {
+			return fmt.Errorf("claim plans: %d generic, %d custom", generic, custom)
+		}
+		rows, err := c.Query(ctx, "EXPLAIN EXECUTE "+name+"('{0}', 50, 50, '1 minute', 1, 99)")
+		if err != nil {
+			return err
+		}
+		plan, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err
+	}))
+	text := strings.Join(plan, "\n")
+	require.NotContains(t, text, "Seq Scan on deliveries", text)
+	require.NotContains(t, text, "Bitmap Heap Scan on deliveries", text)
+	require.Equal(t, 50, claim(100), "the kept plan claims from the grown table")
+
+	_, _, held, err := db.ClaimHomeLeases(ctx, store, 1, []error{errors.New("statement failed")})
+	require.NoError(t, err)
+	require.Zero(t, held)
+	require.Equal(t, []string{"auto"}, db.PoolSettings(ctx, t, store, "plan_cache_mode"),
+		"a session back in the pool keeps the claim's settings")
 }
