@@ -103,8 +103,16 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	// Each kind may keep a quarter of the pool; the callers run 2 claims, 4
 	// acknowledgements and 4 group commits at once by default.
 	home := int(cfg.MaxConns) / 4
+	// Only sessions that keep prepared statements keep plans; with another
+	// exec mode (chosen for pgbouncer in transaction mode, where a SET would
+	// stay on a server session other clients then get) the claim is planned
+	// at each call, as before.
+	claimSess := claimSession
+	if pcfg.ConnConfig.DefaultQueryExecMode != pgx.QueryExecModeCacheStatement {
+		claimSess = nil
+	}
 	return &DB{pool: pool, q: dbsqlc.New(pool), cfg: cfg,
-		claimConns: newHomeConns(pool, home, claimSession), ackConns: newHomeConns(pool, home, nil),
+		claimConns: newHomeConns(pool, home, claimSess), ackConns: newHomeConns(pool, home, nil),
 		storeConns: newHomeConns(pool, home, nil)}, nil
 }
 

@@ -135,3 +135,24 @@ func TestClaimPlanSurvivesGrowth(t *testing.T) {
 	require.Equal(t, []string{"auto"}, db.PoolSettings(ctx, t, store, "plan_cache_mode"),
 		"a session back in the pool keeps the claim's settings")
 }
+
+// TestClaimSessionSettingsOnlyWithCachedStatements: the claim's session
+// settings are for sessions that keep their prepared statements (pgx's
+// default); with another exec mode, chosen for pgbouncer in transaction mode,
+// they are left out so that no SET reaches a shared server session.
+func TestClaimSessionSettingsOnlyWithCachedStatements(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := dbtest.NewURL(t)
+	for _, c := range []struct{ suffix, want string }{
+		{"", "force_generic_plan"},
+		{"&default_query_exec_mode=exec", "auto"},
+	} {
+		store := dbtest.Open(t, url+c.suffix, db.Config{MaxConns: 4})
+		var got string
+		require.NoError(t, db.OnClaimHomeConn(ctx, store, func(conn *pgx.Conn) error {
+			return conn.QueryRow(ctx, "SELECT current_setting('plan_cache_mode')").Scan(&got)
+		}))
+		require.Equal(t, c.want, got, "URL suffix %q", c.suffix)
+	}
+}
