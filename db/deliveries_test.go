@@ -153,49 +153,67 @@ func TestCircuitOpensAndDefersClaims(t *testing.T) {
 func TestParkingRace(t *testing.T) {
 	t.Parallel()
 	store := dbtest.New(t)
-	ctx := context.Background()
 	ep, _ := dbtest.Endpoint(t, store, nil)
 	const n = 60
 	for range n {
 		dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: "race"})
 	}
 	q := hookrelay.QueueFor("race", 32)
-	var delivered []int64
-	var mu sync.Mutex
-	var token atomic.Int64
+	var (
+		claimed raceLog
+		wg      sync.WaitGroup
+	)
 	deadline := time.Now().Add(60 * time.Second)
-	var wg sync.WaitGroup
 	for w := range 4 {
-		wg.Go(func() {
-			for time.Now().Before(deadline) {
-				mu.Lock()
-				done := len(delivered) == n
-				mu.Unlock()
-				if done {
-					return
-				}
-				tok := token.Add(1)
-				got, err := store.DeliveryClaim(ctx, []int{q}, 50, 50, int64(w), tok, time.Minute)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				for _, d := range got {
-					mu.Lock()
-					delivered = append(delivered, d.ID)
-					mu.Unlock()
-					if _, err := store.DeliveryAckBatch(ctx, int64(w), []db.DeliveryResult{{ID: d.ID, LeaseToken: tok, Kind: db.AckSuccess, Outcome: "success", Status: 200}}, nil, testPolicy); err != nil {
-						t.Error(err)
-						return
-					}
-				}
-			}
-		})
+		wg.Go(func() { claimAndAck(t, store, q, n, int64(w), deadline, &claimed) })
 	}
 	wg.Wait()
-	require.Len(t, delivered, n, "some rows were never delivered (parked forever?)")
+	claimed.requireInOrder(t, n)
+}
+
+// raceLog is what the claimers of a race test delivered, in claim order,
+// and the lease tokens they use.
+type raceLog struct {
+	token atomic.Int64
+	mu    sync.Mutex
+	ids   []int64
+}
+
+func (l *raceLog) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.ids)
+}
+
+func (l *raceLog) requireInOrder(t *testing.T, n int) {
+	t.Helper()
+	require.Len(t, l.ids, n, "some rows were never delivered (parked forever?)")
 	for i := 1; i < n; i++ {
-		require.Less(t, delivered[i-1], delivered[i], "order")
+		require.Less(t, l.ids[i-1], l.ids[i], "order")
+	}
+}
+
+// claimAndAck claims queue q as dispatcher w and acknowledges every row it
+// gets at once, until n rows are in log or the deadline passes.
+func claimAndAck(t *testing.T, store *db.DB, q, n int, w int64, deadline time.Time, log *raceLog) {
+	ctx := context.Background()
+	for time.Now().Before(deadline) && log.count() < n {
+		tok := log.token.Add(1)
+		got, err := store.DeliveryClaim(ctx, []int{q}, 50, 50, w, tok, time.Minute)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		for _, d := range got {
+			log.mu.Lock()
+			log.ids = append(log.ids, d.ID)
+			log.mu.Unlock()
+			if _, err := store.DeliveryAckBatch(ctx, w, []db.DeliveryResult{{ID: d.ID, LeaseToken: tok,
+				Kind: db.AckSuccess, Outcome: "success", Status: 200}}, nil, testPolicy); err != nil {
+				t.Error(err)
+				return
+			}
+		}
 	}
 }
 
@@ -558,10 +576,8 @@ func TestIngestParkingRace(t *testing.T) {
 	const n, key = 200, "ingest-race"
 	q := hookrelay.QueueFor(key, 32)
 	var (
-		mu        sync.Mutex
-		delivered []int64
-		token     atomic.Int64
-		wg        sync.WaitGroup
+		claimed raceLog
+		wg      sync.WaitGroup
 	)
 	deadline := time.Now().Add(60 * time.Second)
 	wg.Go(func() {
@@ -579,36 +595,8 @@ func TestIngestParkingRace(t *testing.T) {
 		}
 	})
 	for w := range 3 {
-		wg.Go(func() {
-			for time.Now().Before(deadline) {
-				mu.Lock()
-				done := len(delivered) == n
-				mu.Unlock()
-				if done {
-					return
-				}
-				tok := token.Add(1)
-				got, err := store.DeliveryClaim(ctx, []int{q}, 50, 50, int64(w), tok, time.Minute)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				for _, d := range got {
-					mu.Lock()
-					delivered = append(delivered, d.ID)
-					mu.Unlock()
-					if _, err := store.DeliveryAckBatch(ctx, int64(w), []db.DeliveryResult{{ID: d.ID, LeaseToken: tok,
-						Kind: db.AckSuccess, Outcome: "success", Status: 200}}, nil, testPolicy); err != nil {
-						t.Error(err)
-						return
-					}
-				}
-			}
-		})
+		wg.Go(func() { claimAndAck(t, store, q, n, int64(w), deadline, &claimed) })
 	}
 	wg.Wait()
-	require.Len(t, delivered, n, "some rows were never delivered (parked forever?)")
-	for i := 1; i < n; i++ {
-		require.Less(t, delivered[i-1], delivered[i], "order")
-	}
+	claimed.requireInOrder(t, n)
 }
