@@ -171,9 +171,12 @@ func (db *DB) DeliveryAckBatch(ctx context.Context, dispatcherID int64, results 
 	outcomes []EndpointOutcome, policy HealthPolicy) (AckReport, error) {
 	var rep AckReport
 	p := dbsqlc.DeliveryAckParams{DispatcherID: dispatcherID}
-	dead := make(map[int64]DeliveryResult)
+	var dead map[int64]DeliveryResult // the batch's dead letters, nil for none (nearly every batch)
 	for _, r := range results {
 		if r.Kind == AckDead {
+			if dead == nil {
+				dead = make(map[int64]DeliveryResult)
+			}
 			dead[r.ID] = r
 		}
 		p.Ids = append(p.Ids, r.ID)

@@ -60,9 +60,9 @@ type sessionSettings struct {
 	set, reset string
 }
 
-// apply runs sql on c and drops the session's prepared statements (a plan
-// made under the other settings would otherwise be kept).
-func (s *sessionSettings) apply(ctx context.Context, c *pgx.Conn, sql string) error {
+// applySession runs sql (set or reset) on c and drops the session's prepared
+// statements (a plan made under the other settings would otherwise be kept).
+func applySession(ctx context.Context, c *pgx.Conn, sql string) error {
 	if _, err := c.Exec(ctx, sql); err != nil {
 		return err
 	}
@@ -106,7 +106,7 @@ func (h *homeConns) get(ctx context.Context) (lease, error) {
 	h.mu.Unlock()
 	conn, err := h.pool.Acquire(ctx)
 	if err == nil && home && h.session != nil {
-		if err = h.session.apply(ctx, conn.Conn(), h.session.set); err != nil {
+		if err = applySession(ctx, conn.Conn(), h.session.set); err != nil {
 			h.discard(conn)
 		}
 	}
@@ -131,7 +131,7 @@ func (h *homeConns) leave(conn *pgxpool.Conn) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := h.session.apply(ctx, conn.Conn(), h.session.reset); err != nil {
+	if err := applySession(ctx, conn.Conn(), h.session.reset); err != nil {
 		h.discard(conn)
 		return
 	}
@@ -181,7 +181,8 @@ func (h *homeConns) put(l lease, err error) {
 }
 
 // close gives every free home connection back to the pool; those in use go
-// back when put. Call it before closing the pool.
+// back when put. Call it before closing the pool: the sessions are not reset
+// (the pool closes them next), so closing never waits on the server.
 func (h *homeConns) close() {
 	h.mu.Lock()
 	free := h.free
@@ -190,6 +191,6 @@ func (h *homeConns) close() {
 	h.closed = true
 	h.mu.Unlock()
 	for _, c := range free {
-		h.leave(c.conn)
+		c.conn.Release()
 	}
 }
