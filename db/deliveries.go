@@ -50,6 +50,11 @@ type ClaimTiming struct {
 	Wait time.Duration
 	// Exec is the statement on its connection: round trip and rows read.
 	Exec time.Duration
+	// Server is the statement's time in PostgreSQL, from the start of its
+	// transaction (the receipt of Bind: locks, plan, execution) to its
+	// last row: Exec less Server is time spent waiting to run (backend and
+	// caller) and on the network. 0 when no row was claimed.
+	Server time.Duration
 }
 
 // DeliveryClaimTimed is DeliveryClaim that also reports how long it waited
@@ -85,6 +90,7 @@ func (db *DB) DeliveryClaimTimed(ctx context.Context, queues []int, perQueue, ba
 			PayloadSize: int(r.PayloadSize), PayloadSHA256: r.PayloadSha256, MessageFound: r.MessageFound,
 			LeaseToken: token,
 		}
+		timing.Server = max(timing.Server, time.Duration(r.ServerUs)*time.Microsecond)
 		if r.PayloadKey != nil {
 			out[i].PayloadKey = *r.PayloadKey
 		}

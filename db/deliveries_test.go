@@ -351,6 +351,42 @@ func TestClaimAsyncCommitStaysInItsTransaction(t *testing.T) {
 	require.Equal(t, "on", got["synchronous_commit"])
 }
 
+// TestClaimTimingSplitsServerTime: a claim reports PostgreSQL's own time
+// apart from its round trip. A claim that waits in the server (here for a
+// lock on carriers, which it joins) shows the wait in Server; an empty claim
+// reports none.
+func TestClaimTimingSplitsServerTime(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := dbtest.NewURL(t)
+	store := dbtest.Open(t, url, db.Config{})
+	ep, _ := dbtest.Endpoint(t, store, nil)
+	dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: "T1"})
+	q := hookrelay.QueueFor("T1", 32)
+
+	_, timing, err := store.DeliveryClaimTimed(ctx, []int{(q + 1) % 32}, 50, 50, 1, 60, time.Minute)
+	require.NoError(t, err)
+	require.Zero(t, timing.Server, "nothing claimed, no server time")
+
+	locker, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer locker.Close(ctx)
+	tx, err := locker.Begin(ctx)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, "LOCK TABLE carriers IN ACCESS EXCLUSIVE MODE")
+	require.NoError(t, err)
+	const held = 300 * time.Millisecond
+	go func() {
+		time.Sleep(held)
+		_ = tx.Commit(ctx)
+	}()
+	got, timing, err := store.DeliveryClaimTimed(ctx, []int{q}, 50, 50, 1, 61, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	require.GreaterOrEqual(t, timing.Server, held-20*time.Millisecond, "the lock wait is server time")
+	require.LessOrEqual(t, timing.Server, timing.Exec, "server time is a part of the round trip")
+}
+
 // TestLeasedRowIsDueAtLeaseEnd: the API and the dashboard show a leased row
 // as next due when its lease runs out (visible_at itself stays in the past).
 func TestLeasedRowIsDueAtLeaseEnd(t *testing.T) {

@@ -85,6 +85,9 @@ func (d *Dispatcher) claim(ctx context.Context, queues []int, n int) ([]db.Claim
 	if timing.Exec > 0 {
 		d.metrics.claimSeconds.Observe(timing.Exec.Seconds())
 	}
+	if timing.Server > 0 {
+		d.metrics.claimServer.Observe(timing.Server.Seconds())
+	}
 	if err == nil {
 		d.metrics.claimed.Add(float64(len(rows)))
 	}

@@ -19,10 +19,12 @@ import (
 const (
 	claimHistogram      = "hookrelay_dispatch_claim_seconds"
 	claimWaitHistogram  = "hookrelay_dispatch_claim_wait_seconds"
+	claimServerHisto    = "hookrelay_dispatch_claim_server_seconds"
 	deliveryHistogram   = "hookrelay_delivery_latency_seconds"
 	ackBatchHistogram   = "hookrelay_ack_batch_size"
 	ingestBatchHisogram = "hookrelay_ingest_batch_size"
 	ingestCommitHisto   = "hookrelay_ingest_commit_seconds"
+	schedLatencyHisto   = "go_sched_latencies_seconds"
 )
 
 // benchRun is the state of one `hookrelay bench`.
@@ -121,7 +123,7 @@ func (b *benchRun) take(ctx context.Context) snapshot {
 		}
 	}
 	for _, u := range b.metricsURLs {
-		scrape(u, claimHistogram, claimWaitHistogram, deliveryHistogram, ackBatchHistogram)
+		scrape(u, claimHistogram, claimServerHisto, claimWaitHistogram, deliveryHistogram, ackBatchHistogram, schedLatencyHisto)
 	}
 	scrape(b.baseURL+"/metrics", ingestBatchHisogram, ingestCommitHisto)
 	if b.pg != nil {
@@ -357,10 +359,14 @@ func (b *benchRun) result(name string, res *bench.LoadResult, l *bench.Ledger, s
 	r.ClaimP50ms = bench.Float(claims.Quantile(0.5) * 1e3)
 	r.ClaimP99ms = bench.Float(claims.Quantile(0.99) * 1e3)
 	r.ClaimWaitP99ms = bench.Float(delta(claimWaitHistogram).Quantile(0.99) * 1e3)
+	server := delta(claimServerHisto)
+	r.ClaimServerP50ms = bench.Float(server.Quantile(0.5) * 1e3)
+	r.ClaimServerP99ms = bench.Float(server.Quantile(0.99) * 1e3)
 	deliveries := delta(deliveryHistogram)
 	r.DeliveryHTTPP50ms = bench.Float(deliveries.Quantile(0.5) * 1e3)
 	r.DeliveryHTTPP99ms = bench.Float(deliveries.Quantile(0.99) * 1e3)
 	r.AckBatchP50 = bench.Float(delta(ackBatchHistogram).Quantile(0.5))
+	r.SchedLatencyP99ms = bench.Float(delta(schedLatencyHisto).Quantile(0.99) * 1e3)
 	r.IngestBatchP50 = bench.Float(delta(ingestBatchHisogram).Quantile(0.5))
 	commits := delta(ingestCommitHisto)
 	r.IngestCommitP50ms = bench.Float(commits.Quantile(0.5) * 1e3)

@@ -65,6 +65,8 @@ func benchSmoke(t *testing.T, extra ...string) {
 		require.Zero(t, line["sink_bad_signatures"], sc.Text())
 		require.NotNil(t, line["e2e_p99_ms"], sc.Text())
 		require.NotNil(t, line["claim_p99_ms"], "claims observed on /metrics: %s", sc.Text())
+		require.NotNil(t, line["claim_server_p99_ms"], "claims' server time observed on /metrics: %s", sc.Text())
+		require.NotNil(t, line["sched_latency_p99_ms"], "the scheduler's latency on /metrics: %s", sc.Text())
 	}
 	require.Equal(t, []string{"max-rate", "rate-40", "backlog-drain"}, phases, "stderr:\n%s", stderr.String())
 }

@@ -17,7 +17,7 @@
 --     migration 00060). Rows whose lease has not expired are skipped by the
 --     candidate scan: they are read, not locked.
 -- Only leased rows are returned, with what the sender needs from messages and
--- carriers.
+-- carriers, and the statement's own time so far (server_us).
 --
 -- The statement's own transaction commits with synchronous_commit off
 -- (set_config(..., true) lasts until that commit; the session keeps its
@@ -124,7 +124,13 @@ SELECT u.id, u.queue, u.endpoint_id, u.ordering_key, u.ordered, u.message_id,
        m.payload, m.payload_key, coalesce(m.payload_size, 0)::integer AS payload_size,
        coalesce(m.payload_sha256, ''::bytea)::bytea AS payload_sha256,
        (m.id IS NOT NULL)::boolean AS message_found,
-       coalesce(c.name, '')::text AS carrier_name
+       coalesce(c.name, '')::text AS carrier_name,
+       -- How long the server has been at it, near the end: since its
+       -- transaction began, at the receipt of the Bind message (locks,
+       -- plan, execution; statement_timestamp() would leave out the Bind).
+       -- The caller's round trip less this is waiting: for the backend to
+       -- be scheduled, for the network, for the caller to run again.
+       (extract(epoch FROM clock_timestamp() - transaction_timestamp()) * 1000000)::bigint AS server_us
 FROM upd u
 LEFT JOIN messages m ON m.id = u.message_id AND m.received_at = u.message_received_at
 LEFT JOIN carriers c ON c.id = m.carrier_id

@@ -33,19 +33,27 @@ type Result struct {
 	// ClaimWaitP99ms is the p99 wait for a pool connection before a claim
 	// (not part of ClaimP99ms).
 	ClaimWaitP99ms *float64 `json:"claim_wait_p99_ms"`
+	// ClaimServerP50ms and ClaimServerP99ms are PostgreSQL's own time of
+	// the claims that leased rows: ClaimP99ms less this is waiting to run.
+	ClaimServerP50ms *float64 `json:"claim_server_p50_ms"`
+	ClaimServerP99ms *float64 `json:"claim_server_p99_ms"`
 
 	// Extra detail, beyond the fields the SPEC asks for.
 	AckP50ms *float64 `json:"ack_p50_ms"` // carrier request → 202
 	AckP99ms *float64 `json:"ack_p99_ms"`
 	// From the service's histograms (estimates within their buckets).
-	IngestBatchP50    *float64         `json:"ingest_batch_p50"`     // callbacks per group commit
-	IngestCommitP50ms *float64         `json:"ingest_commit_p50_ms"` // one group commit
-	IngestCommitP99ms *float64         `json:"ingest_commit_p99_ms"`
-	DeliveryHTTPP50ms *float64         `json:"delivery_http_p50_ms"` // one POST to the sink
-	DeliveryHTTPP99ms *float64         `json:"delivery_http_p99_ms"`
-	AckBatchP50       *float64         `json:"ack_batch_p50"` // results per acknowledgement statement
-	DurationSec       float64          `json:"duration_s"`    // load time
-	DrainSec          float64          `json:"drain_s"`       // from the end of the load to the last delivery
+	IngestBatchP50    *float64 `json:"ingest_batch_p50"`     // callbacks per group commit
+	IngestCommitP50ms *float64 `json:"ingest_commit_p50_ms"` // one group commit
+	IngestCommitP99ms *float64 `json:"ingest_commit_p99_ms"`
+	DeliveryHTTPP50ms *float64 `json:"delivery_http_p50_ms"` // one POST to the sink
+	DeliveryHTTPP99ms *float64 `json:"delivery_http_p99_ms"`
+	AckBatchP50       *float64 `json:"ack_batch_p50"` // results per acknowledgement statement
+	// SchedLatencyP99ms is the p99 time the dispatch processes' runnable
+	// goroutines waited for a CPU (Go's /sched/latencies): the part of the
+	// claim and delivery latencies that is waiting to run, not work.
+	SchedLatencyP99ms *float64         `json:"sched_latency_p99_ms"`
+	DurationSec       float64          `json:"duration_s"` // load time
+	DrainSec          float64          `json:"drain_s"`    // from the end of the load to the last delivery
 	Fanout            int              `json:"deliveries_per_callback"`
 	Rejected          map[string]int64 `json:"rejected,omitempty"`   // non-202 answers by status ("0" = transport error)
 	Unexpected        int64            `json:"unexpected,omitempty"` // deliveries of never-acknowledged callbacks
