@@ -127,36 +127,6 @@ func (s *Session) vacuum(ctx context.Context, table string, heapOnly bool) error
 	return nil
 }
 
-// Fillfactor returns table's fillfactor (100 when it has none of its own).
-func (s *Session) Fillfactor(ctx context.Context, table string) (int, error) {
-	ff, err := s.q.TableFillfactor(ctx, table)
-	if err != nil {
-		return 0, fmt.Errorf("fillfactor of %s: %w", table, unavailable(err))
-	}
-	return int(ff), nil
-}
-
-// SetFillfactor sets table's fillfactor for the rows inserted from now on.
-// ALTER TABLE ... SET (fillfactor) takes SHARE UPDATE EXCLUSIVE: it never
-// blocks reads or writes, but it queues behind a VACUUM or a concurrent
-// reindex of the table, so it gives up after lockWait.
-func (s *Session) SetFillfactor(ctx context.Context, table string, ff int, lockWait time.Duration) error {
-	stmt, err := s.q.FillfactorStatement(ctx, dbsqlc.FillfactorStatementParams{TableName: table, Fillfactor: int32(ff)})
-	if err == nil {
-		err = pgx.BeginFunc(ctx, s.conn, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, "SELECT set_config('lock_timeout', $1, true)", fmt.Sprintf("%dms", max(1, lockWait.Milliseconds()))); err != nil {
-				return err
-			}
-			_, err := tx.Exec(ctx, stmt)
-			return err
-		})
-	}
-	if err != nil {
-		return fmt.Errorf("set fillfactor of %s to %d: %w", table, ff, unavailable(err))
-	}
-	return nil
-}
-
 // DetachPartition detaches child from parent CONCURRENTLY (the parent stays
 // writable). An interrupted detach leaves the child "detach pending"; call
 // FinalizeDetach then.

@@ -78,21 +78,6 @@ type Config struct {
 	// size (live tuples × 64 B) is rebuilt. Default 4.
 	ReindexBloatFactor float64
 
-	// SparseFillfactor and PackedFillfactor are the queue table's
-	// fillfactor while its live rows are few and while they are many
-	// (fillfactor.go). Equal values switch the adjustment off. Defaults 10
-	// and 70.
-	SparseFillfactor int
-	PackedFillfactor int
-	// PackAbove: the queue table is packed once it holds more live rows
-	// than this. Default 10,000 (16 MB of heap at fillfactor 10).
-	PackAbove int64
-	// SparseBelow: a packed queue table is made sparse again once it holds
-	// fewer live rows than this, at least SparseAfter after it was packed.
-	// Defaults 2,000 and 1m.
-	SparseBelow int64
-	SparseAfter time.Duration
-
 	// HealthInterval is the time between health samples. Default 10s.
 	HealthInterval time.Duration
 	// LongTransaction is the age from which a transaction is reported
@@ -141,11 +126,6 @@ func (c Config) withDefaults() Config {
 	c.ReindexInterval = cmp.Or(c.ReindexInterval, time.Minute)
 	c.ReindexMinBytes = cmp.Or(c.ReindexMinBytes, 8<<20)
 	c.ReindexBloatFactor = cmp.Or(c.ReindexBloatFactor, 4)
-	c.SparseFillfactor = cmp.Or(c.SparseFillfactor, 10)
-	c.PackedFillfactor = cmp.Or(c.PackedFillfactor, 70)
-	c.PackAbove = cmp.Or(c.PackAbove, 10_000)
-	c.SparseBelow = cmp.Or(c.SparseBelow, 2_000)
-	c.SparseAfter = cmp.Or(c.SparseAfter, time.Minute)
 	c.HealthInterval = cmp.Or(c.HealthInterval, 10*time.Second)
 	c.LongTransaction = cmp.Or(c.LongTransaction, 5*time.Minute)
 	c.LongTransactionRewarn = cmp.Or(c.LongTransactionRewarn, 5*time.Minute)

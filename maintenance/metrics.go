@@ -30,7 +30,6 @@ type metrics struct {
 	oldestPartitionAge *prometheus.GaugeVec
 
 	vacuums        *prometheus.CounterVec
-	fillfactor     *prometheus.GaugeVec
 	vacuumSeconds  prometheus.Histogram
 	reindexes      *prometheus.CounterVec
 	sampleSeconds  *prometheus.GaugeVec
@@ -78,7 +77,6 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		partitionBytes:     gv("hookrelay_db_partition_bytes", "Total size of a history table's partitions in bytes.", "table"),
 		oldestPartitionAge: gv("hookrelay_db_oldest_partition_age_seconds", "Age of the start of the oldest day partition of a history table.", "table"),
 
-		fillfactor: gv("hookrelay_db_fillfactor", "Fillfactor of a hot table as the maintenance role last set or read it (the queue table: sparse while its live rows are few, packed while many).", "table"),
 		vacuums: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookrelay_db_vacuums_total",
 			Help: "VACUUMs of hot tables run by the maintenance role."}, []string{"table"}),
 		vacuumSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "hookrelay_db_vacuum_seconds",
@@ -106,7 +104,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	reg.MustRegister(m.leader, m.tableBytes, m.indexBytes, m.liveTuples, m.deadTuples, m.deadRatio, m.lastVacuum,
 		m.lastAutovacuum, m.connections, m.maxConnections, m.idleInTransaction, m.oldestXact, m.longTransactions,
 		m.oldestXminAge, m.preparedXacts, m.slotsHoldingXmin, m.slotXminAge, m.partitions, m.partitionBytes,
-		m.oldestPartitionAge, m.vacuums, m.fillfactor, m.vacuumSeconds, m.reindexes, m.sampleSeconds, m.sampleFailures, m.retentionBlocked,
+		m.oldestPartitionAge, m.vacuums, m.vacuumSeconds, m.reindexes, m.sampleSeconds, m.sampleFailures, m.retentionBlocked,
 		m.retentionDropped, m.retentionDiscarded, m.retentionObjects, m.retentionLastRun, m.retentionFailures,
 		m.partitionsCreated, m.pendingPayloadPurge)
 	m.leader.WithLabelValues().Set(0)

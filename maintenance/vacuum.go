@@ -9,14 +9,12 @@ import (
 )
 
 // vacuumLoop checks the hot tables' dead tuples every VacuumInterval and runs
-// a plain VACUUM (never FULL) of each table past the policy, sets the queue
-// table's fillfactor for its live rows (fillfactor.go), and every
+// a plain VACUUM (never FULL) of each table past the policy, and every
 // ReindexInterval rebuilds bloated indexes, on a dedicated session (VACUUM
 // cannot run inside a transaction, and it may need a longer statement_timeout
 // than the pool's).
 func (mt *Maintainer) vacuumLoop(ctx context.Context) {
 	var sess *db.Session
-	var ff fillfactorState // the queue table's
 	defer func() {
 		if sess != nil {
 			sess.Close()
@@ -47,7 +45,6 @@ func (mt *Maintainer) vacuumLoop(ctx context.Context) {
 			sess.Close()
 			sess = nil
 		}
-		ff.known = false // read it again: the table may have been altered meanwhile
 	}
 	tick := time.NewTicker(mt.cfg.VacuumInterval)
 	defer tick.Stop()
@@ -66,13 +63,6 @@ func (mt *Maintainer) vacuumLoop(ctx context.Context) {
 			continue
 		}
 		for _, c := range counts {
-			if c.Table == "deliveries" {
-				if s := session(); s != nil {
-					if err := mt.adjustFillfactor(ctx, s, &ff, c, now); err != nil {
-						failed("fillfactor of "+c.Table, err)
-					}
-				}
-			}
 			r := last[c.Table]
 			if r == nil {
 				r = &vacuumRecord{}

@@ -91,14 +91,3 @@ SELECT format('REINDEX INDEX CONCURRENTLY %I', sqlc.arg(index_name)::text)::text
 
 -- name: DropIndexStatement :one
 SELECT format('DROP INDEX CONCURRENTLY IF EXISTS %I', sqlc.arg(index_name)::text)::text AS stmt;
-
--- name: TableFillfactor :one
--- A table's fillfactor (100 when it has none of its own).
-SELECT coalesce((SELECT o.option_value::integer FROM pg_catalog.pg_options_to_table(c.reloptions) o
-                 WHERE o.option_name = 'fillfactor'), 100)::integer AS fillfactor
-FROM pg_catalog.pg_class c
-WHERE c.oid = to_regclass(sqlc.arg(table_name)::text);
-
--- name: FillfactorStatement :one
-SELECT format('ALTER TABLE %I SET (fillfactor = %s)', sqlc.arg(table_name)::text,
-              sqlc.arg(fillfactor)::integer)::text AS stmt;

@@ -21,23 +21,6 @@ func (q *Queries) DropIndexStatement(ctx context.Context, indexName string) (str
 	return stmt, err
 }
 
-const fillfactorStatement = `-- name: FillfactorStatement :one
-SELECT format('ALTER TABLE %I SET (fillfactor = %s)', $1::text,
-              $2::integer)::text AS stmt
-`
-
-type FillfactorStatementParams struct {
-	TableName  string
-	Fillfactor int32
-}
-
-func (q *Queries) FillfactorStatement(ctx context.Context, arg FillfactorStatementParams) (string, error) {
-	row := q.db.QueryRow(ctx, fillfactorStatement, arg.TableName, arg.Fillfactor)
-	var stmt string
-	err := row.Scan(&stmt)
-	return stmt, err
-}
-
 const hotIndexes = `-- name: HotIndexes :many
 SELECT ic.relname::text AS name, t.relname::text AS table_name,
        pg_relation_size(ic.oid)::bigint AS bytes,
@@ -349,21 +332,6 @@ func (q *Queries) RetentionPendingDeliveries(ctx context.Context, arg RetentionP
 	var n int64
 	err := row.Scan(&n)
 	return n, err
-}
-
-const tableFillfactor = `-- name: TableFillfactor :one
-SELECT coalesce((SELECT o.option_value::integer FROM pg_catalog.pg_options_to_table(c.reloptions) o
-                 WHERE o.option_name = 'fillfactor'), 100)::integer AS fillfactor
-FROM pg_catalog.pg_class c
-WHERE c.oid = to_regclass($1::text)
-`
-
-// A table's fillfactor (100 when it has none of its own).
-func (q *Queries) TableFillfactor(ctx context.Context, tableName string) (int32, error) {
-	row := q.db.QueryRow(ctx, tableFillfactor, tableName)
-	var fillfactor int32
-	err := row.Scan(&fillfactor)
-	return fillfactor, err
 }
 
 const vacuumStatement = `-- name: VacuumStatement :one
