@@ -376,11 +376,13 @@ func TestClaimTimingSplitsServerTime(t *testing.T) {
 	_, err = tx.Exec(ctx, "LOCK TABLE carriers IN ACCESS EXCLUSIVE MODE")
 	require.NoError(t, err)
 	const held = 300 * time.Millisecond
+	committed := make(chan error, 1)
 	go func() {
 		time.Sleep(held)
-		_ = tx.Commit(ctx)
+		committed <- tx.Commit(ctx)
 	}()
 	got, timing, err := store.DeliveryClaimTimed(ctx, []int{q}, 50, 50, 1, 61, time.Minute)
+	require.NoError(t, <-committed)
 	require.NoError(t, err)
 	require.Len(t, got, 1)
 	require.GreaterOrEqual(t, timing.Server, held-20*time.Millisecond, "the lock wait is server time")
