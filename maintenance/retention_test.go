@@ -120,7 +120,10 @@ func TestRetentionPinsDayOfPendingDelivery(t *testing.T) {
 	b.clock.Set(later)
 	rep = r.pass(t, later)
 	require.Empty(t, rep.Blocked)
-	require.Contains(t, rep.Dropped, partName("messages", d0))
+	// The day may go in this pass or in one that a kick of the helper's
+	// previous wait started after the DELETE, still at the previous clock:
+	// the table and its payload are checked, not this report's Dropped.
+	require.False(t, b.tableExists(t, partName("messages", d0)), "the day stayed after its delivery finished")
 	require.Zero(t, value(t, r.mt.m.retentionBlocked))
 	require.False(t, b.objectExists(t, pinnedKey))
 }
