@@ -379,7 +379,9 @@ func (b *benchRun) result(name string, res *bench.LoadResult, l *bench.Ledger, s
 		}
 	}
 	r.SinkBadSignatures = b.sink.Stats().BadSignature
-	r.BenchCPUSec = round2(bench.TicksToDuration(end.benchCPU - start.benchCPU).Seconds())
+	benchCPU := bench.TicksToDuration(end.benchCPU - start.benchCPU)
+	r.BenchCPUSec = round2(benchCPU.Seconds())
+	r.BenchCPUms = bench.Float(float64(benchCPU.Microseconds()) / 1e3 / cb)
 	r.LoadAvg1m = bench.LoadAvg1m()
 	return r
 }

@@ -66,7 +66,13 @@ type Result struct {
 	ServiceCPUSec     float64          `json:"service_cpu_s"`
 	PostgresCPUSec    float64          `json:"postgres_cpu_s"`
 	BenchCPUSec       float64          `json:"bench_cpu_s"` // this process: load generator and sink
-	LoadAvg1m         float64          `json:"loadavg_1m"`  // /proc/loadavg at the end: other work on the machine shows here
+	// BenchCPUms is BenchCPUSec per callback, like ServiceCPUms. With the
+	// service in processes of its own (not --in-process), the load
+	// generator and sink do about the same work per callback of a phase
+	// whatever the service does, so this gauges the machine: compare runs
+	// on different machines by it.
+	BenchCPUms *float64 `json:"bench_cpu_ms_per_callback"`
+	LoadAvg1m  float64  `json:"loadavg_1m"` // /proc/loadavg at the end: other work on the machine shows here
 }
 
 // Percentile returns the q-quantile (0..1) of sorted durations by the
