@@ -5,6 +5,10 @@ import (
 )
 
 // metrics are the dispatcher's Prometheus collectors.
+// claimBuckets are the buckets of both claim histograms, so that a claim's
+// round trip and its time in PostgreSQL compare bucket by bucket.
+var claimBuckets = []float64{.0005, .001, .002, .003, .004, .005, .0075, .01, .015, .02, .03, .05, .1, .25, 1}
+
 type metrics struct {
 	claimSeconds     prometheus.Histogram
 	claimWaitSeconds prometheus.Histogram
@@ -24,13 +28,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		claimSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "hookrelay_dispatch_claim_seconds",
 			Help:    "Time of one claim statement on its connection (round trip and rows read; up to 50 rows across the held queues), without the wait for a pool connection.",
-			Buckets: []float64{.0005, .001, .002, .003, .004, .005, .0075, .01, .015, .02, .03, .05, .1, .25, 1},
+			Buckets: claimBuckets,
 		}),
 		claimServer: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "hookrelay_dispatch_claim_server_seconds",
 			Help: "PostgreSQL's own time for a claim that leased rows (locks, plan and execution, to its last row); " +
 				"hookrelay_dispatch_claim_seconds less this is time spent waiting to run and on the network.",
-			Buckets: []float64{.0005, .001, .002, .003, .004, .005, .0075, .01, .015, .02, .03, .05, .1, .25, 1},
+			Buckets: claimBuckets,
 		}),
 		claimWaitSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "hookrelay_dispatch_claim_wait_seconds",

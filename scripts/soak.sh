@@ -47,15 +47,16 @@ psql -q "$url" -c "CREATE EXTENSION IF NOT EXISTS pgstattuple" >/dev/null
   echo "t_s size_mb live dead dead_ratio dead_space_pct vacuums callbacks unix_s hot_update_pct dead_count_pct"
   start=$(date +%s)
   while sleep "$every"; do
+    # One pgstattuple scan per sample gives both dead-tuple shares.
     row=$(psql -At -F' ' "$url" -c "SELECT round(pg_total_relation_size('deliveries')/1048576.0, 2),
       n_live_tup, n_dead_tup, round(n_dead_tup::numeric / greatest(n_live_tup + n_dead_tup, 1), 3),
-      (SELECT dead_tuple_percent FROM pgstattuple('deliveries')),
+      t.dead_tuple_percent,
       vacuum_count + autovacuum_count, coalesce(pg_sequence_last_value('deliveries_id_seq'), 0),
       round(extract(epoch FROM clock_timestamp()), 3),
       round(100.0 * n_tup_hot_upd / greatest(n_tup_upd, 1), 1),
-      (SELECT round(100.0 * dead_tuple_count / greatest(tuple_count + dead_tuple_count, 1), 1)
-       FROM pgstattuple('deliveries'))
-      FROM pg_stat_user_tables WHERE relname = 'deliveries'" 2>/dev/null) || continue
+      round(100.0 * t.dead_tuple_count / greatest(t.tuple_count + t.dead_tuple_count, 1), 1)
+      FROM pg_stat_user_tables CROSS JOIN pgstattuple('deliveries') AS t
+      WHERE relname = 'deliveries'" 2>/dev/null) || continue
     echo "$(( $(date +%s) - start )) $row"
   done
 ) >"$work/samples.txt" &
