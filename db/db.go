@@ -90,6 +90,10 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	rp["idle_in_transaction_session_timeout"] = ms(cfg.IdleInTransactionTimeout)
 	rp["lock_timeout"] = ms(cfg.LockTimeout)
 	rp["timezone"] = "UTC"
+	pcfg.AfterConnect = func(_ context.Context, c *pgx.Conn) error {
+		registerInfinityTime(c.TypeMap())
+		return nil
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return nil, fmt.Errorf("open pool: %w", err)

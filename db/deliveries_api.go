@@ -45,8 +45,6 @@ type APIAttempt struct {
 	ResponseExcerpt string
 }
 
-var farFuture = time.Date(9000, 1, 1, 0, 0, 0, 0, time.UTC)
-
 func pendingView(endpointID int64, r dbsqlc.DeliveryListPendingRow) APIDelivery {
 	v := APIDelivery{
 		ID: r.ID, EndpointID: endpointID, MessageID: r.MessageID, MessageReceivedAt: r.MessageReceivedAt,

@@ -99,6 +99,46 @@ func TestDeliveryClaimOnlyHeadsThenPromote(t *testing.T) {
 	require.Equal(t, []int{1, 2}, []int{atts[0].Attempt, atts[1].Attempt})
 }
 
+// TestParkedRowsRead: rows parked behind their predecessor ('infinity')
+// read as pending with no next attempt, in the API and on the dashboard
+// (pgx alone refuses to scan 'infinity' into a time.Time: db/timecodec.go).
+func TestParkedRowsRead(t *testing.T) {
+	t.Parallel()
+	store := dbtest.New(t)
+	ctx := context.Background()
+	ep, _ := dbtest.Endpoint(t, store, nil)
+	var ids []int64
+	for range 3 {
+		m := dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: "P1"})
+		ids = append(ids, m.DeliveryIDs[0])
+	}
+	q := hookrelay.QueueFor("P1", 32)
+	require.Len(t, claimAll(t, store, q, 1), 1)
+	require.Empty(t, claimAll(t, store, q, 2))
+	counts, err := store.DeliveryQueueCounts(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []db.QueueCounts{{Queue: q, Waiting: 1, Parked: 2}}, counts)
+
+	pending, err := store.DeliveryListPending(ctx, ep.ID, 0, 10)
+	require.NoError(t, err)
+	require.Len(t, pending, 3)
+	require.NotNil(t, pending[0].NextAttemptAt, "the head is due when its lease runs out")
+	for _, p := range pending[1:] {
+		require.Nil(t, p.NextAttemptAt, "delivery %d is parked", p.ID)
+	}
+	one, _, err := store.DeliveryGet(ctx, ids[1])
+	require.NoError(t, err)
+	require.Equal(t, db.DeliveryPending, one.State)
+	require.Nil(t, one.NextAttemptAt)
+	list, err := store.DashboardEndpointPendingList(ctx, ep.ID, 10)
+	require.NoError(t, err)
+	require.Len(t, list, 3)
+	view, err := store.DashboardDelivery(ctx, ids[1])
+	require.NoError(t, err)
+	require.Equal(t, "pending", view.State)
+	require.False(t, view.Pending.VisibleAt.Before(time.Date(9000, 1, 1, 0, 0, 0, 0, time.UTC)), "parked: never due")
+}
+
 func TestDeliveryClaimHoldsDisabledEndpoint(t *testing.T) {
 	t.Parallel()
 	store := dbtest.New(t)
@@ -375,9 +415,22 @@ func TestClaimTimingSplitsServerTime(t *testing.T) {
 	require.NoError(t, err)
 	_, err = tx.Exec(ctx, "LOCK TABLE carriers IN ACCESS EXCLUSIVE MODE")
 	require.NoError(t, err)
+	watcher, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer watcher.Close(ctx)
+	// The lock is held for this long once the claim waits for it in the
+	// server (not from when the claim is sent: under -race and parallel
+	// tests it can take tens of milliseconds to get there).
 	const held = 300 * time.Millisecond
 	committed := make(chan error, 1)
 	go func() {
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			var waiting int
+			if err := watcher.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+				WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting); err != nil || waiting > 0 {
+				break
+			}
+		}
 		time.Sleep(held)
 		committed <- tx.Commit(ctx)
 	}()
@@ -385,7 +438,7 @@ func TestClaimTimingSplitsServerTime(t *testing.T) {
 	require.NoError(t, <-committed)
 	require.NoError(t, err)
 	require.Len(t, got, 1)
-	require.GreaterOrEqual(t, timing.Server, held-20*time.Millisecond, "the lock wait is server time")
+	require.GreaterOrEqual(t, timing.Server, held, "the lock wait is server time")
 	require.LessOrEqual(t, timing.Server, timing.Exec, "server time is a part of the round trip")
 }
 
