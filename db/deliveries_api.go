@@ -50,7 +50,7 @@ func pendingView(endpointID int64, r dbsqlc.DeliveryListPendingRow) APIDelivery 
 		ID: r.ID, EndpointID: endpointID, MessageID: r.MessageID, MessageReceivedAt: r.MessageReceivedAt,
 		State: DeliveryPending, OrderingKey: r.OrderingKey, Ordered: r.Ordered, Attempts: int(r.Attempt), At: r.CreatedAt,
 	}
-	if r.VisibleAt.Before(farFuture) {
+	if !NeverDue(r.VisibleAt) {
 		t := r.VisibleAt
 		v.NextAttemptAt = &t
 	}

@@ -12,6 +12,10 @@ import (
 // refuses to scan it into a time.Time. Anything at or past it is "never".
 var farFuture = time.Date(9000, 1, 1, 0, 0, 0, 0, time.UTC)
 
+// NeverDue reports whether a visible_at read from the queue is 'infinity':
+// the row is parked (behind an earlier row of its chain, or held).
+func NeverDue(visibleAt time.Time) bool { return !visibleAt.Before(farFuture) }
+
 // farPast is how '-infinity' reads (queue leases released for good).
 var farPast = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
 

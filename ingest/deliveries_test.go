@@ -143,3 +143,36 @@ func TestDeadLetterAPI(t *testing.T) {
 	require.Equal(t, float64(0), stats["dead_letters"])
 	require.Equal(t, float64(4), stats["pending_deliveries"], "retried rows are back in the queue")
 }
+
+// TestParkedDeliveryReads: a delivery parked behind an earlier one of its
+// key lists and reads as pending with no next attempt (its visible_at is
+// 'infinity', which once failed the whole list).
+func TestParkedDeliveryReads(t *testing.T) {
+	t.Parallel()
+	b := setup(t, privateOK())
+	w := b.world(t)
+	for range 2 {
+		st, _ := b.call(t, http.MethodPost, "/v1/callbacks", w.CarrierKey, []byte(`{"tracking_no":"PK1"}`), "X-Merchant-Id", w.M1)
+		require.Equal(t, http.StatusAccepted, st)
+	}
+	// The first claim leases the head and parks the one behind it; the
+	// second finds nothing due.
+	ctx := context.Background()
+	q := hookrelay.QueueFor("PK1", hookrelay.DefaultQueues)
+	for i := range 2 {
+		claimed, err := b.DB.DeliveryClaim(ctx, []int{q}, 100, 100, 1, int64(i+1), time.Minute)
+		require.NoError(t, err)
+		require.Len(t, claimed, 1-i)
+	}
+	st, out := b.call(t, http.MethodGet, "/v1/endpoints/"+w.E1+"/deliveries?status=pending", w.M1Key, nil)
+	require.Equal(t, http.StatusOK, st, "%v", out)
+	items := out["items"].([]any)
+	require.Len(t, items, 2)
+	head, parked := items[0].(map[string]any), items[1].(map[string]any)
+	require.NotEmpty(t, head["next_attempt_at"], "the head is due when its lease runs out")
+	require.NotContains(t, parked, "next_attempt_at", "parked: no next attempt")
+	st, d := b.call(t, http.MethodGet, "/v1/deliveries/"+parked["id"].(string), w.M1Key, nil)
+	require.Equal(t, http.StatusOK, st, "%v", d)
+	require.Equal(t, "pending", d["status"])
+	require.NotContains(t, d, "next_attempt_at")
+}

@@ -31,7 +31,7 @@ func (d *Dashboard) loadDelivery(ctx context.Context, id int64) (deliveryData, e
 	if d.cfg.Operator != nil {
 		p := v.Pending
 		data.CanRetry = v.State == "dead" ||
-			p != nil && p.VisibleAt.After(d.cfg.Now()) && p.VisibleAt.Year() < 9000 && p.Attempt > 0
+			p != nil && p.VisibleAt.After(d.cfg.Now()) && !db.NeverDue(p.VisibleAt) && p.Attempt > 0
 	}
 	if ep, err := d.store.EndpointGet(ctx, v.EndpointID); err == nil {
 		data.Endpoint = &ep

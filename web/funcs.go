@@ -8,6 +8,8 @@ import (
 	"html/template"
 	"strconv"
 	"time"
+
+	"github.com/hookrelay/hookrelay/db"
 )
 
 var funcs = template.FuncMap{
@@ -26,7 +28,7 @@ var funcs = template.FuncMap{
 		}
 		return strconv.Itoa(*p)
 	},
-	"parked": func(t time.Time) bool { return t.Year() > 9000 },
+	"parked": db.NeverDue,
 	"add":    func(a, b int) int { return a + b },
 }
 

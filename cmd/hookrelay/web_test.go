@@ -358,3 +358,37 @@ func TestWebMessagePayloadsAndSecretRotation(t *testing.T) {
 		require.True(t, attempt >= 2 || dueNow, "due now (attempt %d)", attempt)
 	}
 }
+
+// TestWebParkedDelivery: a delivery parked behind an earlier one of its key
+// (here the head of a disabled endpoint, which the dispatcher holds) shows as
+// held on the operator's and the merchant's pages, not as a date.
+func TestWebParkedDelivery(t *testing.T) {
+	t.Parallel()
+	f := startWebFixture(t, nil)
+	m, mkey := dbtest.Merchant(t, f.store, nil)
+	ep, _ := dbtest.Endpoint(t, f.store, &dbtest.EndpointOpts{MerchantID: m.ID, URL: "http://127.0.0.1:9/held", Disabled: true})
+	var ids []int64
+	for range 2 {
+		ids = append(ids, dbtest.Message(t, f.store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: "WP1"}).DeliveryIDs[0])
+	}
+	require.Eventually(t, func() bool {
+		counts, err := f.store.DeliveryQueueCounts(context.Background())
+		require.NoError(t, err)
+		return len(counts) == 1 && counts[0].Parked == 1
+	}, 20*time.Second, 20*time.Millisecond, "the dispatcher never parked the second delivery")
+
+	parked := strconv.FormatInt(ids[1], 10)
+	c := newUIClient(t, f.srv.URL)
+	c.login(testAdminToken)
+	resp, page := c.do("GET", "/ui/deliveries/"+parked, nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode, page)
+	require.Contains(t, page, "held (behind an earlier delivery")
+	require.NotContains(t, page, "9000")
+
+	mc := newUIClient(t, f.srv.URL)
+	mc.login(mkey)
+	resp, page = mc.do("GET", "/ui/m/endpoints/"+strconv.FormatInt(ep.ID, 10), nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode, page)
+	require.Contains(t, page, "<td>held</td>")
+	require.NotContains(t, page, "9000")
+}
