@@ -99,6 +99,38 @@ func TestDeliveryClaimOnlyHeadsThenPromote(t *testing.T) {
 	require.Equal(t, []int{1, 2}, []int{atts[0].Attempt, atts[1].Attempt})
 }
 
+// TestClaimParksAWholeChain: one claim that meets a chain's head and the
+// rows behind it leases the head and parks every other row, including those
+// whose predecessor the same claim parks; none is left due for the next
+// claim to walk over again.
+func TestClaimParksAWholeChain(t *testing.T) {
+	t.Parallel()
+	store := dbtest.New(t)
+	ctx := context.Background()
+	ep, _ := dbtest.Endpoint(t, store, nil)
+	var ids []int64
+	for range 6 {
+		ids = append(ids, dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: "C1"}).DeliveryIDs[0])
+	}
+	q := hookrelay.QueueFor("C1", 32)
+	got := claimAll(t, store, q, 1)
+	require.Len(t, got, 1)
+	require.Equal(t, ids[0], got[0].ID)
+	counts, err := store.DeliveryQueueCounts(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []db.QueueCounts{{Queue: q, Waiting: 1, Parked: 5}}, counts)
+	for i, id := range ids {
+		if i > 0 {
+			got = claimAll(t, store, q, int64(i+1))
+			require.Len(t, got, 1)
+			require.Equal(t, id, got[0].ID, "delivery %d of the chain", i)
+		}
+		rep := ack(t, store, db.DeliveryResult{ID: id, LeaseToken: int64(i + 1), EndpointID: ep.ID, Kind: db.AckSuccess, Outcome: "success", Status: 200})
+		require.Equal(t, 1, rep.Applied)
+		require.EqualValues(t, min(1, len(ids)-1-i), rep.Promoted, "delivery %d's successor", i)
+	}
+}
+
 // TestParkedRowsRead: rows parked behind their predecessor ('infinity')
 // read as pending with no next attempt, in the API and on the dashboard
 // (pgx alone refuses to scan 'infinity' into a time.Time: db/timecodec.go).
@@ -114,7 +146,6 @@ func TestParkedRowsRead(t *testing.T) {
 	}
 	q := hookrelay.QueueFor("P1", 32)
 	require.Len(t, claimAll(t, store, q, 1), 1)
-	require.Empty(t, claimAll(t, store, q, 2))
 	counts, err := store.DeliveryQueueCounts(ctx)
 	require.NoError(t, err)
 	require.Equal(t, []db.QueueCounts{{Queue: q, Waiting: 1, Parked: 2}}, counts)

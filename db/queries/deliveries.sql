@@ -68,17 +68,24 @@ locked_pred AS MATERIALIZED (
     WHERE p.id IN (SELECT i.pred_id FROM info i WHERE i.pred_id IS NOT NULL)
     FOR KEY SHARE SKIP LOCKED
 ),
+-- locked_pred is joined here, not looked up from decide: CTEs are computed
+-- as their readers pull rows, and decide's rows are pulled one at a time by
+-- upd, so a look-up from decide would take some of the predecessor locks
+-- after upd had already updated those rows in this same statement (a row this
+-- statement updated cannot be locked by it: it was skipped, and the row
+-- behind it left for the next claim). The window's sort reads all of its
+-- input, locks included, before upd updates anything.
 ranked AS MATERIALIZED (
-    SELECT i.*,
+    SELECT i.*, (lp.id IS NOT NULL) AS pred_locked,
            row_number() OVER (PARTITION BY i.endpoint_id, (i.pred_id IS NULL) ORDER BY i.id) AS head_rank
     FROM info i
+    LEFT JOIN locked_pred lp ON lp.id = i.pred_id
 ),
 decide AS MATERIALIZED (
     SELECT r.id, r.endpoint_id, r.circuit_state, r.circuit_open_until,
            CASE
                WHEN r.pred_id IS NOT NULL THEN
-                   CASE WHEN EXISTS (SELECT 1 FROM locked_pred lp WHERE lp.id = r.pred_id)
-                        THEN 'park' ELSE 'skip' END
+                   CASE WHEN r.pred_locked THEN 'park' ELSE 'skip' END
                WHEN r.ep_status <> 'enabled' THEN 'hold'
                WHEN r.circuit_open_until > now() THEN 'wait'
                WHEN r.circuit_state <> 'closed' AND r.head_rank > 1 THEN 'wait_probe'

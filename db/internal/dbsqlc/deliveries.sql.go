@@ -197,16 +197,16 @@ locked_pred AS MATERIALIZED (
     FOR KEY SHARE SKIP LOCKED
 ),
 ranked AS MATERIALIZED (
-    SELECT i.id, i.endpoint_id, i.pred_id, i.ep_status, i.circuit_state, i.circuit_open_until,
+    SELECT i.id, i.endpoint_id, i.pred_id, i.ep_status, i.circuit_state, i.circuit_open_until, (lp.id IS NOT NULL) AS pred_locked,
            row_number() OVER (PARTITION BY i.endpoint_id, (i.pred_id IS NULL) ORDER BY i.id) AS head_rank
     FROM info i
+    LEFT JOIN locked_pred lp ON lp.id = i.pred_id
 ),
 decide AS MATERIALIZED (
     SELECT r.id, r.endpoint_id, r.circuit_state, r.circuit_open_until,
            CASE
                WHEN r.pred_id IS NOT NULL THEN
-                   CASE WHEN EXISTS (SELECT 1 FROM locked_pred lp WHERE lp.id = r.pred_id)
-                        THEN 'park' ELSE 'skip' END
+                   CASE WHEN r.pred_locked THEN 'park' ELSE 'skip' END
                WHEN r.ep_status <> 'enabled' THEN 'hold'
                WHEN r.circuit_open_until > now() THEN 'wait'
                WHEN r.circuit_state <> 'closed' AND r.head_rank > 1 THEN 'wait_probe'
@@ -322,6 +322,13 @@ type DeliveryClaimRow struct {
 // lost, and a delivery made under a lost lease is at worst made again, the
 // duplicate at-least-once allows. The claim then does not wait for a WAL
 // flush (a third of the commits at full load).
+// locked_pred is joined here, not looked up from decide: CTEs are computed
+// as their readers pull rows, and decide's rows are pulled one at a time by
+// upd, so a look-up from decide would take some of the predecessor locks
+// after upd had already updated those rows in this same statement (a row this
+// statement updated cannot be locked by it: it was skipped, and the row
+// behind it left for the next claim). The window's sort reads all of its
+// input, locks included, before upd updates anything.
 // Health rows another session holds are skipped, never waited for (a stalled
 // acknowledgement must not stop claims); the probe then goes unmarked.
 func (q *Queries) DeliveryClaim(ctx context.Context, arg DeliveryClaimParams) ([]DeliveryClaimRow, error) {
