@@ -16,7 +16,7 @@ var farFuture = time.Date(9000, 1, 1, 0, 0, 0, 0, time.UTC)
 // the row is parked (behind an earlier row of its chain, or held).
 func NeverDue(visibleAt time.Time) bool { return !visibleAt.Before(farFuture) }
 
-// farPast is how '-infinity' reads (queue leases released for good).
+// farPast is how '-infinity' reads (a released queue lease's expires_at).
 var farPast = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // infinityTimeCodec is pgx's timestamptz codec, except that it scans the
