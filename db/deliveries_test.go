@@ -33,15 +33,22 @@ func ack(t *testing.T, store *db.DB, rs ...db.DeliveryResult) db.AckReport {
 	return rep
 }
 
+// storeChain stores n callbacks of one ordering key for an endpoint and
+// returns their delivery ids, in order.
+func storeChain(t *testing.T, store *db.DB, endpointID int64, key string, n int) []int64 {
+	t.Helper()
+	ids := make([]int64, n)
+	for i := range ids {
+		ids[i] = dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{endpointID}, OrderingKey: key}).DeliveryIDs[0]
+	}
+	return ids
+}
+
 func TestDeliveryClaimOnlyHeadsThenPromote(t *testing.T) {
 	t.Parallel()
 	store := dbtest.New(t)
 	ep, _ := dbtest.Endpoint(t, store, nil)
-	var ids []int64
-	for range 3 {
-		m := dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: "K1"})
-		ids = append(ids, m.DeliveryIDs[0])
-	}
+	ids := storeChain(t, store, ep.ID, "K1", 3)
 	other := dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: "K2"})
 	q1, q2 := hookrelay.QueueFor("K1", 32), hookrelay.QueueFor("K2", 32)
 
@@ -108,10 +115,7 @@ func TestClaimParksAWholeChain(t *testing.T) {
 	store := dbtest.New(t)
 	ctx := context.Background()
 	ep, _ := dbtest.Endpoint(t, store, nil)
-	var ids []int64
-	for range 6 {
-		ids = append(ids, dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: "C1"}).DeliveryIDs[0])
-	}
+	ids := storeChain(t, store, ep.ID, "C1", 6)
 	q := hookrelay.QueueFor("C1", 32)
 	got := claimAll(t, store, q, 1)
 	require.Len(t, got, 1)
@@ -139,11 +143,7 @@ func TestParkedRowsRead(t *testing.T) {
 	store := dbtest.New(t)
 	ctx := context.Background()
 	ep, _ := dbtest.Endpoint(t, store, nil)
-	var ids []int64
-	for range 3 {
-		m := dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: "P1"})
-		ids = append(ids, m.DeliveryIDs[0])
-	}
+	ids := storeChain(t, store, ep.ID, "P1", 3)
 	q := hookrelay.QueueFor("P1", 32)
 	require.Len(t, claimAll(t, store, q, 1), 1)
 	counts, err := store.DeliveryQueueCounts(ctx)
