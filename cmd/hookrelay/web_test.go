@@ -383,12 +383,12 @@ func TestWebParkedDelivery(t *testing.T) {
 	resp, page := c.do("GET", "/ui/deliveries/"+parked, nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode, page)
 	require.Contains(t, page, "held (behind an earlier delivery")
-	require.NotContains(t, page, "9000")
+	require.NotContains(t, page, "9000-01-01")
 
 	mc := newUIClient(t, f.srv.URL)
 	mc.login(mkey)
 	resp, page = mc.do("GET", "/ui/m/endpoints/"+strconv.FormatInt(ep.ID, 10), nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode, page)
 	require.Contains(t, page, "<td>held</td>")
-	require.NotContains(t, page, "9000")
+	require.NotContains(t, page, "9000-01-01")
 }
