@@ -4,11 +4,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// metrics are the dispatcher's Prometheus collectors.
 // claimBuckets are the buckets of both claim histograms, so that a claim's
 // round trip and its time in PostgreSQL compare bucket by bucket.
 var claimBuckets = []float64{.0005, .001, .002, .003, .004, .005, .0075, .01, .015, .02, .03, .05, .1, .25, 1}
 
+// metrics are the dispatcher's Prometheus collectors.
 type metrics struct {
 	claimSeconds     prometheus.Histogram
 	claimWaitSeconds prometheus.Histogram
