@@ -40,11 +40,18 @@ func (d *Dispatcher) claimLoop(ctx, workCtx context.Context, part, loops int) {
 		if n == 0 {
 			return
 		}
+		if d.pace != nil && !d.pace.take(ctx, n) {
+			d.unreserve(n)
+			return
+		}
 		rotate++
 		k := rotate % len(queues)
 		queues = slices.Concat(queues[k:], queues[:k])
 		rows, err := d.claim(ctx, queues, n)
 		d.unreserve(n - len(rows))
+		if d.pace != nil {
+			d.pace.giveBack(n - len(rows))
+		}
 		switch {
 		case err != nil:
 			if ctx.Err() != nil {

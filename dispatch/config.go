@@ -17,6 +17,9 @@ type Config struct {
 	Concurrency int
 	// BatchSize is the most rows one claim takes. Default 50.
 	BatchSize int
+	// MaxRate caps the deliveries this process claims per second (first
+	// attempts and retries alike); 0, the default, means no cap. See pacer.
+	MaxRate float64
 	// IdlePoll is the longest pause between claims when nothing is due.
 	// Default 200ms.
 	IdlePoll time.Duration

@@ -37,6 +37,8 @@ type Dispatcher struct {
 
 	// slots bounds deliveries in flight (cfg.Concurrency).
 	slots chan struct{}
+	// pace caps the rows claimed per second (cfg.MaxRate); nil without one.
+	pace *pacer
 	// workers counts deliveries handed to the delivery workers and not
 	// finished yet.
 	workers sync.WaitGroup
@@ -60,7 +62,12 @@ type inflight struct {
 // New returns a Dispatcher. reg may be nil (no metrics registered).
 func New(logger *slog.Logger, cfg Config, store *db.DB, payloads PayloadStore, reg prometheus.Registerer) *Dispatcher {
 	cfg = cfg.withDefaults()
+	var pace *pacer
+	if cfg.MaxRate > 0 {
+		pace = newPacer(cfg.MaxRate, cfg.BatchSize, cfg.Now)
+	}
 	return &Dispatcher{
+		pace:        pace,
 		cfg:         cfg,
 		db:          store,
 		store:       payloads,

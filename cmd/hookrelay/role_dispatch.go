@@ -16,6 +16,8 @@ import (
 //   - HOOKRELAY_DISPATCH_CONCURRENCY (default 256): deliveries in flight in
 //     this process.
 //   - HOOKRELAY_DISPATCH_BATCH (default 50): rows one claim takes.
+//   - HOOKRELAY_DISPATCH_MAX_RATE (default 0, no cap): deliveries this
+//     process claims per second at most.
 //   - HOOKRELAY_DISPATCH_IDLE_POLL (default 200ms): longest pause between
 //     claims when nothing is due.
 //   - HOOKRELAY_DISPATCH_BUSY_POLL (default 5ms): pause after a claim that
@@ -50,6 +52,7 @@ func newDispatcher(s *service) *dispatch.Dispatcher {
 		UserAgent:           "hookrelay/" + version,
 		Concurrency:         env.int("HOOKRELAY_DISPATCH_CONCURRENCY", 256, 1, 100000),
 		BatchSize:           env.int("HOOKRELAY_DISPATCH_BATCH", 50, 1, 1000),
+		MaxRate:             float64(env.int("HOOKRELAY_DISPATCH_MAX_RATE", 0, 0, 10_000_000)),
 		IdlePoll:            env.duration("HOOKRELAY_DISPATCH_IDLE_POLL", 200*time.Millisecond, time.Millisecond, 10*time.Second),
 		BusyPoll:            env.duration("HOOKRELAY_DISPATCH_BUSY_POLL", 5*time.Millisecond, 100*time.Microsecond, 10*time.Second),
 		ClaimLoops:          env.int("HOOKRELAY_DISPATCH_CLAIM_LOOPS", 2, 1, 64),
