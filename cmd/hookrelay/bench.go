@@ -48,6 +48,7 @@ type benchOptions struct {
 	serviceEnv     stringList
 	warmup         time.Duration
 	settleInterval time.Duration
+	latencyLog     string
 }
 
 type stringList []string
@@ -86,6 +87,7 @@ func parseBenchFlags(args []string, stderr io.Writer) (*benchOptions, error) {
 	fs.BoolVar(&o.inProcess, "in-process", false, "run the service inside this process (tests; no service CPU accounting)")
 	fs.Var(&o.serviceEnv, "service-env", "KEY=VALUE for the started service processes (repeatable)")
 	fs.DurationVar(&o.warmup, "warmup", 2*time.Second, "unmeasured load before the first phase")
+	fs.StringVar(&o.latencyLog, "latency-log", "", "append one line per delivery (callback × endpoint) to this file: phase, the callback's request start (Unix µs), end-to-end latency (µs); for a timeline of the tail")
 	if err := fs.Parse(args); err != nil {
 		return nil, fmt.Errorf("%w: %v", errUsage, err)
 	}

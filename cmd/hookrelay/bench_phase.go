@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -332,6 +333,11 @@ func (b *benchRun) result(name string, res *bench.LoadResult, l *bench.Ledger, s
 	}
 	r.SetLatencies(a.Latencies)
 	r.SetAckLatencies(res.AckLatencies)
+	if b.opts.latencyLog != "" {
+		if err := appendLatencyLog(b.opts.latencyLog, name, a); err != nil {
+			fmt.Fprintf(b.stderr, "bench: %s: latency log: %v\n", name, err)
+		}
+	}
 	if last := l.LastDelivery(); last.After(res.End) {
 		r.DrainSec = round2(last.Sub(res.End).Seconds())
 	}
@@ -409,4 +415,24 @@ func round2(v float64) float64 {
 		return 0
 	}
 	return math.Round(v*100) / 100
+}
+
+// appendLatencyLog appends one line per delivery of a phase to
+// path: the phase, the request's start (Unix microseconds) and its
+// end-to-end latency (microseconds). Sorted by start, a second's worth of
+// lines shows whether a tail is spread out or a stall of everything at once.
+func appendLatencyLog(path, phase string, a bench.Accounting) error {
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	for i, d := range a.Latencies {
+		fmt.Fprintf(w, "%s %d %d\n", phase, a.SentAt[i].UnixMicro(), d.Microseconds())
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -4,6 +4,9 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -35,7 +38,8 @@ func benchSmoke(t *testing.T, extra ...string) {
 	var stdout, stderr syncBuffer
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	args := append([]string{"hookrelay", "bench", "--in-process",
+	latencyLog := filepath.Join(t.TempDir(), "latency.log")
+	args := append([]string{"hookrelay", "bench", "--in-process", "--latency-log", latencyLog,
 		"--duration", "1500ms", "--rates", "40", "--warmup", "0",
 		"--keys", "12", "--concurrency", "4", "--merchants", "2", "--endpoints-per-merchant", "2",
 		"--large-fraction", "0.2", "--large-bytes", "9000", "--backlog", "60",
@@ -45,6 +49,7 @@ func benchSmoke(t *testing.T, extra ...string) {
 	require.NoError(t, err, "stderr:\n%s", stderr.String())
 
 	var phases []string
+	delivered := map[string]int{}
 	sc := bufio.NewScanner(strings.NewReader(stdout.String()))
 	for sc.Scan() {
 		var line map[string]any
@@ -56,6 +61,7 @@ func benchSmoke(t *testing.T, extra ...string) {
 			require.Contains(t, line, f, "phase line %s", sc.Text())
 		}
 		phases = append(phases, line["phase"].(string))
+		delivered[line["phase"].(string)] = int(line["delivered"].(float64))
 		ack := line["acknowledged"].(float64)
 		require.Positive(t, ack, sc.Text())
 		require.Equal(t, ack*2, line["delivered"], "fan-out 2, all delivered: %s", sc.Text())
@@ -70,4 +76,22 @@ func benchSmoke(t *testing.T, extra ...string) {
 		require.GreaterOrEqual(t, line["bench_cpu_ms_per_callback"], 0.0, "the load generator's and sink's CPU per callback: %s", sc.Text())
 	}
 	require.Equal(t, []string{"max-rate", "rate-40", "backlog-drain"}, phases, "stderr:\n%s", stderr.String())
+
+	// --latency-log: one line per delivery of each phase, with a
+	// request start inside the run and a positive latency.
+	raw, err := os.ReadFile(latencyLog)
+	require.NoError(t, err)
+	logged := map[string]int{}
+	for _, l := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		f := strings.Fields(l)
+		require.Len(t, f, 3, "phase, start, latency: %q", l)
+		start, err := strconv.ParseInt(f[1], 10, 64)
+		require.NoError(t, err, l)
+		require.WithinDuration(t, time.Now(), time.UnixMicro(start), 3*time.Minute, l)
+		lat, err := strconv.ParseInt(f[2], 10, 64)
+		require.NoError(t, err, l)
+		require.Positive(t, lat, l)
+		logged[f[0]]++
+	}
+	require.Equal(t, delivered, logged, "latency log lines per phase against the phases' delivered counts")
 }

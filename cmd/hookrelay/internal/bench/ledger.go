@@ -157,6 +157,7 @@ type Accounting struct {
 	Duplicates      int             // 2xx arrivals beyond the first for one (endpoint, key, seq)
 	OrderViolations int             // attempts of a seq while an earlier acknowledged seq of the same (endpoint, key) was not yet delivered
 	Latencies       []time.Duration // per delivered expected delivery: first 2xx arrival − request start, unsorted
+	SentAt          []time.Time     // the request start of each of Latencies, in the same order
 	Unexpected      int             // 2xx arrivals of callbacks never acknowledged (send errors, stray traffic)
 }
 
@@ -229,5 +230,6 @@ func analyzeStream(a *Accounting, acked []ackRecord, s *stream) {
 		}
 		a.Delivered++
 		a.Latencies = append(a.Latencies, firstAt[i].Sub(acked[i].sentAt))
+		a.SentAt = append(a.SentAt, acked[i].sentAt)
 	}
 }
