@@ -18,7 +18,9 @@ type Config struct {
 	// BatchSize is the most rows one claim takes. Default 50.
 	BatchSize int
 	// MaxRate caps the deliveries this process claims per second (first
-	// attempts and retries alike); 0, the default, means no cap. See pacer.
+	// attempts and retries alike); 0, the default, means no cap. At the cap
+	// a claim waits for a batch's worth of tokens (BatchSize/MaxRate: 8 ms
+	// at 6,000/s, so keep the cap well above BatchSize). See pacer.
 	MaxRate float64
 	// IdlePoll is the longest pause between claims when nothing is due.
 	// Default 200ms.
