@@ -256,6 +256,9 @@ type TupleCount struct {
 	Table string
 	Live  int64
 	Dead  int64
+	// Planned is the row count the planner works from (pg_class.reltuples,
+	// set by the last VACUUM or ANALYZE; -1 if neither has run).
+	Planned float64
 }
 
 // TupleCounts returns the tuple counts of the named tables.
@@ -266,9 +269,21 @@ func (db *DB) TupleCounts(ctx context.Context, tables []string) ([]TupleCount, e
 	}
 	out := make([]TupleCount, len(rows))
 	for i, r := range rows {
-		out[i] = TupleCount{Table: r.Name, Live: r.Live, Dead: r.Dead}
+		out[i] = TupleCount{Table: r.Name, Live: r.Live, Dead: r.Dead, Planned: r.Planned}
 	}
 	return out, nil
+}
+
+// Analyze runs ANALYZE of table: its row count and column statistics.
+func (s *Session) Analyze(ctx context.Context, table string) error {
+	stmt, err := s.q.AnalyzeStatement(ctx, table)
+	if err == nil {
+		_, err = s.conn.Exec(ctx, stmt)
+	}
+	if err != nil {
+		return fmt.Errorf("analyze %s: %w", table, unavailable(err))
+	}
+	return nil
 }
 
 // Reindex rebuilds index with REINDEX INDEX CONCURRENTLY: writers are not

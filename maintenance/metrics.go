@@ -30,6 +30,7 @@ type metrics struct {
 	oldestPartitionAge *prometheus.GaugeVec
 
 	vacuums        *prometheus.CounterVec
+	analyzes       *prometheus.CounterVec
 	vacuumSeconds  prometheus.Histogram
 	reindexes      *prometheus.CounterVec
 	sampleSeconds  *prometheus.GaugeVec
@@ -79,6 +80,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 
 		vacuums: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookrelay_db_vacuums_total",
 			Help: "VACUUMs of hot tables run by the maintenance role."}, []string{"table"}),
+		analyzes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookrelay_db_analyzes_total",
+			Help: "ANALYZEs of hot tables that had outgrown their statistics, run by the maintenance role."}, []string{"table"}),
 		vacuumSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "hookrelay_db_vacuum_seconds",
 			Help: "Duration of the maintenance role's VACUUMs.", Buckets: prometheus.ExponentialBuckets(0.005, 3, 10)}),
 		reindexes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookrelay_db_reindexes_total",
@@ -104,7 +107,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	reg.MustRegister(m.leader, m.tableBytes, m.indexBytes, m.liveTuples, m.deadTuples, m.deadRatio, m.lastVacuum,
 		m.lastAutovacuum, m.connections, m.maxConnections, m.idleInTransaction, m.oldestXact, m.longTransactions,
 		m.oldestXminAge, m.preparedXacts, m.slotsHoldingXmin, m.slotXminAge, m.partitions, m.partitionBytes,
-		m.oldestPartitionAge, m.vacuums, m.vacuumSeconds, m.reindexes, m.sampleSeconds, m.sampleFailures, m.retentionBlocked,
+		m.oldestPartitionAge, m.vacuums, m.analyzes, m.vacuumSeconds, m.reindexes, m.sampleSeconds, m.sampleFailures, m.retentionBlocked,
 		m.retentionDropped, m.retentionDiscarded, m.retentionObjects, m.retentionLastRun, m.retentionFailures,
 		m.partitionsCreated, m.pendingPayloadPurge)
 	m.leader.WithLabelValues().Set(0)

@@ -75,6 +75,21 @@ func (mt *Maintainer) vacuumLoop(ctx context.Context) {
 			// 30-40 % of the heap after every full one when one budget, of
 			// whichever VACUUM ran last, covered both).
 			if !mt.needsVacuum(c, now.Sub(r.at), r.heapTook) {
+				if mt.needsAnalyze(c, now.Sub(r.analyzedAt), r.analyzeTook) {
+					s := session()
+					if s == nil {
+						break
+					}
+					start := time.Now()
+					if err := s.Analyze(ctx, c.Table); err != nil {
+						failed("analyze of "+c.Table, err)
+						break
+					}
+					r.analyzedAt, r.analyzeTook = now, time.Since(start)
+					mt.m.analyzes.WithLabelValues(c.Table).Inc()
+					mt.logger.Info("maintenance: analyzed a table that outgrew its statistics",
+						"table", c.Table, "live", c.Live, "planned", c.Planned, "took", r.analyzeTook)
+				}
 				continue
 			}
 			s := session()
@@ -121,6 +136,36 @@ func (mt *Maintainer) vacuumLoop(ctx context.Context) {
 type vacuumRecord struct {
 	at, fullAt         time.Time
 	heapTook, fullTook time.Duration
+	// analyzedAt is when needsAnalyze last had the table analyzed, and
+	// analyzeTook how long that took.
+	analyzedAt  time.Time
+	analyzeTook time.Duration
+}
+
+// outgrown: a hot table is analyzed when it holds more than this many times
+// the rows its statistics say (and at least analyzeMinLive).
+const (
+	outgrown       = 4
+	analyzeMinLive = 1_000
+)
+
+// needsAnalyze says whether a hot table has outgrown the row count the
+// planner works from (c.Planned, pg_class.reltuples). A VACUUM of the empty
+// queue table records 0 rows over its pages, and the planner then takes the
+// table for empty however large it grows, until the next VACUUM or ANALYZE:
+// the claim's generic plan, made for an empty table, led its nested loops
+// with a whole-table index scan and each claim ran for 20 s on a backlog of
+// 1,000,000, the dead tuples that would have brought a VACUUM never came
+// (nothing was delivered), and the dispatchers stood still until
+// autovacuum's ANALYZE a minute later. The live count (n_live_tup) follows
+// the inserts within a second. since is the time since the last ANALYZE
+// this policy ran, took how long it ran; VacuumBudget holds it back like a
+// full VACUUM.
+func (mt *Maintainer) needsAnalyze(c db.TupleCount, since, took time.Duration) bool {
+	if c.Live < analyzeMinLive || float64(c.Live) <= outgrown*max(c.Planned, 0) {
+		return false
+	}
+	return mt.withSlack(since) >= time.Duration(float64(took)/mt.cfg.VacuumBudget)
 }
 
 // needsVacuum applies the policy: enough dead tuples in absolute terms once

@@ -35,6 +35,51 @@ func TestVacuumsHotTableWhenDeadTuplesPileUp(t *testing.T) {
 	require.Zero(t, value(t, r.mt.m.vacuums.WithLabelValues("endpoint_health")), "a table without dead tuples was vacuumed")
 }
 
+// TestAnalyzesTableThatOutgrewItsStatistics: a VACUUM of the emptied queue
+// table records 0 rows over its pages, and the planner then takes it for
+// empty however large it grows; a backlog arriving next is counted by
+// n_live_tup at once, and the vacuum loop runs ANALYZE (autovacuum is off
+// for the table here, so nothing else would), bringing the planner's count
+// to the table's.
+func TestAnalyzesTableThatOutgrewItsStatistics(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	exec := func(sql string) {
+		t.Helper()
+		_, err := b.sql.Exec(ctx, sql)
+		require.NoError(t, err)
+	}
+	exec("ALTER TABLE deliveries SET (autovacuum_enabled = off)")
+	exec(`INSERT INTO deliveries (queue, endpoint_id, ordering_key, message_id, message_received_at)
+		SELECT 0, 1, 'k' || g, g, now() FROM generate_series(1, 5000) g`)
+	exec("SELECT pg_stat_force_next_flush(); DELETE FROM deliveries")
+	exec("VACUUM deliveries")
+	planned := func() (pages int, tuples float64) {
+		t.Helper()
+		require.NoError(t, b.sql.QueryRow(ctx, "SELECT relpages, reltuples FROM pg_class WHERE relname = 'deliveries'").Scan(&pages, &tuples))
+		return pages, tuples
+	}
+	pages, tuples := planned()
+	require.Positive(t, pages)
+	require.Zero(t, tuples, "a VACUUM of the empty table counts 0 rows over its pages")
+
+	// No dead tuples, so no VACUUM will come to correct the count.
+	// One implicit transaction: its end flushes the statistics at once.
+	exec(`SELECT pg_stat_force_next_flush(); INSERT INTO deliveries (queue, endpoint_id, ordering_key, message_id, message_received_at)
+		SELECT 0, 1, 'k' || g, g, now() FROM generate_series(1, 20000) g`)
+	r := b.start(t, Config{RetentionInterval: -1, VacuumInterval: 50 * time.Millisecond})
+	require.Eventually(t, func() bool { return value(t, r.mt.m.analyzes.WithLabelValues("deliveries")) >= 1 },
+		10*time.Second, 20*time.Millisecond)
+	_, tuples = planned()
+	require.InDelta(t, 20000, tuples, 2000, "the planner's row count after the ANALYZE")
+	require.Zero(t, value(t, r.mt.m.vacuums.WithLabelValues("deliveries")), "no dead tuples: no VACUUM")
+
+	// The count now matches: no further ANALYZE.
+	time.Sleep(300 * time.Millisecond)
+	require.Equal(t, 1.0, value(t, r.mt.m.analyzes.WithLabelValues("deliveries")))
+}
+
 // TestHeapPassesBetweenFullVacuums: within VacuumFullGap of a full VACUUM
 // the loop runs heap passes (INDEX_CLEANUP OFF): the deleted rows' storage is
 // gone (no normal line pointer left) but their line pointers stay dead

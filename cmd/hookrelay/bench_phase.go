@@ -241,6 +241,7 @@ func (b *benchRun) backlogPhase(ctx context.Context) error {
 	}
 	fmt.Fprintf(b.stderr, "bench: backlog filled at %.0f callbacks/s; starting %d dispatcher(s)\n",
 		float64(res.Acked)/res.Elapsed().Seconds(), o.dispatchers)
+	dispatchStart := time.Now()
 	if o.dispatchers == 0 {
 		// The drain is measured from the restart: the new process's CPU
 		// and claims count from zero like those of started dispatchers.
@@ -264,6 +265,8 @@ func (b *benchRun) backlogPhase(ctx context.Context) error {
 	if first, last := l.FirstDelivery(), l.LastDelivery(); !first.IsZero() && last.After(first) {
 		r.DeliveredPerSec = round2(float64(r.Delivered) / last.Sub(first).Seconds())
 		r.DrainSec = round2(last.Sub(first).Seconds())
+		s := round2(first.Sub(dispatchStart).Seconds())
+		r.FirstDeliverySec = &s
 	}
 	b.topStatements(ctx, "backlog-drain", r.Acknowledged)
 	return b.printResult(r)

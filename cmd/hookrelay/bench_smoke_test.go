@@ -74,6 +74,14 @@ func benchSmoke(t *testing.T, extra ...string) {
 		require.NotNil(t, line["claim_server_p99_ms"], "claims' server time observed on /metrics: %s", sc.Text())
 		require.NotNil(t, line["sched_latency_p99_ms"], "the scheduler's latency on /metrics: %s", sc.Text())
 		require.GreaterOrEqual(t, line["bench_cpu_ms_per_callback"], 0.0, "the load generator's and sink's CPU per callback: %s", sc.Text())
+		if line["phase"] == "backlog-drain" {
+			// From starting dispatch to the first delivery: positive, and
+			// short on an idle machine (the claim loops start at once).
+			require.Greater(t, line["first_delivery_s"], 0.0, sc.Text())
+			require.Less(t, line["first_delivery_s"], 30.0, sc.Text())
+		} else {
+			require.NotContains(t, line, "first_delivery_s", sc.Text())
+		}
 	}
 	require.Equal(t, []string{"max-rate", "rate-40", "backlog-drain"}, phases, "stderr:\n%s", stderr.String())
 

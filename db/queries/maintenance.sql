@@ -67,10 +67,13 @@ ON CONFLICT (job) DO UPDATE SET last_run_at = excluded.last_run_at, detail = exc
 DELETE FROM maintenance_runs WHERE job = sqlc.arg(job);
 
 -- name: HotTableStats :many
--- Live and dead tuples of the churning tables, for the vacuum policy.
-SELECT relname::text AS name, n_live_tup::bigint AS live, n_dead_tup::bigint AS dead
-FROM pg_catalog.pg_stat_user_tables
-WHERE schemaname = current_schema() AND relname = ANY (sqlc.arg(names)::text[]);
+-- Live and dead tuples of the churning tables, for the vacuum policy, and
+-- the row count the planner works from (reltuples: -1 never counted).
+SELECT s.relname::text AS name, s.n_live_tup::bigint AS live, s.n_dead_tup::bigint AS dead,
+       c.reltuples::float8 AS planned
+FROM pg_catalog.pg_stat_user_tables s
+JOIN pg_catalog.pg_class c ON c.oid = s.relid
+WHERE s.schemaname = current_schema() AND s.relname = ANY (sqlc.arg(names)::text[]);
 
 -- name: HotIndexes :many
 -- The indexes of the churning tables with their size and validity (an
@@ -85,6 +88,9 @@ JOIN pg_catalog.pg_class t ON t.oid = i.indrelid
 JOIN pg_catalog.pg_stat_user_tables s ON s.relid = t.oid
 WHERE s.schemaname = current_schema() AND t.relname = ANY (sqlc.arg(names)::text[])
 ORDER BY ic.relname;
+
+-- name: AnalyzeStatement :one
+SELECT format('ANALYZE %I', sqlc.arg(table_name)::text)::text AS stmt;
 
 -- name: ReindexStatement :one
 SELECT format('REINDEX INDEX CONCURRENTLY %I', sqlc.arg(index_name)::text)::text AS stmt;

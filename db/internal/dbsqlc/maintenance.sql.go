@@ -10,6 +10,17 @@ import (
 	"time"
 )
 
+const analyzeStatement = `-- name: AnalyzeStatement :one
+SELECT format('ANALYZE %I', $1::text)::text AS stmt
+`
+
+func (q *Queries) AnalyzeStatement(ctx context.Context, tableName string) (string, error) {
+	row := q.db.QueryRow(ctx, analyzeStatement, tableName)
+	var stmt string
+	err := row.Scan(&stmt)
+	return stmt, err
+}
+
 const dropIndexStatement = `-- name: DropIndexStatement :one
 SELECT format('DROP INDEX CONCURRENTLY IF EXISTS %I', $1::text)::text AS stmt
 `
@@ -71,18 +82,22 @@ func (q *Queries) HotIndexes(ctx context.Context, names []string) ([]HotIndexesR
 }
 
 const hotTableStats = `-- name: HotTableStats :many
-SELECT relname::text AS name, n_live_tup::bigint AS live, n_dead_tup::bigint AS dead
-FROM pg_catalog.pg_stat_user_tables
-WHERE schemaname = current_schema() AND relname = ANY ($1::text[])
+SELECT s.relname::text AS name, s.n_live_tup::bigint AS live, s.n_dead_tup::bigint AS dead,
+       c.reltuples::float8 AS planned
+FROM pg_catalog.pg_stat_user_tables s
+JOIN pg_catalog.pg_class c ON c.oid = s.relid
+WHERE s.schemaname = current_schema() AND s.relname = ANY ($1::text[])
 `
 
 type HotTableStatsRow struct {
-	Name string
-	Live int64
-	Dead int64
+	Name    string
+	Live    int64
+	Dead    int64
+	Planned float64
 }
 
-// Live and dead tuples of the churning tables, for the vacuum policy.
+// Live and dead tuples of the churning tables, for the vacuum policy, and
+// the row count the planner works from (reltuples: -1 never counted).
 func (q *Queries) HotTableStats(ctx context.Context, names []string) ([]HotTableStatsRow, error) {
 	rows, err := q.db.Query(ctx, hotTableStats, names)
 	if err != nil {
@@ -92,7 +107,12 @@ func (q *Queries) HotTableStats(ctx context.Context, names []string) ([]HotTable
 	var items []HotTableStatsRow
 	for rows.Next() {
 		var i HotTableStatsRow
-		if err := rows.Scan(&i.Name, &i.Live, &i.Dead); err != nil {
+		if err := rows.Scan(
+			&i.Name,
+			&i.Live,
+			&i.Dead,
+			&i.Planned,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

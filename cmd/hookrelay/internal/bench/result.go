@@ -63,9 +63,13 @@ type Result struct {
 	SinkBadSignatures int64            `json:"sink_bad_signatures"`
 	ClaimCount        float64          `json:"claims"`
 	BacklogDeliveries int64            `json:"backlog_deliveries,omitempty"`
-	ServiceCPUSec     float64          `json:"service_cpu_s"`
-	PostgresCPUSec    float64          `json:"postgres_cpu_s"`
-	BenchCPUSec       float64          `json:"bench_cpu_s"` // this process: load generator and sink
+	// FirstDeliverySec is, in the backlog phase, the time from starting
+	// dispatch to the first delivery: delivered_per_sec and drain_s count
+	// from that delivery, so a slow start shows here only.
+	FirstDeliverySec *float64 `json:"first_delivery_s,omitempty"`
+	ServiceCPUSec    float64  `json:"service_cpu_s"`
+	PostgresCPUSec   float64  `json:"postgres_cpu_s"`
+	BenchCPUSec      float64  `json:"bench_cpu_s"` // this process: load generator and sink
 	// BenchCPUms is BenchCPUSec per callback, like ServiceCPUms. With the
 	// service in processes of its own (not --in-process), the load
 	// generator and sink do about the same work per callback of a phase
