@@ -81,6 +81,20 @@ func (s *Session) Ping(ctx context.Context) error {
 	return nil
 }
 
+// runBuilt runs stmt, a utility statement built by one of the *Statement
+// queries (buildErr is that query's error); what names the work in the
+// error returned.
+func (s *Session) runBuilt(ctx context.Context, stmt string, buildErr error, what string) error {
+	err := buildErr
+	if err == nil {
+		_, err = s.conn.Exec(ctx, stmt)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, unavailable(err))
+	}
+	return nil
+}
+
 // PID returns the server process id of the session.
 func (s *Session) PID() uint32 { return s.conn.PgConn().PID() }
 
@@ -118,13 +132,7 @@ func (s *Session) VacuumHeap(ctx context.Context, table string) error {
 
 func (s *Session) vacuum(ctx context.Context, table string, heapOnly bool) error {
 	stmt, err := s.q.VacuumStatement(ctx, dbsqlc.VacuumStatementParams{TableName: table, HeapOnly: heapOnly})
-	if err == nil {
-		_, err = s.conn.Exec(ctx, stmt)
-	}
-	if err != nil {
-		return fmt.Errorf("vacuum %s: %w", table, unavailable(err))
-	}
-	return nil
+	return s.runBuilt(ctx, stmt, err, "vacuum "+table)
 }
 
 // DetachPartition detaches child from parent CONCURRENTLY (the parent stays
@@ -132,37 +140,19 @@ func (s *Session) vacuum(ctx context.Context, table string, heapOnly bool) error
 // FinalizeDetach then.
 func (s *Session) DetachPartition(ctx context.Context, parent, child string) error {
 	stmt, err := s.q.PartitionDetachStatement(ctx, dbsqlc.PartitionDetachStatementParams{Parent: parent, Child: child})
-	if err == nil {
-		_, err = s.conn.Exec(ctx, stmt)
-	}
-	if err != nil {
-		return fmt.Errorf("detach %s from %s: %w", child, parent, unavailable(err))
-	}
-	return nil
+	return s.runBuilt(ctx, stmt, err, fmt.Sprintf("detach %s from %s", child, parent))
 }
 
 // FinalizeDetach completes an interrupted concurrent detach of child.
 func (s *Session) FinalizeDetach(ctx context.Context, parent, child string) error {
 	stmt, err := s.q.PartitionFinalizeStatement(ctx, dbsqlc.PartitionFinalizeStatementParams{Parent: parent, Child: child})
-	if err == nil {
-		_, err = s.conn.Exec(ctx, stmt)
-	}
-	if err != nil {
-		return fmt.Errorf("finalize detach of %s: %w", child, unavailable(err))
-	}
-	return nil
+	return s.runBuilt(ctx, stmt, err, "finalize detach of "+child)
 }
 
 // DropTable drops a detached day table.
 func (s *Session) DropTable(ctx context.Context, name string) error {
 	stmt, err := s.q.PartitionDropStatement(ctx, name)
-	if err == nil {
-		_, err = s.conn.Exec(ctx, stmt)
-	}
-	if err != nil {
-		return fmt.Errorf("drop %s: %w", name, unavailable(err))
-	}
-	return nil
+	return s.runBuilt(ctx, stmt, err, "drop "+name)
 }
 
 // Partition is one day table of a partitioned history table.
@@ -277,38 +267,20 @@ func (db *DB) TupleCounts(ctx context.Context, tables []string) ([]TupleCount, e
 // Analyze runs ANALYZE of table: its row count and column statistics.
 func (s *Session) Analyze(ctx context.Context, table string) error {
 	stmt, err := s.q.AnalyzeStatement(ctx, table)
-	if err == nil {
-		_, err = s.conn.Exec(ctx, stmt)
-	}
-	if err != nil {
-		return fmt.Errorf("analyze %s: %w", table, unavailable(err))
-	}
-	return nil
+	return s.runBuilt(ctx, stmt, err, "analyze "+table)
 }
 
 // Reindex rebuilds index with REINDEX INDEX CONCURRENTLY: writers are not
 // blocked; the old index is dropped when the new one is valid.
 func (s *Session) Reindex(ctx context.Context, index string) error {
 	stmt, err := s.q.ReindexStatement(ctx, index)
-	if err == nil {
-		_, err = s.conn.Exec(ctx, stmt)
-	}
-	if err != nil {
-		return fmt.Errorf("reindex %s: %w", index, unavailable(err))
-	}
-	return nil
+	return s.runBuilt(ctx, stmt, err, "reindex "+index)
 }
 
 // DropIndex drops index concurrently (leftovers of an interrupted reindex).
 func (s *Session) DropIndex(ctx context.Context, index string) error {
 	stmt, err := s.q.DropIndexStatement(ctx, index)
-	if err == nil {
-		_, err = s.conn.Exec(ctx, stmt)
-	}
-	if err != nil {
-		return fmt.Errorf("drop index %s: %w", index, unavailable(err))
-	}
-	return nil
+	return s.runBuilt(ctx, stmt, err, "drop index "+index)
 }
 
 // IndexSize is one index of a hot table.
