@@ -62,6 +62,8 @@ type snapshot struct {
 	hist        map[string]bench.Histogram // summed over the processes
 	pg          bench.PGSample
 	pgOK        bool
+	// pressure is the machine's cumulative CPU pressure; -1 unknown.
+	pressure time.Duration
 }
 
 func (b *benchRun) endpointsOf(key int) []int {
@@ -92,8 +94,11 @@ func (b *benchRun) servicePIDs() []int {
 }
 
 func (b *benchRun) take(ctx context.Context) snapshot {
-	s := snapshot{at: time.Now(), serviceCPU: -1, postgresCPU: -1}
+	s := snapshot{at: time.Now(), serviceCPU: -1, postgresCPU: -1, pressure: -1}
 	s.benchCPU, _ = bench.ProcCPU(os.Getpid(), false)
+	if p, err := bench.CPUPressure(); err == nil {
+		s.pressure = p
+	}
 	if pids := b.servicePIDs(); len(pids) > 0 {
 		s.serviceCPU = 0
 		for _, pid := range pids {
@@ -392,6 +397,11 @@ func (b *benchRun) result(name string, res *bench.LoadResult, l *bench.Ledger, s
 	r.BenchCPUSec = round2(benchCPU.Seconds())
 	r.BenchCPUms = bench.Float(float64(benchCPU.Microseconds()) / 1e3 / cb)
 	r.LoadAvg1m = bench.LoadAvg1m()
+	if wall := end.at.Sub(start.at); start.pressure >= 0 && end.pressure >= start.pressure && wall > 0 {
+		// The two reads are microseconds from the two clock readings; a
+		// saturated machine may show a hair over the wall time.
+		r.CPUPressurePct = bench.Float(min(100, 100*float64(end.pressure-start.pressure)/float64(wall)))
+	}
 	return r
 }
 

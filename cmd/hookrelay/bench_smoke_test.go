@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookrelay/hookrelay/cmd/hookrelay/internal/bench"
 	"github.com/hookrelay/hookrelay/db/dbtest"
 )
 
@@ -48,6 +49,7 @@ func benchSmoke(t *testing.T, extra ...string) {
 	err := run(ctx, args, func(k string) string { return env[k] }, &stdout, &stderr)
 	require.NoError(t, err, "stderr:\n%s", stderr.String())
 
+	_, pressureErr := bench.CPUPressure() // the kernel reports CPU pressure here
 	var phases []string
 	delivered := map[string]int{}
 	sc := bufio.NewScanner(strings.NewReader(stdout.String()))
@@ -74,6 +76,12 @@ func benchSmoke(t *testing.T, extra ...string) {
 		require.NotNil(t, line["claim_server_p99_ms"], "claims' server time observed on /metrics: %s", sc.Text())
 		require.NotNil(t, line["sched_latency_p99_ms"], "the scheduler's latency on /metrics: %s", sc.Text())
 		require.GreaterOrEqual(t, line["bench_cpu_ms_per_callback"], 0.0, "the load generator's and sink's CPU per callback: %s", sc.Text())
+		if pressureErr == nil {
+			require.GreaterOrEqual(t, line["cpu_pressure_pct"], 0.0, "the machine's CPU pressure over the phase: %s", sc.Text())
+			require.LessOrEqual(t, line["cpu_pressure_pct"], 100.0, sc.Text())
+		} else {
+			require.NotContains(t, line, "cpu_pressure_pct", sc.Text())
+		}
 		if line["phase"] == "backlog-drain" {
 			// From starting dispatch to the first delivery: positive, and
 			// short on an idle machine (the claim loops start at once).

@@ -146,3 +146,46 @@ func LoadAvg1m() float64 {
 	v, _ := strconv.ParseFloat(f[0], 64)
 	return v
 }
+
+// CPUPressure returns the machine's cumulative CPU pressure, Linux's
+// pressure-stall "some" total from /proc/pressure/cpu: the wall time during
+// which at least one runnable task was waiting for a CPU. Its growth over a
+// phase, divided by the phase's length, says how much of the phase every
+// process on the machine spent queued for the two cores — the cause of a
+// latency tail that the statements' own times do not show. An error when
+// the kernel has no pressure-stall information (before Linux 4.20, or
+// psi=0).
+func CPUPressure() (time.Duration, error) {
+	raw, err := os.ReadFile("/proc/pressure/cpu")
+	if err != nil {
+		return 0, err
+	}
+	return parseCPUPressure(string(raw))
+}
+
+// parseCPUPressure reads the "some" line's total= (microseconds) of a
+// /proc/pressure/cpu text, e.g.
+//
+//	some avg10=7.89 avg60=28.32 avg300=50.97 total=1911105827
+//	full avg10=0.00 avg60=0.00 avg300=0.00 total=0
+func parseCPUPressure(raw string) (time.Duration, error) {
+	for line := range strings.Lines(raw) {
+		f := strings.Fields(line)
+		if len(f) == 0 || f[0] != "some" {
+			continue
+		}
+		for _, kv := range f[1:] {
+			v, ok := strings.CutPrefix(kv, "total=")
+			if !ok {
+				continue
+			}
+			us, err := strconv.ParseUint(v, 10, 63)
+			if err != nil {
+				return 0, fmt.Errorf("cpu pressure total %q: %w", v, err)
+			}
+			return time.Duration(us) * time.Microsecond, nil
+		}
+		return 0, fmt.Errorf("cpu pressure: no total in %q", strings.TrimSpace(line))
+	}
+	return 0, fmt.Errorf("cpu pressure: no \"some\" line")
+}

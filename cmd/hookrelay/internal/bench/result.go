@@ -77,6 +77,12 @@ type Result struct {
 	// on different machines by it.
 	BenchCPUms *float64 `json:"bench_cpu_ms_per_callback"`
 	LoadAvg1m  float64  `json:"loadavg_1m"` // /proc/loadavg at the end: other work on the machine shows here
+	// CPUPressurePct is the share of the phase (between its two samples)
+	// during which at least one task on the machine was runnable and
+	// waiting for a CPU (Linux's /proc/pressure/cpu "some"); absent where
+	// the kernel does not report it. A latency tail that grows with it is
+	// the machine's queue for its cores, not the statements' work.
+	CPUPressurePct *float64 `json:"cpu_pressure_pct,omitempty"`
 }
 
 // Percentile returns the q-quantile (0..1) of sorted durations by the
