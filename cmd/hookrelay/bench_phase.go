@@ -397,11 +397,7 @@ func (b *benchRun) result(name string, res *bench.LoadResult, l *bench.Ledger, s
 	r.BenchCPUSec = round2(benchCPU.Seconds())
 	r.BenchCPUms = bench.Float(float64(benchCPU.Microseconds()) / 1e3 / cb)
 	r.LoadAvg1m = bench.LoadAvg1m()
-	if wall := end.at.Sub(start.at); start.pressure >= 0 && end.pressure >= start.pressure && wall > 0 {
-		// The two reads are microseconds from the two clock readings; a
-		// saturated machine may show a hair over the wall time.
-		r.CPUPressurePct = bench.Float(min(100, 100*float64(end.pressure-start.pressure)/float64(wall)))
-	}
+	r.CPUPressurePct = bench.PressurePct(start.pressure, end.pressure, end.at.Sub(start.at))
 	return r
 }
 

@@ -163,6 +163,18 @@ func CPUPressure() (time.Duration, error) {
 	return parseCPUPressure(string(raw))
 }
 
+// PressurePct is the CPU pressure's growth from start to end as a
+// percentage of wall, the time between the two reads: nil when either read
+// failed (negative) or wall is not positive. The reads come microseconds
+// after their clock readings, so a saturated machine may show a hair over
+// the wall time; the share is capped at 100.
+func PressurePct(start, end, wall time.Duration) *float64 {
+	if start < 0 || end < start || wall <= 0 {
+		return nil
+	}
+	return Float(min(100, 100*float64(end-start)/float64(wall)))
+}
+
 // parseCPUPressure reads the "some" line's total= (microseconds) of a
 // /proc/pressure/cpu text, e.g.
 //

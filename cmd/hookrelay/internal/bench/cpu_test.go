@@ -45,3 +45,17 @@ func TestCPUPressureReadsTheKernelsTotal(t *testing.T) {
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, second, first)
 }
+
+func TestPressurePct(t *testing.T) {
+	t.Parallel()
+	got := PressurePct(time.Second, 1500*time.Millisecond, 2*time.Second)
+	require.NotNil(t, got)
+	require.InDelta(t, 25.0, *got, 1e-9)
+	// A hair over the wall time on a saturated machine: capped.
+	got = PressurePct(0, 2001*time.Millisecond, 2*time.Second)
+	require.NotNil(t, got)
+	require.InDelta(t, 100.0, *got, 1e-9)
+	require.Nil(t, PressurePct(-1, time.Second, time.Second), "start unknown")
+	require.Nil(t, PressurePct(time.Second, -1, time.Second), "end unknown")
+	require.Nil(t, PressurePct(0, time.Second, 0), "no wall time")
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/hookrelay/hookrelay/cmd/hookrelay/internal/bench"
 	"github.com/hookrelay/hookrelay/db/dbtest"
 )
 
@@ -45,6 +46,9 @@ func TestRelaysEverything(t *testing.T) {
 			}
 			if r.RelayCPUms <= 0 || r.BenchCPUms <= 0 || (mode != "http" && r.PostgresCPUms <= 0) {
 				t.Fatalf("CPU not measured: %+v", r)
+			}
+			if _, err := bench.CPUPressure(); (err == nil) != (r.CPUPressurePct != nil) {
+				t.Fatalf("CPU pressure readable: %v, reported: %v", err == nil, r.CPUPressurePct)
 			}
 			if mode == "pg-history" {
 				checkHistory(t, ctx, url, r.Callbacks)

@@ -34,17 +34,24 @@ type result struct {
 	RelayPlusPGms   float64 `json:"relay_plus_postgres_cpu_ms_per_cb"`
 	BenchCPUms      float64 `json:"bench_cpu_ms_per_cb"` // load generator + sink
 	LoadAvg1m       float64 `json:"loadavg_1m"`
-	Seconds         float64 `json:"seconds"`
+	// CPUPressurePct is the share of the run in which some task on the
+	// machine waited for a CPU (hookrelay bench's field of the same name).
+	CPUPressurePct *float64 `json:"cpu_pressure_pct,omitempty"`
+	Seconds        float64  `json:"seconds"`
 }
 
 // cpuSnapshot is the CPU ticks of the three parties at one moment.
 type cpuSnapshot struct {
 	at                    time.Time
 	relay, postgres, self int64
+	pressure              time.Duration // the machine's CPU pressure; -1 unknown
 }
 
 func takeCPU(relayPID int) (cpuSnapshot, error) {
-	s := cpuSnapshot{at: time.Now()}
+	s := cpuSnapshot{at: time.Now(), pressure: -1}
+	if p, err := bench.CPUPressure(); err == nil {
+		s.pressure = p
+	}
 	var err error
 	if s.relay, err = bench.ProcCPU(relayPID, false); err != nil {
 		return s, fmt.Errorf("relay cpu: %w", err)
@@ -144,7 +151,8 @@ func runMeasure(ctx context.Context, args []string) (result, error) {
 	r = result{
 		Mode: o.mode, Callbacks: acc.Acknowledged, Delivered: acc.Delivered,
 		Lost: acc.Lost, Duplicates: acc.Duplicates, OrderViolations: acc.OrderViolations,
-		LoadAvg1m: bench.LoadAvg1m(),
+		LoadAvg1m:      bench.LoadAvg1m(),
+		CPUPressurePct: bench.PressurePct(start.pressure, end.pressure, end.at.Sub(start.at)),
 	}
 	if acc.Delivered == 0 {
 		return r, fmt.Errorf("nothing delivered (load: %d sent, statuses %v, errors %v)", load.Sent, load.Statuses, load.Errors)
