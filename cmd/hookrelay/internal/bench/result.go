@@ -111,18 +111,21 @@ func Float(v float64) *float64 {
 	return &v
 }
 
-// SetLatencies fills the e2e fields from unsorted latencies.
+// SetLatencies fills the e2e fields from unsorted latencies. It sorts a
+// copy: the caller's slice stays paired with its SentAt (the latency log
+// writes both).
 func (r *Result) SetLatencies(lat []time.Duration) {
-	slices.Sort(lat)
+	lat = slices.Sorted(slices.Values(lat))
 	r.E2EP50ms = Percentile(lat, 0.50)
 	r.E2EP90ms = Percentile(lat, 0.90)
 	r.E2EP99ms = Percentile(lat, 0.99)
 	r.E2EMaxms = Percentile(lat, 1)
 }
 
-// SetAckLatencies fills the ack fields from unsorted latencies.
+// SetAckLatencies fills the ack fields from unsorted latencies, sorting a
+// copy.
 func (r *Result) SetAckLatencies(lat []time.Duration) {
-	slices.Sort(lat)
+	lat = slices.Sorted(slices.Values(lat))
 	r.AckP50ms = Percentile(lat, 0.50)
 	r.AckP99ms = Percentile(lat, 0.99)
 }
