@@ -131,6 +131,19 @@ type DeliveryResult struct {
 	// CountsForCircuit reports whether a failure counts against the
 	// endpoint's circuit breaker.
 	CountsForCircuit bool
+	// The row's chain as claimed (ResultFor sets them): with the chain of
+	// every result known, an acknowledgement without dead letters promotes
+	// the successors in the same round trip (see DeliveryAckBatch).
+	OrderingKey string
+	Ordered     bool
+	ChainKnown  bool
+}
+
+// ResultFor starts the result of a claimed delivery: its row, lease and
+// chain.
+func ResultFor(c ClaimedDelivery) DeliveryResult {
+	return DeliveryResult{ID: c.ID, LeaseToken: c.LeaseToken, EndpointID: c.EndpointID,
+		OrderingKey: c.OrderingKey, Ordered: c.Ordered, ChainKnown: true}
 }
 
 // EndpointOutcome is one endpoint's share of an ack batch, in the form
@@ -173,11 +186,19 @@ type AckReport struct {
 // another session holds are skipped rather than waited for (a dispatcher
 // stalled inside this transaction must not stop the others); their outcomes
 // come back in AckReport.HealthSkipped for the caller to carry over.
+//
+// A batch without dead letters whose results all know their chain
+// (ResultFor) takes one round trip: the statements go as one pipeline,
+// which PostgreSQL runs as one implicit transaction (ackPipelined). Other
+// batches take BEGIN, the statements one by one and COMMIT, because the
+// dead letters and the successors to promote are read from what the
+// acknowledgement deleted.
 func (db *DB) DeliveryAckBatch(ctx context.Context, dispatcherID int64, results []DeliveryResult,
 	outcomes []EndpointOutcome, policy HealthPolicy) (AckReport, error) {
 	var rep AckReport
 	p := dbsqlc.DeliveryAckParams{DispatcherID: dispatcherID}
 	var dead map[int64]DeliveryResult // the batch's dead letters, nil for none (nearly every batch)
+	chainsKnown := true
 	for _, r := range results {
 		if r.Kind == AckDead {
 			if dead == nil {
@@ -185,6 +206,7 @@ func (db *DB) DeliveryAckBatch(ctx context.Context, dispatcherID int64, results 
 			}
 			dead[r.ID] = r
 		}
+		chainsKnown = chainsKnown && r.ChainKnown
 		p.Ids = append(p.Ids, r.ID)
 		p.Tokens = append(p.Tokens, r.LeaseToken)
 		p.Kinds = append(p.Kinds, string(r.Kind))
@@ -213,10 +235,13 @@ func (db *DB) DeliveryAckBatch(ctx context.Context, dispatcherID int64, results 
 			return rep, fmt.Errorf("endpoint health: %w", unavailable(err))
 		}
 	}
+	if dead == nil && chainsKnown {
+		rep, err = db.ackPipelined(ctx, conn.conn, p, results, hp, outcomes)
+		return rep, err
+	}
 	err = runTx(ctx, conn.conn, func(q *dbsqlc.Queries, tx pgx.Tx) error {
 		// Both settings last until the commit; one round trip.
-		if _, err := tx.Exec(ctx, `SELECT set_config('synchronous_commit', 'off', true),
-			set_config('idle_in_transaction_session_timeout', $1, true)`, ms(db.cfg.AckIdleTimeout)); err != nil {
+		if _, err := tx.Exec(ctx, ackSettingsSQL, ms(db.cfg.AckIdleTimeout)); err != nil {
 			return unavailable(err)
 		}
 		rep = AckReport{}
@@ -274,6 +299,74 @@ func (db *DB) DeliveryAckBatch(ctx context.Context, dispatcherID int64, results 
 		return nil
 	})
 	return rep, err
+}
+
+// ackSettingsSQL gives an acknowledgement's transaction its settings, which
+// last until its commit: no wait for the WAL flush, and its own idle limit.
+const ackSettingsSQL = `SELECT set_config('synchronous_commit', 'off', true),
+	set_config('idle_in_transaction_session_timeout', $1, true)`
+
+// ackPipelined is DeliveryAckBatch for a batch without dead letters whose
+// chains are known: the settings, the acknowledgement, the promotion of the
+// successors of its ordered successes and the health outcomes go in one
+// pipeline, one round trip and one implicit transaction, instead of five or
+// six round trips (BEGIN, settings, ack, promote, health, COMMIT).
+//
+// The successors are those of the results sent as successes, not of the rows
+// the acknowledgement deleted: the promotion cannot wait for the
+// acknowledgement's answer. It is still a statement of its own, after it, so
+// it sees the rows parked by any claim the acknowledgement's DELETE waited
+// for (the reason it was never a part of DeliveryAck). A success that turned
+// out stale (its lease was over and the row is another dispatcher's) may
+// thus make the next row of its chain visible while the row is still there;
+// that only wakes it: a claim parks again any row whose predecessor is there.
+func (db *DB) ackPipelined(ctx context.Context, conn interface {
+	SendBatch(context.Context, *pgx.Batch) pgx.BatchResults
+}, p dbsqlc.DeliveryAckParams, results []DeliveryResult, hp *dbsqlc.EndpointHealthApplyParams,
+	outcomes []EndpointOutcome) (AckReport, error) {
+	var promote dbsqlc.DeliveryPromoteParams
+	for _, r := range results {
+		if r.Kind == AckSuccess && r.Ordered {
+			promote.EndpointIds = append(promote.EndpointIds, r.EndpointID)
+			promote.OrderingKeys = append(promote.OrderingKeys, r.OrderingKey)
+			promote.Ids = append(promote.Ids, r.ID)
+		}
+	}
+	var (
+		acked    []dbsqlc.DeliveryAckRow
+		promoted int64
+		health   []dbsqlc.EndpointHealthApplyRow
+	)
+	steps := []step{func(tx dbsqlc.DBTX) error {
+		_, err := tx.Exec(ctx, ackSettingsSQL, ms(db.cfg.AckIdleTimeout))
+		return err
+	}}
+	if len(results) > 0 {
+		steps = append(steps, func(tx dbsqlc.DBTX) (err error) {
+			acked, err = dbsqlc.New(tx).DeliveryAck(ctx, p)
+			return err
+		})
+	}
+	if len(promote.Ids) > 0 {
+		steps = append(steps, func(tx dbsqlc.DBTX) (err error) {
+			promoted, err = dbsqlc.New(tx).DeliveryPromote(ctx, promote)
+			return err
+		})
+	}
+	if hp != nil {
+		steps = append(steps, func(tx dbsqlc.DBTX) (err error) {
+			health, err = dbsqlc.New(tx).EndpointHealthApply(ctx, *hp)
+			return err
+		})
+	}
+	if err := runPipeline(ctx, conn, steps...); err != nil {
+		return AckReport{}, fmt.Errorf("ack deliveries: %w", unavailable(err))
+	}
+	rep := AckReport{Applied: len(acked), Stale: len(results) - len(acked), Promoted: promoted}
+	if hp != nil {
+		rep.foldHealth(health, outcomes)
+	}
+	return rep, nil
 }
 
 // ackStallHook, when set (tests only), runs inside the acknowledgement

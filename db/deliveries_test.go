@@ -106,6 +106,61 @@ func TestDeliveryClaimOnlyHeadsThenPromote(t *testing.T) {
 	require.Equal(t, []int{1, 2}, []int{atts[0].Attempt, atts[1].Attempt})
 }
 
+// TestAckInOneRoundTrip: results that know their chain (ResultFor) are
+// acknowledged in one pipeline: each row fenced by its lease token, the
+// successor of a success promoted, a retry spending an attempt, health
+// outcomes applied. A stale success changes no row; the successor it wakes
+// (the pipeline promotes before knowing what was deleted) is parked again by
+// the next claim, never leased before its predecessor is done.
+func TestAckInOneRoundTrip(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := dbtest.New(t)
+	ep, _ := dbtest.Endpoint(t, store, nil)
+	ids := storeChain(t, store, ep.ID, "P1", 3)
+	q := hookrelay.QueueFor("P1", 32)
+	got := claimAll(t, store, q, 11)
+	require.Len(t, got, 1)
+	require.Equal(t, ids[0], got[0].ID)
+
+	rep := ack(t, store, successOf(got[0], 999, true))
+	require.Equal(t, db.AckReport{Stale: 1, Promoted: 1}, rep, "stale; its successor woken")
+	require.Empty(t, claimAll(t, store, q, 12), "the woken successor is parked again")
+	counts, err := store.DeliveryQueueCounts(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []db.QueueCounts{{Queue: q, Waiting: 1, Parked: 2}}, counts)
+
+	rep, err = store.DeliveryAckBatch(ctx, 1, []db.DeliveryResult{successOf(got[0], 11, true)},
+		[]db.EndpointOutcome{{EndpointID: ep.ID, Successes: 1}}, testPolicy)
+	require.NoError(t, err)
+	require.Equal(t, 1, rep.Applied)
+	require.EqualValues(t, 1, rep.Promoted)
+	require.Equal(t, []int64{ep.ID}, rep.Closed, "health applied")
+	got = claimAll(t, store, q, 13)
+	require.Len(t, got, 1)
+	require.Equal(t, ids[1], got[0].ID)
+
+	retry := db.ResultFor(got[0])
+	retry.LeaseToken, retry.Kind, retry.Spend = 13, db.AckRetry, true
+	retry.Outcome, retry.Status, retry.Error = "failed", 500, "boom"
+	rep, err = store.DeliveryAckBatch(ctx, 1, []db.DeliveryResult{retry},
+		[]db.EndpointOutcome{{EndpointID: ep.ID, Failures: 1, Trailing: 1, LastError: "boom"}}, testPolicy)
+	require.NoError(t, err)
+	require.Equal(t, db.AckReport{Applied: 1, Closed: []int64{ep.ID}}, rep, "a retry promotes nothing")
+	got = claimAll(t, store, q, 14)
+	require.Len(t, got, 1)
+	require.Equal(t, ids[1], got[0].ID)
+	require.Equal(t, 1, got[0].Attempt)
+	health, err := store.EndpointHealthGet(ctx, ep.ID)
+	require.NoError(t, err)
+	require.Equal(t, 1, health.ConsecutiveFailures)
+
+	atts, err := store.AttemptsForDelivery(ctx, ids[0])
+	require.NoError(t, err)
+	require.Len(t, atts, 1, "the stale success recorded no attempt")
+	require.Equal(t, "success", atts[0].Outcome)
+}
+
 // TestClaimParksAWholeChain: one claim that meets a chain's head and the
 // rows behind it leases the head and parks every other row, including those
 // whose predecessor the same claim parks; none is left due for the next
@@ -223,23 +278,52 @@ func TestCircuitOpensAndDefersClaims(t *testing.T) {
 // every row must be delivered in order and none may stay parked forever.
 func TestParkingRace(t *testing.T) {
 	t.Parallel()
-	store := dbtest.New(t)
-	ep, _ := dbtest.Endpoint(t, store, nil)
-	const n = 60
-	for range n {
-		dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: "race"})
+	forEachAckPath(t, func(t *testing.T, pipelined bool) {
+		store := dbtest.New(t)
+		ep, _ := dbtest.Endpoint(t, store, nil)
+		const n = 60
+		for range n {
+			dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: "race"})
+		}
+		q := hookrelay.QueueFor("race", 32)
+		var (
+			claimed raceLog
+			wg      sync.WaitGroup
+		)
+		deadline := time.Now().Add(60 * time.Second)
+		for w := range 4 {
+			wg.Go(func() { claimAndAck(t, store, q, n, int64(w), deadline, &claimed, pipelined) })
+		}
+		wg.Wait()
+		claimed.requireInOrder(t, n)
+	})
+}
+
+// forEachAckPath runs test (in parallel) once with results that know their
+// chain (ResultFor: the acknowledgement is one pipelined round trip) and
+// once with results that do not (BEGIN, statement by statement, COMMIT).
+func forEachAckPath(t *testing.T, test func(t *testing.T, pipelined bool)) {
+	for _, pipelined := range []bool{true, false} {
+		name := "transaction"
+		if pipelined {
+			name = "pipeline"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			test(t, pipelined)
+		})
 	}
-	q := hookrelay.QueueFor("race", 32)
-	var (
-		claimed raceLog
-		wg      sync.WaitGroup
-	)
-	deadline := time.Now().Add(60 * time.Second)
-	for w := range 4 {
-		wg.Go(func() { claimAndAck(t, store, q, n, int64(w), deadline, &claimed) })
+}
+
+// successOf is the success result of d under token; with chain, built by
+// ResultFor as the dispatcher does (the pipelined acknowledgement).
+func successOf(d db.ClaimedDelivery, token int64, chain bool) db.DeliveryResult {
+	r := db.DeliveryResult{ID: d.ID, EndpointID: d.EndpointID}
+	if chain {
+		r = db.ResultFor(d)
 	}
-	wg.Wait()
-	claimed.requireInOrder(t, n)
+	r.LeaseToken, r.Kind, r.Outcome, r.Status = token, db.AckSuccess, "success", 200
+	return r
 }
 
 // raceLog is what the claimers of a race test delivered, in claim order,
@@ -266,7 +350,7 @@ func (l *raceLog) requireInOrder(t *testing.T, n int) {
 
 // claimAndAck claims queue q as dispatcher w and acknowledges every row it
 // gets at once, until n rows are in log or the deadline passes.
-func claimAndAck(t *testing.T, store *db.DB, q, n int, w int64, deadline time.Time, log *raceLog) {
+func claimAndAck(t *testing.T, store *db.DB, q, n int, w int64, deadline time.Time, log *raceLog, pipelined bool) {
 	ctx := context.Background()
 	for time.Now().Before(deadline) && log.count() < n {
 		tok := log.token.Add(1)
@@ -279,8 +363,7 @@ func claimAndAck(t *testing.T, store *db.DB, q, n int, w int64, deadline time.Ti
 			log.mu.Lock()
 			log.ids = append(log.ids, d.ID)
 			log.mu.Unlock()
-			if _, err := store.DeliveryAckBatch(ctx, w, []db.DeliveryResult{{ID: d.ID, LeaseToken: tok,
-				Kind: db.AckSuccess, Outcome: "success", Status: 200}}, nil, testPolicy); err != nil {
+			if _, err := store.DeliveryAckBatch(ctx, w, []db.DeliveryResult{successOf(d, tok, pipelined)}, nil, testPolicy); err != nil {
 				t.Error(err)
 				return
 			}
@@ -294,6 +377,10 @@ func claimAndAck(t *testing.T, store *db.DB, q, n int, w int64, deadline time.Ti
 // carried over.
 func TestAckSkipsLockedHealthRows(t *testing.T) {
 	t.Parallel()
+	forEachAckPath(t, testAckSkipsLockedHealthRows)
+}
+
+func testAckSkipsLockedHealthRows(t *testing.T, pipelined bool) {
 	ctx := context.Background()
 	url := dbtest.NewURL(t)
 	store := dbtest.Open(t, url, db.Config{LockTimeout: 5 * time.Second})
@@ -305,6 +392,7 @@ func TestAckSkipsLockedHealthRows(t *testing.T) {
 	m := dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: "K"})
 	got := claimAll(t, store, hookrelay.QueueFor("K", 32), 21)
 	require.Len(t, got, 1)
+	require.Equal(t, m.DeliveryIDs[0], got[0].ID)
 
 	locker, err := pgx.Connect(ctx, url)
 	require.NoError(t, err)
@@ -317,7 +405,7 @@ func TestAckSkipsLockedHealthRows(t *testing.T) {
 
 	start := time.Now()
 	rep, err := store.DeliveryAckBatch(ctx, 1,
-		[]db.DeliveryResult{{ID: m.DeliveryIDs[0], LeaseToken: 21, EndpointID: ep.ID, Kind: db.AckSuccess, Outcome: "success", Status: 200}},
+		[]db.DeliveryResult{successOf(got[0], 21, pipelined)},
 		[]db.EndpointOutcome{{EndpointID: ep.ID, Successes: 1}, {EndpointID: other.ID, Failures: 1, Trailing: 1}}, testPolicy)
 	require.NoError(t, err)
 	require.Less(t, time.Since(start), 4*time.Second, "waited for the locked health row")
@@ -621,6 +709,8 @@ func TestEndpointStatementsUseEndpointIndex(t *testing.T) {
 // dispatcher stalls between two statements (here: sleeps past
 // AckIdleTimeout) is ended by PostgreSQL, so the rows it deleted are not
 // held locked: another dispatcher claims them once their lease runs out.
+// (Only the statement-by-statement path has the caller between statements:
+// here a result that does not know its chain; dead letters take it too.)
 // Before, the stalled transaction held them (and the chains behind them)
 // for as long as the stall, up to idle_in_transaction_session_timeout.
 func TestStalledAckReleasesItsRows(t *testing.T) {
@@ -691,6 +781,10 @@ func TestDeliveryGetWhileItFinishes(t *testing.T) {
 // store commits.)
 func TestIngestParkingRace(t *testing.T) {
 	t.Parallel()
+	forEachAckPath(t, testIngestParkingRace)
+}
+
+func testIngestParkingRace(t *testing.T, pipelined bool) {
 	store := dbtest.New(t)
 	ctx := context.Background()
 	ep, _ := dbtest.Endpoint(t, store, nil)
@@ -717,7 +811,7 @@ func TestIngestParkingRace(t *testing.T) {
 		}
 	})
 	for w := range 3 {
-		wg.Go(func() { claimAndAck(t, store, q, n, int64(w), deadline, &claimed) })
+		wg.Go(func() { claimAndAck(t, store, q, n, int64(w), deadline, &claimed, pipelined) })
 	}
 	wg.Wait()
 	claimed.requireInOrder(t, n)

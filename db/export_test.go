@@ -102,3 +102,14 @@ func PoolSettings(ctx context.Context, t testing.TB, d *DB, name string) []strin
 	}
 	return out
 }
+
+// RunPipeline runs sqls as one pipeline (runPipeline) on conn, each through
+// QueryRow, and returns the single integer each one answered.
+func RunPipeline(ctx context.Context, conn *pgx.Conn, sqls ...string) ([]int64, error) {
+	out := make([]int64, len(sqls))
+	steps := make([]step, len(sqls))
+	for i, sql := range sqls {
+		steps[i] = func(tx dbsqlc.DBTX) error { return tx.QueryRow(ctx, sql).Scan(&out[i]) }
+	}
+	return out, runPipeline(ctx, conn, steps...)
+}

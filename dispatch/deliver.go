@@ -13,13 +13,9 @@ import (
 
 // releaseItem gives a row back without an attempt, visible again after delay.
 func (d *Dispatcher) releaseItem(r db.ClaimedDelivery, delay time.Duration) ackItem {
-	return ackItem{
-		res: db.DeliveryResult{
-			ID: r.ID, LeaseToken: r.LeaseToken, EndpointID: r.EndpointID,
-			Kind: db.AckRelease, Delay: delay,
-		},
-		circuitNeutral: true,
-	}
+	res := db.ResultFor(r)
+	res.Kind, res.Delay = db.AckRelease, delay
+	return ackItem{res: res, circuitNeutral: true}
 }
 
 // deliver makes one attempt of r to ep (nil: the endpoint is gone) and
@@ -45,7 +41,8 @@ func (d *Dispatcher) deliver(ctx context.Context, r db.ClaimedDelivery, ep *endp
 	defer ep.release()
 
 	attemptedAt := d.cfg.Now()
-	res := db.DeliveryResult{ID: r.ID, LeaseToken: r.LeaseToken, EndpointID: r.EndpointID, AttemptedAt: attemptedAt}
+	res := db.ResultFor(r)
+	res.AttemptedAt = attemptedAt
 	if !r.MessageFound {
 		// The message is gone (its partition was dropped): nothing can ever
 		// be sent, so the delivery becomes a dead letter at once rather than
