@@ -51,14 +51,10 @@ func ClaimHomeLeases(ctx context.Context, d *DB, n int, errs []error) (pids []in
 	return pids, home, 0, nil
 }
 
-// ReserveIDsOn runs the group commit's id reservation (IDsReserve) and the
-// payload offload's (MessageIDsReserve) once each on conn.
+// ReserveIDsOn runs the payload offload's id reservation
+// (MessageIDsReserve) on conn.
 func ReserveIDsOn(ctx context.Context, conn *pgx.Conn, n int) error {
-	q := dbsqlc.New(conn)
-	if _, err := q.IDsReserve(ctx, dbsqlc.IDsReserveParams{Messages: int32(n), Deliveries: int32(2 * n)}); err != nil {
-		return err
-	}
-	_, err := q.MessageIDsReserve(ctx, int32(n))
+	_, err := dbsqlc.New(conn).MessageIDsReserve(ctx, int32(n))
 	return err
 }
 

@@ -73,7 +73,6 @@ func (db *DB) MessageInsertMany(ctx context.Context, msgs []NewMessage) ([]Store
 	// In-batch duplicates point at the first message with the key.
 	first := map[idemKey]int{}
 	dupOf := make([]int, len(msgs))
-	needIDs, nDeliveries := 0, 0
 	for i, m := range msgs {
 		dupOf[i] = -1
 		if m.IdempotencyKey != "" {
@@ -84,10 +83,6 @@ func (db *DB) MessageInsertMany(ctx context.Context, msgs []NewMessage) ([]Store
 			}
 			first[k] = i
 		}
-		if m.ID == 0 {
-			needIDs++
-		}
-		nDeliveries += len(m.EndpointIDs)
 	}
 	conn, err := db.storeConns.get(ctx)
 	if err != nil {
@@ -95,24 +90,14 @@ func (db *DB) MessageInsertMany(ctx context.Context, msgs []NewMessage) ([]Store
 	}
 	defer func() { db.storeConns.put(conn, err) }()
 	q := dbsqlc.New(conn.conn)
-	// Ids first, in one round trip, so that deliveries of one ordering key get
-	// increasing ids in callback order (chains are ordered by id).
-	reserved, err := q.IDsReserve(ctx, dbsqlc.IDsReserveParams{Messages: int32(needIDs), Deliveries: int32(nDeliveries)})
-	if err != nil {
-		return nil, fmt.Errorf("reserve ids: %w", unavailable(err))
-	}
-	msgIDs, delIDs := reserved.MessageIds, reserved.DeliveryIds
 	var p dbsqlc.MessageStoreBatchParams
+	var sent []int // msgs index of each message sent, by its place in the input
 	for i, m := range msgs {
 		if dupOf[i] >= 0 {
 			continue
 		}
-		o := StoredMessage{ID: m.ID, ReceivedAt: m.ReceivedAt, Deliveries: len(m.EndpointIDs)}
-		if o.ID == 0 {
-			o.ID, msgIDs = msgIDs[0], msgIDs[1:]
-		}
-		if o.ReceivedAt.IsZero() {
-			o.ReceivedAt = now
+		if m.ReceivedAt.IsZero() {
+			m.ReceivedAt = now
 		}
 		payload := m.Payload
 		if m.PayloadKey == "" && payload == nil {
@@ -120,8 +105,11 @@ func (db *DB) MessageInsertMany(ctx context.Context, msgs []NewMessage) ([]Store
 		} else if m.PayloadKey != "" {
 			payload = nil
 		}
-		p.Ids = append(p.Ids, o.ID)
-		p.ReceivedAts = append(p.ReceivedAts, o.ReceivedAt)
+		sent = append(sent, i)
+		ord := int32(len(sent)) // 1-based
+		p.Ords = append(p.Ords, ord)
+		p.Ids = append(p.Ids, m.ID) // 0: the statement takes one
+		p.ReceivedAts = append(p.ReceivedAts, m.ReceivedAt)
 		p.CarrierIds = append(p.CarrierIds, m.CarrierID)
 		p.EventTypes = append(p.EventTypes, m.EventType)
 		p.OrderingKeys = append(p.OrderingKeys, m.OrderingKey)
@@ -133,23 +121,33 @@ func (db *DB) MessageInsertMany(ctx context.Context, msgs []NewMessage) ([]Store
 		p.PayloadSizes = append(p.PayloadSizes, int32(m.PayloadSize))
 		p.PayloadSha256s = append(p.PayloadSha256s, m.PayloadSHA256)
 		p.DeliveryCounts = append(p.DeliveryCounts, int32(len(m.EndpointIDs)))
-		o.DeliveryIDs = make([]int64, len(m.EndpointIDs))
-		for j, ep := range m.EndpointIDs {
-			o.DeliveryIDs[j], delIDs = delIDs[0], delIDs[1:]
-			p.DeliveryIds = append(p.DeliveryIds, o.DeliveryIDs[j])
-			p.DeliveryMessageIds = append(p.DeliveryMessageIds, o.ID)
+		for _, ep := range m.EndpointIDs {
+			p.DeliveryOrds = append(p.DeliveryOrds, int32(len(p.DeliveryOrds)+1))
+			p.DeliveryMessageOrds = append(p.DeliveryMessageOrds, ord)
 			p.DeliveryEndpointIds = append(p.DeliveryEndpointIds, ep)
 		}
-		out[i] = o
+		out[i] = StoredMessage{ReceivedAt: m.ReceivedAt, Deliveries: len(m.EndpointIDs)}
 	}
-	storedIDs, err := q.MessageStoreBatch(ctx, p)
+	rows, err := q.MessageStoreBatch(ctx, p)
 	if err != nil {
 		return nil, fmt.Errorf("store %d messages: %w", len(p.Ids), unavailable(err))
 	}
-	if len(storedIDs) < len(p.Ids) {
+	stored := make([]bool, len(sent))
+	for _, r := range rows {
+		i := sent[r.Ord-1]
+		out[i].ID, out[i].DeliveryIDs = r.ID, r.DeliveryIds
+		stored[r.Ord-1] = true
+	}
+	if len(rows) < len(sent) {
 		// On the same connection: waiting for a second one while holding
 		// this one could wait forever in a small pool.
-		if err = resolveDuplicates(ctx, q, msgs, out, dupOf, storedIDs); err != nil {
+		var lost []int
+		for k, ok := range stored {
+			if !ok {
+				lost = append(lost, sent[k])
+			}
+		}
+		if err = resolveDuplicates(ctx, q, msgs, out, lost); err != nil {
 			return nil, err
 		}
 	}
@@ -161,21 +159,15 @@ func (db *DB) MessageInsertMany(ctx context.Context, msgs []NewMessage) ([]Store
 	return out, nil
 }
 
-// resolveDuplicates marks the messages whose idempotency key someone else
-// holds as duplicates of the holder's message.
-func resolveDuplicates(ctx context.Context, q *dbsqlc.Queries, msgs []NewMessage, out []StoredMessage, dupOf []int, storedIDs []int64) error {
-	stored := make(map[int64]bool, len(storedIDs))
-	for _, id := range storedIDs {
-		stored[id] = true
-	}
-	lost := map[idemKey]int{}
+// resolveDuplicates marks the messages lost (msgs indexes), whose
+// idempotency key someone else holds, as duplicates of the holder's message.
+func resolveDuplicates(ctx context.Context, q *dbsqlc.Queries, msgs []NewMessage, out []StoredMessage, lost []int) error {
+	byKey := make(map[idemKey]int, len(lost))
 	var lp dbsqlc.IdempotencyLookupManyParams
-	for i, m := range msgs {
-		if dupOf[i] >= 0 || stored[out[i].ID] {
-			continue
-		}
+	for _, i := range lost {
+		m := msgs[i]
 		k := idemKey{m.CarrierID, m.IdempotencyKey}
-		lost[k] = i
+		byKey[k] = i
 		lp.CarrierIds = append(lp.CarrierIds, k.carrier)
 		lp.IdemKeys = append(lp.IdemKeys, k.key)
 		out[i] = StoredMessage{Err: hookrelay.Errorf(hookrelay.EUNAVAILABLE, "idempotency key changed concurrently; retry")}
@@ -189,7 +181,7 @@ func resolveDuplicates(ctx context.Context, q *dbsqlc.Queries, msgs []NewMessage
 		return nil
 	}
 	for _, h := range holders {
-		if i, ok := lost[idemKey{h.CarrierID, h.IdemKey}]; ok {
+		if i, ok := byKey[idemKey{h.CarrierID, h.IdemKey}]; ok {
 			out[i] = StoredMessage{ID: h.MessageID, ReceivedAt: h.MessageReceivedAt, Deliveries: int(h.Deliveries), Duplicate: true}
 		}
 	}

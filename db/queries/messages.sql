@@ -1,20 +1,12 @@
--- The id reservations count with unnest(array_fill(...)), not
+-- The id reservation counts with unnest(array_fill(...)), not
 -- generate_series(1, n): the planner sizes generate_series by its arguments,
 -- so the plan for a given n looks cheaper than the generic one and
--- PostgreSQL planned these statements again at every execution (as many plans
+-- PostgreSQL planned the statement again at every execution (as many plans
 -- as calls in pg_stat_statements); an array built from a parameter gets the
 -- same size estimate in both, and the generic plan is kept.
 
 -- name: MessageIDsReserve :many
 SELECT nextval('messages_id_seq')::bigint AS id FROM unnest(array_fill(0, ARRAY[sqlc.arg(n)::integer]));
-
--- name: DeliveryIDsReserve :many
-SELECT nextval('deliveries_id_seq')::bigint AS id FROM unnest(array_fill(0, ARRAY[sqlc.arg(n)::integer]));
-
--- name: IDsReserve :one
--- Message and delivery ids for one batch, in one round trip.
-SELECT coalesce((SELECT array_agg(nextval('messages_id_seq')) FROM unnest(array_fill(0, ARRAY[sqlc.arg(messages)::integer]))), '{}')::bigint[] AS message_ids,
-       coalesce((SELECT array_agg(nextval('deliveries_id_seq')) FROM unnest(array_fill(0, ARRAY[sqlc.arg(deliveries)::integer]))), '{}')::bigint[] AS delivery_ids;
 
 -- name: MessageGet :one
 SELECT * FROM messages WHERE id = @id AND received_at = @received_at;
@@ -28,25 +20,43 @@ SELECT count(*) FROM (SELECT 1 FROM messages WHERE received_at >= @since LIMIT s
 
 -- name: MessageStoreBatch :many
 -- Stores a batch of messages and their deliveries in ONE statement (one
--- round trip, atomic without BEGIN/COMMIT): claims each message's idempotency
--- key for today (unless held today or within 24 h yesterday; sorted so
--- concurrent batches lock in one order), inserts the messages that need no
--- key or won theirs, and their deliveries. Ids come reserved (IDsReserve).
--- Returns the ids of the messages stored; the others lost their key.
+-- round trip, atomic without BEGIN/COMMIT): takes ids for the messages that
+-- have none (id 0) and for every delivery, in input order, so that the
+-- deliveries of one ordering key get increasing ids in callback order
+-- (chains are ordered by id); claims each message's idempotency key for
+-- today (unless held today or within 24 h yesterday; sorted so concurrent
+-- batches lock in one order), inserts the messages that need no key or won
+-- theirs, and their deliveries. A delivery names its message by its place in
+-- the input (1-based). Returns, for each message stored, its place, its id
+-- and its deliveries' ids in input order; the others lost their key.
+-- (The ids used to be taken by a statement of their own, IDsReserve: one
+-- round trip more per group commit.)
 WITH input AS MATERIALIZED (
-    SELECT unnest(@ids::bigint[])                  AS id,
-           unnest(@received_ats::timestamptz[])    AS received_at,
-           unnest(@carrier_ids::bigint[])          AS carrier_id,
-           unnest(@event_types::text[])            AS event_type,
-           unnest(@ordering_keys::text[])          AS ordering_key,
-           unnest(@merchant_refs::text[])          AS merchant_ref,
-           unnest(@queues::smallint[])             AS queue,
-           unnest(@idem_keys::text[])              AS idem_key,
-           unnest(@payloads::bytea[])              AS payload,
-           unnest(@payload_keys::text[])           AS payload_key,
-           unnest(@payload_sizes::integer[])       AS payload_size,
-           unnest(@payload_sha256s::bytea[])       AS payload_sha256,
-           unnest(@delivery_counts::integer[])     AS deliveries
+    -- nextval in a sorted query's output runs after the sort: in input order.
+    SELECT x.ord, x.received_at, x.carrier_id, x.event_type, x.ordering_key, x.merchant_ref,
+           x.queue, x.idem_key, x.payload, x.payload_key, x.payload_size, x.payload_sha256, x.deliveries,
+           CASE WHEN x.given_id = 0 THEN nextval('messages_id_seq') ELSE x.given_id END AS id
+    FROM (SELECT unnest(@ords::integer[])                AS ord,
+                 unnest(@ids::bigint[])                  AS given_id,
+                 unnest(@received_ats::timestamptz[])    AS received_at,
+                 unnest(@carrier_ids::bigint[])          AS carrier_id,
+                 unnest(@event_types::text[])            AS event_type,
+                 unnest(@ordering_keys::text[])          AS ordering_key,
+                 unnest(@merchant_refs::text[])          AS merchant_ref,
+                 unnest(@queues::smallint[])             AS queue,
+                 unnest(@idem_keys::text[])              AS idem_key,
+                 unnest(@payloads::bytea[])              AS payload,
+                 unnest(@payload_keys::text[])           AS payload_key,
+                 unnest(@payload_sizes::integer[])       AS payload_size,
+                 unnest(@payload_sha256s::bytea[])       AS payload_sha256,
+                 unnest(@delivery_counts::integer[])     AS deliveries) AS x
+    ORDER BY x.ord
+), dels AS MATERIALIZED (
+    SELECT y.ord, y.message_ord, y.endpoint_id, nextval('deliveries_id_seq') AS id
+    FROM (SELECT unnest(@delivery_ords::integer[])        AS ord,
+                 unnest(@delivery_message_ords::integer[]) AS message_ord,
+                 unnest(@delivery_endpoint_ids::bigint[])  AS endpoint_id) AS y
+    ORDER BY y.ord
 ), claimed AS (
     INSERT INTO idempotency_keys (carrier_id, idem_key, day, message_id, message_received_at, deliveries)
     SELECT i.carrier_id, i.idem_key, (now() AT TIME ZONE 'UTC')::date, i.id, i.received_at, i.deliveries
@@ -73,10 +83,12 @@ WITH input AS MATERIALIZED (
 ), inserted_deliveries AS (
     INSERT INTO deliveries (id, queue, endpoint_id, ordering_key, message_id, message_received_at)
     SELECT d.id, s.queue, d.endpoint_id, s.ordering_key, s.id, s.received_at
-    FROM (SELECT unnest(@delivery_ids::bigint[]) AS id,
-                 unnest(@delivery_message_ids::bigint[]) AS message_id,
-                 unnest(@delivery_endpoint_ids::bigint[]) AS endpoint_id) AS d
-    JOIN stored s ON s.id = d.message_id
+    FROM dels d
+    JOIN stored s ON s.ord = d.message_ord
     RETURNING 1
 )
-SELECT s.id::bigint AS id FROM stored s;
+SELECT s.ord::integer AS ord, s.id::bigint AS id, coalesce(g.ids, '{}')::bigint[] AS delivery_ids
+FROM stored s
+LEFT JOIN (SELECT d.message_ord, array_agg(d.id ORDER BY d.ord) AS ids
+           FROM dels d GROUP BY d.message_ord) AS g ON g.message_ord = s.ord
+ORDER BY s.ord;

@@ -10,53 +10,6 @@ import (
 	"time"
 )
 
-const deliveryIDsReserve = `-- name: DeliveryIDsReserve :many
-SELECT nextval('deliveries_id_seq')::bigint AS id FROM unnest(array_fill(0, ARRAY[$1::integer]))
-`
-
-func (q *Queries) DeliveryIDsReserve(ctx context.Context, n int32) ([]int64, error) {
-	rows, err := q.db.Query(ctx, deliveryIDsReserve, n)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		items = append(items, id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const iDsReserve = `-- name: IDsReserve :one
-SELECT coalesce((SELECT array_agg(nextval('messages_id_seq')) FROM unnest(array_fill(0, ARRAY[$1::integer]))), '{}')::bigint[] AS message_ids,
-       coalesce((SELECT array_agg(nextval('deliveries_id_seq')) FROM unnest(array_fill(0, ARRAY[$2::integer]))), '{}')::bigint[] AS delivery_ids
-`
-
-type IDsReserveParams struct {
-	Messages   int32
-	Deliveries int32
-}
-
-type IDsReserveRow struct {
-	MessageIds  []int64
-	DeliveryIds []int64
-}
-
-// Message and delivery ids for one batch, in one round trip.
-func (q *Queries) IDsReserve(ctx context.Context, arg IDsReserveParams) (IDsReserveRow, error) {
-	row := q.db.QueryRow(ctx, iDsReserve, arg.Messages, arg.Deliveries)
-	var i IDsReserveRow
-	err := row.Scan(&i.MessageIds, &i.DeliveryIds)
-	return i, err
-}
-
 const messageCountSinceCapped = `-- name: MessageCountSinceCapped :one
 SELECT count(*) FROM (SELECT 1 FROM messages WHERE received_at >= $1 LIMIT $2::bigint) AS m
 `
@@ -134,10 +87,10 @@ const messageIDsReserve = `-- name: MessageIDsReserve :many
 SELECT nextval('messages_id_seq')::bigint AS id FROM unnest(array_fill(0, ARRAY[$1::integer]))
 `
 
-// The id reservations count with unnest(array_fill(...)), not
+// The id reservation counts with unnest(array_fill(...)), not
 // generate_series(1, n): the planner sizes generate_series by its arguments,
 // so the plan for a given n looks cheaper than the generic one and
-// PostgreSQL planned these statements again at every execution (as many plans
+// PostgreSQL planned the statement again at every execution (as many plans
 // as calls in pg_stat_statements); an array built from a parameter gets the
 // same size estimate in both, and the generic plan is kept.
 func (q *Queries) MessageIDsReserve(ctx context.Context, n int32) ([]int64, error) {
@@ -162,19 +115,31 @@ func (q *Queries) MessageIDsReserve(ctx context.Context, n int32) ([]int64, erro
 
 const messageStoreBatch = `-- name: MessageStoreBatch :many
 WITH input AS MATERIALIZED (
-    SELECT unnest($1::bigint[])                  AS id,
-           unnest($2::timestamptz[])    AS received_at,
-           unnest($3::bigint[])          AS carrier_id,
-           unnest($4::text[])            AS event_type,
-           unnest($5::text[])          AS ordering_key,
-           unnest($6::text[])          AS merchant_ref,
-           unnest($7::smallint[])             AS queue,
-           unnest($8::text[])              AS idem_key,
-           unnest($9::bytea[])              AS payload,
-           unnest($10::text[])           AS payload_key,
-           unnest($11::integer[])       AS payload_size,
-           unnest($12::bytea[])       AS payload_sha256,
-           unnest($13::integer[])     AS deliveries
+    -- nextval in a sorted query's output runs after the sort: in input order.
+    SELECT x.ord, x.received_at, x.carrier_id, x.event_type, x.ordering_key, x.merchant_ref,
+           x.queue, x.idem_key, x.payload, x.payload_key, x.payload_size, x.payload_sha256, x.deliveries,
+           CASE WHEN x.given_id = 0 THEN nextval('messages_id_seq') ELSE x.given_id END AS id
+    FROM (SELECT unnest($1::integer[])                AS ord,
+                 unnest($2::bigint[])                  AS given_id,
+                 unnest($3::timestamptz[])    AS received_at,
+                 unnest($4::bigint[])          AS carrier_id,
+                 unnest($5::text[])            AS event_type,
+                 unnest($6::text[])          AS ordering_key,
+                 unnest($7::text[])          AS merchant_ref,
+                 unnest($8::smallint[])             AS queue,
+                 unnest($9::text[])              AS idem_key,
+                 unnest($10::bytea[])              AS payload,
+                 unnest($11::text[])           AS payload_key,
+                 unnest($12::integer[])       AS payload_size,
+                 unnest($13::bytea[])       AS payload_sha256,
+                 unnest($14::integer[])     AS deliveries) AS x
+    ORDER BY x.ord
+), dels AS MATERIALIZED (
+    SELECT y.ord, y.message_ord, y.endpoint_id, nextval('deliveries_id_seq') AS id
+    FROM (SELECT unnest($15::integer[])        AS ord,
+                 unnest($16::integer[]) AS message_ord,
+                 unnest($17::bigint[])  AS endpoint_id) AS y
+    ORDER BY y.ord
 ), claimed AS (
     INSERT INTO idempotency_keys (carrier_id, idem_key, day, message_id, message_received_at, deliveries)
     SELECT i.carrier_id, i.idem_key, (now() AT TIME ZONE 'UTC')::date, i.id, i.received_at, i.deliveries
@@ -189,7 +154,7 @@ WITH input AS MATERIALIZED (
     ON CONFLICT DO NOTHING
     RETURNING message_id
 ), stored AS MATERIALIZED (
-    SELECT i.id, i.received_at, i.carrier_id, i.event_type, i.ordering_key, i.merchant_ref, i.queue, i.idem_key, i.payload, i.payload_key, i.payload_size, i.payload_sha256, i.deliveries FROM input i
+    SELECT i.ord, i.received_at, i.carrier_id, i.event_type, i.ordering_key, i.merchant_ref, i.queue, i.idem_key, i.payload, i.payload_key, i.payload_size, i.payload_sha256, i.deliveries, i.id FROM input i
     WHERE i.idem_key = '' OR i.id IN (SELECT c.message_id FROM claimed c)
 ), inserted_messages AS (
     INSERT INTO messages (id, received_at, carrier_id, event_type, ordering_key, merchant_ref, queue,
@@ -201,16 +166,19 @@ WITH input AS MATERIALIZED (
 ), inserted_deliveries AS (
     INSERT INTO deliveries (id, queue, endpoint_id, ordering_key, message_id, message_received_at)
     SELECT d.id, s.queue, d.endpoint_id, s.ordering_key, s.id, s.received_at
-    FROM (SELECT unnest($14::bigint[]) AS id,
-                 unnest($15::bigint[]) AS message_id,
-                 unnest($16::bigint[]) AS endpoint_id) AS d
-    JOIN stored s ON s.id = d.message_id
+    FROM dels d
+    JOIN stored s ON s.ord = d.message_ord
     RETURNING 1
 )
-SELECT s.id::bigint AS id FROM stored s
+SELECT s.ord::integer AS ord, s.id::bigint AS id, coalesce(g.ids, '{}')::bigint[] AS delivery_ids
+FROM stored s
+LEFT JOIN (SELECT d.message_ord, array_agg(d.id ORDER BY d.ord) AS ids
+           FROM dels d GROUP BY d.message_ord) AS g ON g.message_ord = s.ord
+ORDER BY s.ord
 `
 
 type MessageStoreBatchParams struct {
+	Ords                []int32
 	Ids                 []int64
 	ReceivedAts         []time.Time
 	CarrierIds          []int64
@@ -224,19 +192,32 @@ type MessageStoreBatchParams struct {
 	PayloadSizes        []int32
 	PayloadSha256s      [][]byte
 	DeliveryCounts      []int32
-	DeliveryIds         []int64
-	DeliveryMessageIds  []int64
+	DeliveryOrds        []int32
+	DeliveryMessageOrds []int32
 	DeliveryEndpointIds []int64
 }
 
+type MessageStoreBatchRow struct {
+	Ord         int32
+	ID          int64
+	DeliveryIds []int64
+}
+
 // Stores a batch of messages and their deliveries in ONE statement (one
-// round trip, atomic without BEGIN/COMMIT): claims each message's idempotency
-// key for today (unless held today or within 24 h yesterday; sorted so
-// concurrent batches lock in one order), inserts the messages that need no
-// key or won theirs, and their deliveries. Ids come reserved (IDsReserve).
-// Returns the ids of the messages stored; the others lost their key.
-func (q *Queries) MessageStoreBatch(ctx context.Context, arg MessageStoreBatchParams) ([]int64, error) {
+// round trip, atomic without BEGIN/COMMIT): takes ids for the messages that
+// have none (id 0) and for every delivery, in input order, so that the
+// deliveries of one ordering key get increasing ids in callback order
+// (chains are ordered by id); claims each message's idempotency key for
+// today (unless held today or within 24 h yesterday; sorted so concurrent
+// batches lock in one order), inserts the messages that need no key or won
+// theirs, and their deliveries. A delivery names its message by its place in
+// the input (1-based). Returns, for each message stored, its place, its id
+// and its deliveries' ids in input order; the others lost their key.
+// (The ids used to be taken by a statement of their own, IDsReserve: one
+// round trip more per group commit.)
+func (q *Queries) MessageStoreBatch(ctx context.Context, arg MessageStoreBatchParams) ([]MessageStoreBatchRow, error) {
 	rows, err := q.db.Query(ctx, messageStoreBatch,
+		arg.Ords,
 		arg.Ids,
 		arg.ReceivedAts,
 		arg.CarrierIds,
@@ -250,21 +231,21 @@ func (q *Queries) MessageStoreBatch(ctx context.Context, arg MessageStoreBatchPa
 		arg.PayloadSizes,
 		arg.PayloadSha256s,
 		arg.DeliveryCounts,
-		arg.DeliveryIds,
-		arg.DeliveryMessageIds,
+		arg.DeliveryOrds,
+		arg.DeliveryMessageOrds,
 		arg.DeliveryEndpointIds,
 	)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []int64
+	var items []MessageStoreBatchRow
 	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
+		var i MessageStoreBatchRow
+		if err := rows.Scan(&i.Ord, &i.ID, &i.DeliveryIds); err != nil {
 			return nil, err
 		}
-		items = append(items, id)
+		items = append(items, i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
