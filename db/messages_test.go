@@ -2,8 +2,8 @@ package db_test
 
 import (
 	"context"
-	"fmt"
 	"crypto/sha256"
+	"fmt"
 	"sync"
 	"testing"
 
