@@ -10,7 +10,8 @@ import (
 )
 
 // SetAckStallHook sets what DeliveryAckBatch runs between its statements
-// (nil: nothing) and returns a function restoring the previous hook.
+// when it runs them one by one (not pipelined; nil: nothing) and returns a
+// function restoring the previous hook.
 func SetAckStallHook(f func()) (restore func()) {
 	prev := ackStallHook
 	ackStallHook = f
