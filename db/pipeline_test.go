@@ -38,4 +38,16 @@ func TestPipelineIsOneTransaction(t *testing.T) {
 	got, err = db.RunPipeline(ctx, conn, count)
 	require.NoError(t, err)
 	require.Equal(t, []int64{2}, got, "the connection is usable after a failed pipeline")
+
+	// A setting made for the transaction (as the acknowledgement makes
+	// synchronous_commit off) holds for the statements after it, up to the
+	// commit, and not beyond.
+	const asyncCommit = "SELECT (set_config('synchronous_commit', 'off', true) = 'off')::int::bigint"
+	const isAsync = "SELECT (current_setting('synchronous_commit') = 'off')::int::bigint"
+	got, err = db.RunPipeline(ctx, conn, asyncCommit, isAsync)
+	require.NoError(t, err)
+	require.Equal(t, []int64{1, 1}, got)
+	got, err = db.RunPipeline(ctx, conn, isAsync)
+	require.NoError(t, err)
+	require.Equal(t, []int64{0}, got, "the setting ended with the pipeline's transaction")
 }
