@@ -11,19 +11,27 @@ import (
 // claimLoop claims and starts deliveries of the queues this dispatcher
 // holds (its share: index % loops == part) until ctx ends, one statement
 // across all of them: at once again after a full batch, after BusyPoll after
-// a partial one, backing off to IdlePoll while there is nothing due.
+// a partial one, backing off to IdlePoll while there is nothing due — or
+// until Wake says new rows may be.
 // Deliveries run under workCtx, which outlives ctx for a graceful drain.
 func (d *Dispatcher) claimLoop(ctx, workCtx context.Context, part, loops int) {
 	var wait time.Duration
+	idle := false // the last claim found nothing
 	rotate := 0
 	for {
 		if wait > 0 {
+			var due chan struct{} // nil (never ready) unless idle
+			if idle {
+				due = d.due[part]
+			}
 			t := time.NewTimer(wait)
 			select {
 			case <-ctx.Done():
 				t.Stop()
 				return
 			case <-d.heldChanged:
+			case <-due:
+				d.metrics.wakeups.Inc()
 			case <-t.C:
 			}
 			t.Stop()
@@ -33,7 +41,7 @@ func (d *Dispatcher) claimLoop(ctx, workCtx context.Context, part, loops int) {
 		}
 		queues := d.heldQueues(part, loops)
 		if len(queues) == 0 {
-			wait = d.cfg.IdlePoll
+			wait, idle = d.cfg.IdlePoll, false
 			continue
 		}
 		n := d.reserve(ctx, d.cfg.BatchSize)
@@ -58,16 +66,18 @@ func (d *Dispatcher) claimLoop(ctx, workCtx context.Context, part, loops int) {
 				return
 			}
 			d.logger.Warn("claim failed", "queues", len(queues), "error", err)
-			wait = time.Second
+			wait, idle = time.Second, false
 			continue
 		case len(rows) == 0:
 			wait = min(max(2*wait, d.cfg.BusyPoll), d.cfg.IdlePoll)
+			idle = true
 			continue
 		case len(rows) == n:
 			wait = 0
 		default:
 			wait = d.cfg.BusyPoll
 		}
+		idle = false
 		d.start(workCtx, rows)
 	}
 }

@@ -305,3 +305,26 @@ func TestFailingTooLongDisables(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, c, 1, "the delivery is kept")
 }
+
+// TestWakeEndsTheIdlePause: a dispatcher backing off after claims that found
+// nothing claims at once when Wake says rows may be due (the API in the same
+// process stored callbacks), instead of at the end of its pause.
+func TestWakeEndsTheIdlePause(t *testing.T) {
+	t.Parallel()
+	store := dbtest.New(t)
+	s := newSink(t)
+	ep, _ := dbtest.Endpoint(t, store, &dbtest.EndpointOpts{URL: s.srv.URL + "/hook"})
+	cfg := testConfig()
+	cfg.IdlePoll, cfg.BusyPoll = time.Minute, time.Minute // the first empty claim pauses a minute
+	d, _ := runDispatcher(t, store, cfg)
+	time.Sleep(500 * time.Millisecond) // the queues are held, the first claims found nothing
+
+	dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: "W1", Queues: 8})
+	time.Sleep(time.Second)
+	require.Empty(t, s.requests(), "paused: nothing claimed without a wake-up")
+
+	start := time.Now()
+	d.Wake()
+	waitFor(t, 5*time.Second, "the delivery after Wake", func() bool { return len(s.requests()) == 1 })
+	require.Less(t, time.Since(start), 5*time.Second)
+}

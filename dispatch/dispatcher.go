@@ -51,6 +51,9 @@ type Dispatcher struct {
 	held     []int // logical queues held, sorted
 	// heldChanged wakes idle claim loops when queues are gained.
 	heldChanged chan struct{}
+	// due has one channel per claim loop: Wake's signal that new rows may be
+	// due, taken by a loop backing off after a claim that found nothing.
+	due []chan struct{}
 }
 
 // inflight is a leased row being delivered.
@@ -78,6 +81,30 @@ func New(logger *slog.Logger, cfg Config, store *db.DB, payloads PayloadStore, r
 		slots:       make(chan struct{}, cfg.Concurrency),
 		inflight:    map[int64]inflight{},
 		heldChanged: make(chan struct{}, 1),
+		due:         dueChannels(cfg.ClaimLoops),
+	}
+}
+
+func dueChannels(n int) []chan struct{} {
+	due := make([]chan struct{}, n)
+	for i := range due {
+		due[i] = make(chan struct{}, 1)
+	}
+	return due
+}
+
+// Wake tells the claim loops that new rows may be due (the API stored
+// callbacks): a loop backing off after a claim that found nothing claims at
+// once instead of at the end of its pause (up to IdlePoll). A loop that is
+// busy is not hurried; it takes the signal the next time it goes idle. It
+// never blocks. The API calls it when it runs in the same process; across
+// processes the idle pause is the bound.
+func (d *Dispatcher) Wake() {
+	for _, c := range d.due {
+		select {
+		case c <- struct{}{}:
+		default:
+		}
 	}
 }
 

@@ -14,6 +14,7 @@ type metrics struct {
 	claimWaitSeconds prometheus.Histogram
 	claimServer      prometheus.Histogram
 	claimed          prometheus.Counter
+	wakeups          prometheus.Counter
 	deliveries       *prometheus.CounterVec
 	deliveryLatency  prometheus.Histogram
 	e2eLatency       prometheus.Histogram
@@ -44,6 +45,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		claimed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "hookrelay_dispatch_claimed_total",
 			Help: "Deliveries leased by claims.",
+		}),
+		wakeups: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "hookrelay_dispatch_wakeups_total",
+			Help: "Idle pauses between claims cut short because the API, in the same process, stored callbacks.",
 		}),
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hookrelay_deliveries_total",
@@ -78,7 +83,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.claimSeconds, m.claimServer, m.claimWaitSeconds, m.claimed, m.deliveries, m.deliveryLatency, m.e2eLatency,
+		reg.MustRegister(m.claimSeconds, m.claimServer, m.claimWaitSeconds, m.claimed, m.wakeups, m.deliveries, m.deliveryLatency, m.e2eLatency,
 			m.inFlight, m.queuesHeld, m.ackBatchSize, m.circuitOpen)
 	}
 	return m

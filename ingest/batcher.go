@@ -23,6 +23,10 @@ type BatcherConfig struct {
 	Flushers int
 	// Queue is how many submitted messages may wait for a batch. Default 8192.
 	Queue int
+	// OnStored, when set, is called after a batch committed deliveries (the
+	// process's dispatcher, to claim them at once rather than after its idle
+	// pause). It must not block.
+	OnStored func()
 }
 
 func (c BatcherConfig) withDefaults() BatcherConfig {
@@ -200,12 +204,19 @@ func (b *batcher) flush(batch []*pendingMsg) {
 		}
 		return
 	}
+	deliveries := 0
 	for i, p := range batch {
 		if err := stored[i].Err; err != nil {
 			p.done <- batchResult{err: err}
 			continue
 		}
 		p.done <- batchResult{stored: stored[i]}
+		if !stored[i].Duplicate {
+			deliveries += stored[i].Deliveries
+		}
+	}
+	if deliveries > 0 && b.cfg.OnStored != nil {
+		b.cfg.OnStored()
 	}
 }
 

@@ -110,3 +110,50 @@ func TestBatcherRefusesAfterShutdown(t *testing.T) {
 	_, err := b.Submit(context.Background(), db.NewMessage{})
 	require.Equal(t, hookrelay.EUNAVAILABLE, hookrelay.ErrorCode(err))
 }
+
+// OnStored runs after a batch that committed deliveries, not after one that
+// stored none (a callback routed to no endpoint, a duplicate) nor after a
+// failed one.
+func TestBatcherOnStoredAfterDeliveriesCommit(t *testing.T) {
+	t.Parallel()
+	store := dbtest.New(t)
+	c, _ := dbtest.Carrier(t, store, nil)
+	ep, _ := dbtest.Endpoint(t, store, nil)
+	var n int
+	var mu sync.Mutex
+	b := newBatcher(BatcherConfig{MaxWait: time.Millisecond, OnStored: func() {
+		mu.Lock()
+		n++
+		mu.Unlock()
+	}}, store.MessageInsertMany, newMetrics(nil))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		b.run(ctx)
+	}()
+	defer func() { cancel(); <-done }()
+	count := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return n
+	}
+
+	routed := testMsg(c.ID, "w1", time.Now())
+	routed.EndpointIDs, routed.IdempotencyKey = []int64{ep.ID}, "once"
+	_, err := b.Submit(ctx, routed)
+	require.NoError(t, err)
+	require.Equal(t, 1, count(), "a batch with a delivery")
+
+	again := routed
+	st, err := b.Submit(ctx, again)
+	require.NoError(t, err)
+	require.True(t, st.Duplicate)
+	_, err = b.Submit(ctx, testMsg(c.ID, "w2", time.Now()))
+	require.NoError(t, err)
+	failing := routed
+	failing.IdempotencyKey, failing.ReceivedAt = "", time.Date(1999, 1, 1, 0, 0, 0, 0, time.UTC) // no partition
+	_, err = b.Submit(ctx, failing)
+	require.Error(t, err)
+	require.Equal(t, 1, count(), "a duplicate, a callback with no endpoint and a failed batch")
+}

@@ -37,6 +37,65 @@ func apiCall(t *testing.T, method, url, token string, body any, out any) int {
 	return resp.StatusCode
 }
 
+// routeToSink registers a carrier, a merchant and an endpoint at url on s
+// and returns the carrier's and the merchant's API keys and the endpoint id.
+func routeToSink(t *testing.T, s *testServer, url string) (carrierKey, merchantKey, endpointID string) {
+	t.Helper()
+	admin := "hra_test_admin_token_0123456789"
+	var carrier struct {
+		APIKey string `json:"api_key"`
+	}
+	require.Equal(t, http.StatusCreated, apiCall(t, "POST", s.URL+"/v1/carriers", admin,
+		map[string]any{"name": "acme", "ordering_key_field": "tracking_no", "event_type_field": "status"}, &carrier))
+	var merchant struct {
+		APIKey string `json:"api_key"`
+	}
+	require.Equal(t, http.StatusCreated, apiCall(t, "POST", s.URL+"/v1/merchants", admin, map[string]any{"name": "shop"}, &merchant))
+	var ep struct {
+		ID     string `json:"id"`
+		Secret string `json:"secret"`
+	}
+	require.Equal(t, http.StatusCreated, apiCall(t, "POST", s.URL+"/v1/endpoints", merchant.APIKey,
+		map[string]any{"url": url}, &ep))
+	require.NotEmpty(t, ep.Secret)
+	return carrier.APIKey, merchant.APIKey, ep.ID
+}
+
+// TestServeWakesItsDispatcher: with the api and dispatch roles in one
+// process, a stored callback wakes the idle dispatcher (the wake-up counter
+// moves), so it is delivered without waiting out the idle pause (10 s here).
+func TestServeWakesItsDispatcher(t *testing.T) {
+	t.Parallel()
+	delivered := make(chan time.Time, 1)
+	sinkSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case delivered <- time.Now():
+		default:
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(sinkSrv.Close)
+	s := startServe(t, map[string]string{"HOOKRELAY_DISPATCH_IDLE_POLL": "10s"})
+	carrierKey, _, _ := routeToSink(t, s, sinkSrv.URL+"/hook")
+	time.Sleep(time.Second) // the dispatcher's claims found nothing: it is backing off
+
+	posted := time.Now()
+	require.Equal(t, http.StatusAccepted, apiCall(t, "POST", s.URL+"/v1/callbacks", carrierKey,
+		map[string]any{"tracking_no": "WAKE1", "status": "moving"}, nil))
+	select {
+	case at := <-delivered:
+		require.Less(t, at.Sub(posted), 2*time.Second)
+	case <-time.After(15 * time.Second):
+		t.Fatal("not delivered")
+	}
+	resp, err := http.Get(s.URL + "/metrics")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Regexp(t, `(?m)^hookrelay_dispatch_wakeups_total [1-9]`, string(raw))
+}
+
 // TestServeDeliversCallbacksInOrder runs `hookrelay serve` with every role:
 // callbacks posted by a carrier reach the merchant's loopback endpoint,
 // signed, once each and in order per tracking number; the endpoint test ping
@@ -67,34 +126,16 @@ func TestServeDeliversCallbacksInOrder(t *testing.T) {
 	t.Cleanup(sinkSrv.Close)
 
 	s := startServe(t, map[string]string{"HOOKRELAY_LEASE": "2s"})
-	admin := "hra_test_admin_token_0123456789"
-	var carrier struct {
-		ID     string `json:"id"`
-		APIKey string `json:"api_key"`
-	}
-	require.Equal(t, http.StatusCreated, apiCall(t, "POST", s.URL+"/v1/carriers", admin,
-		map[string]any{"name": "acme", "ordering_key_field": "tracking_no", "event_type_field": "status"}, &carrier))
-	var merchant struct {
-		ID     string `json:"id"`
-		APIKey string `json:"api_key"`
-	}
-	require.Equal(t, http.StatusCreated, apiCall(t, "POST", s.URL+"/v1/merchants", admin, map[string]any{"name": "shop"}, &merchant))
-	var ep struct {
-		ID     string `json:"id"`
-		Secret string `json:"secret"`
-	}
-	require.Equal(t, http.StatusCreated, apiCall(t, "POST", s.URL+"/v1/endpoints", merchant.APIKey,
-		map[string]any{"url": sinkSrv.URL + "/hook"}, &ep))
-	require.NotEmpty(t, ep.Secret)
+	carrierKey, merchantKey, epID := routeToSink(t, s, sinkSrv.URL+"/hook")
 
 	var ping map[string]any
-	require.Equal(t, http.StatusOK, apiCall(t, "POST", s.URL+"/v1/endpoints/"+ep.ID+"/test", merchant.APIKey, nil, &ping))
+	require.Equal(t, http.StatusOK, apiCall(t, "POST", s.URL+"/v1/endpoints/"+epID+"/test", merchantKey, nil, &ping))
 	require.Equal(t, true, ping["success"], "%v", ping)
 
 	const keys, perKey = 4, 5
 	for i := range perKey {
 		for k := range keys {
-			code := apiCall(t, "POST", s.URL+"/v1/callbacks", carrier.APIKey,
+			code := apiCall(t, "POST", s.URL+"/v1/callbacks", carrierKey,
 				map[string]any{"tracking_no": fmt.Sprintf("TN%d", k), "status": "moving", "seq": i}, nil)
 			require.Equal(t, http.StatusAccepted, code)
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/hookrelay/hookrelay/ingest"
@@ -33,6 +34,11 @@ func startAPI(ctx context.Context, s *service) (func(ctx context.Context) error,
 			MaxRows:  env.int("HOOKRELAY_INGEST_BATCH_ROWS", 500, 1, 10000),
 			Flushers: env.int("HOOKRELAY_INGEST_FLUSHERS", 4, 1, 64),
 		},
+	}
+	if slices.Contains(s.roles, "dispatch") {
+		// The dispatcher of this process claims what the API stores at once
+		// instead of after its idle pause (other processes poll).
+		cfg.Batcher.OnStored = s.dispatcher().Wake
 	}
 	srv := ingest.New(s.logger, cfg, s.db, s.store, s.registry, pingerFor(s))
 	srv.Register(s.echo)

@@ -49,6 +49,8 @@ type service struct {
 
 	dispatchOnce sync.Once
 	dispatch     *dispatch.Dispatcher // see service.dispatcher
+	// roles are the roles this process runs.
+	roles []string
 }
 
 // roleFunc starts a role: it registers routes or prepares workers and returns
@@ -105,6 +107,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	defer cleanup()
+	s.roles = roles
 
 	defer func() {
 		if s.dispatch != nil {
