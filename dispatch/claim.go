@@ -16,7 +16,7 @@ import (
 // Deliveries run under workCtx, which outlives ctx for a graceful drain.
 func (d *Dispatcher) claimLoop(ctx, workCtx context.Context, part, loops int) {
 	var wait time.Duration
-	idle := false // the last claim found nothing
+	idle := false // the last claim found nothing, or there was nothing to claim from
 	rotate := 0
 	for {
 		if wait > 0 {
@@ -41,7 +41,9 @@ func (d *Dispatcher) claimLoop(ctx, workCtx context.Context, part, loops int) {
 		}
 		queues := d.heldQueues(part, loops)
 		if len(queues) == 0 {
-			wait, idle = d.cfg.IdlePoll, false
+			// Idle too: heldChanged wakes one loop when queues are gained,
+			// and Wake the others.
+			wait, idle = d.cfg.IdlePoll, true
 			continue
 		}
 		n := d.reserve(ctx, d.cfg.BatchSize)

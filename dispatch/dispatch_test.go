@@ -317,7 +317,12 @@ func TestWakeEndsTheIdlePause(t *testing.T) {
 	cfg := testConfig()
 	cfg.IdlePoll, cfg.BusyPoll = time.Minute, time.Minute // the first empty claim pauses a minute
 	d, _ := runDispatcher(t, store, cfg)
-	time.Sleep(500 * time.Millisecond) // the queues are held, the first claims found nothing
+	waitFor(t, 10*time.Second, "every queue held", func() bool {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		return len(d.held) == cfg.Queues
+	})
+	time.Sleep(300 * time.Millisecond) // the claims found nothing: every loop is paused
 
 	dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: "W1", Queues: 8})
 	time.Sleep(time.Second)

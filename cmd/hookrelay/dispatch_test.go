@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"sync"
 	"testing"
 	"time"
@@ -77,7 +78,19 @@ func TestServeWakesItsDispatcher(t *testing.T) {
 	t.Cleanup(sinkSrv.Close)
 	s := startServe(t, map[string]string{"HOOKRELAY_DISPATCH_IDLE_POLL": "10s"})
 	carrierKey, _, _ := routeToSink(t, s, sinkSrv.URL+"/hook")
-	time.Sleep(time.Second) // the dispatcher's claims found nothing: it is backing off
+	metrics := func() string {
+		resp, err := http.Get(s.URL + "/metrics")
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		raw, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return string(raw)
+	}
+	held := regexp.MustCompile(`(?m)^hookrelay_queues_held 32$`)
+	for deadline := time.Now().Add(20 * time.Second); !held.MatchString(metrics()); time.Sleep(50 * time.Millisecond) {
+		require.True(t, time.Now().Before(deadline), "the dispatcher never held every queue")
+	}
+	time.Sleep(300 * time.Millisecond) // its claims found nothing: it is backing off
 
 	posted := time.Now()
 	require.Equal(t, http.StatusAccepted, apiCall(t, "POST", s.URL+"/v1/callbacks", carrierKey,
@@ -88,12 +101,7 @@ func TestServeWakesItsDispatcher(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("not delivered")
 	}
-	resp, err := http.Get(s.URL + "/metrics")
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	require.Regexp(t, `(?m)^hookrelay_dispatch_wakeups_total [1-9]`, string(raw))
+	require.Regexp(t, `(?m)^hookrelay_dispatch_wakeups_total [1-9]`, metrics())
 }
 
 // TestServeDeliversCallbacksInOrder runs `hookrelay serve` with every role:
