@@ -204,20 +204,26 @@ func (b *batcher) flush(batch []*pendingMsg) {
 		}
 		return
 	}
-	deliveries := 0
+	if b.cfg.OnStored != nil && storedDeliveries(stored) {
+		b.cfg.OnStored() // before the answers: a caller that got one may count on it
+	}
 	for i, p := range batch {
 		if err := stored[i].Err; err != nil {
 			p.done <- batchResult{err: err}
 			continue
 		}
 		p.done <- batchResult{stored: stored[i]}
-		if !stored[i].Duplicate {
-			deliveries += stored[i].Deliveries
+	}
+}
+
+// storedDeliveries reports whether a batch committed any delivery.
+func storedDeliveries(stored []db.StoredMessage) bool {
+	for _, m := range stored {
+		if m.Err == nil && !m.Duplicate && m.Deliveries > 0 {
+			return true
 		}
 	}
-	if deliveries > 0 && b.cfg.OnStored != nil {
-		b.cfg.OnStored()
-	}
+	return false
 }
 
 // metrics are the ingest's Prometheus collectors.
