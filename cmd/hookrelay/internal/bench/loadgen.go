@@ -146,12 +146,25 @@ func RunLoad(ctx context.Context, cfg LoadConfig) (*LoadResult, error) {
 					return
 				case k = <-free:
 				}
-				acked := sendOne(cfg, res, url, pad, k)
+				// A select with both ready picks either: a worker blocked
+				// on a key when the phase stopped may get one. It must not
+				// send it (MaxAcked would be overshot by more than the
+				// requests already in flight).
+				select {
+				case <-stop:
+					free <- k
+					return
+				default:
+				}
+				sendOne(cfg, res, url, pad, k)
 				last.Store(time.Now().UnixNano())
-				free <- k
-				if acked && cfg.MaxAcked > 0 && res.acked() >= cfg.MaxAcked {
+				// Stop before the key is free again: a request of a key
+				// whose worker saw MaxAcked reached is never sent, so at
+				// most one request per key is in flight past it.
+				if cfg.MaxAcked > 0 && res.acked() >= cfg.MaxAcked {
 					halt()
 				}
+				free <- k
 				select {
 				case <-stop:
 					return
@@ -194,9 +207,8 @@ func pace(stop <-chan struct{}, tokens chan<- struct{}, rate float64, start time
 	}
 }
 
-// sendOne sends the next callback of key k and reports whether it was
-// acknowledged.
-func sendOne(cfg LoadConfig, res *LoadResult, url, pad string, k int) bool {
+// sendOne sends the next callback of key k and counts its answer.
+func sendOne(cfg LoadConfig, res *LoadResult, url, pad string, k int) {
 	seq := int(res.keyState[k].Add(1))
 	size := cfg.SmallBytes
 	if cfg.LargeFraction > 0 && rand.Float64() < cfg.LargeFraction {
@@ -206,7 +218,7 @@ func sendOne(cfg LoadConfig, res *LoadResult, url, pad string, k int) bool {
 	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		res.fail(0, err.Error())
-		return false
+		return
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+cfg.CarrierKey)
@@ -215,13 +227,13 @@ func sendOne(cfg LoadConfig, res *LoadResult, url, pad string, k int) bool {
 	atomic.AddInt64(&res.Sent, 1)
 	if err != nil {
 		res.fail(0, err.Error())
-		return false
+		return
 	}
 	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusAccepted {
 		res.fail(resp.StatusCode, fmt.Sprintf("status %d: %s", resp.StatusCode, bytes.TrimSpace(msg)))
-		return false
+		return
 	}
 	took := time.Since(sentAt)
 	cfg.Ledger.Acked(k, seq, sentAt)
@@ -229,7 +241,6 @@ func sendOne(cfg LoadConfig, res *LoadResult, url, pad string, k int) bool {
 	res.mu.Lock()
 	res.AckLatencies = append(res.AckLatencies, took)
 	res.mu.Unlock()
-	return true
 }
 
 // buildPayload returns a callback of about size bytes: the fields the sink
