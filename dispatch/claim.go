@@ -29,7 +29,6 @@ func (d *Dispatcher) claimLoop(ctx, workCtx context.Context, part, loops int) {
 			case <-ctx.Done():
 				t.Stop()
 				return
-			case <-d.heldChanged:
 			case <-due:
 				d.metrics.wakeups.Inc()
 			case <-t.C:
@@ -41,9 +40,7 @@ func (d *Dispatcher) claimLoop(ctx, workCtx context.Context, part, loops int) {
 		}
 		queues := d.heldQueues(part, loops)
 		if len(queues) == 0 {
-			// Idle too: heldChanged wakes one loop when queues are gained,
-			// and Wake the others.
-			wait, idle = d.cfg.IdlePoll, true
+			wait, idle = d.cfg.IdlePoll, true // woken when queues are gained
 			continue
 		}
 		n := d.reserve(ctx, d.cfg.BatchSize)

@@ -49,10 +49,8 @@ type Dispatcher struct {
 	mu       sync.Mutex // mu guards inflight and held
 	inflight map[int64]inflight
 	held     []int // logical queues held, sorted
-	// heldChanged wakes idle claim loops when queues are gained.
-	heldChanged chan struct{}
-	// due has one channel per claim loop: Wake's signal that new rows may be
-	// due, taken by a loop backing off after a claim that found nothing.
+	// due has one channel per claim loop: the signal that new rows may be
+	// due (Wake, or queues gained), taken by a loop that is idle.
 	due []chan struct{}
 }
 
@@ -70,18 +68,17 @@ func New(logger *slog.Logger, cfg Config, store *db.DB, payloads PayloadStore, r
 		pace = newPacer(cfg.MaxRate, cfg.BatchSize, cfg.Now)
 	}
 	return &Dispatcher{
-		pace:        pace,
-		cfg:         cfg,
-		db:          store,
-		store:       payloads,
-		logger:      logger,
-		metrics:     newMetrics(reg),
-		sender:      newHTTPSender(cfg.AllowPrivateTargets, cfg.Resolve, cfg.Concurrency, cfg.Now),
-		cache:       newEndpointCache(store, cfg.EndpointCacheTTL, cfg.Now, cfg.Concurrency/4),
-		slots:       make(chan struct{}, cfg.Concurrency),
-		inflight:    map[int64]inflight{},
-		heldChanged: make(chan struct{}, 1),
-		due:         dueChannels(cfg.ClaimLoops),
+		pace:     pace,
+		cfg:      cfg,
+		db:       store,
+		store:    payloads,
+		logger:   logger,
+		metrics:  newMetrics(reg),
+		sender:   newHTTPSender(cfg.AllowPrivateTargets, cfg.Resolve, cfg.Concurrency, cfg.Now),
+		cache:    newEndpointCache(store, cfg.EndpointCacheTTL, cfg.Now, cfg.Concurrency/4),
+		slots:    make(chan struct{}, cfg.Concurrency),
+		inflight: map[int64]inflight{},
+		due:      dueChannels(cfg.ClaimLoops),
 	}
 }
 
@@ -93,12 +90,12 @@ func dueChannels(n int) []chan struct{} {
 	return due
 }
 
-// Wake tells the claim loops that new rows may be due (the API stored
-// callbacks): a loop backing off after a claim that found nothing claims at
-// once instead of at the end of its pause (up to IdlePoll). A loop that is
-// busy is not hurried; it takes the signal the next time it goes idle. It
-// never blocks. The API calls it when it runs in the same process; across
-// processes the idle pause is the bound.
+// Wake tells the claim loops that new rows may be due: a loop that is idle
+// (its last claim found nothing, or it had no queues) claims at once instead
+// of at the end of its pause (up to IdlePoll). A loop that is busy is not
+// hurried; it takes the signal the next time it goes idle. It never blocks.
+// The API calls it when it runs in the same process (across processes the
+// idle pause is the bound), and the dispatcher when it gains queues.
 func (d *Dispatcher) Wake() {
 	for _, c := range d.due {
 		select {
@@ -277,10 +274,7 @@ func (d *Dispatcher) setHeld(held map[int]bool) {
 	d.mu.Unlock()
 	d.metrics.queuesHeld.Set(float64(len(qs)))
 	if gained {
-		select {
-		case d.heldChanged <- struct{}{}:
-		default:
-		}
+		d.Wake()
 	}
 }
 

@@ -48,7 +48,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 		wakeups: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "hookrelay_dispatch_wakeups_total",
-			Help: "Idle pauses between claims cut short because the API, in the same process, stored callbacks.",
+			Help: "Idle pauses between claims cut short because rows may be due: the API of the same process stored callbacks, or queues were gained.",
 		}),
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hookrelay_deliveries_total",

@@ -64,7 +64,7 @@ func routeToSink(t *testing.T, s *testServer, url string) (carrierKey, merchantK
 
 // TestServeWakesItsDispatcher: with the api and dispatch roles in one
 // process, a stored callback wakes the idle dispatcher (the wake-up counter
-// moves), so it is delivered without waiting out the idle pause (10 s here).
+// moves after every queue is held), so it is delivered without waiting out the idle pause (10 s here).
 func TestServeWakesItsDispatcher(t *testing.T) {
 	t.Parallel()
 	delivered := make(chan time.Time, 1)
@@ -91,6 +91,9 @@ func TestServeWakesItsDispatcher(t *testing.T) {
 		require.True(t, time.Now().Before(deadline), "the dispatcher never held every queue")
 	}
 	time.Sleep(300 * time.Millisecond) // its claims found nothing: it is backing off
+	wakeups := regexp.MustCompile(`(?m)^hookrelay_dispatch_wakeups_total (\d+)$`)
+	before := wakeups.FindStringSubmatch(metrics())
+	require.NotNil(t, before)
 
 	posted := time.Now()
 	require.Equal(t, http.StatusAccepted, apiCall(t, "POST", s.URL+"/v1/callbacks", carrierKey,
@@ -101,7 +104,9 @@ func TestServeWakesItsDispatcher(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("not delivered")
 	}
-	require.Regexp(t, `(?m)^hookrelay_dispatch_wakeups_total [1-9]`, metrics())
+	after := wakeups.FindStringSubmatch(metrics())
+	require.NotNil(t, after)
+	require.NotEqual(t, before[1], after[1], "the stored callback woke the dispatcher")
 }
 
 // TestServeDeliversCallbacksInOrder runs `hookrelay serve` with every role:
