@@ -32,6 +32,19 @@ type Config struct {
 	// ClaimLoops is how many claim loops share the held queues (each claims
 	// for its part in one statement). Default 2.
 	ClaimLoops int
+	// Listen makes the dispatcher LISTEN for the announcements of stored
+	// callbacks that APIs in other processes send (db.DueNotify), so an idle
+	// dispatcher claims them at once instead of at the end of its pause (up
+	// to IdlePoll). It needs a session of its own: leave it off behind
+	// pgbouncer in transaction mode. Default false.
+	Listen bool
+	// SelfToken is the announcement token of the API in this process, if
+	// any: its announcements are ignored, because that API wakes this
+	// dispatcher directly (Wake).
+	SelfToken string
+	// ListenRetry is the pause before the LISTEN session is opened again
+	// after it was lost. Default 1s.
+	ListenRetry time.Duration
 	// AllowPrivateTargets lets endpoints on loopback/private/link-local
 	// addresses be reached. Default false.
 	AllowPrivateTargets bool
@@ -99,6 +112,7 @@ func (c Config) withDefaults() Config {
 	c.IdlePoll = cmp.Or(c.IdlePoll, 200*time.Millisecond)
 	c.BusyPoll = cmp.Or(c.BusyPoll, 5*time.Millisecond)
 	c.ClaimLoops = cmp.Or(c.ClaimLoops, 2)
+	c.ListenRetry = cmp.Or(c.ListenRetry, time.Second)
 	c.UserAgent = cmp.Or(c.UserAgent, "hookrelay/dev")
 	c.AckInterval = cmp.Or(c.AckInterval, 10*time.Millisecond)
 	c.AckBatch = cmp.Or(c.AckBatch, 100)

@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookrelay/hookrelay/db"
@@ -332,4 +335,70 @@ func TestWakeEndsTheIdlePause(t *testing.T) {
 	d.Wake()
 	waitFor(t, 5*time.Second, "the delivery after Wake", func() bool { return len(s.requests()) == 1 })
 	require.Less(t, time.Since(start), 5*time.Second)
+}
+
+// TestListenWakesTheIdlePause: a paused dispatcher that LISTENs claims at
+// once when an API in another process announces stored callbacks, ignores
+// its own process's announcements (that API wakes it directly), and after
+// its LISTEN session is killed opens another and hears again.
+func TestListenWakesTheIdlePause(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	url := dbtest.NewURL(t)
+	store := dbtest.Open(t, url, db.Config{})
+	s := newSink(t)
+	ep, _ := dbtest.Endpoint(t, store, &dbtest.EndpointOpts{URL: s.srv.URL + "/hook"})
+	cfg := testConfig()
+	cfg.IdlePoll, cfg.BusyPoll = time.Minute, time.Minute // the first empty claim pauses a minute
+	cfg.Listen, cfg.SelfToken, cfg.ListenRetry = true, "this-process", 100*time.Millisecond
+	d, _ := runDispatcher(t, store, cfg)
+	listening := func() bool { return metricValue(t, d.metrics.listening) == 1 }
+	waitFor(t, 10*time.Second, "every queue held and the LISTEN session open", func() bool {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		return len(d.held) == cfg.Queues && listening()
+	})
+	time.Sleep(300 * time.Millisecond) // the claims found nothing: every loop is paused
+
+	dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: "L1", Queues: 8})
+	require.NoError(t, store.DueNotify(ctx, cfg.SelfToken))
+	time.Sleep(time.Second)
+	require.Empty(t, s.requests(), "its own process's announcement is not acted on")
+	require.Zero(t, metricValue(t, d.metrics.notifications))
+
+	start := time.Now()
+	require.NoError(t, store.DueNotify(ctx, "another-process"))
+	waitFor(t, 5*time.Second, "the delivery after another process's announcement", func() bool { return len(s.requests()) == 1 })
+	require.Less(t, time.Since(start), 5*time.Second)
+	require.Equal(t, 1.0, metricValue(t, d.metrics.notifications))
+
+	// The LISTEN session is killed: the dispatcher opens another.
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	var killed int
+	require.NoError(t, conn.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE datname = current_database() AND application_name = 'hookrelay-dispatch-listen'`).Scan(&killed))
+	require.Equal(t, 1, killed)
+	waitFor(t, 5*time.Second, "the LISTEN session lost", func() bool { return !listening() })
+	waitFor(t, 10*time.Second, "a new LISTEN session", listening)
+	time.Sleep(300 * time.Millisecond) // the wake-up on reconnecting found nothing: paused again
+
+	dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: "L2", Queues: 8})
+	time.Sleep(500 * time.Millisecond)
+	require.Len(t, s.requests(), 1, "paused: nothing claimed without a wake-up")
+	require.NoError(t, store.DueNotify(ctx, "another-process"))
+	waitFor(t, 5*time.Second, "the delivery after the reconnected session's announcement", func() bool { return len(s.requests()) == 2 })
+}
+
+// metricValue reads a counter's or a gauge's value.
+func metricValue(t *testing.T, m prometheus.Metric) float64 {
+	t.Helper()
+	var out dto.Metric
+	require.NoError(t, m.Write(&out))
+	if c := out.GetCounter(); c != nil {
+		return c.GetValue()
+	}
+	return out.GetGauge().GetValue()
 }

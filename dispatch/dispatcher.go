@@ -94,8 +94,9 @@ func dueChannels(n int) []chan struct{} {
 // (its last claim found nothing, or it had no queues) claims at once instead
 // of at the end of its pause (up to IdlePoll). A loop that is busy is not
 // hurried; it takes the signal the next time it goes idle. It never blocks.
-// The API calls it when it runs in the same process (across processes the
-// idle pause is the bound), and the dispatcher when it gains queues.
+// The API calls it when it runs in the same process, the listener (Listen)
+// when an API in another process announces stored callbacks, and the
+// dispatcher when it gains queues.
 func (d *Dispatcher) Wake() {
 	for _, c := range d.due {
 		select {
@@ -148,6 +149,9 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	var loops sync.WaitGroup
 	for i := range d.cfg.ClaimLoops {
 		loops.Go(func() { d.claimLoop(ctx, workCtx, i, d.cfg.ClaimLoops) })
+	}
+	if d.cfg.Listen {
+		loops.Go(func() { d.listen(ctx) })
 	}
 	d.manageLeases(ctx)
 

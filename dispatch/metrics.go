@@ -15,6 +15,8 @@ type metrics struct {
 	claimServer      prometheus.Histogram
 	claimed          prometheus.Counter
 	wakeups          prometheus.Counter
+	notifications    prometheus.Counter
+	listening        prometheus.Gauge
 	deliveries       *prometheus.CounterVec
 	deliveryLatency  prometheus.Histogram
 	e2eLatency       prometheus.Histogram
@@ -48,7 +50,15 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 		wakeups: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "hookrelay_dispatch_wakeups_total",
-			Help: "Idle pauses between claims cut short because rows may be due: the API of the same process stored callbacks, or queues were gained.",
+			Help: "Idle pauses between claims cut short because rows may be due: an API (of this process or, by NOTIFY, of another) stored callbacks, or queues were gained.",
+		}),
+		notifications: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "hookrelay_dispatch_notifications_total",
+			Help: "Announcements of stored callbacks received from other processes' APIs (PostgreSQL NOTIFY on hookrelay_due).",
+		}),
+		listening: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "hookrelay_dispatch_listening",
+			Help: "1 while the dispatcher's LISTEN session for other processes' announcements is connected; 0 means it finds their callbacks by polling (within HOOKRELAY_DISPATCH_IDLE_POLL).",
 		}),
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hookrelay_deliveries_total",
@@ -83,7 +93,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.claimSeconds, m.claimServer, m.claimWaitSeconds, m.claimed, m.wakeups, m.deliveries, m.deliveryLatency, m.e2eLatency,
+		reg.MustRegister(m.claimSeconds, m.claimServer, m.claimWaitSeconds, m.claimed, m.wakeups, m.notifications, m.listening, m.deliveries, m.deliveryLatency, m.e2eLatency,
 			m.inFlight, m.queuesHeld, m.ackBatchSize, m.circuitOpen)
 	}
 	return m

@@ -39,6 +39,14 @@ type Config struct {
 	Batcher BatcherConfig
 	// Resolver resolves endpoint hosts for validation; default net.DefaultResolver.
 	Resolver Resolver
+	// Announce has the API tell dispatchers in other processes that it
+	// stored callbacks (PostgreSQL NOTIFY; dispatch.Config.Listen), at most
+	// once per AnnounceInterval (default 10 ms), with AnnounceToken, which
+	// names this process (its own dispatcher, woken through
+	// Batcher.OnStored, ignores it).
+	Announce         bool
+	AnnounceInterval time.Duration
+	AnnounceToken    string
 }
 
 func (c Config) withDefaults() Config {
@@ -59,6 +67,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Resolver == nil {
 		c.Resolver = defaultResolver{}
+	}
+	if c.AnnounceInterval <= 0 {
+		c.AnnounceInterval = 10 * time.Millisecond
 	}
 	return c
 }
@@ -87,6 +98,7 @@ type Server struct {
 	pinger   Pinger
 	cache    *cache
 	batcher  *batcher
+	announce *announcer // nil unless cfg.Announce
 	metrics  *metrics
 	limits   *limiters
 
@@ -104,6 +116,16 @@ func New(logger *slog.Logger, cfg Config, store *db.DB, payloads *storage.Store,
 		cfg: cfg, logger: logger, db: store, payloads: payloads, pinger: pinger,
 		cache: newCache(store, cfg.CacheTTL), metrics: m, limits: newLimiters(),
 	}
+	if cfg.Announce {
+		s.announce = newAnnouncer(store.DueNotify, cfg.AnnounceToken, cfg.AnnounceInterval, logger)
+		local := cfg.Batcher.OnStored
+		cfg.Batcher.OnStored = func() {
+			if local != nil {
+				local()
+			}
+			s.announce.stored()
+		}
+	}
 	s.batcher = newBatcher(cfg.Batcher, store.MessageInsertMany, m)
 	return s
 }
@@ -117,6 +139,13 @@ func (s *Server) Run(ctx context.Context) error {
 		defer wg.Done()
 		s.cache.run(ctx)
 	}()
+	if s.announce != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.announce.run(ctx)
+		}()
+	}
 	s.batcher.run(ctx)
 	wg.Wait()
 	return nil

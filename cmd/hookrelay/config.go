@@ -32,6 +32,7 @@ type config struct {
 	StatementTimeout    time.Duration // HOOKRELAY_STATEMENT_TIMEOUT
 	IdleInTxTimeout     time.Duration // HOOKRELAY_IDLE_IN_TX_TIMEOUT
 	LockTimeout         time.Duration // HOOKRELAY_LOCK_TIMEOUT
+	Notify              bool          // HOOKRELAY_NOTIFY: API announces stored callbacks, dispatch LISTENs
 
 	env *envParser // for role-specific settings read by the role files
 }
@@ -64,6 +65,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		StatementTimeout:    p.duration("HOOKRELAY_STATEMENT_TIMEOUT", 30*time.Second, 100*time.Millisecond, 24*time.Hour),
 		IdleInTxTimeout:     p.duration("HOOKRELAY_IDLE_IN_TX_TIMEOUT", 60*time.Second, 100*time.Millisecond, 24*time.Hour),
 		LockTimeout:         p.duration("HOOKRELAY_LOCK_TIMEOUT", 10*time.Second, 10*time.Millisecond, time.Hour),
+		Notify:              p.bool("HOOKRELAY_NOTIFY", true),
 		env:                 p,
 	}
 	if u, err := url.Parse(c.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || strings.Trim(u.Path, "/") == "" {

@@ -8,11 +8,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/hookrelay/hookrelay/db/dbtest"
 )
 
 // apiCall sends a JSON request with a bearer token and decodes the answer.
@@ -107,6 +110,71 @@ func TestServeWakesItsDispatcher(t *testing.T) {
 	after := wakeups.FindStringSubmatch(metrics())
 	require.NotNil(t, after)
 	require.NotEqual(t, before[1], after[1], "the stored callback woke the dispatcher")
+}
+
+// TestServeAnnouncesToOtherProcesses: with the api and dispatch roles in
+// separate processes (two serve runs on one database), a stored callback is
+// announced by NOTIFY and the other process's idle dispatcher delivers it
+// without waiting out its idle pause (10 s here); with HOOKRELAY_NOTIFY off
+// it waits.
+func TestServeAnnouncesToOtherProcesses(t *testing.T) {
+	t.Parallel()
+	for _, notify := range []bool{true, false} {
+		t.Run(fmt.Sprintf("notify=%v", notify), func(t *testing.T) {
+			t.Parallel()
+			delivered := make(chan time.Time, 1)
+			sinkSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				select {
+				case delivered <- time.Now():
+				default:
+				}
+				w.WriteHeader(http.StatusNoContent)
+			}))
+			t.Cleanup(sinkSrv.Close)
+			env := map[string]string{"DATABASE_URL": dbtest.NewURL(t), "HOOKRELAY_DISPATCH_IDLE_POLL": "10s",
+				"HOOKRELAY_NOTIFY": strconv.FormatBool(notify)}
+			api := startServe(t, env, "--roles", "api")
+			disp := startServe(t, env, "--roles", "dispatch")
+			carrierKey, _, _ := routeToSink(t, api, sinkSrv.URL+"/hook")
+			metric := func(name string) string {
+				resp, err := http.Get(disp.URL + "/metrics")
+				require.NoError(t, err)
+				defer resp.Body.Close()
+				raw, err := io.ReadAll(resp.Body)
+				require.NoError(t, err)
+				m := regexp.MustCompile(`(?m)^` + name + ` (\S+)$`).FindStringSubmatch(string(raw))
+				if m == nil {
+					return ""
+				}
+				return m[1]
+			}
+			for deadline := time.Now().Add(20 * time.Second); metric("hookrelay_queues_held") != "32" ||
+				(notify && metric("hookrelay_dispatch_listening") != "1"); time.Sleep(50 * time.Millisecond) {
+				require.True(t, time.Now().Before(deadline), "the dispatcher never held every queue (or never listened)")
+			}
+			time.Sleep(300 * time.Millisecond) // its claims found nothing: it is backing off
+
+			posted := time.Now()
+			require.Equal(t, http.StatusAccepted, apiCall(t, "POST", api.URL+"/v1/callbacks", carrierKey,
+				map[string]any{"tracking_no": "ANNOUNCE1", "status": "moving"}, nil))
+			if !notify {
+				select {
+				case <-delivered:
+					t.Fatal("delivered before the idle pause ended, with nothing announced")
+				case <-time.After(2 * time.Second):
+				}
+				require.Equal(t, "0", metric("hookrelay_dispatch_listening"))
+				return
+			}
+			select {
+			case at := <-delivered:
+				require.Less(t, at.Sub(posted), 2*time.Second)
+			case <-time.After(15 * time.Second):
+				t.Fatal("not delivered")
+			}
+			require.NotEqual(t, "0", metric("hookrelay_dispatch_notifications_total"))
+		})
+	}
 }
 
 // TestServeDeliversCallbacksInOrder runs `hookrelay serve` with every role:

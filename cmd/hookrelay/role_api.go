@@ -20,6 +20,8 @@ import (
 //   - HOOKRELAY_INGEST_FLUSHERS (default 4): batches committing at once.
 //   - HOOKRELAY_INGEST_CACHE_TTL (default 1s): how stale the carrier/endpoint
 //     cache may be in other processes after a change.
+//   - HOOKRELAY_INGEST_NOTIFY_INTERVAL (default 10ms): with HOOKRELAY_NOTIFY,
+//     the shortest time between two announcements of stored callbacks.
 func startAPI(ctx context.Context, s *service) (func(ctx context.Context) error, error) {
 	env := s.cfg.env
 	cfg := ingest.Config{
@@ -34,10 +36,16 @@ func startAPI(ctx context.Context, s *service) (func(ctx context.Context) error,
 			MaxRows:  env.int("HOOKRELAY_INGEST_BATCH_ROWS", 500, 1, 10000),
 			Flushers: env.int("HOOKRELAY_INGEST_FLUSHERS", 4, 1, 64),
 		},
+		// Dispatchers in other processes (and this one's, which ignores
+		// it) hear of stored callbacks at once rather than at their next poll.
+		Announce:         s.cfg.Notify,
+		AnnounceInterval: env.duration("HOOKRELAY_INGEST_NOTIFY_INTERVAL", 10*time.Millisecond, 100*time.Microsecond, time.Second),
+		AnnounceToken:    s.announceToken,
 	}
 	if slices.Contains(s.roles, "dispatch") {
 		// The dispatcher of this process claims what the API stores at once
-		// instead of after its idle pause (other processes poll).
+		// instead of after its idle pause (other processes hear of it by
+		// NOTIFY, or poll).
 		cfg.Batcher.OnStored = s.dispatcher().Wake
 	}
 	srv := ingest.New(s.logger, cfg, s.db, s.store, s.registry, pingerFor(s))

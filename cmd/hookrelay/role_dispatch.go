@@ -11,8 +11,9 @@ import (
 // startDispatch wires the dispatch role: a dispatcher that shares the
 // logical queues with the other live dispatchers and delivers their rows.
 //
-// Role settings (besides HOOKRELAY_QUEUES, HOOKRELAY_LEASE and
-// HOOKRELAY_ALLOW_PRIVATE_TARGETS):
+// Role settings (besides HOOKRELAY_QUEUES, HOOKRELAY_LEASE,
+// HOOKRELAY_ALLOW_PRIVATE_TARGETS and HOOKRELAY_NOTIFY, with which the
+// dispatcher LISTENs for the APIs' announcements of stored callbacks):
 //   - HOOKRELAY_DISPATCH_CONCURRENCY (default 256): deliveries in flight in
 //     this process.
 //   - HOOKRELAY_DISPATCH_BATCH (default 50): rows one claim takes.
@@ -60,6 +61,8 @@ func newDispatcher(s *service) *dispatch.Dispatcher {
 		AckInterval:         env.duration("HOOKRELAY_DISPATCH_ACK_INTERVAL", 10*time.Millisecond, 100*time.Microsecond, time.Second),
 		AckBatch:            env.int("HOOKRELAY_DISPATCH_ACK_BATCH", 100, 1, 10000),
 		DrainTimeout:        env.duration("HOOKRELAY_DISPATCH_DRAIN_TIMEOUT", 10*time.Second, time.Millisecond, 10*time.Minute),
+		Listen:              s.cfg.Notify,
+		SelfToken:           s.announceToken,
 	}
 	return dispatch.New(s.logger, cfg, s.db, s.store, s.registry)
 }

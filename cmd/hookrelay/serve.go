@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"flag"
@@ -51,6 +52,17 @@ type service struct {
 	dispatch     *dispatch.Dispatcher // see service.dispatcher
 	// roles are the roles this process runs.
 	roles []string
+	// announceToken names this process in its API's announcements of stored
+	// callbacks (HOOKRELAY_NOTIFY), so its own dispatcher, which the API
+	// wakes directly, ignores them.
+	announceToken string
+}
+
+// newAnnounceToken returns a token unique to this process run.
+func newAnnounceToken() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // roleFunc starts a role: it registers routes or prepares workers and returns
@@ -233,7 +245,8 @@ func newService(ctx context.Context, cfg config, logger *slog.Logger, stdout io.
 		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(collectors.MetricsScheduler)),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
-	s := &service{cfg: cfg, logger: logger, db: store, store: payloads, registry: reg, stdout: stdout}
+	s := &service{cfg: cfg, logger: logger, db: store, store: payloads, registry: reg, stdout: stdout,
+		announceToken: newAnnounceToken()}
 	s.echo = newRouter(s)
 	return s, cleanup, nil
 }

@@ -1,0 +1,54 @@
+package dispatch
+
+import (
+	"context"
+	"time"
+)
+
+// listen keeps a LISTEN session for the announcements of other processes'
+// APIs and wakes the claim loops on each, until ctx ends. A lost session is
+// opened again after ListenRetry; the claim loops are woken then too, since
+// announcements made while it was away were missed (the idle pause bounds
+// what that costs in any case: announcements are hints, never the only way
+// a row is found).
+func (d *Dispatcher) listen(ctx context.Context) {
+	retry := time.NewTimer(0)
+	defer retry.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-retry.C:
+		}
+		l, err := d.db.ListenDue(ctx, "hookrelay-dispatch-listen")
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			d.logger.Warn("LISTEN for announcements failed; claims poll until it is back", "error", err, "retry", d.cfg.ListenRetry)
+			retry.Reset(d.cfg.ListenRetry)
+			continue
+		}
+		d.metrics.listening.Set(1)
+		d.Wake()
+		for {
+			token, err := l.Wait(ctx)
+			if err != nil {
+				break
+			}
+			if token != d.cfg.SelfToken || token == "" {
+				d.metrics.notifications.Inc()
+				d.Wake()
+			}
+		}
+		d.metrics.listening.Set(0)
+		closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		l.Close(closeCtx)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		d.logger.Warn("LISTEN session lost; claims poll until it is back", "retry", d.cfg.ListenRetry)
+		retry.Reset(d.cfg.ListenRetry)
+	}
+}
