@@ -7,13 +7,15 @@ import (
 
 // listen keeps a LISTEN session for the announcements of other processes'
 // APIs and wakes the claim loops on each, until ctx ends. A lost session is
-// opened again after ListenRetry; the claim loops are woken then too, since
+// opened again after ListenRetry (doubling while it keeps failing, up to
+// 30 s); the claim loops are woken then too, since
 // announcements made while it was away were missed (the idle pause bounds
 // what that costs in any case: announcements are hints, never the only way
 // a row is found).
 func (d *Dispatcher) listen(ctx context.Context) {
 	retry := time.NewTimer(0)
 	defer retry.Stop()
+	pause := d.cfg.ListenRetry
 	for {
 		select {
 		case <-ctx.Done():
@@ -25,15 +27,19 @@ func (d *Dispatcher) listen(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
-			d.logger.Warn("LISTEN for announcements failed; claims poll until it is back", "error", err, "retry", d.cfg.ListenRetry)
-			retry.Reset(d.cfg.ListenRetry)
+			d.logger.Warn("LISTEN for announcements failed; claims poll until it is back", "error", err, "retry", pause)
+			retry.Reset(pause)
+			pause = min(2*pause, 30*time.Second)
 			continue
 		}
+		pause = d.cfg.ListenRetry
 		d.metrics.listening.Set(1)
 		d.Wake()
+		var lost error
 		for {
 			token, err := l.Wait(ctx)
 			if err != nil {
+				lost = err
 				break
 			}
 			if token != d.cfg.SelfToken || token == "" {
@@ -48,7 +54,7 @@ func (d *Dispatcher) listen(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		d.logger.Warn("LISTEN session lost; claims poll until it is back", "retry", d.cfg.ListenRetry)
-		retry.Reset(d.cfg.ListenRetry)
+		d.logger.Warn("LISTEN session lost; claims poll until it is back", "error", lost, "retry", pause)
+		retry.Reset(pause)
 	}
 }

@@ -3,30 +3,41 @@ package ingest
 import (
 	"context"
 	"log/slog"
+	"sync/atomic"
 	"time"
 )
 
+// announceBusyRate is the rate of stored deliveries, per API process, above
+// which the announcer backs off: a dispatcher claiming more than a few
+// hundred rows a second rarely finds a claim empty, and only a dispatcher
+// that found one empty (idle, backing off) takes a wake-up.
+const announceBusyRate = 500.0
+
 // announcer tells dispatchers in other processes that callbacks were stored
-// (db.DueNotify), at most once per interval: the first group commit after a
-// quiet interval is announced at once, and those within the interval after
-// an announcement are announced together at its end. A dispatcher that is
-// busy claiming ignores announcements, so under load their cost is bounded
-// by the interval (100 small transactions a second at 10 ms), not by the
-// callback rate.
+// (db.DueNotify). The first group commit after a quiet spell is announced at
+// once; those during the pause after an announcement are announced together
+// at its end. The pause is interval while deliveries are stored at less than
+// announceBusyRate; above it the pause doubles at each announcement, up to
+// 20 × interval (200 ms by default, the dispatchers' default idle poll), and
+// it is back at interval once a pause sees the rate below it. So a busy API
+// sends a handful of announcements a second, whatever its rate, and at low
+// rates every callback is announced within interval.
 type announcer struct {
 	notify   func(ctx context.Context, token string) error
 	token    string
 	interval time.Duration
 	logger   *slog.Logger
 	kick     chan struct{} // buffered 1: an announcement is owed
+	pending  atomic.Int64  // deliveries stored since the last look
 }
 
 func newAnnouncer(notify func(context.Context, string) error, token string, interval time.Duration, logger *slog.Logger) *announcer {
 	return &announcer{notify: notify, token: token, interval: interval, logger: logger, kick: make(chan struct{}, 1)}
 }
 
-// stored records that callbacks were committed. It never blocks.
-func (a *announcer) stored() {
+// stored records that n deliveries were committed. It never blocks.
+func (a *announcer) stored(n int) {
+	a.pending.Add(int64(n))
 	select {
 	case a.kick <- struct{}{}:
 	default:
@@ -38,27 +49,42 @@ func (a *announcer) stored() {
 // and dispatchers poll in any case.
 func (a *announcer) run(ctx context.Context) {
 	var lastWarn time.Time
-	pause := time.NewTimer(0)
-	<-pause.C
+	pause := a.interval
+	timer := time.NewTimer(0)
+	<-timer.C
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-a.kick:
 		}
-		nctx, cancel := context.WithTimeout(ctx, time.Second)
-		err := a.notify(nctx, a.token)
-		cancel()
-		if err != nil && ctx.Err() == nil && time.Since(lastWarn) > time.Minute {
-			lastWarn = time.Now()
-			a.logger.Warn("announcing stored callbacks to dispatchers failed; they find them by polling", "error", err)
-		}
-		pause.Reset(a.interval)
-		select {
-		case <-ctx.Done():
-			pause.Stop()
-			return
-		case <-pause.C:
+		a.pending.Store(0)
+		for owed := true; owed; {
+			nctx, cancel := context.WithTimeout(ctx, time.Second)
+			err := a.notify(nctx, a.token)
+			cancel()
+			if err != nil && ctx.Err() == nil && time.Since(lastWarn) > time.Minute {
+				lastWarn = time.Now()
+				a.logger.Warn("announcing stored callbacks to dispatchers failed; they find them by polling", "error", err)
+			}
+			timer.Reset(pause)
+			select {
+			case <-ctx.Done():
+				timer.Stop()
+				return
+			case <-timer.C:
+			}
+			n := a.pending.Swap(0)
+			select {
+			case <-a.kick:
+			default:
+				owed = false
+			}
+			if owed && float64(n) >= announceBusyRate*pause.Seconds() {
+				pause = min(2*pause, 20*a.interval)
+			} else {
+				pause = a.interval
+			}
 		}
 	}
 }

@@ -12,11 +12,14 @@ import (
 	"github.com/hookrelay/hookrelay/db/dbtest"
 )
 
-// TestAnnouncerLeadsAndCoalesces: through a real LISTEN session, the first
-// stored batch after a quiet interval is announced at once; the many stored
-// within the interval after it become one announcement, sent when the
-// interval ends; nothing is sent without a stored batch.
-func TestAnnouncerLeadsAndCoalesces(t *testing.T) {
+// TestAnnouncerLeadsCoalescesAndBacksOff: through a real LISTEN session,
+// nothing is sent without a stored batch; the first batch after a quiet
+// spell is announced at once; at a low rate the batches of each pause are
+// announced together at its end, pause after pause; above
+// announceBusyRate the pause doubles up to 20 intervals (announcements at 0,
+// 1, 3, 7, 15, 31, 51 intervals), and after a quiet spell the next batch is
+// announced at once again.
+func TestAnnouncerLeadsCoalescesAndBacksOff(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -24,11 +27,7 @@ func TestAnnouncerLeadsAndCoalesces(t *testing.T) {
 	store := dbtest.Open(t, url, db.Config{})
 	l, err := store.ListenDue(ctx, "hookrelay-test-listen")
 	require.NoError(t, err)
-	type heard struct {
-		token string
-		at    time.Time
-	}
-	got := make(chan heard, 100)
+	got := make(chan time.Time, 1000)
 	readerDone := make(chan struct{})
 	t.Cleanup(func() {
 		cancel()
@@ -42,11 +41,13 @@ func TestAnnouncerLeadsAndCoalesces(t *testing.T) {
 			if err != nil {
 				return
 			}
-			got <- heard{tok, time.Now()}
+			if tok == "tok-1" {
+				got <- time.Now()
+			}
 		}
 	}()
 
-	const interval = 2 * time.Second
+	const interval = 100 * time.Millisecond
 	a := newAnnouncer(store.DueNotify, "tok-1", interval, slog.New(slog.DiscardHandler))
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -58,27 +59,60 @@ func TestAnnouncerLeadsAndCoalesces(t *testing.T) {
 		stop()
 		<-done
 	})
-	select {
-	case h := <-got:
-		t.Fatalf("announced %q with nothing stored", h.token)
-	case <-time.After(300 * time.Millisecond):
+	quiet := func(d time.Duration) {
+		t.Helper()
+		select {
+		case t0 := <-got:
+			t.Fatalf("an announcement %v into a quiet spell", time.Since(t0))
+		case <-time.After(d):
+		}
+	}
+	// traffic stores per deliveries every 2 ms for d and returns the
+	// announcements heard until quiet for 25 intervals after it, as times
+	// since its start.
+	traffic := func(per int, d time.Duration) []time.Duration {
+		start := time.Now()
+		for time.Since(start) < d {
+			a.stored(per)
+			time.Sleep(2 * time.Millisecond)
+		}
+		var at []time.Duration
+		for {
+			select {
+			case t0 := <-got:
+				at = append(at, t0.Sub(start))
+			case <-time.After(25 * interval):
+				return at
+			}
+		}
+	}
+	quiet(300 * time.Millisecond)
+
+	// 1 delivery per ~2 ms (under 500/s): every pause stays one interval.
+	at := traffic(1, 10*interval)
+	require.GreaterOrEqual(t, len(at), 9, "announcements at %v", at)
+	require.LessOrEqual(t, len(at), 12, "announcements at %v", at)
+	require.Less(t, at[0], interval/2, "the first batch after a quiet spell is announced at once")
+	for i := 1; i < len(at); i++ {
+		require.InDelta(t, float64(interval), float64(at[i]-at[i-1]), float64(interval/2), "pauses of one interval: %v", at)
 	}
 
-	first := time.Now()
-	a.stored()
-	h := <-got
-	require.Equal(t, "tok-1", h.token)
-	require.Less(t, h.at.Sub(first), interval/2, "the first batch after a quiet interval is announced at once")
-
-	for range 200 {
-		a.stored()
-		time.Sleep(time.Millisecond)
+	// 10 deliveries per ~2 ms (over 500/s) for 32 intervals: the pause
+	// doubles, capped at 20 intervals; the last one owed is sent at 51.
+	at = traffic(10, 32*interval)
+	want := []time.Duration{0, 1, 3, 7, 15, 31, 51}
+	require.Len(t, at, len(want), "announcements at %v", at)
+	for i, w := range want {
+		require.InDelta(t, float64(w*interval), float64(at[i]), float64(interval/2), "announcement %d of %v", i, at)
 	}
-	h = <-got
-	require.GreaterOrEqual(t, h.at.Sub(first), interval-50*time.Millisecond, "not before the interval ends")
+
+	// After the quiet spell, at once again.
+	again := time.Now()
+	a.stored(1)
 	select {
-	case h := <-got:
-		t.Fatalf("a third announcement (%q, %v after the first) for batches within one interval", h.token, h.at.Sub(first))
-	case <-time.After(interval + 500*time.Millisecond):
+	case t0 := <-got:
+		require.Less(t, t0.Sub(again), interval/2, "announced at once after a quiet spell")
+	case <-time.After(3 * time.Second):
+		t.Fatal("not announced")
 	}
 }

@@ -23,10 +23,10 @@ type BatcherConfig struct {
 	Flushers int
 	// Queue is how many submitted messages may wait for a batch. Default 8192.
 	Queue int
-	// OnStored, when set, is called after a batch committed deliveries (the
-	// process's dispatcher, to claim them at once rather than after its idle
-	// pause). It must not block.
-	OnStored func()
+	// OnStored, when set, is called with the number of deliveries after a
+	// batch committed some (the process's dispatcher, to claim them at once
+	// rather than after its idle pause). It must not block.
+	OnStored func(deliveries int)
 }
 
 func (c BatcherConfig) withDefaults() BatcherConfig {
@@ -204,8 +204,8 @@ func (b *batcher) flush(batch []*pendingMsg) {
 		}
 		return
 	}
-	if b.cfg.OnStored != nil && storedDeliveries(stored) {
-		b.cfg.OnStored() // before the answers: a caller that got one may count on it
+	if n := storedDeliveries(stored); b.cfg.OnStored != nil && n > 0 {
+		b.cfg.OnStored(n) // before the answers: a caller that got one may count on it
 	}
 	for i, p := range batch {
 		if err := stored[i].Err; err != nil {
@@ -217,13 +217,14 @@ func (b *batcher) flush(batch []*pendingMsg) {
 }
 
 // storedDeliveries reports whether a batch committed any delivery.
-func storedDeliveries(stored []db.StoredMessage) bool {
+func storedDeliveries(stored []db.StoredMessage) int {
+	n := 0
 	for _, m := range stored {
-		if m.Err == nil && !m.Duplicate && m.Deliveries > 0 {
-			return true
+		if m.Err == nil && !m.Duplicate {
+			n += m.Deliveries
 		}
 	}
-	return false
+	return n
 }
 
 // metrics are the ingest's Prometheus collectors.

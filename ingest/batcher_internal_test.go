@@ -119,11 +119,12 @@ func TestBatcherOnStoredAfterDeliveriesCommit(t *testing.T) {
 	store := dbtest.New(t)
 	c, _ := dbtest.Carrier(t, store, nil)
 	ep, _ := dbtest.Endpoint(t, store, nil)
-	var n int
+	var n, deliveries int
 	var mu sync.Mutex
-	b := newBatcher(BatcherConfig{MaxWait: time.Millisecond, OnStored: func() {
+	b := newBatcher(BatcherConfig{MaxWait: time.Millisecond, OnStored: func(d int) {
 		mu.Lock()
 		n++
+		deliveries += d
 		mu.Unlock()
 	}}, store.MessageInsertMany, newMetrics(nil))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -156,4 +157,7 @@ func TestBatcherOnStoredAfterDeliveriesCommit(t *testing.T) {
 	_, err = b.Submit(ctx, failing)
 	require.Error(t, err)
 	require.Equal(t, 1, count(), "a duplicate, a callback with no endpoint and a failed batch")
+	mu.Lock()
+	require.Equal(t, 1, deliveries)
+	mu.Unlock()
 }

@@ -40,8 +40,9 @@ type Config struct {
 	// Resolver resolves endpoint hosts for validation; default net.DefaultResolver.
 	Resolver Resolver
 	// Announce has the API tell dispatchers in other processes that it
-	// stored callbacks (PostgreSQL NOTIFY; dispatch.Config.Listen), at most
-	// once per AnnounceInterval (default 10 ms), with AnnounceToken, which
+	// stored callbacks (PostgreSQL NOTIFY; dispatch.Config.Listen), with
+	// pauses of at least AnnounceInterval (default 10 ms; see announcer),
+	// carrying AnnounceToken, which
 	// names this process (its own dispatcher, woken through
 	// Batcher.OnStored, ignores it).
 	Announce         bool
@@ -119,11 +120,11 @@ func New(logger *slog.Logger, cfg Config, store *db.DB, payloads *storage.Store,
 	if cfg.Announce {
 		s.announce = newAnnouncer(store.DueNotify, cfg.AnnounceToken, cfg.AnnounceInterval, logger)
 		local := cfg.Batcher.OnStored
-		cfg.Batcher.OnStored = func() {
+		cfg.Batcher.OnStored = func(n int) {
 			if local != nil {
-				local()
+				local(n)
 			}
-			s.announce.stored()
+			s.announce.stored(n)
 		}
 	}
 	s.batcher = newBatcher(cfg.Batcher, store.MessageInsertMany, m)

@@ -21,7 +21,8 @@ import (
 //   - HOOKRELAY_INGEST_CACHE_TTL (default 1s): how stale the carrier/endpoint
 //     cache may be in other processes after a change.
 //   - HOOKRELAY_INGEST_NOTIFY_INTERVAL (default 10ms): with HOOKRELAY_NOTIFY,
-//     the shortest time between two announcements of stored callbacks.
+//     the shortest pause between two announcements of stored callbacks (it
+//     doubles under sustained traffic, up to 20 times).
 func startAPI(ctx context.Context, s *service) (func(ctx context.Context) error, error) {
 	env := s.cfg.env
 	cfg := ingest.Config{
@@ -46,7 +47,8 @@ func startAPI(ctx context.Context, s *service) (func(ctx context.Context) error,
 		// The dispatcher of this process claims what the API stores at once
 		// instead of after its idle pause (other processes hear of it by
 		// NOTIFY, or poll).
-		cfg.Batcher.OnStored = s.dispatcher().Wake
+		wake := s.dispatcher().Wake
+		cfg.Batcher.OnStored = func(int) { wake() }
 	}
 	srv := ingest.New(s.logger, cfg, s.db, s.store, s.registry, pingerFor(s))
 	srv.Register(s.echo)
