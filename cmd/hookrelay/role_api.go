@@ -21,8 +21,8 @@ import (
 //   - HOOKRELAY_INGEST_CACHE_TTL (default 1s): how stale the carrier/endpoint
 //     cache may be in other processes after a change.
 //   - HOOKRELAY_INGEST_NOTIFY_INTERVAL (default 10ms): with HOOKRELAY_NOTIFY,
-//     the shortest pause between two announcements of stored callbacks (it
-//     doubles under sustained traffic, up to 20 times).
+//     the pause between two announcements of stored callbacks (above 500
+//     deliveries a second it doubles, up to 20 times).
 func startAPI(ctx context.Context, s *service) (func(ctx context.Context) error, error) {
 	env := s.cfg.env
 	cfg := ingest.Config{
