@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // announceBusyRate is the rate of stored deliveries, per API process, above
@@ -29,10 +31,12 @@ type announcer struct {
 	logger   *slog.Logger
 	kick     chan struct{} // buffered 1: an announcement is owed
 	pending  atomic.Int64  // deliveries stored since the last look
+	sent     prometheus.Counter
 }
 
 func newAnnouncer(notify func(context.Context, string) error, token string, interval time.Duration, logger *slog.Logger) *announcer {
-	return &announcer{notify: notify, token: token, interval: interval, logger: logger, kick: make(chan struct{}, 1)}
+	return &announcer{notify: notify, token: token, interval: interval, logger: logger, kick: make(chan struct{}, 1),
+		sent: prometheus.NewCounter(prometheus.CounterOpts{Name: "unregistered"})}
 }
 
 // stored records that n deliveries were committed. It never blocks.
@@ -63,6 +67,9 @@ func (a *announcer) run(ctx context.Context) {
 			nctx, cancel := context.WithTimeout(ctx, time.Second)
 			err := a.notify(nctx, a.token)
 			cancel()
+			if err == nil {
+				a.sent.Inc()
+			}
 			if err != nil && ctx.Err() == nil && time.Since(lastWarn) > time.Minute {
 				lastWarn = time.Now()
 				a.logger.Warn("announcing stored callbacks to dispatchers failed; they find them by polling", "error", err)

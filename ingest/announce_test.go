@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookrelay/hookrelay/db"
@@ -105,6 +106,10 @@ func TestAnnouncerLeadsCoalescesAndBacksOff(t *testing.T) {
 	for i, w := range want {
 		require.InDelta(t, float64(w*interval), float64(at[i]), float64(interval/2), "announcement %d of %v", i, at)
 	}
+
+	var sent dto.Metric
+	require.NoError(t, a.sent.Write(&sent))
+	require.GreaterOrEqual(t, sent.GetCounter().GetValue(), float64(9+len(want)), "announcements counted")
 
 	// After the quiet spell, at once again.
 	again := time.Now()

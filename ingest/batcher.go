@@ -234,6 +234,7 @@ type metrics struct {
 	batchSize     prometheus.Histogram
 	commitSeconds prometheus.Histogram
 	offloaded     prometheus.Counter
+	announcements prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -255,9 +256,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		offloaded: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "hookrelay_ingest_offloaded_total", Help: "Callback payloads written to the S3 store.",
 		}),
+		announcements: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "hookrelay_ingest_announcements_total", Help: "Announcements of stored callbacks sent to dispatchers (NOTIFY hookrelay_due; HOOKRELAY_NOTIFY).",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.callbacks, m.batchSize, m.commitSeconds, m.offloaded)
+		reg.MustRegister(m.requests, m.callbacks, m.batchSize, m.commitSeconds, m.offloaded, m.announcements)
 	}
 	return m
 }

@@ -42,9 +42,8 @@ type Config struct {
 	// Announce has the API tell dispatchers in other processes that it
 	// stored callbacks (PostgreSQL NOTIFY; dispatch.Config.Listen), with
 	// pauses of at least AnnounceInterval (default 10 ms; see announcer),
-	// carrying AnnounceToken, which
-	// names this process (its own dispatcher, woken through
-	// Batcher.OnStored, ignores it).
+	// carrying AnnounceToken, which names this process (its own dispatcher,
+	// woken through Batcher.OnStored, ignores it).
 	Announce         bool
 	AnnounceInterval time.Duration
 	AnnounceToken    string
@@ -119,6 +118,7 @@ func New(logger *slog.Logger, cfg Config, store *db.DB, payloads *storage.Store,
 	}
 	if cfg.Announce {
 		s.announce = newAnnouncer(store.DueNotify, cfg.AnnounceToken, cfg.AnnounceInterval, logger)
+		s.announce.sent = m.announcements
 		local := cfg.Batcher.OnStored
 		cfg.Batcher.OnStored = func(n int) {
 			if local != nil {
