@@ -3,18 +3,81 @@ package db
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hookrelay/hookrelay/db/internal/dbsqlc"
 )
 
+// Announcement is what DueNotify sends and DueListener.Wait receives.
+type Announcement struct {
+	// Token names the sending process.
+	Token string
+	// Queues are the logical queues that got deliveries, ascending; nil
+	// means any (too many to list, or an announcement that did not say).
+	Queues []int
+}
+
+// MaxAnnouncedQueues is the most queues an announcement lists; with more,
+// it names none (any queue may have rows), which costs a listener no more
+// than a wake-up of every claim loop.
+const MaxAnnouncedQueues = 64
+
+// String encodes a as the NOTIFY payload: the token, then, if any, a space
+// and the queues, comma-separated.
+func (a Announcement) String() string {
+	if len(a.Queues) == 0 || len(a.Queues) > MaxAnnouncedQueues {
+		return a.Token
+	}
+	var b strings.Builder
+	b.WriteString(a.Token)
+	for i, q := range a.Queues {
+		if i == 0 {
+			b.WriteByte(' ')
+		} else {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Itoa(q))
+	}
+	return b.String()
+}
+
+// ParseAnnouncement decodes a NOTIFY payload. It never fails: anything after
+// the token that is not a list of queue numbers (from a sender of another
+// version, or a hand-written NOTIFY) decodes as "any queue", so a malformed
+// hint costs a wake-up of every loop, never a missed one.
+func ParseAnnouncement(payload string) Announcement {
+	token, list, found := strings.Cut(payload, " ")
+	a := Announcement{Token: token}
+	if !found {
+		return a
+	}
+	parts := strings.Split(list, ",")
+	if len(parts) > MaxAnnouncedQueues {
+		return a
+	}
+	qs := make([]int, 0, len(parts))
+	for _, p := range parts {
+		q, err := strconv.Atoi(p)
+		if err != nil || q < 0 || q > 1<<20 {
+			return a
+		}
+		qs = append(qs, q)
+	}
+	slices.Sort(qs)
+	a.Queues = slices.Compact(qs)
+	return a
+}
+
 // DueNotify announces on the wake-up channel that deliveries were just
-// committed; token names the sending process (see DueListener.Wait). It runs
-// in its own transaction (never call it inside a group commit: notifying
-// commits are serialised cluster-wide) and does not wait for a WAL flush.
-func (db *DB) DueNotify(ctx context.Context, token string) error {
-	if err := db.q.DueNotify(ctx, token); err != nil {
+// committed (see Announcement). It runs in its own transaction (never call it
+// inside a group commit: notifying commits are serialised cluster-wide) and
+// does not wait for a WAL flush.
+func (db *DB) DueNotify(ctx context.Context, a Announcement) error {
+	if err := db.q.DueNotify(ctx, a.String()); err != nil {
 		return fmt.Errorf("notify dispatchers: %w", unavailable(err))
 	}
 	return nil
@@ -50,15 +113,14 @@ func (db *DB) ListenDue(ctx context.Context, appName string) (*DueListener, erro
 	return &DueListener{conn: conn}, nil
 }
 
-// Wait blocks until an announcement arrives and returns its sender's token.
-// An error means the session is lost (or ctx ended): close the listener and
-// open another.
-func (l *DueListener) Wait(ctx context.Context) (string, error) {
+// Wait blocks until an announcement arrives and returns it. An error means
+// the session is lost (or ctx ended): close the listener and open another.
+func (l *DueListener) Wait(ctx context.Context) (Announcement, error) {
 	n, err := l.conn.WaitForNotification(ctx)
 	if err != nil {
-		return "", fmt.Errorf("wait for notification: %w", unavailable(err))
+		return Announcement{}, fmt.Errorf("wait for notification: %w", unavailable(err))
 	}
-	return n.Payload, nil
+	return ParseAnnouncement(n.Payload), nil
 }
 
 // PID returns the server process id of the listening session.

@@ -38,10 +38,12 @@ func TestDueNotifyReachesListeners(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { elsewhere.Close(context.Background()) })
 
-	require.NoError(t, store.DueNotify(ctx, "process-a"))
-	require.NoError(t, store.DueNotify(ctx, "process-b"))
+	sent := []db.Announcement{{Token: "process-a", Queues: []int{0, 7, 31}}, {Token: "process-b"}}
+	for _, a := range sent {
+		require.NoError(t, store.DueNotify(ctx, a))
+	}
 	for _, l := range listeners {
-		for _, want := range []string{"process-a", "process-b"} {
+		for _, want := range sent {
 			wctx, wcancel := context.WithTimeout(ctx, 5*time.Second)
 			got, err := l.Wait(wctx)
 			wcancel()
@@ -69,10 +71,57 @@ func TestDueNotifyReachesListeners(t *testing.T) {
 	require.NotErrorIs(t, err, context.DeadlineExceeded)
 	require.Equal(t, hookrelay.EUNAVAILABLE, hookrelay.ErrorCode(err), "%v", err)
 	// The other listener still hears.
-	require.NoError(t, store.DueNotify(ctx, "process-c"))
+	require.NoError(t, store.DueNotify(ctx, db.Announcement{Token: "process-c"}))
 	wctx, wcancel = context.WithTimeout(ctx, 5*time.Second)
 	got, err := listeners[1].Wait(wctx)
 	wcancel()
 	require.NoError(t, err)
-	require.Equal(t, "process-c", got)
+	require.Equal(t, "process-c", got.Token)
+}
+
+// TestAnnouncementPayload: queue lists survive the round trip sorted and
+// without repeats; too many queues, or anything but a list of queue numbers
+// after the token, mean "any queue".
+func TestAnnouncementPayload(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		payload string
+		want    db.Announcement
+	}{
+		{"tok", db.Announcement{Token: "tok"}},
+		{"tok 3", db.Announcement{Token: "tok", Queues: []int{3}}},
+		{"tok 9,3,3,0", db.Announcement{Token: "tok", Queues: []int{0, 3, 9}}},
+		{"tok 1,,2", db.Announcement{Token: "tok"}},
+		{"tok -1", db.Announcement{Token: "tok"}},
+		{"tok 1 2", db.Announcement{Token: "tok"}},
+		{"tok x", db.Announcement{Token: "tok"}},
+		{"tok ", db.Announcement{Token: "tok"}},
+		{"", db.Announcement{}},
+	} {
+		require.Equal(t, c.want, db.ParseAnnouncement(c.payload), "%q", c.payload)
+	}
+	many := make([]int, db.MaxAnnouncedQueues+1)
+	for i := range many {
+		many[i] = i
+	}
+	require.Equal(t, "tok", db.Announcement{Token: "tok", Queues: many}.String())
+	require.Equal(t, db.Announcement{Token: "tok", Queues: many[:db.MaxAnnouncedQueues]},
+		db.ParseAnnouncement(db.Announcement{Token: "tok", Queues: many[:db.MaxAnnouncedQueues]}.String()))
+}
+
+// FuzzParseAnnouncement: any payload decodes without panicking, to at most
+// MaxAnnouncedQueues sorted distinct queues, and what it decodes to encodes
+// back to a payload that decodes the same.
+func FuzzParseAnnouncement(f *testing.F) {
+	for _, s := range []string{"tok", "tok 1,2,3", "tok 3,1", "a b c", "tok 99999999999999999999", " 1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, payload string) {
+		a := db.ParseAnnouncement(payload)
+		require.LessOrEqual(t, len(a.Queues), db.MaxAnnouncedQueues)
+		for i := 1; i < len(a.Queues); i++ {
+			require.Less(t, a.Queues[i-1], a.Queues[i])
+		}
+		require.Equal(t, a, db.ParseAnnouncement(a.String()))
+	})
 }

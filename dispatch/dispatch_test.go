@@ -15,6 +15,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/db/dbtest"
 )
@@ -338,9 +339,10 @@ func TestWakeEndsTheIdlePause(t *testing.T) {
 }
 
 // TestListenWakesTheIdlePause: a paused dispatcher that LISTENs claims at
-// once when an API in another process announces stored callbacks, ignores
-// its own process's announcements (that API wakes it directly), and after
-// its LISTEN session is killed opens another and hears again.
+// once when an API in another process announces stored callbacks in the
+// queues of one of its claim loops, and only that loop wakes; it ignores its
+// own process's announcements (that API wakes it directly), and after its
+// LISTEN session is killed opens another and hears again.
 func TestListenWakesTheIdlePause(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -351,6 +353,7 @@ func TestListenWakesTheIdlePause(t *testing.T) {
 	ep, _ := dbtest.Endpoint(t, store, &dbtest.EndpointOpts{URL: s.srv.URL + "/hook"})
 	cfg := testConfig()
 	cfg.IdlePoll, cfg.BusyPoll = time.Minute, time.Minute // the first empty claim pauses a minute
+	cfg.ClaimLoops = 2                                    // loop q%2 holds queue q (the held queues are 0..7)
 	cfg.Listen, cfg.SelfToken, cfg.ListenRetry = true, "this-process", 100*time.Millisecond
 	d, _ := runDispatcher(t, store, cfg)
 	listening := func() bool { return metricValue(t, d.metrics.listening) == 1 }
@@ -360,18 +363,28 @@ func TestListenWakesTheIdlePause(t *testing.T) {
 		return len(d.held) == cfg.Queues && listening()
 	})
 	time.Sleep(300 * time.Millisecond) // the claims found nothing: every loop is paused
+	wakeups := func() float64 { return metricValue(t, d.metrics.wakeups) }
 
-	dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: "L1", Queues: 8})
-	require.NoError(t, store.DueNotify(ctx, cfg.SelfToken))
+	q := hookrelay.QueueFor("L1", cfg.Queues)
+	dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: "L1", Queues: cfg.Queues})
+	require.NoError(t, store.DueNotify(ctx, db.Announcement{Token: cfg.SelfToken}))
 	time.Sleep(time.Second)
 	require.Empty(t, s.requests(), "its own process's announcement is not acted on")
 	require.Zero(t, metricValue(t, d.metrics.notifications))
 
+	w0 := wakeups()
+	other := (q + 1) % cfg.Queues // held by the other loop
+	require.NoError(t, store.DueNotify(ctx, db.Announcement{Token: "another-process", Queues: []int{other}}))
+	waitFor(t, 5*time.Second, "the other loop woken", func() bool { return wakeups() == w0+1 })
+	time.Sleep(500 * time.Millisecond)
+	require.Empty(t, s.requests(), "the loop holding the row's queue was not woken")
+	require.Equal(t, w0+1, wakeups(), "one loop woken")
+
 	start := time.Now()
-	require.NoError(t, store.DueNotify(ctx, "another-process"))
-	waitFor(t, 5*time.Second, "the delivery after another process's announcement", func() bool { return len(s.requests()) == 1 })
+	require.NoError(t, store.DueNotify(ctx, db.Announcement{Token: "another-process", Queues: []int{q}}))
+	waitFor(t, 5*time.Second, "the delivery after the announcement of its queue", func() bool { return len(s.requests()) == 1 })
 	require.Less(t, time.Since(start), 5*time.Second)
-	require.Equal(t, 1.0, metricValue(t, d.metrics.notifications))
+	require.Equal(t, 2.0, metricValue(t, d.metrics.notifications))
 
 	// The LISTEN session is killed: the dispatcher opens another.
 	conn, err := pgx.Connect(ctx, url)
@@ -385,10 +398,11 @@ func TestListenWakesTheIdlePause(t *testing.T) {
 	waitFor(t, 10*time.Second, "a new LISTEN session", listening)
 	time.Sleep(300 * time.Millisecond) // the wake-up on reconnecting found nothing: paused again
 
-	dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: "L2", Queues: 8})
+	dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: "L2", Queues: cfg.Queues})
 	time.Sleep(500 * time.Millisecond)
 	require.Len(t, s.requests(), 1, "paused: nothing claimed without a wake-up")
-	require.NoError(t, store.DueNotify(ctx, "another-process"))
+	// An announcement naming no queue wakes every loop.
+	require.NoError(t, store.DueNotify(ctx, db.Announcement{Token: "another-process"}))
 	waitFor(t, 5*time.Second, "the delivery after the reconnected session's announcement", func() bool { return len(s.requests()) == 2 })
 }
 

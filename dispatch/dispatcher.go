@@ -106,6 +106,33 @@ func (d *Dispatcher) Wake() {
 	}
 }
 
+// WakeQueues is Wake for the claim loops holding any of queues (ascending,
+// as in db.Announcement), the only ones that can find their rows; every
+// loop when queues is empty (any queue may have rows). A queue this
+// dispatcher does not hold wakes nothing: another dispatcher claims it.
+func (d *Dispatcher) WakeQueues(queues []int) {
+	if len(queues) == 0 {
+		d.Wake()
+		return
+	}
+	wake := make([]bool, len(d.due))
+	d.mu.Lock()
+	for i, q := range d.held {
+		if _, found := slices.BinarySearch(queues, q); found {
+			wake[i%len(d.due)] = true
+		}
+	}
+	d.mu.Unlock()
+	for part, w := range wake {
+		if w {
+			select {
+			case d.due[part] <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
 // Close releases the delivery client's idle connections (Run does it when
 // it returns; a Dispatcher used only for PingEndpoint needs it).
 func (d *Dispatcher) Close() { d.sender.closeIdle() }

@@ -6,7 +6,8 @@ import (
 )
 
 // listen keeps a LISTEN session for the announcements of other processes'
-// APIs and wakes the claim loops on each, until ctx ends. A lost session is
+// APIs and wakes the claim loops holding the queues each names, until ctx
+// ends. A lost session is
 // opened again after ListenRetry (doubling while it keeps failing, up to
 // 30 s); the claim loops are woken then too, since
 // announcements made while it was away were missed (the idle pause bounds
@@ -37,14 +38,14 @@ func (d *Dispatcher) listen(ctx context.Context) {
 		d.Wake()
 		var lost error
 		for {
-			token, err := l.Wait(ctx)
+			ann, err := l.Wait(ctx)
 			if err != nil {
 				lost = err
 				break
 			}
-			if token != d.cfg.SelfToken || token == "" {
+			if ann.Token != d.cfg.SelfToken || ann.Token == "" {
 				d.metrics.notifications.Inc()
-				d.Wake()
+				d.WakeQueues(ann.Queues)
 			}
 		}
 		d.metrics.listening.Set(0)

@@ -3,10 +3,15 @@ package ingest
 import (
 	"context"
 	"log/slog"
+	"maps"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/hookrelay/hookrelay/db"
 )
 
 // announceBusyRate is the rate of stored deliveries, per API process, above
@@ -23,24 +28,35 @@ const announceBusyRate = 500.0
 // 20 × interval (200 ms by default, the dispatchers' default idle poll), and
 // it is back at interval once a pause sees the rate below it. So a busy API
 // sends a handful of announcements a second, whatever its rate, and at low
-// rates every callback is announced within interval.
+// rates every callback is announced within interval. Each announcement names
+// the logical queues that got deliveries since the last one, so only the
+// claim loops holding them are woken.
 type announcer struct {
-	notify   func(ctx context.Context, token string) error
+	notify   func(ctx context.Context, a db.Announcement) error
 	token    string
 	interval time.Duration
 	logger   *slog.Logger
 	kick     chan struct{} // buffered 1: an announcement is owed
 	pending  atomic.Int64  // deliveries stored since the last look
 	sent     prometheus.Counter
+
+	mu     sync.Mutex // guards queues
+	queues map[int]struct{}
 }
 
-func newAnnouncer(notify func(context.Context, string) error, token string, interval time.Duration, logger *slog.Logger) *announcer {
+func newAnnouncer(notify func(context.Context, db.Announcement) error, token string, interval time.Duration, logger *slog.Logger) *announcer {
 	return &announcer{notify: notify, token: token, interval: interval, logger: logger, kick: make(chan struct{}, 1),
-		sent: prometheus.NewCounter(prometheus.CounterOpts{Name: "unregistered"})}
+		sent: prometheus.NewCounter(prometheus.CounterOpts{Name: "unregistered"}), queues: map[int]struct{}{}}
 }
 
-// stored records that n deliveries were committed. It never blocks.
-func (a *announcer) stored(n int) {
+// stored records that n deliveries were committed into queues. It never
+// blocks for long.
+func (a *announcer) stored(n int, queues []int) {
+	a.mu.Lock()
+	for _, q := range queues {
+		a.queues[q] = struct{}{}
+	}
+	a.mu.Unlock()
 	a.pending.Add(int64(n))
 	select {
 	case a.kick <- struct{}{}:
@@ -64,15 +80,19 @@ func (a *announcer) run(ctx context.Context) {
 		}
 		a.pending.Store(0)
 		for owed := true; owed; {
-			nctx, cancel := context.WithTimeout(ctx, time.Second)
-			err := a.notify(nctx, a.token)
-			cancel()
-			if err == nil {
-				a.sent.Inc()
-			}
-			if err != nil && ctx.Err() == nil && time.Since(lastWarn) > time.Minute {
-				lastWarn = time.Now()
-				a.logger.Warn("announcing stored callbacks to dispatchers failed; they find them by polling", "error", err)
+			// Nothing to take: what the kick was for went out with the
+			// last announcement.
+			if ann, ok := a.take(); ok {
+				nctx, cancel := context.WithTimeout(ctx, time.Second)
+				err := a.notify(nctx, ann)
+				cancel()
+				if err == nil {
+					a.sent.Inc()
+				}
+				if err != nil && ctx.Err() == nil && time.Since(lastWarn) > time.Minute {
+					lastWarn = time.Now()
+					a.logger.Warn("announcing stored callbacks to dispatchers failed; they find them by polling", "error", err)
+				}
 			}
 			timer.Reset(pause)
 			select {
@@ -94,4 +114,21 @@ func (a *announcer) run(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// take returns the announcement of the queues stored since the last one
+// (any queue, when more than db.MaxAnnouncedQueues) and forgets them; false
+// when none were.
+func (a *announcer) take() (db.Announcement, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.queues) == 0 {
+		return db.Announcement{}, false
+	}
+	ann := db.Announcement{Token: a.token}
+	if len(a.queues) <= db.MaxAnnouncedQueues {
+		ann.Queues = slices.Sorted(maps.Keys(a.queues))
+	}
+	clear(a.queues)
+	return ann, true
 }

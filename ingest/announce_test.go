@@ -29,6 +29,7 @@ func TestAnnouncerLeadsCoalescesAndBacksOff(t *testing.T) {
 	l, err := store.ListenDue(ctx, "hookrelay-test-listen")
 	require.NoError(t, err)
 	got := make(chan time.Time, 1000)
+	queues := make(chan []int, 1000)
 	readerDone := make(chan struct{})
 	t.Cleanup(func() {
 		cancel()
@@ -38,12 +39,13 @@ func TestAnnouncerLeadsCoalescesAndBacksOff(t *testing.T) {
 		defer close(readerDone)
 		defer l.Close(context.Background())
 		for {
-			tok, err := l.Wait(ctx)
+			ann, err := l.Wait(ctx)
 			if err != nil {
 				return
 			}
-			if tok == "tok-1" {
+			if ann.Token == "tok-1" {
 				got <- time.Now()
+				queues <- ann.Queues
 			}
 		}
 	}()
@@ -74,7 +76,7 @@ func TestAnnouncerLeadsCoalescesAndBacksOff(t *testing.T) {
 	traffic := func(per int, d time.Duration) []time.Duration {
 		start := time.Now()
 		for time.Since(start) < d {
-			a.stored(per)
+			a.stored(per, []int{per % 7})
 			time.Sleep(2 * time.Millisecond)
 		}
 		var at []time.Duration
@@ -89,11 +91,34 @@ func TestAnnouncerLeadsCoalescesAndBacksOff(t *testing.T) {
 	}
 	quiet(300 * time.Millisecond)
 
+	// The queues of what was stored since the last announcement, once each.
+	first := time.Now()
+	a.stored(1, []int{5, 2})
+	a.stored(1, []int{2})
+	select {
+	case t0 := <-got:
+		require.Less(t, t0.Sub(first), interval/2, "the first batch after a quiet spell is announced at once")
+	case <-time.After(3 * time.Second):
+		t.Fatal("not announced")
+	}
+	require.Equal(t, []int{2, 5}, <-queues, "announced queues")
+	// The second batch went out with the first, or after it at the end of
+	// the pause.
+	select {
+	case <-got:
+		require.Equal(t, []int{2}, <-queues)
+	case <-time.After(3 * interval):
+	}
+	quiet(25 * interval)
+
 	// 1 delivery per ~2 ms (under 500/s): every pause stays one interval.
 	at := traffic(1, 10*interval)
 	require.GreaterOrEqual(t, len(at), 9, "announcements at %v", at)
 	require.LessOrEqual(t, len(at), 12, "announcements at %v", at)
 	require.Less(t, at[0], interval/2, "the first batch after a quiet spell is announced at once")
+	for range at {
+		require.Equal(t, []int{1}, <-queues)
+	}
 	for i := 1; i < len(at); i++ {
 		require.InDelta(t, float64(interval), float64(at[i]-at[i-1]), float64(interval/2), "pauses of one interval: %v", at)
 	}
@@ -103,17 +128,20 @@ func TestAnnouncerLeadsCoalescesAndBacksOff(t *testing.T) {
 	at = traffic(10, 32*interval)
 	want := []time.Duration{0, 1, 3, 7, 15, 31, 51}
 	require.Len(t, at, len(want), "announcements at %v", at)
+	for range at {
+		require.Equal(t, []int{3}, <-queues)
+	}
 	for i, w := range want {
 		require.InDelta(t, float64(w*interval), float64(at[i]), float64(interval/2), "announcement %d of %v", i, at)
 	}
 
 	var sent dto.Metric
 	require.NoError(t, a.sent.Write(&sent))
-	require.GreaterOrEqual(t, sent.GetCounter().GetValue(), float64(9+len(want)), "announcements counted")
+	require.GreaterOrEqual(t, sent.GetCounter().GetValue(), float64(1+9+len(want)), "announcements counted")
 
 	// After the quiet spell, at once again.
 	again := time.Now()
-	a.stored(1)
+	a.stored(1, []int{0})
 	select {
 	case t0 := <-got:
 		require.Less(t, t0.Sub(again), interval/2, "announced at once after a quiet spell")

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -23,10 +24,11 @@ type BatcherConfig struct {
 	Flushers int
 	// Queue is how many submitted messages may wait for a batch. Default 8192.
 	Queue int
-	// OnStored, when set, is called with the number of deliveries after a
-	// batch committed some (the process's dispatcher, to claim them at once
-	// rather than after its idle pause). It must not block.
-	OnStored func(deliveries int)
+	// OnStored, when set, is called after a batch committed deliveries, with
+	// their number and their logical queues (ascending, no repeats): the
+	// process's dispatcher, to claim them at once rather than after its idle
+	// pause, and the announcer. It must not block or keep queues.
+	OnStored func(deliveries int, queues []int)
 }
 
 func (c BatcherConfig) withDefaults() BatcherConfig {
@@ -204,8 +206,10 @@ func (b *batcher) flush(batch []*pendingMsg) {
 		}
 		return
 	}
-	if n := storedDeliveries(stored); b.cfg.OnStored != nil && n > 0 {
-		b.cfg.OnStored(n) // before the answers: a caller that got one may count on it
+	if b.cfg.OnStored != nil {
+		if n, queues := storedDeliveries(batch, stored); n > 0 {
+			b.cfg.OnStored(n, queues) // before the answers: a caller that got one may count on it
+		}
 	}
 	for i, p := range batch {
 		if err := stored[i].Err; err != nil {
@@ -216,15 +220,19 @@ func (b *batcher) flush(batch []*pendingMsg) {
 	}
 }
 
-// storedDeliveries reports whether a batch committed any delivery.
-func storedDeliveries(stored []db.StoredMessage) int {
+// storedDeliveries returns how many deliveries a batch committed and their
+// logical queues, ascending.
+func storedDeliveries(batch []*pendingMsg, stored []db.StoredMessage) (int, []int) {
 	n := 0
-	for _, m := range stored {
-		if m.Err == nil && !m.Duplicate {
+	var queues []int
+	for i, m := range stored {
+		if m.Err == nil && !m.Duplicate && m.Deliveries > 0 {
 			n += m.Deliveries
+			queues = append(queues, batch[i].msg.Queue)
 		}
 	}
-	return n
+	slices.Sort(queues)
+	return n, slices.Compact(queues)
 }
 
 // metrics are the ingest's Prometheus collectors.

@@ -120,11 +120,13 @@ func TestBatcherOnStoredAfterDeliveriesCommit(t *testing.T) {
 	c, _ := dbtest.Carrier(t, store, nil)
 	ep, _ := dbtest.Endpoint(t, store, nil)
 	var n, deliveries int
+	var stored []int
 	var mu sync.Mutex
-	b := newBatcher(BatcherConfig{MaxWait: time.Millisecond, OnStored: func(d int) {
+	b := newBatcher(BatcherConfig{MaxWait: time.Millisecond, OnStored: func(d int, queues []int) {
 		mu.Lock()
 		n++
 		deliveries += d
+		stored = append(stored, queues...)
 		mu.Unlock()
 	}}, store.MessageInsertMany, newMetrics(nil))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -159,5 +161,6 @@ func TestBatcherOnStoredAfterDeliveriesCommit(t *testing.T) {
 	require.Equal(t, 1, count(), "a duplicate, a callback with no endpoint and a failed batch")
 	mu.Lock()
 	require.Equal(t, 1, deliveries)
+	require.Equal(t, []int{routed.Queue}, stored, "the delivery's queue")
 	mu.Unlock()
 }

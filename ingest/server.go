@@ -120,11 +120,11 @@ func New(logger *slog.Logger, cfg Config, store *db.DB, payloads *storage.Store,
 		s.announce = newAnnouncer(store.DueNotify, cfg.AnnounceToken, cfg.AnnounceInterval, logger)
 		s.announce.sent = m.announcements
 		local := cfg.Batcher.OnStored
-		cfg.Batcher.OnStored = func(n int) {
+		cfg.Batcher.OnStored = func(n int, queues []int) {
 			if local != nil {
-				local(n)
+				local(n, queues)
 			}
-			s.announce.stored(n)
+			s.announce.stored(n, queues)
 		}
 	}
 	s.batcher = newBatcher(cfg.Batcher, store.MessageInsertMany, m)

@@ -47,8 +47,8 @@ func startAPI(ctx context.Context, s *service) (func(ctx context.Context) error,
 		// The dispatcher of this process claims what the API stores at once
 		// instead of after its idle pause (other processes hear of it by
 		// NOTIFY, or poll).
-		wake := s.dispatcher().Wake
-		cfg.Batcher.OnStored = func(int) { wake() }
+		d := s.dispatcher()
+		cfg.Batcher.OnStored = func(_ int, queues []int) { d.WakeQueues(queues) }
 	}
 	srv := ingest.New(s.logger, cfg, s.db, s.store, s.registry, pingerFor(s))
 	srv.Register(s.echo)

@@ -9,10 +9,11 @@
 -- PostgreSQL serialises the commits of notifying transactions (one at a time
 -- in the whole cluster, each holding the lock through its WAL flush). The
 -- commit need not wait for that flush either: a notification lost in a crash
--- is a wake-up missed, not a delivery. The payload is the sender's token, so
--- a dispatcher can tell its own process's announcements (it is woken
--- directly) from other processes'.
-SELECT set_config('synchronous_commit', 'off', true), pg_notify('hookrelay_due', sqlc.arg(token)::text);
+-- is a wake-up missed, not a delivery. The payload (db.Announcement) is the
+-- sender's token, so a dispatcher can tell its own process's announcements
+-- (it is woken directly) from other processes', and the logical queues that
+-- got deliveries, so only the claim loops holding them are woken.
+SELECT set_config('synchronous_commit', 'off', true), pg_notify('hookrelay_due', sqlc.arg(payload)::text);
 
 -- name: DueListen :exec
 LISTEN hookrelay_due;

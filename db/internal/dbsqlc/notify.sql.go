@@ -32,10 +32,11 @@ SELECT set_config('synchronous_commit', 'off', true), pg_notify('hookrelay_due',
 // PostgreSQL serialises the commits of notifying transactions (one at a time
 // in the whole cluster, each holding the lock through its WAL flush). The
 // commit need not wait for that flush either: a notification lost in a crash
-// is a wake-up missed, not a delivery. The payload is the sender's token, so
-// a dispatcher can tell its own process's announcements (it is woken
-// directly) from other processes'.
-func (q *Queries) DueNotify(ctx context.Context, token string) error {
-	_, err := q.db.Exec(ctx, dueNotify, token)
+// is a wake-up missed, not a delivery. The payload (db.Announcement) is the
+// sender's token, so a dispatcher can tell its own process's announcements
+// (it is woken directly) from other processes', and the logical queues that
+// got deliveries, so only the claim loops holding them are woken.
+func (q *Queries) DueNotify(ctx context.Context, payload string) error {
+	_, err := q.db.Exec(ctx, dueNotify, payload)
 	return err
 }
