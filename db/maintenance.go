@@ -249,6 +249,9 @@ type TupleCount struct {
 	// Planned is the row count the planner works from (pg_class.reltuples,
 	// set by the last VACUUM or ANALYZE; -1 if neither has run).
 	Planned float64
+	// Churned counts the rows deleted or updated since the statistics were
+	// reset: it moves whenever the table makes dead tuples.
+	Churned int64
 }
 
 // TupleCounts returns the tuple counts of the named tables.
@@ -259,7 +262,7 @@ func (db *DB) TupleCounts(ctx context.Context, tables []string) ([]TupleCount, e
 	}
 	out := make([]TupleCount, len(rows))
 	for i, r := range rows {
-		out[i] = TupleCount{Table: r.Name, Live: r.Live, Dead: r.Dead, Planned: r.Planned}
+		out[i] = TupleCount{Table: r.Name, Live: r.Live, Dead: r.Dead, Planned: r.Planned, Churned: r.Churned}
 	}
 	return out, nil
 }

@@ -74,7 +74,14 @@ func (mt *Maintainer) vacuumLoop(ctx context.Context) {
 			// must not stop the 5 ms heap passes for 2 s (dead space reached
 			// 30-40 % of the heap after every full one when one budget, of
 			// whichever VACUUM ran last, covered both).
-			if !mt.needsVacuum(c, now.Sub(r.at), r.heapTook) {
+			// Churn is the counter moving between two checks; the first
+			// check of a table only records it.
+			if c.Churned != r.churned && r.churnSeen {
+				r.churnedAt = now
+			}
+			r.churned, r.churnSeen = c.Churned, true
+			churning := !r.churnedAt.IsZero() && now.Sub(r.churnedAt) < mt.cfg.VacuumChurnWindow
+			if !mt.needsVacuum(c, now.Sub(r.at), r.heapTook, churning) {
 				if mt.needsAnalyze(c, now.Sub(r.analyzedAt), r.analyzeTook) {
 					s := session()
 					if s == nil {
@@ -140,6 +147,11 @@ type vacuumRecord struct {
 	// analyzeTook how long that took.
 	analyzedAt  time.Time
 	analyzeTook time.Duration
+	// churned is the table's churn counter (db.TupleCount.Churned) as last
+	// seen, and churnedAt when it was last seen to move.
+	churned   int64
+	churnSeen bool
+	churnedAt time.Time
 }
 
 // outgrown: a hot table is analyzed when it holds more than this many times
@@ -176,15 +188,20 @@ func (mt *Maintainer) needsAnalyze(c db.TupleCount, since, took time.Duration) b
 // needsVacuum applies the policy: enough dead tuples in absolute terms once
 // took/VacuumHeapBudget has passed since the table's last VACUUM, or relative
 // to the live ones once VacuumMinGap (or took/VacuumHeapBudget, when longer)
-// has passed. since is the time since the last VACUUM of any kind, took how
-// long the last heap pass ran (a full VACUUM is held to its own budget by
-// needsFullVacuum); the first check of a table is never held back.
-func (mt *Maintainer) needsVacuum(c db.TupleCount, since, took time.Duration) bool {
+// has passed, or, while the table is churning (VacuumChurnWindow), once that
+// gap has passed whatever the dead-tuple count. since is the time since the
+// last VACUUM of any kind, took how long the last heap pass ran (a full
+// VACUUM is held to its own budget by needsFullVacuum); the first check of a
+// table is never held back.
+func (mt *Maintainer) needsVacuum(c db.TupleCount, since, took time.Duration, churning bool) bool {
+	since = mt.withSlack(since)
+	budgetGap := time.Duration(float64(took) / mt.cfg.VacuumHeapBudget)
+	if churning && since >= max(mt.cfg.VacuumMinGap, budgetGap) {
+		return true
+	}
 	if c.Dead < mt.cfg.VacuumMinDead {
 		return false
 	}
-	since = mt.withSlack(since)
-	budgetGap := time.Duration(float64(took) / mt.cfg.VacuumHeapBudget)
 	if c.Dead >= mt.cfg.VacuumDeadTuples {
 		return since >= budgetGap
 	}

@@ -1,6 +1,7 @@
 package maintenance
 
 import (
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -161,7 +162,9 @@ func TestReindexesBloatedHotIndex(t *testing.T) {
 // at the tick nearest to it (ticks jitter).
 func TestVacuumPolicy(t *testing.T) {
 	t.Parallel()
-	mt := &Maintainer{cfg: Config{}.withDefaults()}
+	// The table below is of a 250-ms tick and gap (the defaults until the
+	// churn passes); the churn cases further down use today's defaults.
+	mt := &Maintainer{cfg: Config{VacuumInterval: 250 * time.Millisecond, VacuumMinGap: 250 * time.Millisecond}.withDefaults()}
 	never := time.Duration(1 << 62)
 	ms := time.Millisecond
 	for _, tc := range []struct {
@@ -188,8 +191,25 @@ func TestVacuumPolicy(t *testing.T) {
 		// The first check of a table: time.Since of the zero time.
 		{dead: 1_000, live: 300, since: time.Duration(math.MaxInt64), want: true},
 	} {
-		got := mt.needsVacuum(db.TupleCount{Table: "deliveries", Dead: tc.dead, Live: tc.live}, tc.since, tc.took)
+		got := mt.needsVacuum(db.TupleCount{Table: "deliveries", Dead: tc.dead, Live: tc.live}, tc.since, tc.took, false)
 		require.Equal(t, tc.want, got, "dead %d live %d since %v took %v", tc.dead, tc.live, tc.since, tc.took)
+	}
+	// A churning table gets a heap pass every VacuumMinGap (150 ms, to the
+	// tick nearest: 25 ms of slack), whatever the count, as its budget allows.
+	mt = &Maintainer{cfg: Config{}.withDefaults()}
+	for _, tc := range []struct {
+		dead        int64
+		since, took time.Duration
+		want        bool
+	}{
+		{dead: 0, since: 130 * ms, took: 2 * ms, want: true},
+		{dead: 0, since: 100 * ms, took: 2 * ms, want: false},
+		{dead: 999, since: 150 * ms, took: 2 * ms, want: true},
+		{dead: 0, since: 150 * ms, took: 100 * ms, want: false}, // a 100-ms pass buys 400 ms
+		{dead: 0, since: 400 * ms, took: 100 * ms, want: true},
+	} {
+		got := mt.needsVacuum(db.TupleCount{Table: "deliveries", Dead: tc.dead, Live: 300}, tc.since, tc.took, true)
+		require.Equal(t, tc.want, got, "churning: dead %d since %v took %v", tc.dead, tc.since, tc.took)
 	}
 }
 
@@ -222,4 +242,44 @@ func TestFullVacuumPolicy(t *testing.T) {
 		got := mt.needsFullVacuum(db.TupleCount{Table: "deliveries", Dead: tc.dead, Live: 300}, tc.sinceFull, tc.took)
 		require.Equal(t, tc.want, got, "dead %d since full %v took %v", tc.dead, tc.sinceFull, tc.took)
 	}
+}
+
+// TestChurningTableGetsRegularHeapPasses: a table whose rows are being
+// deleted gets a heap pass every VacuumMinGap while it churns, though its
+// dead tuples stay far under VacuumMinDead (the count alone would never ask
+// for one), and none once the churn has stopped for VacuumChurnWindow.
+func TestChurningTableGetsRegularHeapPasses(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	exec := func(sql string) {
+		t.Helper()
+		_, err := b.sql.Exec(ctx, sql)
+		require.NoError(t, err)
+	}
+	exec("ALTER TABLE deliveries SET (autovacuum_enabled = off)")
+	exec(`INSERT INTO deliveries (queue, endpoint_id, ordering_key, message_id, message_received_at)
+		SELECT 0, 1, 'k' || g, g, now() FROM generate_series(1, 2000) g`)
+	r := b.start(t, Config{RetentionInterval: -1, VacuumInterval: 50 * time.Millisecond, VacuumChurnWindow: 500 * time.Millisecond})
+	time.Sleep(200 * time.Millisecond) // the first check records the counter
+	vacuums := func() float64 { return value(t, r.mt.m.vacuums.WithLabelValues("deliveries")) }
+	before := vacuums()
+
+	// 20 deletes of 10 rows, 100 ms apart: 200 dead at most, under 1,000.
+	start := time.Now()
+	for i := range 20 {
+		exec(fmt.Sprintf(`SELECT pg_stat_force_next_flush(); DELETE FROM deliveries WHERE id IN
+			(SELECT id FROM deliveries ORDER BY id LIMIT 10 OFFSET %d)`, i))
+		time.Sleep(100 * time.Millisecond)
+	}
+	churned := time.Since(start)
+	got := vacuums() - before
+	// One pass per 150 ms gap, give or take the ticks and the first one.
+	require.GreaterOrEqual(t, got, float64(churned/(300*time.Millisecond)), "heap passes while churning (%v)", churned)
+
+	// The churn has stopped: within the window (and a tick) the passes stop.
+	time.Sleep(700 * time.Millisecond)
+	settled := vacuums()
+	time.Sleep(time.Second)
+	require.Equal(t, settled, vacuums(), "no VACUUM once the table is quiet")
 }

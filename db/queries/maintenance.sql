@@ -67,10 +67,11 @@ ON CONFLICT (job) DO UPDATE SET last_run_at = excluded.last_run_at, detail = exc
 DELETE FROM maintenance_runs WHERE job = sqlc.arg(job);
 
 -- name: HotTableStats :many
--- Live and dead tuples of the churning tables, for the vacuum policy, and
--- the row count the planner works from (reltuples: -1 never counted).
+-- Live and dead tuples of the churning tables, for the vacuum policy, the
+-- row count the planner works from (reltuples: -1 never counted), and the
+-- rows deleted or updated since the statistics were reset (churn).
 SELECT s.relname::text AS name, s.n_live_tup::bigint AS live, s.n_dead_tup::bigint AS dead,
-       c.reltuples::float8 AS planned
+       c.reltuples::float8 AS planned, (s.n_tup_del + s.n_tup_upd)::bigint AS churned
 FROM pg_catalog.pg_stat_user_tables s
 JOIN pg_catalog.pg_class c ON c.oid = s.relid
 WHERE s.schemaname = current_schema() AND s.relname = ANY (sqlc.arg(names)::text[]);

@@ -83,7 +83,7 @@ func (q *Queries) HotIndexes(ctx context.Context, names []string) ([]HotIndexesR
 
 const hotTableStats = `-- name: HotTableStats :many
 SELECT s.relname::text AS name, s.n_live_tup::bigint AS live, s.n_dead_tup::bigint AS dead,
-       c.reltuples::float8 AS planned
+       c.reltuples::float8 AS planned, (s.n_tup_del + s.n_tup_upd)::bigint AS churned
 FROM pg_catalog.pg_stat_user_tables s
 JOIN pg_catalog.pg_class c ON c.oid = s.relid
 WHERE s.schemaname = current_schema() AND s.relname = ANY ($1::text[])
@@ -94,10 +94,12 @@ type HotTableStatsRow struct {
 	Live    int64
 	Dead    int64
 	Planned float64
+	Churned int64
 }
 
-// Live and dead tuples of the churning tables, for the vacuum policy, and
-// the row count the planner works from (reltuples: -1 never counted).
+// Live and dead tuples of the churning tables, for the vacuum policy, the
+// row count the planner works from (reltuples: -1 never counted), and the
+// rows deleted or updated since the statistics were reset (churn).
 func (q *Queries) HotTableStats(ctx context.Context, names []string) ([]HotTableStatsRow, error) {
 	rows, err := q.db.Query(ctx, hotTableStats, names)
 	if err != nil {
@@ -112,6 +114,7 @@ func (q *Queries) HotTableStats(ctx context.Context, names []string) ([]HotTable
 			&i.Live,
 			&i.Dead,
 			&i.Planned,
+			&i.Churned,
 		); err != nil {
 			return nil, err
 		}
