@@ -6,10 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/jackc/pgx/v5"
-
-	"github.com/hookrelay/hookrelay/db/internal/dbsqlc"
 )
 
 // Announcement is what DueNotify sends and DueListener.Wait receives.
@@ -83,40 +79,32 @@ func (db *DB) DueNotify(ctx context.Context, a Announcement) error {
 	return nil
 }
 
-// DueListener is a dedicated session LISTENing on the wake-up channel: one
-// connection of its own, outside the pool (it stays connected and idle, never
-// inside a transaction). It is not safe for concurrent use.
+// DueListener is a dedicated session (see OpenSession) LISTENing on the
+// wake-up channel: it stays connected and idle, never inside a transaction.
+// It is not safe for concurrent use.
 type DueListener struct {
-	conn *pgx.Conn
+	sess *Session
 }
 
 // ListenDue opens a session that receives DueNotify's announcements from
-// now on. appName is its application_name.
+// now on, with the pool's timeouts; appName is its application_name.
 func (db *DB) ListenDue(ctx context.Context, appName string) (*DueListener, error) {
-	cc, err := pgx.ParseConfig(db.cfg.URL)
+	sess, err := db.OpenSession(ctx, SessionConfig{AppName: appName, StatementTimeout: db.cfg.StatementTimeout,
+		LockTimeout: db.cfg.LockTimeout, IdleInTransactionTimeout: db.cfg.IdleInTransactionTimeout})
 	if err != nil {
 		return nil, fmt.Errorf("listen: %w", err)
 	}
-	rp := cc.RuntimeParams
-	rp["application_name"] = appName
-	rp["statement_timeout"] = ms(db.cfg.StatementTimeout)
-	rp["idle_in_transaction_session_timeout"] = ms(db.cfg.IdleInTransactionTimeout)
-	rp["lock_timeout"] = ms(db.cfg.LockTimeout)
-	conn, err := pgx.ConnectConfig(ctx, cc)
-	if err != nil {
+	if err := sess.q.DueListen(ctx); err != nil {
+		sess.Close()
 		return nil, fmt.Errorf("listen: %w", unavailable(err))
 	}
-	if err := dbsqlc.New(conn).DueListen(ctx); err != nil {
-		_ = conn.Close(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("listen: %w", unavailable(err))
-	}
-	return &DueListener{conn: conn}, nil
+	return &DueListener{sess: sess}, nil
 }
 
 // Wait blocks until an announcement arrives and returns it. An error means
 // the session is lost (or ctx ended): close the listener and open another.
 func (l *DueListener) Wait(ctx context.Context) (Announcement, error) {
-	n, err := l.conn.WaitForNotification(ctx)
+	n, err := l.sess.conn.WaitForNotification(ctx)
 	if err != nil {
 		return Announcement{}, fmt.Errorf("wait for notification: %w", unavailable(err))
 	}
@@ -124,7 +112,7 @@ func (l *DueListener) Wait(ctx context.Context) (Announcement, error) {
 }
 
 // PID returns the server process id of the listening session.
-func (l *DueListener) PID() uint32 { return l.conn.PgConn().PID() }
+func (l *DueListener) PID() uint32 { return l.sess.PID() }
 
 // Close closes the session.
-func (l *DueListener) Close(ctx context.Context) { _ = l.conn.Close(ctx) }
+func (l *DueListener) Close() { l.sess.Close() }

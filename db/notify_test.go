@@ -31,12 +31,12 @@ func TestDueNotifyReachesListeners(t *testing.T) {
 	for range 2 {
 		l, err := store.ListenDue(ctx, "hookrelay-test-listen")
 		require.NoError(t, err)
-		t.Cleanup(func() { l.Close(context.Background()) })
+		t.Cleanup(func() { l.Close() })
 		listeners = append(listeners, l)
 	}
 	elsewhere, err := other.ListenDue(ctx, "hookrelay-test-listen")
 	require.NoError(t, err)
-	t.Cleanup(func() { elsewhere.Close(context.Background()) })
+	t.Cleanup(func() { elsewhere.Close() })
 
 	sent := []db.Announcement{{Token: "process-a", Queues: []int{0, 7, 31}}, {Token: "process-b"}}
 	for _, a := range sent {

@@ -98,11 +98,16 @@ func dueChannels(n int) []chan struct{} {
 // when an API in another process announces stored callbacks, and the
 // dispatcher when it gains queues.
 func (d *Dispatcher) Wake() {
-	for _, c := range d.due {
-		select {
-		case c <- struct{}{}:
-		default:
-		}
+	for part := range d.due {
+		d.signal(part)
+	}
+}
+
+// signal tells claim loop part that rows may be due, without blocking.
+func (d *Dispatcher) signal(part int) {
+	select {
+	case d.due[part] <- struct{}{}:
+	default:
 	}
 }
 
@@ -125,10 +130,7 @@ func (d *Dispatcher) WakeQueues(queues []int) {
 	d.mu.Unlock()
 	for part, w := range wake {
 		if w {
-			select {
-			case d.due[part] <- struct{}{}:
-			default:
-			}
+			d.signal(part)
 		}
 	}
 }

@@ -7,9 +7,8 @@ import (
 
 // listen keeps a LISTEN session for the announcements of other processes'
 // APIs and wakes the claim loops holding the queues each names, until ctx
-// ends. A lost session is
-// opened again after ListenRetry (doubling while it keeps failing, up to
-// 30 s); the claim loops are woken then too, since
+// ends. A lost session is opened again after ListenRetry (doubling while it
+// keeps failing, up to 30 s); the claim loops are woken then too, since
 // announcements made while it was away were missed (the idle pause bounds
 // what that costs in any case: announcements are hints, never the only way
 // a row is found).
@@ -49,9 +48,7 @@ func (d *Dispatcher) listen(ctx context.Context) {
 			}
 		}
 		d.metrics.listening.Set(0)
-		closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-		l.Close(closeCtx)
-		cancel()
+		l.Close()
 		if ctx.Err() != nil {
 			return
 		}

@@ -6,7 +6,6 @@ import (
 	"maps"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -37,16 +36,18 @@ type announcer struct {
 	interval time.Duration
 	logger   *slog.Logger
 	kick     chan struct{} // buffered 1: an announcement is owed
-	pending  atomic.Int64  // deliveries stored since the last look
 	sent     prometheus.Counter
 
-	mu     sync.Mutex // guards queues
-	queues map[int]struct{}
+	mu         sync.Mutex       // guards queues and deliveries
+	queues     map[int]struct{} // queues stored into since the last announcement
+	deliveries int64            // deliveries stored since the rate was last read
 }
 
-func newAnnouncer(notify func(context.Context, db.Announcement) error, token string, interval time.Duration, logger *slog.Logger) *announcer {
+func newAnnouncer(notify func(context.Context, db.Announcement) error, token string, interval time.Duration,
+	logger *slog.Logger, sent prometheus.Counter,
+) *announcer {
 	return &announcer{notify: notify, token: token, interval: interval, logger: logger, kick: make(chan struct{}, 1),
-		sent: prometheus.NewCounter(prometheus.CounterOpts{Name: "unregistered"}), queues: map[int]struct{}{}}
+		sent: sent, queues: map[int]struct{}{}}
 }
 
 // stored records that n deliveries were committed into queues. It never
@@ -56,8 +57,8 @@ func (a *announcer) stored(n int, queues []int) {
 	for _, q := range queues {
 		a.queues[q] = struct{}{}
 	}
+	a.deliveries += int64(n)
 	a.mu.Unlock()
-	a.pending.Add(int64(n))
 	select {
 	case a.kick <- struct{}{}:
 	default:
@@ -78,7 +79,7 @@ func (a *announcer) run(ctx context.Context) {
 			return
 		case <-a.kick:
 		}
-		a.pending.Store(0)
+		a.storedSince()
 		for owed := true; owed; {
 			// Nothing to take: what the kick was for went out with the
 			// last announcement.
@@ -101,7 +102,7 @@ func (a *announcer) run(ctx context.Context) {
 				return
 			case <-timer.C:
 			}
-			n := a.pending.Swap(0)
+			n := a.storedSince()
 			select {
 			case <-a.kick:
 			default:
@@ -131,4 +132,13 @@ func (a *announcer) take() (db.Announcement, bool) {
 	}
 	clear(a.queues)
 	return ann, true
+}
+
+// storedSince returns the deliveries stored since its last call.
+func (a *announcer) storedSince() int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := a.deliveries
+	a.deliveries = 0
+	return n
 }

@@ -37,7 +37,7 @@ func TestAnnouncerLeadsCoalescesAndBacksOff(t *testing.T) {
 	})
 	go func() { // owns l
 		defer close(readerDone)
-		defer l.Close(context.Background())
+		defer l.Close()
 		for {
 			ann, err := l.Wait(ctx)
 			if err != nil {
@@ -51,7 +51,7 @@ func TestAnnouncerLeadsCoalescesAndBacksOff(t *testing.T) {
 	}()
 
 	const interval = 100 * time.Millisecond
-	a := newAnnouncer(store.DueNotify, "tok-1", interval, slog.New(slog.DiscardHandler))
+	a := newAnnouncer(store.DueNotify, "tok-1", interval, slog.New(slog.DiscardHandler), newMetrics(nil).announcements)
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {

@@ -117,8 +117,7 @@ func New(logger *slog.Logger, cfg Config, store *db.DB, payloads *storage.Store,
 		cache: newCache(store, cfg.CacheTTL), metrics: m, limits: newLimiters(),
 	}
 	if cfg.Announce {
-		s.announce = newAnnouncer(store.DueNotify, cfg.AnnounceToken, cfg.AnnounceInterval, logger)
-		s.announce.sent = m.announcements
+		s.announce = newAnnouncer(store.DueNotify, cfg.AnnounceToken, cfg.AnnounceInterval, logger, m.announcements)
 		local := cfg.Batcher.OnStored
 		cfg.Batcher.OnStored = func(n int, queues []int) {
 			if local != nil {

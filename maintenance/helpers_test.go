@@ -170,6 +170,23 @@ func partName(parent string, d time.Time) string {
 	return fmt.Sprintf("%s_p%s", parent, d.UTC().Format("20060102"))
 }
 
+// exec runs sql (statements of one implicit transaction) on the test's
+// own connection.
+func (b *bundle) exec(t *testing.T, sql string) {
+	t.Helper()
+	_, err := b.sql.Exec(t.Context(), sql)
+	require.NoError(t, err)
+}
+
+// fillDeliveries turns autovacuum off for the queue table (so that only the
+// maintainer vacuums or analyzes it) and inserts n rows into it.
+func (b *bundle) fillDeliveries(t *testing.T, n int) {
+	t.Helper()
+	b.exec(t, "ALTER TABLE deliveries SET (autovacuum_enabled = off)")
+	b.exec(t, fmt.Sprintf(`INSERT INTO deliveries (queue, endpoint_id, ordering_key, message_id, message_received_at)
+		SELECT 0, 1, 'k' || g, g, now() FROM generate_series(1, %d) g`, n))
+}
+
 // tableExists reports whether the table exists.
 func (b *bundle) tableExists(t *testing.T, name string) bool {
 	t.Helper()

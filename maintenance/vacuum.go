@@ -65,7 +65,8 @@ func (mt *Maintainer) vacuumLoop(ctx context.Context) {
 		for _, c := range counts {
 			r := last[c.Table]
 			if r == nil {
-				r = &vacuumRecord{}
+				// The first check only records the churn counter.
+				r = &vacuumRecord{churned: c.Churned}
 				last[c.Table] = r
 			}
 			// Each kind is held to the budget by its own cost: whether to
@@ -74,12 +75,10 @@ func (mt *Maintainer) vacuumLoop(ctx context.Context) {
 			// must not stop the 5 ms heap passes for 2 s (dead space reached
 			// 30-40 % of the heap after every full one when one budget, of
 			// whichever VACUUM ran last, covered both).
-			// Churn is the counter moving between two checks; the first
-			// check of a table only records it.
-			if c.Churned != r.churned && r.churnSeen {
-				r.churnedAt = now
+			// Churn is the counter moving between two checks.
+			if c.Churned != r.churned {
+				r.churned, r.churnedAt = c.Churned, now
 			}
-			r.churned, r.churnSeen = c.Churned, true
 			churning := !r.churnedAt.IsZero() && now.Sub(r.churnedAt) < mt.cfg.VacuumChurnWindow
 			if !mt.needsVacuum(c, now.Sub(r.at), r.heapTook, churning) {
 				if mt.needsAnalyze(c, now.Sub(r.analyzedAt), r.analyzeTook) {
@@ -150,7 +149,6 @@ type vacuumRecord struct {
 	// churned is the table's churn counter (db.TupleCount.Churned) as last
 	// seen, and churnedAt when it was last seen to move.
 	churned   int64
-	churnSeen bool
 	churnedAt time.Time
 }
 

@@ -46,14 +46,8 @@ func TestAnalyzesTableThatOutgrewItsStatistics(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := t.Context()
-	exec := func(sql string) {
-		t.Helper()
-		_, err := b.sql.Exec(ctx, sql)
-		require.NoError(t, err)
-	}
-	exec("ALTER TABLE deliveries SET (autovacuum_enabled = off)")
-	exec(`INSERT INTO deliveries (queue, endpoint_id, ordering_key, message_id, message_received_at)
-		SELECT 0, 1, 'k' || g, g, now() FROM generate_series(1, 5000) g`)
+	exec := func(sql string) { t.Helper(); b.exec(t, sql) }
+	b.fillDeliveries(t, 5000)
 	exec("SELECT pg_stat_force_next_flush(); DELETE FROM deliveries")
 	exec("VACUUM deliveries")
 	planned := func() (pages int, tuples float64) {
@@ -251,15 +245,7 @@ func TestFullVacuumPolicy(t *testing.T) {
 func TestChurningTableGetsRegularHeapPasses(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	ctx := t.Context()
-	exec := func(sql string) {
-		t.Helper()
-		_, err := b.sql.Exec(ctx, sql)
-		require.NoError(t, err)
-	}
-	exec("ALTER TABLE deliveries SET (autovacuum_enabled = off)")
-	exec(`INSERT INTO deliveries (queue, endpoint_id, ordering_key, message_id, message_received_at)
-		SELECT 0, 1, 'k' || g, g, now() FROM generate_series(1, 2000) g`)
+	b.fillDeliveries(t, 2000)
 	r := b.start(t, Config{RetentionInterval: -1, VacuumInterval: 50 * time.Millisecond, VacuumChurnWindow: 500 * time.Millisecond})
 	time.Sleep(200 * time.Millisecond) // the first check records the counter
 	vacuums := func() float64 { return value(t, r.mt.m.vacuums.WithLabelValues("deliveries")) }
@@ -268,7 +254,7 @@ func TestChurningTableGetsRegularHeapPasses(t *testing.T) {
 	// 20 deletes of 10 rows, 100 ms apart: 200 dead at most, under 1,000.
 	start := time.Now()
 	for i := range 20 {
-		exec(fmt.Sprintf(`SELECT pg_stat_force_next_flush(); DELETE FROM deliveries WHERE id IN
+		b.exec(t, fmt.Sprintf(`SELECT pg_stat_force_next_flush(); DELETE FROM deliveries WHERE id IN
 			(SELECT id FROM deliveries ORDER BY id LIMIT 10 OFFSET %d)`, i))
 		time.Sleep(100 * time.Millisecond)
 	}
