@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/hookrelay/hookrelay/db/internal/dbsqlc"
 )
@@ -62,16 +65,27 @@ func (s StatSample) Rate(n int64) float64 {
 func (db *DB) StatSampleTake(ctx context.Context, from, to, now time.Time, queues int) (StatSample, error) {
 	start := time.Now()
 	s := StatSample{SampledAt: now.UTC(), WindowStart: from.UTC(), WindowEnd: to.UTC(), BacklogPerQueue: make([]int64, queues)}
-	win := dbsqlc.StatIngestedParams{FromTime: from, ToTime: to}
-	ing, err := db.q.StatIngested(ctx, win)
+	// The window counts read the history partitions; they run in a
+	// transaction of their own under StatWindowPlan's settings.
+	var ing dbsqlc.StatIngestedRow
+	var att dbsqlc.StatAttemptsRow
+	err := db.inTx(ctx, func(q *dbsqlc.Queries, _ pgx.Tx) error {
+		if err := q.StatWindowPlan(ctx); err != nil {
+			return fmt.Errorf("stat window plan: %w", unavailable(err))
+		}
+		var err error
+		if ing, err = q.StatIngested(ctx, dbsqlc.StatIngestedParams{FromTime: from, ToTime: to}); err != nil {
+			return fmt.Errorf("stat ingested: %w", unavailable(err))
+		}
+		if att, err = q.StatAttempts(ctx, dbsqlc.StatAttemptsParams{FromTime: from, ToTime: to}); err != nil {
+			return fmt.Errorf("stat attempts: %w", unavailable(err))
+		}
+		return nil
+	})
 	if err != nil {
-		return s, fmt.Errorf("stat ingested: %w", unavailable(err))
+		return s, err
 	}
 	s.Ingested, s.IngestedTotal = ing.Ingested, ing.IngestedTotal
-	att, err := db.q.StatAttempts(ctx, dbsqlc.StatAttemptsParams{FromTime: from, ToTime: to})
-	if err != nil {
-		return s, fmt.Errorf("stat attempts: %w", unavailable(err))
-	}
 	s.Delivered, s.Failed, s.E2EP50Ms, s.E2EP99Ms = att.Delivered, att.Failed, att.E2eP50Ms, att.E2eP99Ms
 	if n := s.Delivered + s.Failed; n > 0 {
 		s.ErrorRate = float64(s.Failed) / float64(n)
@@ -84,6 +98,36 @@ func (db *DB) StatSampleTake(ctx context.Context, from, to, now time.Time, queue
 	}
 	s.QueryMs = float64(time.Since(start).Microseconds()) / 1000
 	return s, nil
+}
+
+// HistoryIndexesSummarize summarizes the block ranges added since the last
+// call to the BRIN indexes of the history partitions holding [from, to), so
+// that a stat sample over that window reads only its own ranges; it returns
+// how many ranges it summarized. It waits at most lockTimeout for a partition
+// that a VACUUM or ANALYZE holds, and then returns an error for which
+// IsLockTimeout is true: the next call summarizes what this one left.
+func (db *DB) HistoryIndexesSummarize(ctx context.Context, from, to time.Time, lockTimeout time.Duration) (int64, error) {
+	var n int64
+	err := db.inTx(ctx, func(q *dbsqlc.Queries, _ pgx.Tx) error {
+		if err := q.HistoryIndexesLockTimeout(ctx, strconv.FormatInt(max(lockTimeout.Milliseconds(), 1), 10)); err != nil {
+			return err
+		}
+		var err error
+		n, err = q.HistoryIndexesSummarize(ctx, dbsqlc.HistoryIndexesSummarizeParams{FromTime: from, ToTime: to})
+		return err
+	})
+	if err != nil {
+		if IsLockTimeout(err) {
+			return 0, err
+		}
+		return 0, fmt.Errorf("summarize history indexes: %w", unavailable(err))
+	}
+	return n, nil
+}
+
+// IsLockTimeout reports whether err is PostgreSQL's lock_timeout expiring.
+func IsLockTimeout(err error) bool {
+	return isCode(err, "55P03") // lock_not_available
 }
 
 // StatExactBacklog is the largest backlog counted exactly (one scan of

@@ -33,6 +33,7 @@ type metrics struct {
 	analyzes       *prometheus.CounterVec
 	vacuumSeconds  prometheus.Histogram
 	reindexes      *prometheus.CounterVec
+	brinRanges     prometheus.Counter
 	sampleSeconds  *prometheus.GaugeVec
 	sampleFailures *prometheus.CounterVec
 
@@ -86,9 +87,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Duration of the maintenance role's VACUUMs.", Buckets: prometheus.ExponentialBuckets(0.005, 3, 10)}),
 		reindexes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookrelay_db_reindexes_total",
 			Help: "Bloated hot-table indexes rebuilt (REINDEX CONCURRENTLY) by the maintenance role."}, []string{"index"}),
+		brinRanges: prometheus.NewCounter(prometheus.CounterOpts{Name: "hookrelay_db_brin_ranges_summarized_total",
+			Help: "Block ranges of the history partitions' BRIN indexes summarized before stat samples."}),
 		sampleSeconds: gv("hookrelay_db_sample_seconds", "Duration of the last health or stat sample's queries.", "sampler"),
 		sampleFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookrelay_db_sample_failures_total",
-			Help: "Failed health, stat or vacuum checks."}, []string{"sampler"}),
+			Help: "Failed health, stat, summarize or vacuum checks."}, []string{"sampler"}),
 
 		retentionBlocked: g("hookrelay_retention_blocked_partitions", "Day partitions past retention whose drop is postponed because pending deliveries still reference them."),
 		retentionDropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookrelay_retention_dropped_partitions_total",
@@ -107,7 +110,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	reg.MustRegister(m.leader, m.tableBytes, m.indexBytes, m.liveTuples, m.deadTuples, m.deadRatio, m.lastVacuum,
 		m.lastAutovacuum, m.connections, m.maxConnections, m.idleInTransaction, m.oldestXact, m.longTransactions,
 		m.oldestXminAge, m.preparedXacts, m.slotsHoldingXmin, m.slotXminAge, m.partitions, m.partitionBytes,
-		m.oldestPartitionAge, m.vacuums, m.analyzes, m.vacuumSeconds, m.reindexes, m.sampleSeconds, m.sampleFailures, m.retentionBlocked,
+		m.oldestPartitionAge, m.vacuums, m.analyzes, m.vacuumSeconds, m.reindexes, m.brinRanges, m.sampleSeconds, m.sampleFailures, m.retentionBlocked,
 		m.retentionDropped, m.retentionDiscarded, m.retentionObjects, m.retentionLastRun, m.retentionFailures,
 		m.partitionsCreated, m.pendingPayloadPurge)
 	m.leader.WithLabelValues().Set(0)
