@@ -23,6 +23,11 @@ type HealthOptions struct {
 type Health struct {
 	TakenAt time.Time     `json:"taken_at"`
 	Tables  []HealthTable `json:"tables"` // the hot tables
+	// Autovacuum is the server's autovacuum setting. Off, nothing vacuums
+	// or analyzes the history partitions or freezes their rows (the
+	// maintenance role vacuums only the hot tables): a server that must
+	// not run that way.
+	Autovacuum bool `json:"autovacuum"`
 	// Connections is the number of client sessions in the cluster;
 	// MaxConnections the server's limit.
 	Connections    int `json:"connections"`
@@ -125,6 +130,7 @@ func (db *DB) HealthSnapshotWith(ctx context.Context, opts HealthOptions) (Healt
 	}
 	h.Connections, h.MaxConnections = int(a.Connections), int(a.MaxConnections)
 	h.IdleInTransaction, h.OldestXactSeconds = int(a.IdleInTransaction), a.OldestXactSeconds
+	h.Autovacuum = a.Autovacuum
 	h.LongTransactions, h.OldestXminAge = int(a.LongTransactions), int(a.OldestXminAge)
 	h.PreparedXacts, h.OldestPreparedXactAge = int(a.PreparedXacts), int(a.OldestPreparedXactAge)
 	sessions, err := db.q.HealthSessions(ctx, long)

@@ -11,6 +11,7 @@ import (
 // hookrelay_db_* gauges and warns about long transactions.
 func (mt *Maintainer) healthLoop(ctx context.Context) {
 	warned := map[longXact]time.Time{} // when each long transaction was last logged
+	var autovacuumWarned time.Time     // when autovacuum being off was last logged
 	tick := time.NewTicker(mt.cfg.HealthInterval)
 	defer tick.Stop()
 	for {
@@ -24,6 +25,12 @@ func (mt *Maintainer) healthLoop(ctx context.Context) {
 			mt.m.sampleSeconds.WithLabelValues("health").Set(time.Since(start).Seconds())
 			mt.publishHealth(h)
 			mt.warnLongTransactions(h, warned)
+			if h.Autovacuum {
+				autovacuumWarned = time.Time{}
+			} else if time.Since(autovacuumWarned) >= autovacuumRewarn {
+				autovacuumWarned = time.Now()
+				mt.logger.Warn("maintenance: the server runs with autovacuum off: nothing vacuums, analyzes or freezes the history partitions; turn it on (docs/operations.md)")
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -32,6 +39,9 @@ func (mt *Maintainer) healthLoop(ctx context.Context) {
 		}
 	}
 }
+
+// autovacuumRewarn is how often autovacuum being off is logged again.
+const autovacuumRewarn = time.Hour
 
 // longXact identifies one transaction of one session.
 type longXact struct {
@@ -78,6 +88,11 @@ func (mt *Maintainer) publishHealth(h db.Health) {
 		m.lastVacuum.WithLabelValues(t.Name).Set(unix(t.LastVacuum))
 		m.lastAutovacuum.WithLabelValues(t.Name).Set(unix(t.LastAutovacuum))
 	}
+	off := 0.0
+	if !h.Autovacuum {
+		off = 1
+	}
+	m.autovacuumOff.Set(off)
 	m.connections.Set(float64(h.Connections))
 	m.maxConnections.Set(float64(h.MaxConnections))
 	m.idleInTransaction.Set(float64(h.IdleInTransaction))

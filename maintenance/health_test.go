@@ -3,6 +3,7 @@ package maintenance
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,6 +61,37 @@ func TestHealthReportsIdleTransaction(t *testing.T) {
 	h, err = b.store.HealthSnapshotWith(t.Context(), db.HealthOptions{LongTransaction: time.Second})
 	require.NoError(t, err)
 	require.False(t, slices.ContainsFunc(h.Sessions, func(s db.HealthSession) bool { return s.PID == pid }))
+}
+
+// TestHealthReportsAutovacuumOff: the snapshot, the gauge and (when off) a
+// warning say whether the server runs autovacuum. The CI server runs without
+// it (its conf.d turns it off), so there the warning is what is checked.
+func TestHealthReportsAutovacuumOff(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var setting string
+	require.NoError(t, b.sql.QueryRow(t.Context(), "SHOW autovacuum").Scan(&setting))
+	on := setting == "on"
+	r := b.start(t, Config{HealthInterval: 50 * time.Millisecond, RetentionInterval: -1})
+	want := 1.0
+	if on {
+		want = 0
+	}
+	require.Eventually(t, func() bool {
+		return value(t, r.mt.m.leader.WithLabelValues()) == 1 && value(t, r.mt.m.maxConnections) > 0
+	}, 10*time.Second, 20*time.Millisecond)
+	require.Equal(t, want, value(t, r.mt.m.autovacuumOff))
+	h, err := b.store.HealthSnapshotWith(t.Context(), db.HealthOptions{})
+	require.NoError(t, err)
+	require.Equal(t, on, h.Autovacuum)
+	warned := func() int { return strings.Count(b.logs.String(), "autovacuum off") }
+	if on {
+		require.Zero(t, warned())
+		return
+	}
+	require.Eventually(t, func() bool { return warned() == 1 }, 5*time.Second, 20*time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // six more samples: warned once an hour, not at each
+	require.Equal(t, 1, warned())
 }
 
 func containsPID(logs string, pid int) bool {

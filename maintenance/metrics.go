@@ -15,6 +15,7 @@ type metrics struct {
 	lastVacuum     *prometheus.GaugeVec
 	lastAutovacuum *prometheus.GaugeVec
 
+	autovacuumOff     prometheus.Gauge
 	connections       prometheus.Gauge
 	maxConnections    prometheus.Gauge
 	idleInTransaction prometheus.Gauge
@@ -65,6 +66,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		lastVacuum:     gv("hookrelay_db_last_vacuum_timestamp_seconds", "Unix time of the last manual VACUUM of a hot table (0: never).", "table"),
 		lastAutovacuum: gv("hookrelay_db_last_autovacuum_timestamp_seconds", "Unix time of the last autovacuum of a hot table (0: never).", "table"),
 
+		autovacuumOff:     g("hookrelay_db_autovacuum_off", "1 while the server runs without autovacuum: nothing vacuums, analyzes or freezes the history partitions."),
 		connections:       g("hookrelay_db_connections", "Client sessions in the PostgreSQL cluster."),
 		maxConnections:    g("hookrelay_db_max_connections", "The server's max_connections."),
 		idleInTransaction: g("hookrelay_db_idle_in_transaction_sessions", "Sessions idle inside an open transaction."),
@@ -108,7 +110,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		pendingPayloadPurge: g("hookrelay_retention_pending_payload_days", "Dropped days whose S3 payload prefix is not deleted yet."),
 	}
 	reg.MustRegister(m.leader, m.tableBytes, m.indexBytes, m.liveTuples, m.deadTuples, m.deadRatio, m.lastVacuum,
-		m.lastAutovacuum, m.connections, m.maxConnections, m.idleInTransaction, m.oldestXact, m.longTransactions,
+		m.lastAutovacuum, m.autovacuumOff, m.connections, m.maxConnections, m.idleInTransaction, m.oldestXact, m.longTransactions,
 		m.oldestXminAge, m.preparedXacts, m.slotsHoldingXmin, m.slotXminAge, m.partitions, m.partitionBytes,
 		m.oldestPartitionAge, m.vacuums, m.analyzes, m.vacuumSeconds, m.reindexes, m.brinRanges, m.sampleSeconds, m.sampleFailures, m.retentionBlocked,
 		m.retentionDropped, m.retentionDiscarded, m.retentionObjects, m.retentionLastRun, m.retentionFailures,
@@ -124,7 +126,7 @@ func (m *metrics) resetHealth() {
 		m.lastVacuum, m.lastAutovacuum, m.partitions, m.partitionBytes, m.oldestPartitionAge} {
 		v.Reset()
 	}
-	for _, g := range []prometheus.Gauge{m.connections, m.maxConnections, m.idleInTransaction, m.oldestXact,
+	for _, g := range []prometheus.Gauge{m.autovacuumOff, m.connections, m.maxConnections, m.idleInTransaction, m.oldestXact,
 		m.longTransactions, m.oldestXminAge, m.preparedXacts, m.slotsHoldingXmin, m.slotXminAge, m.retentionBlocked} {
 		g.Set(0)
 	}

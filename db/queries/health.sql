@@ -16,8 +16,10 @@ ORDER BY s.relname;
 
 -- name: HealthActivity :one
 -- Connection budget, idle-in-transaction sessions and the oldest transaction
--- and snapshot (backend_xmin) in the whole cluster, leaving out this session.
-SELECT count(*) FILTER (WHERE a.backend_type = 'client backend')::integer AS connections,
+-- and snapshot (backend_xmin) in the whole cluster, leaving out this session;
+-- and whether the server runs autovacuum at all.
+SELECT current_setting('autovacuum')::boolean AS autovacuum,
+       count(*) FILTER (WHERE a.backend_type = 'client backend')::integer AS connections,
        current_setting('max_connections')::integer AS max_connections,
        count(*) FILTER (WHERE a.state LIKE 'idle in transaction%')::integer AS idle_in_transaction,
        coalesce(extract(epoch FROM max(now() - a.xact_start)

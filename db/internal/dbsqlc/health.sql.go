@@ -11,7 +11,8 @@ import (
 )
 
 const healthActivity = `-- name: HealthActivity :one
-SELECT count(*) FILTER (WHERE a.backend_type = 'client backend')::integer AS connections,
+SELECT current_setting('autovacuum')::boolean AS autovacuum,
+       count(*) FILTER (WHERE a.backend_type = 'client backend')::integer AS connections,
        current_setting('max_connections')::integer AS max_connections,
        count(*) FILTER (WHERE a.state LIKE 'idle in transaction%')::integer AS idle_in_transaction,
        coalesce(extract(epoch FROM max(now() - a.xact_start)
@@ -26,6 +27,7 @@ WHERE a.pid <> pg_backend_pid()
 `
 
 type HealthActivityRow struct {
+	Autovacuum            bool
 	Connections           int32
 	MaxConnections        int32
 	IdleInTransaction     int32
@@ -37,11 +39,13 @@ type HealthActivityRow struct {
 }
 
 // Connection budget, idle-in-transaction sessions and the oldest transaction
-// and snapshot (backend_xmin) in the whole cluster, leaving out this session.
+// and snapshot (backend_xmin) in the whole cluster, leaving out this session;
+// and whether the server runs autovacuum at all.
 func (q *Queries) HealthActivity(ctx context.Context, longSeconds float64) (HealthActivityRow, error) {
 	row := q.db.QueryRow(ctx, healthActivity, longSeconds)
 	var i HealthActivityRow
 	err := row.Scan(
+		&i.Autovacuum,
 		&i.Connections,
 		&i.MaxConnections,
 		&i.IdleInTransaction,
