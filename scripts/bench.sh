@@ -7,6 +7,7 @@
 # Arguments go to `hookrelay bench`.
 #   scripts/bench.sh --phases max --duration 30s
 #   BENCH_PG_OPTS="-c synchronous_commit=off" scripts/bench.sh
+#   scripts/bench.sh --start-pg       # start (and warm) the private cluster only
 #   scripts/bench.sh --stop-pg        # stop the private cluster
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -52,6 +53,8 @@ fi
 if [ "$fresh" = 1 ] && [ "${BENCH_PG_WARM_WAL:-1}" = 1 ]; then
   psql -qAt -d "$url" -c "SELECT count(pg_logical_emit_message(false, 'hookrelay-bench-warmup', repeat('x', 1048576))) FROM generate_series(1, 1000)" -c "CHECKPOINT" >/dev/null
 fi
+
+[ "${1:-}" = "--start-pg" ] && { echo "$url"; exit 0; }
 
 go build -o bin/hookrelay ./cmd/hookrelay
 exec env DATABASE_URL="$url" bin/hookrelay bench --pg-top "${BENCH_PG_TOP:-12}" "$@"

@@ -14,12 +14,15 @@
 #   SOAK_OUT=/tmp/s SOAK_LOG_LEVEL=debug scripts/soak.sh # keep samples and the service log
 #                                                       # (debug: one line per VACUUM)
 #   SOAK_INIT_SQL="ALTER TABLE deliveries SET (fillfactor = 50)" scripts/soak.sh  # experiments
+#   SOAK_SERVER=$(scripts/bench.sh --start-pg) scripts/soak.sh  # on the bench's private
+#       # cluster (PostgreSQL defaults: autovacuum on), not the machine's server (which
+#       # CI configures with autovacuum off)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 duration="${SOAK_DURATION:-1200s}"
 every="${SOAK_SAMPLE:-5}"
 addr="${SOAK_ADDR:-127.0.0.1:18090}"
-server=$(scripts/pg-url.sh)
+server=${SOAK_SERVER:-$(scripts/pg-url.sh)}
 db="hookrelay_soak_$$"
 url="${server%%/postgres\?*}/$db?sslmode=disable"
 token="hra_soak_admin_token_$(date +%s)"
