@@ -1,6 +1,7 @@
 package db_test
 
 import (
+	"context"
 	"strconv"
 	"testing"
 	"time"
@@ -229,28 +230,63 @@ func TestStatSampleReadsOnlyItsWindow(t *testing.T) {
 }
 
 // TestHistoryIndexesSummarizeNeverWaits: a history partition that another
-// session holds (as a VACUUM or ANALYZE does) makes the summary give up
-// after its lock timeout, reported as such, instead of waiting for it.
+// session holds in a conflicting mode (as a VACUUM or ANALYZE does) is left
+// for the next call; a lock that stands in the way anyway (here, a DDL
+// statement queued on the partition) makes the call give up after its lock
+// timeout, reported as such. Either way it does not wait.
 func TestHistoryIndexesSummarizeNeverWaits(t *testing.T) {
 	t.Parallel()
 	url := dbtest.NewURL(t)
 	store := dbtest.Open(t, url, db.Config{})
-	conn, err := pgx.Connect(t.Context(), url)
-	require.NoError(t, err)
-	defer conn.Close(t.Context())
 	ctx := t.Context()
+	connect := func() *pgx.Conn {
+		t.Helper()
+		c, err := pgx.Connect(ctx, url)
+		require.NoError(t, err)
+		t.Cleanup(func() { c.Close(context.Background()) })
+		return c
+	}
 	now := time.Now().UTC()
-	tx, err := conn.Begin(ctx)
+	part := pgx.Identifier{"messages_p" + now.Format("20060102")}.Sanitize()
+	from := now.Add(-10 * time.Second)
+
+	// A VACUUM's lock: skipped, no error.
+	holder := connect()
+	tx, err := holder.Begin(ctx)
 	require.NoError(t, err)
-	defer func() { _ = tx.Rollback(ctx) }()
-	_, err = tx.Exec(ctx, `LOCK TABLE `+pgx.Identifier{"messages_p" + now.Format("20060102")}.Sanitize()+` IN SHARE UPDATE EXCLUSIVE MODE`)
+	_, err = tx.Exec(ctx, `LOCK TABLE `+part+` IN SHARE UPDATE EXCLUSIVE MODE`)
 	require.NoError(t, err)
 	began := time.Now()
-	_, err = store.HistoryIndexesSummarize(ctx, now.Add(-10*time.Second), now, 100*time.Millisecond)
+	_, err = store.HistoryIndexesSummarize(ctx, from, now, 5*time.Second)
+	require.NoError(t, err)
+	require.Less(t, time.Since(began), 2*time.Second, "waited for the lock")
+	require.NoError(t, tx.Rollback(ctx))
+
+	// A reader holds the partition and an ALTER waits for it: the summary
+	// queues behind the ALTER until its lock timeout.
+	tx, err = holder.Begin(ctx)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, `SELECT 1 FROM `+part+` LIMIT 1`)
+	require.NoError(t, err)
+	ddl := connect()
+	ddlDone := make(chan error, 1)
+	go func() {
+		_, err := ddl.Exec(ctx, `BEGIN; LOCK TABLE `+part+` IN ACCESS EXCLUSIVE MODE; ROLLBACK`)
+		ddlDone <- err
+	}()
+	require.Eventually(t, func() bool {
+		var waiting bool
+		require.NoError(t, holder.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE pid = $1 AND NOT granted)`,
+			ddl.PgConn().PID()).Scan(&waiting))
+		return waiting
+	}, 10*time.Second, 10*time.Millisecond)
+	began = time.Now()
+	_, err = store.HistoryIndexesSummarize(ctx, from, now, 100*time.Millisecond)
 	require.Error(t, err)
 	require.True(t, db.IsLockTimeout(err), "%v", err)
-	require.Less(t, time.Since(began), 5*time.Second)
+	require.Less(t, time.Since(began), 2*time.Second)
 	require.NoError(t, tx.Rollback(ctx))
-	_, err = store.HistoryIndexesSummarize(ctx, now.Add(-10*time.Second), now, 100*time.Millisecond)
+	require.NoError(t, <-ddlDone)
+	_, err = store.HistoryIndexesSummarize(ctx, from, now, 100*time.Millisecond)
 	require.NoError(t, err)
 }

@@ -35,9 +35,12 @@ SELECT set_config('enable_seqscan', 'off', true),
 -- after 20 % growth, so the unsummarized tail of the open day reaches
 -- millions of rows, all read by every stat sample. Summarizing the new ranges
 -- reads only the pages added since the last call. It takes SHARE UPDATE
--- EXCLUSIVE on the partition, as a VACUUM or ANALYZE does: the caller sets a
--- short lock_timeout so that it never waits for (nor gets an autovacuum of
--- the partition cancelled by waiting for) one.
+-- EXCLUSIVE on the partition, as a VACUUM or ANALYZE does: a partition on
+-- which another session holds a lock in a conflicting mode (an autovacuum
+-- VACUUM of a large day runs for minutes) is left for the next call, and the
+-- caller sets a short lock_timeout for a lock taken between that check and
+-- the summary, so that it never waits (nor gets an autovacuum of the
+-- partition cancelled by waiting for it).
 SELECT coalesce(sum(brin_summarize_new_values(i.indexrelid)), 0)::bigint AS ranges
 FROM pg_catalog.pg_index i
 JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid
@@ -46,7 +49,13 @@ WHERE i.indrelid IN (
     SELECT to_regclass(t.name || '_p' || to_char(d.day, 'YYYYMMDD'))
     FROM unnest(ARRAY['messages', 'delivery_attempts']) AS t(name)
     CROSS JOIN unnest(ARRAY[(sqlc.arg(from_time)::timestamptz AT TIME ZONE 'UTC')::date,
-                            (sqlc.arg(to_time)::timestamptz AT TIME ZONE 'UTC')::date]) AS d(day));
+                            (sqlc.arg(to_time)::timestamptz AT TIME ZONE 'UTC')::date]) AS d(day))
+  AND NOT EXISTS (
+    SELECT 1 FROM pg_catalog.pg_locks l
+    WHERE l.locktype = 'relation' AND l.database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database())
+      AND l.relation = i.indrelid AND l.granted AND l.pid <> pg_backend_pid()
+      AND l.mode IN ('ShareUpdateExclusiveLock', 'ShareLock', 'ShareRowExclusiveLock',
+                     'ExclusiveLock', 'AccessExclusiveLock'));
 
 -- name: HistoryIndexesLockTimeout :exec
 -- A lock_timeout for the rest of the transaction.

@@ -30,6 +30,12 @@ WHERE i.indrelid IN (
     FROM unnest(ARRAY['messages', 'delivery_attempts']) AS t(name)
     CROSS JOIN unnest(ARRAY[($1::timestamptz AT TIME ZONE 'UTC')::date,
                             ($2::timestamptz AT TIME ZONE 'UTC')::date]) AS d(day))
+  AND NOT EXISTS (
+    SELECT 1 FROM pg_catalog.pg_locks l
+    WHERE l.locktype = 'relation' AND l.database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database())
+      AND l.relation = i.indrelid AND l.granted AND l.pid <> pg_backend_pid()
+      AND l.mode IN ('ShareUpdateExclusiveLock', 'ShareLock', 'ShareRowExclusiveLock',
+                     'ExclusiveLock', 'AccessExclusiveLock'))
 `
 
 type HistoryIndexesSummarizeParams struct {
@@ -45,9 +51,12 @@ type HistoryIndexesSummarizeParams struct {
 // after 20 % growth, so the unsummarized tail of the open day reaches
 // millions of rows, all read by every stat sample. Summarizing the new ranges
 // reads only the pages added since the last call. It takes SHARE UPDATE
-// EXCLUSIVE on the partition, as a VACUUM or ANALYZE does: the caller sets a
-// short lock_timeout so that it never waits for (nor gets an autovacuum of
-// the partition cancelled by waiting for) one.
+// EXCLUSIVE on the partition, as a VACUUM or ANALYZE does: a partition on
+// which another session holds a lock in a conflicting mode (an autovacuum
+// VACUUM of a large day runs for minutes) is left for the next call, and the
+// caller sets a short lock_timeout for a lock taken between that check and
+// the summary, so that it never waits (nor gets an autovacuum of the
+// partition cancelled by waiting for it).
 func (q *Queries) HistoryIndexesSummarize(ctx context.Context, arg HistoryIndexesSummarizeParams) (int64, error) {
 	row := q.db.QueryRow(ctx, historyIndexesSummarize, arg.FromTime, arg.ToTime)
 	var ranges int64
