@@ -300,6 +300,14 @@ func TestWebBrowser(t *testing.T) {
 
 	browse(t, b, chromedp.Navigate(base+"/ui/database"), chromedp.WaitVisible(chromedp.CSS("#partitions")))
 	require.Contains(t, text(t, b, "#tables"), "deliveries")
+	// The page warns when the server runs without autovacuum (CI's does).
+	h, err := f.store.HealthSnapshot(ctx)
+	require.NoError(t, err)
+	warned := value(t, b, chromedp.Evaluate[bool](`document.querySelector("#autovacuum-warning") !== null`))
+	require.Equal(t, !h.Autovacuum, warned)
+	if warned {
+		require.Contains(t, text(t, b, "#autovacuum-warning"), "autovacuum off")
+	}
 	screenshot(t, b, "database")
 	logout(t, b)
 
