@@ -14,6 +14,9 @@
 #   SOAK_OUT=/tmp/s SOAK_LOG_LEVEL=debug scripts/soak.sh # keep samples and the service log
 #                                                       # (debug: one line per VACUUM)
 #   SOAK_INIT_SQL="ALTER TABLE deliveries SET (fillfactor = 50)" scripts/soak.sh  # experiments
+#   SOAK_ACTIVITY=1 SOAK_OUT=/tmp/s scripts/soak.sh  # also log, every 50 ms, each session of the
+#       # soak's database in a transaction older than 120 ms (what holds back the VACUUMs)
+#       # and each autovacuum worker, to activity.txt
 #   SOAK_SERVER=$(scripts/bench.sh --start-pg) scripts/soak.sh  # on the bench's private
 #       # cluster (PostgreSQL defaults: autovacuum on), not the machine's server (which
 #       # CI configures with autovacuum off)
@@ -32,6 +35,7 @@ go build -o "$work/hookrelay" ./cmd/hookrelay
 cleanup() {
   [ -n "${svc:-}" ] && kill "$svc" 2>/dev/null && wait "$svc" 2>/dev/null || true
   [ -n "${sampler:-}" ] && kill "$sampler" 2>/dev/null || true
+  [ -n "${activity:-}" ] && kill "$activity" 2>/dev/null || true
   psql -q "$server" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true
   rm -rf "$work"
 }
@@ -65,6 +69,20 @@ psql -q "$url" -c "CREATE EXTENSION IF NOT EXISTS pgstattuple" >/dev/null
 ) >"$work/samples.txt" &
 sampler=$!
 
+if [ -n "${SOAK_ACTIVITY:-}" ]; then
+  # psql prints nothing for an empty result, so the file holds only the holders.
+  printf '%s\n\\watch 0.05\n' "SELECT to_char(clock_timestamp(), 'HH24:MI:SS.MS'), pid, backend_type,
+      coalesce(wait_event_type || ':' || wait_event, ''),
+      round(extract(epoch FROM clock_timestamp() - xact_start) * 1000), age(backend_xmin),
+      left(regexp_replace(query, '\s+', ' ', 'g'), 100)
+    FROM pg_stat_activity
+    WHERE pid <> pg_backend_pid() AND (backend_type = 'autovacuum worker' OR
+      (backend_xmin IS NOT NULL AND datname = current_database()
+       AND clock_timestamp() - xact_start > interval '120 ms'))" |
+    psql -qAt -F' | ' "$url" >"$work/activity.txt" 2>&1 &
+  activity=$!
+fi
+
 phases=(--phases max)
 [ -n "${SOAK_RATE:-}" ] && phases=(--phases rates --rates "$SOAK_RATE")
 "$work/hookrelay" bench --target "http://$addr" --admin-token "$token" "${phases[@]}" \
@@ -72,8 +90,13 @@ phases=(--phases max)
 sleep "$every"
 kill "$sampler" 2>/dev/null || true
 sampler=
+[ -n "${activity:-}" ] && kill "$activity" 2>/dev/null || true
+activity=
 
 cat "$work/samples.txt"
-if [ -n "${SOAK_OUT:-}" ]; then mkdir -p "$SOAK_OUT" && cp "$work/samples.txt" "$work/serve.log" "$SOAK_OUT/"; fi
+if [ -n "${SOAK_OUT:-}" ]; then
+  mkdir -p "$SOAK_OUT" && cp "$work/samples.txt" "$work/serve.log" "$SOAK_OUT/"
+  [ -f "$work/activity.txt" ] && cp "$work/activity.txt" "$SOAK_OUT/"
+fi
 awk 'NR > 1 { if ($2 > s) s = $2; if ($6 > d) d = $6; if ($5 > r) r = $5; n = $8 }
      END { printf "soak: callbacks(deliveries)=%d max_size_mb=%.2f max_dead_space_pct=%.2f max_dead_ratio=%.3f\n", n, s, d, r }' "$work/samples.txt"
