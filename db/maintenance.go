@@ -252,6 +252,8 @@ type TupleCount struct {
 	// Churned counts the rows deleted or updated since the statistics were
 	// reset: it moves whenever the table makes dead tuples.
 	Churned int64
+	// HeapBytes is the size of the table's heap (main fork).
+	HeapBytes int64
 }
 
 // TupleCounts returns the tuple counts of the named tables.
@@ -262,7 +264,22 @@ func (db *DB) TupleCounts(ctx context.Context, tables []string) ([]TupleCount, e
 	}
 	out := make([]TupleCount, len(rows))
 	for i, r := range rows {
-		out[i] = TupleCount{Table: r.Name, Live: r.Live, Dead: r.Dead, Planned: r.Planned, Churned: r.Churned}
+		out[i] = TupleCount{Table: r.Name, Live: r.Live, Dead: r.Dead, Planned: r.Planned, Churned: r.Churned, HeapBytes: r.HeapBytes}
+	}
+	return out, nil
+}
+
+// TupleBytes returns the average stored size of a row (tuple header and line
+// pointer included) of each named table that has column statistics, from
+// those statistics.
+func (db *DB) TupleBytes(ctx context.Context, tables []string) (map[string]float64, error) {
+	rows, err := db.q.HotTupleBytes(ctx, tables)
+	if err != nil {
+		return nil, fmt.Errorf("tuple bytes: %w", unavailable(err))
+	}
+	out := make(map[string]float64, len(rows))
+	for _, r := range rows {
+		out[r.Name] = r.TupleBytes
 	}
 	return out, nil
 }

@@ -42,24 +42,37 @@ type Config struct {
 	VacuumMinDead int64
 	// VacuumMinGap is the shortest time between two VACUUMs of a table that
 	// the relative trigger (VacuumDeadRatio) may cause; VacuumDeadTuples
-	// dead tuples trigger one at any time. On a queue table holding a few
-	// hundred live rows the ratio is always exceeded once VacuumMinDead dead
-	// tuples exist, so under load the relative trigger fires on every check
-	// the gap allows: the gap sets how much dead space accumulates between
-	// VACUUMs. The gap used is the larger of VacuumMinGap and the last
-	// heap pass's duration divided by VacuumHeapBudget. It is also the gap
-	// between the heap passes of a table that is churning (see
-	// VacuumChurnWindow). Default 150ms.
+	// dead tuples trigger one at any time. The gap used is the larger of
+	// VacuumMinGap and the last heap pass's duration divided by
+	// VacuumHeapBudget. It is also the gap between the heap passes of a
+	// churning table until its churn rate is known (its first second).
+	// Default 150ms.
 	VacuumMinGap time.Duration
 	// VacuumChurnWindow: a table whose deleted or updated rows counter moved
-	// within this window is churning, and gets a heap pass every
-	// VacuumMinGap (as its budget allows) whatever its dead-tuple count
-	// says. Each backend reports its deletes to the statistics at most once
-	// a second, so at full load the count lags the table by up to a second
-	// of deletes and the triggers above fire irregularly: passes came every
-	// 0.25-0.7 s with VacuumMinGap 100 ms, and dead space reached 20-40 % of
-	// the heap between them. Default 2s.
+	// within this window is churning, and gets heap passes at the gap
+	// VacuumDeadSpace sets (as its budget allows) whatever its dead-tuple
+	// count says. Each backend reports its deletes to the statistics at
+	// most once a second, so at full load the count lags the table by up to
+	// a second of deletes and the triggers above fire irregularly: passes
+	// came every 0.25-0.7 s with VacuumMinGap 100 ms, and dead space reached
+	// 20-40 % of the heap between them. Default 2s.
 	VacuumChurnWindow time.Duration
+	// VacuumDeadSpace is the share of a churning table's heap that the rows
+	// it deletes or updates between two heap passes may take: the gap
+	// between them is VacuumDeadSpace × the heap's bytes / (rows churned a
+	// second × bytes a row), at least a VacuumInterval and at most
+	// VacuumMaxGap, and no shorter than the heap budget allows. The rate is
+	// the churn counter's over the last 3 s. A small heap with a fast churn
+	// (the queue table of a few hundred live rows at full load, ~500 kB
+	// taking 400 kB/s of dead rows on a slow machine) is vacuumed every
+	// ~60 ms, a large one, or a slow churn (the heartbeat table), seldom.
+	// A fixed 150-ms gap let the queue table's dead space pass 10 % in one
+	// sample of ten there, and vacuumed the small tables as often.
+	// Default 0.05.
+	VacuumDeadSpace float64
+	// VacuumMaxGap is the longest gap between the heap passes of a churning
+	// table. Default 1s.
+	VacuumMaxGap time.Duration
 	// VacuumFullGap is the shortest time between two full VACUUMs of a
 	// table (indexes included); the VACUUMs in between are heap passes
 	// (INDEX_CLEANUP OFF). VacuumDeadTuples dead tuples ask for a full one
@@ -132,6 +145,8 @@ func (c Config) withDefaults() Config {
 	c.VacuumMinDead = cmp.Or(c.VacuumMinDead, 1_000)
 	c.VacuumMinGap = cmp.Or(c.VacuumMinGap, 150*time.Millisecond)
 	c.VacuumChurnWindow = cmp.Or(c.VacuumChurnWindow, 2*time.Second)
+	c.VacuumDeadSpace = cmp.Or(c.VacuumDeadSpace, 0.05)
+	c.VacuumMaxGap = cmp.Or(c.VacuumMaxGap, time.Second)
 	c.VacuumFullGap = cmp.Or(c.VacuumFullGap, 5*time.Second)
 	c.VacuumBudget = cmp.Or(c.VacuumBudget, 0.05)
 	c.VacuumHeapBudget = cmp.Or(c.VacuumHeapBudget, 0.25)

@@ -1,6 +1,7 @@
 package maintenance
 
 import (
+	"cmp"
 	"context"
 	"math"
 	"time"
@@ -50,12 +51,23 @@ func (mt *Maintainer) vacuumLoop(ctx context.Context) {
 	defer tick.Stop()
 	nextReindex := time.Now().Add(mt.cfg.ReindexInterval)
 	last := map[string]*vacuumRecord{}
+	// Bytes a row of each table takes, from its column statistics, read
+	// once a minute (they change with ANALYZE only).
+	var rowBytes map[string]float64
+	var nextRowBytes time.Time
 	for {
 		var now time.Time
 		select {
 		case <-ctx.Done():
 			return
 		case now = <-tick.C:
+		}
+		if now.After(nextRowBytes) {
+			if b, err := mt.db.TupleBytes(ctx, db.HotTables); err == nil {
+				rowBytes, nextRowBytes = b, now.Add(time.Minute)
+			} else if ctx.Err() == nil {
+				mt.logger.Warn("maintenance: row sizes", "error", err)
+			}
 		}
 		counts, err := mt.db.TupleCounts(ctx, db.HotTables)
 		if err != nil {
@@ -79,8 +91,12 @@ func (mt *Maintainer) vacuumLoop(ctx context.Context) {
 			if c.Churned != r.churned {
 				r.churned, r.churnedAt = c.Churned, now
 			}
-			churning := !r.churnedAt.IsZero() && now.Sub(r.churnedAt) < mt.cfg.VacuumChurnWindow
-			if !mt.needsVacuum(c, now.Sub(r.at), r.heapTook, churning) {
+			r.churn.observe(now, c.Churned)
+			var churnGap time.Duration // 0: not churning
+			if !r.churnedAt.IsZero() && now.Sub(r.churnedAt) < mt.cfg.VacuumChurnWindow {
+				churnGap = mt.churnGap(c.HeapBytes, cmp.Or(rowBytes[c.Table], defaultRowBytes), r.churn.rate())
+			}
+			if !mt.needsVacuum(c, now.Sub(r.at), r.heapTook, churnGap) {
 				if mt.needsAnalyze(c, now.Sub(r.analyzedAt), r.analyzeTook) {
 					s := session()
 					if s == nil {
@@ -150,6 +166,75 @@ type vacuumRecord struct {
 	// seen, and churnedAt when it was last seen to move.
 	churned   int64
 	churnedAt time.Time
+	// churn is the counter over the last churnRateWindow, for its rate.
+	churn churnRate
+}
+
+// churnRateWindow is how far back churnRate reaches. Each backend reports
+// its counts to the statistics at most once a second, so the counter moves
+// in steps; a few seconds average them out.
+const churnRateWindow = 3 * time.Second
+
+// churnRate keeps a table's churn counter at each check of the last
+// churnRateWindow (and the newest older one), to tell its rate.
+type churnRate struct {
+	points []churnPoint
+}
+
+type churnPoint struct {
+	at time.Time
+	n  int64
+}
+
+// observe records the counter n at time at.
+func (c *churnRate) observe(at time.Time, n int64) {
+	if len(c.points) > 0 && n < c.points[len(c.points)-1].n {
+		c.points = c.points[:0] // the statistics were reset
+	}
+	c.points = append(c.points, churnPoint{at, n})
+	// Drop the points that another, still at least a window old, replaces.
+	drop := 0
+	for drop+1 < len(c.points) && at.Sub(c.points[drop+1].at) >= churnRateWindow {
+		drop++
+	}
+	c.points = c.points[drop:]
+}
+
+// rate returns the rows churned a second over the recorded span, or 0 while
+// that span is under a second (not known yet).
+func (c *churnRate) rate() float64 {
+	if len(c.points) < 2 {
+		return 0
+	}
+	first, last := c.points[0], c.points[len(c.points)-1]
+	span := last.at.Sub(first.at)
+	if span < time.Second {
+		return 0
+	}
+	return float64(last.n-first.n) / span.Seconds()
+}
+
+// defaultRowBytes is the size taken for a row of a table without column
+// statistics (never analyzed): about a queue row's (~130 bytes stored).
+const defaultRowBytes = 128
+
+// minHeapBytes is the smallest heap churnGap reckons with: a table of a few
+// pages fits in its own page pruning, and VACUUMs of it every tick would be
+// all overhead.
+const minHeapBytes = 8 * 8192
+
+// churnGap returns the gap between heap passes of a table whose heap has
+// heapBytes and which deletes or updates rate rows (of rowBytes each) a
+// second: the time its churn takes to fill VacuumDeadSpace of the heap,
+// between a VacuumInterval and VacuumMaxGap; VacuumMinGap while the rate is
+// not known.
+func (mt *Maintainer) churnGap(heapBytes int64, rowBytes, rate float64) time.Duration {
+	if rate <= 0 {
+		return mt.cfg.VacuumMinGap
+	}
+	fill := mt.cfg.VacuumDeadSpace * float64(max(heapBytes, minHeapBytes)) / (rate * rowBytes)
+	gap := time.Duration(min(fill, mt.cfg.VacuumMaxGap.Seconds()) * float64(time.Second))
+	return min(max(gap, mt.cfg.VacuumInterval), mt.cfg.VacuumMaxGap)
 }
 
 // outgrown: a hot table is analyzed when it holds more than this many times
@@ -186,15 +271,16 @@ func (mt *Maintainer) needsAnalyze(c db.TupleCount, since, took time.Duration) b
 // needsVacuum applies the policy: enough dead tuples in absolute terms once
 // took/VacuumHeapBudget has passed since the table's last VACUUM, or relative
 // to the live ones once VacuumMinGap (or took/VacuumHeapBudget, when longer)
-// has passed, or, while the table is churning (VacuumChurnWindow), once that
-// gap has passed whatever the dead-tuple count. since is the time since the
-// last VACUUM of any kind, took how long the last heap pass ran (a full
-// VACUUM is held to its own budget by needsFullVacuum); the first check of a
-// table is never held back.
-func (mt *Maintainer) needsVacuum(c db.TupleCount, since, took time.Duration, churning bool) bool {
+// has passed, or, while the table is churning (VacuumChurnWindow), once
+// churnGap (see churnGap; 0: not churning), or that budget when longer, has
+// passed whatever the dead-tuple count. since is the time since the last
+// VACUUM of any kind, took how long the last heap pass ran (a full VACUUM is
+// held to its own budget by needsFullVacuum); the first check of a table is
+// never held back.
+func (mt *Maintainer) needsVacuum(c db.TupleCount, since, took, churnGap time.Duration) bool {
 	since = mt.withSlack(since)
 	budgetGap := time.Duration(float64(took) / mt.cfg.VacuumHeapBudget)
-	if churning && since >= max(mt.cfg.VacuumMinGap, budgetGap) {
+	if churnGap > 0 && since >= max(churnGap, budgetGap) {
 		return true
 	}
 	if c.Dead < mt.cfg.VacuumMinDead {

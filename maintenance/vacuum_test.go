@@ -185,11 +185,12 @@ func TestVacuumPolicy(t *testing.T) {
 		// The first check of a table: time.Since of the zero time.
 		{dead: 1_000, live: 300, since: time.Duration(math.MaxInt64), want: true},
 	} {
-		got := mt.needsVacuum(db.TupleCount{Table: "deliveries", Dead: tc.dead, Live: tc.live}, tc.since, tc.took, false)
+		got := mt.needsVacuum(db.TupleCount{Table: "deliveries", Dead: tc.dead, Live: tc.live}, tc.since, tc.took, 0)
 		require.Equal(t, tc.want, got, "dead %d live %d since %v took %v", tc.dead, tc.live, tc.since, tc.took)
 	}
-	// A churning table gets a heap pass every VacuumMinGap (150 ms, to the
-	// tick nearest: 25 ms of slack), whatever the count, as its budget allows.
+	// A churning table gets a heap pass every churn gap (here 150 ms, to
+	// the tick nearest: 25 ms of slack), whatever the count, as its budget
+	// allows.
 	mt = &Maintainer{cfg: Config{}.withDefaults()}
 	for _, tc := range []struct {
 		dead        int64
@@ -202,9 +203,60 @@ func TestVacuumPolicy(t *testing.T) {
 		{dead: 0, since: 150 * ms, took: 100 * ms, want: false}, // a 100-ms pass buys 400 ms
 		{dead: 0, since: 400 * ms, took: 100 * ms, want: true},
 	} {
-		got := mt.needsVacuum(db.TupleCount{Table: "deliveries", Dead: tc.dead, Live: 300}, tc.since, tc.took, true)
+		got := mt.needsVacuum(db.TupleCount{Table: "deliveries", Dead: tc.dead, Live: 300}, tc.since, tc.took, 150*ms)
 		require.Equal(t, tc.want, got, "churning: dead %d since %v took %v", tc.dead, tc.since, tc.took)
 	}
+}
+
+// TestChurnGap: a churning table's heap passes are spaced so that its churn
+// fills VacuumDeadSpace of its heap between two, within [VacuumInterval,
+// VacuumMaxGap]; VacuumMinGap while the rate is unknown.
+func TestChurnGap(t *testing.T) {
+	t.Parallel()
+	mt := &Maintainer{cfg: Config{}.withDefaults()}
+	ms := time.Millisecond
+	for _, tc := range []struct {
+		name      string
+		heap      int64
+		row, rate float64
+		want      time.Duration
+	}{
+		// The queue table on a slow machine at full load: 500 kB of heap,
+		// 3,000 rows (1,500 deliveries) a second of 128 bytes.
+		{"small heap, fast churn", 500_000, 128, 3_000, 65 * ms},
+		{"larger heap, same churn", 2_000_000, 128, 3_000, 260 * ms},
+		{"at least a tick", 500_000, 128, 30_000, 50 * ms},
+		{"at most VacuumMaxGap", 500_000, 128, 30, time.Second},
+		{"a few pages count as eight", 8192, 100, 100, 327 * ms},
+		{"rate unknown", 500_000, 128, 0, 150 * ms},
+	} {
+		require.InDelta(t, tc.want, mt.churnGap(tc.heap, tc.row, tc.rate), float64(ms), tc.name)
+	}
+}
+
+// TestChurnRate: the rate is the counter's over the last 3 s, unknown until
+// a second has been seen, and starts again after a statistics reset.
+func TestChurnRate(t *testing.T) {
+	t.Parallel()
+	var c churnRate
+	t0 := time.Now()
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	c.observe(at(0), 1_000)
+	require.Zero(t, c.rate())
+	c.observe(at(500*time.Millisecond), 1_000) // the counter moves in steps
+	require.Zero(t, c.rate(), "under a second")
+	c.observe(at(time.Second), 3_000)
+	require.InDelta(t, 2_000, c.rate(), 1e-9)
+	// 50-ms checks for 5 s at 1,000 a second, reported in 1-s steps: the
+	// points older than the window go, and the rate follows the new pace.
+	for i := 1; i <= 100; i++ {
+		d := time.Second + time.Duration(i)*50*time.Millisecond
+		c.observe(at(d), 3_000+int64(i/20)*1_000)
+	}
+	require.InDelta(t, 1_000, c.rate(), 100)
+	require.LessOrEqual(t, len(c.points), 3*20+2, "points beyond the window are dropped")
+	c.observe(at(7*time.Second), 10) // reset
+	require.Zero(t, c.rate())
 }
 
 // TestFullVacuumPolicy: heap passes in between, a full VACUUM once
@@ -239,28 +291,25 @@ func TestFullVacuumPolicy(t *testing.T) {
 }
 
 // TestChurningTableGetsRegularHeapPasses: a table whose rows are being
-// deleted gets a heap pass every VacuumMinGap while it churns, though its
-// dead tuples stay far under VacuumMinDead (the count alone would never ask
-// for one), and none once the churn has stopped for VacuumChurnWindow.
+// deleted gets heap passes while it churns, though its dead tuples stay far
+// under VacuumMinDead (the count alone would never ask for one), and none
+// once the churn has stopped for VacuumChurnWindow. With a dead-space target
+// this small, the gap is the floor (a tick, 50 ms).
 func TestChurningTableGetsRegularHeapPasses(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.fillDeliveries(t, 2000)
-	r := b.start(t, Config{RetentionInterval: -1, VacuumInterval: 50 * time.Millisecond, VacuumChurnWindow: 500 * time.Millisecond})
+	r := b.start(t, Config{RetentionInterval: -1, VacuumInterval: 50 * time.Millisecond, VacuumChurnWindow: 500 * time.Millisecond,
+		VacuumDeadSpace: 1e-6})
 	time.Sleep(200 * time.Millisecond) // the first check records the counter
 	vacuums := func() float64 { return value(t, r.mt.m.vacuums.WithLabelValues("deliveries")) }
 	before := vacuums()
 
 	// 20 deletes of 10 rows, 100 ms apart: 200 dead at most, under 1,000.
-	start := time.Now()
-	for i := range 20 {
-		b.exec(t, fmt.Sprintf(`SELECT pg_stat_force_next_flush(); DELETE FROM deliveries WHERE id IN
-			(SELECT id FROM deliveries ORDER BY id LIMIT 10 OFFSET %d)`, i))
-		time.Sleep(100 * time.Millisecond)
-	}
-	churned := time.Since(start)
+	churned := b.churn(t, 0, 20)
 	got := vacuums() - before
-	// One pass per 150 ms gap, give or take the ticks and the first one.
+	// One pass per 150 ms gap until the rate is known, then one a tick,
+	// give or take the ticks and the first one.
 	require.GreaterOrEqual(t, got, float64(churned/(300*time.Millisecond)), "heap passes while churning (%v)", churned)
 
 	// The churn has stopped: within the window (and a tick) the passes stop.
@@ -268,4 +317,37 @@ func TestChurningTableGetsRegularHeapPasses(t *testing.T) {
 	settled := vacuums()
 	time.Sleep(time.Second)
 	require.Equal(t, settled, vacuums(), "no VACUUM once the table is quiet")
+}
+
+// TestChurnGapFollowsTheHeap: with the default dead-space target, the same
+// slow churn on a heap of ~400 kB (100 rows of ~130 bytes a second: 5 % of
+// the heap takes ~1.5 s) gets a heap pass about once a VacuumMaxGap (1 s),
+// not every VacuumMinGap.
+func TestChurnGapFollowsTheHeap(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.fillDeliveries(t, 2000)
+	r := b.start(t, Config{RetentionInterval: -1, VacuumInterval: 50 * time.Millisecond})
+	time.Sleep(200 * time.Millisecond) // the first check records the counter
+	vacuums := func() float64 { return value(t, r.mt.m.vacuums.WithLabelValues("deliveries")) }
+	b.churn(t, 0, 15) // until the rate is known
+	before := vacuums()
+	churned := b.churn(t, 15, 35)
+	got := vacuums() - before
+	require.Positive(t, got, "no heap pass while churning")
+	require.LessOrEqual(t, got, float64(churned/time.Second)+2, "heap passes in %v of slow churn on a large heap", churned)
+}
+
+// churn deletes 10 rows of deliveries every 100 ms, batches from to to
+// (exclusive; batch i takes the 10 rows after the first i left, in id order), reporting
+// each to the statistics at once, and returns how long that took.
+func (b *bundle) churn(t *testing.T, from, to int) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for i := from; i < to; i++ {
+		b.exec(t, fmt.Sprintf(`SELECT pg_stat_force_next_flush(); DELETE FROM deliveries WHERE id IN
+			(SELECT id FROM deliveries ORDER BY id LIMIT 10 OFFSET %d)`, i))
+		time.Sleep(100 * time.Millisecond)
+	}
+	return time.Since(start)
 }

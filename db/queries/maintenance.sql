@@ -69,12 +69,24 @@ DELETE FROM maintenance_runs WHERE job = sqlc.arg(job);
 -- name: HotTableStats :many
 -- Live and dead tuples of the churning tables, for the vacuum policy, the
 -- row count the planner works from (reltuples: -1 never counted), and the
--- rows deleted or updated since the statistics were reset (churn).
+-- rows deleted or updated since the statistics were reset (churn), and the
+-- size of the heap (main fork).
 SELECT s.relname::text AS name, s.n_live_tup::bigint AS live, s.n_dead_tup::bigint AS dead,
-       c.reltuples::float8 AS planned, (s.n_tup_del + s.n_tup_upd)::bigint AS churned
+       c.reltuples::float8 AS planned, (s.n_tup_del + s.n_tup_upd)::bigint AS churned,
+       pg_relation_size(c.oid)::bigint AS heap_bytes
 FROM pg_catalog.pg_stat_user_tables s
 JOIN pg_catalog.pg_class c ON c.oid = s.relid
 WHERE s.schemaname = current_schema() AND s.relname = ANY (sqlc.arg(names)::text[]);
+
+-- name: HotTupleBytes :many
+-- The average size of a row of each churning table as stored (data from the
+-- column statistics, null columns taking no room, plus the tuple header and
+-- line pointer): what each dead row takes until it is pruned. Tables never
+-- analyzed are missing.
+SELECT tablename::text AS name, (sum(avg_width * (1 - null_frac)) + 28)::float8 AS tuple_bytes
+FROM pg_catalog.pg_stats
+WHERE schemaname = current_schema() AND tablename = ANY (sqlc.arg(names)::text[])
+GROUP BY tablename;
 
 -- name: HotIndexes :many
 -- The indexes of the churning tables with their size and validity (an

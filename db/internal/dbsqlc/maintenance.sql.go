@@ -83,23 +83,26 @@ func (q *Queries) HotIndexes(ctx context.Context, names []string) ([]HotIndexesR
 
 const hotTableStats = `-- name: HotTableStats :many
 SELECT s.relname::text AS name, s.n_live_tup::bigint AS live, s.n_dead_tup::bigint AS dead,
-       c.reltuples::float8 AS planned, (s.n_tup_del + s.n_tup_upd)::bigint AS churned
+       c.reltuples::float8 AS planned, (s.n_tup_del + s.n_tup_upd)::bigint AS churned,
+       pg_relation_size(c.oid)::bigint AS heap_bytes
 FROM pg_catalog.pg_stat_user_tables s
 JOIN pg_catalog.pg_class c ON c.oid = s.relid
 WHERE s.schemaname = current_schema() AND s.relname = ANY ($1::text[])
 `
 
 type HotTableStatsRow struct {
-	Name    string
-	Live    int64
-	Dead    int64
-	Planned float64
-	Churned int64
+	Name      string
+	Live      int64
+	Dead      int64
+	Planned   float64
+	Churned   int64
+	HeapBytes int64
 }
 
 // Live and dead tuples of the churning tables, for the vacuum policy, the
 // row count the planner works from (reltuples: -1 never counted), and the
-// rows deleted or updated since the statistics were reset (churn).
+// rows deleted or updated since the statistics were reset (churn), and the
+// size of the heap (main fork).
 func (q *Queries) HotTableStats(ctx context.Context, names []string) ([]HotTableStatsRow, error) {
 	rows, err := q.db.Query(ctx, hotTableStats, names)
 	if err != nil {
@@ -115,7 +118,44 @@ func (q *Queries) HotTableStats(ctx context.Context, names []string) ([]HotTable
 			&i.Dead,
 			&i.Planned,
 			&i.Churned,
+			&i.HeapBytes,
 		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const hotTupleBytes = `-- name: HotTupleBytes :many
+SELECT tablename::text AS name, (sum(avg_width * (1 - null_frac)) + 28)::float8 AS tuple_bytes
+FROM pg_catalog.pg_stats
+WHERE schemaname = current_schema() AND tablename = ANY ($1::text[])
+GROUP BY tablename
+`
+
+type HotTupleBytesRow struct {
+	Name       string
+	TupleBytes float64
+}
+
+// The average size of a row of each churning table as stored (data from the
+// column statistics, null columns taking no room, plus the tuple header and
+// line pointer): what each dead row takes until it is pruned. Tables never
+// analyzed are missing.
+func (q *Queries) HotTupleBytes(ctx context.Context, names []string) ([]HotTupleBytesRow, error) {
+	rows, err := q.db.Query(ctx, hotTupleBytes, names)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []HotTupleBytesRow
+	for rows.Next() {
+		var i HotTupleBytesRow
+		if err := rows.Scan(&i.Name, &i.TupleBytes); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
