@@ -22,7 +22,7 @@ func startMaintenance(ctx context.Context, s *service) (func(ctx context.Context
 		VacuumChurnWindow: p.duration("HOOKRELAY_VACUUM_CHURN_WINDOW", 2*time.Second, 100*time.Millisecond, time.Hour),
 		VacuumDeadSpace:   float64(p.int("HOOKRELAY_VACUUM_DEAD_SPACE_PERMILLE", 50, 1, 500)) / 1000,
 		VacuumMaxGap:      p.duration("HOOKRELAY_VACUUM_MAX_GAP", time.Second, 50*time.Millisecond, time.Hour),
-		VacuumHeapBudget:  float64(p.int("HOOKRELAY_VACUUM_HEAP_BUDGET_PERCENT", 25, 1, 100)) / 100,
+		VacuumHeapBudget:  float64(p.int("HOOKRELAY_VACUUM_HEAP_BUDGET_PERCENT", 50, 1, 100)) / 100,
 		VacuumFullGap:     p.duration("HOOKRELAY_VACUUM_FULL_GAP", 5*time.Second, 50*time.Millisecond, time.Hour),
 		VacuumDeadTuples:  int64(p.int("HOOKRELAY_VACUUM_DEAD_TUPLES", 10_000, 100, 1<<30)),
 		VacuumDeadRatio:   float64(p.int("HOOKRELAY_VACUUM_DEAD_PERCENT", 10, 1, 1000)) / 100,
