@@ -74,8 +74,13 @@ type HealthTable struct {
 
 // HealthSession is a session worth an operator's attention.
 type HealthSession struct {
-	PID             int        `json:"pid"`
-	Database        string     `json:"database"`
+	PID      int    `json:"pid"`
+	Database string `json:"database"`
+	// SameDatabase: the session is in hookrelay's database, so its
+	// snapshot holds back the VACUUMs of hookrelay's tables. A session of
+	// another database of the cluster holds back only those of the shared
+	// catalogs.
+	SameDatabase    bool       `json:"same_database"`
 	Username        string     `json:"username"`
 	ApplicationName string     `json:"application_name"`
 	ClientAddr      string     `json:"client_addr"`
@@ -138,7 +143,7 @@ func (db *DB) HealthSnapshotWith(ctx context.Context, opts HealthOptions) (Healt
 		return h, fmt.Errorf("health sessions: %w", unavailable(err))
 	}
 	for _, s := range sessions {
-		h.Sessions = append(h.Sessions, HealthSession{PID: int(s.Pid), Database: s.Database, Username: s.Username,
+		h.Sessions = append(h.Sessions, HealthSession{PID: int(s.Pid), Database: s.Database, SameDatabase: s.SameDatabase, Username: s.Username,
 			ApplicationName: s.ApplicationName, ClientAddr: s.ClientAddr, State: s.State, XactStart: s.XactStart,
 			XactSeconds: s.XactSeconds, XminAge: int(s.XminAge), Query: s.Query})
 	}

@@ -64,8 +64,11 @@ func (mt *Maintainer) warnLongTransactions(h db.Health, warned map[longXact]time
 			continue
 		}
 		warned[k] = now
-		mt.logger.Warn("maintenance: long transaction holds back vacuum in the whole cluster",
-			"pid", s.PID, "database", s.Database, "user", s.Username, "application_name", s.ApplicationName,
+		msg := "maintenance: long transaction holds back vacuum of this database's tables"
+		if !s.SameDatabase {
+			msg = "maintenance: long transaction in another database holds back vacuum of the shared catalogs"
+		}
+		mt.logger.Warn(msg, "pid", s.PID, "database", s.Database, "user", s.Username, "application_name", s.ApplicationName,
 			"client_addr", s.ClientAddr, "state", s.State, "xact_age", time.Duration(s.XactSeconds*float64(time.Second)).Round(time.Second),
 			"xmin_age", s.XminAge)
 	}

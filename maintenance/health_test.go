@@ -39,17 +39,46 @@ func TestHealthReportsIdleTransaction(t *testing.T) {
 		return value(t, r.mt.m.longTransactions) >= 1 && value(t, r.mt.m.idleInTransaction) >= 1 &&
 			value(t, r.mt.m.oldestXact) >= 1 && value(t, r.mt.m.oldestXminAge) >= 3
 	}, 10*time.Second, 20*time.Millisecond)
+	// The same idle transaction in another database of the cluster: listed
+	// too, but as holding back only the shared catalogs' VACUUMs.
+	cfg, err := pgx.ParseConfig(b.url)
+	require.NoError(t, err)
+	cfg.Database = "postgres"
+	elsewhere, err := pgx.ConnectConfig(t.Context(), cfg)
+	require.NoError(t, err)
+	defer elsewhere.Close(context.Background())
+	otherTx, err := elsewhere.BeginTx(t.Context(), pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+	require.NoError(t, err)
+	defer func() { _ = otherTx.Rollback(context.Background()) }()
+	require.NoError(t, otherTx.QueryRow(t.Context(), "SELECT 1").Scan(&one))
+	otherPID := int(elsewhere.PgConn().PID())
+
 	require.Eventually(t, func() bool { return containsPID(b.logs.String(), pid) }, 5*time.Second, 20*time.Millisecond,
 		"no warning naming the session")
+	require.Eventually(t, func() bool { return containsPID(b.logs.String(), otherPID) }, 5*time.Second, 20*time.Millisecond,
+		"no warning naming the session of the other database")
+	for _, line := range splitLines(b.logs.String()) {
+		switch {
+		case containsPID(line, pid):
+			require.Contains(t, line, "holds back vacuum of this database's tables")
+		case containsPID(line, otherPID):
+			require.Contains(t, line, "in another database holds back vacuum of the shared catalogs")
+		}
+	}
 
 	h, err := b.store.HealthSnapshotWith(t.Context(), db.HealthOptions{LongTransaction: time.Second})
 	require.NoError(t, err)
 	i := slices.IndexFunc(h.Sessions, func(s db.HealthSession) bool { return s.PID == pid })
 	require.GreaterOrEqual(t, i, 0, "session not listed: %+v", h.Sessions)
 	s := h.Sessions[i]
+	require.True(t, s.SameDatabase)
 	require.Equal(t, "idle in transaction", s.State)
 	require.GreaterOrEqual(t, s.XactSeconds, 1.0)
 	require.GreaterOrEqual(t, s.XminAge, 3)
+	i = slices.IndexFunc(h.Sessions, func(s db.HealthSession) bool { return s.PID == otherPID })
+	require.GreaterOrEqual(t, i, 0, "session of the other database not listed: %+v", h.Sessions)
+	require.False(t, h.Sessions[i].SameDatabase)
+	require.Equal(t, "postgres", h.Sessions[i].Database)
 	require.GreaterOrEqual(t, h.LongTransactions, 1)
 	require.GreaterOrEqual(t, h.IdleInTransaction, 1)
 	require.Positive(t, h.MaxConnections)

@@ -34,9 +34,13 @@ WHERE a.pid <> pg_backend_pid();
 
 -- name: HealthSessions :many
 -- Sessions worth an operator's look: idle in a transaction, or in a
--- transaction older than the threshold. Oldest first.
+-- transaction older than the threshold. Oldest first. same_database: the
+-- session is in this database, so its snapshot holds back the VACUUMs of
+-- hookrelay's tables; a session of another database holds back only those
+-- of the shared catalogs.
 SELECT a.pid::integer AS pid,
        coalesce(a.datname, '')::text AS database,
+       (a.datid IS NOT DISTINCT FROM (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database()))::boolean AS same_database,
        coalesce(a.usename, '')::text AS username,
        coalesce(a.application_name, '')::text AS application_name,
        coalesce(host(a.client_addr), '')::text AS client_addr,

@@ -107,6 +107,7 @@ func (q *Queries) HealthReplicationSlots(ctx context.Context) ([]HealthReplicati
 const healthSessions = `-- name: HealthSessions :many
 SELECT a.pid::integer AS pid,
        coalesce(a.datname, '')::text AS database,
+       (a.datid IS NOT DISTINCT FROM (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database()))::boolean AS same_database,
        coalesce(a.usename, '')::text AS username,
        coalesce(a.application_name, '')::text AS application_name,
        coalesce(host(a.client_addr), '')::text AS client_addr,
@@ -127,6 +128,7 @@ LIMIT 50
 type HealthSessionsRow struct {
 	Pid             int32
 	Database        string
+	SameDatabase    bool
 	Username        string
 	ApplicationName string
 	ClientAddr      string
@@ -138,7 +140,10 @@ type HealthSessionsRow struct {
 }
 
 // Sessions worth an operator's look: idle in a transaction, or in a
-// transaction older than the threshold. Oldest first.
+// transaction older than the threshold. Oldest first. same_database: the
+// session is in this database, so its snapshot holds back the VACUUMs of
+// hookrelay's tables; a session of another database holds back only those
+// of the shared catalogs.
 func (q *Queries) HealthSessions(ctx context.Context, longSeconds float64) ([]HealthSessionsRow, error) {
 	rows, err := q.db.Query(ctx, healthSessions, longSeconds)
 	if err != nil {
@@ -151,6 +156,7 @@ func (q *Queries) HealthSessions(ctx context.Context, longSeconds float64) ([]He
 		if err := rows.Scan(
 			&i.Pid,
 			&i.Database,
+			&i.SameDatabase,
 			&i.Username,
 			&i.ApplicationName,
 			&i.ClientAddr,
