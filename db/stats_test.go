@@ -171,20 +171,25 @@ func TestStatSampleReadsOnlyItsWindow(t *testing.T) {
 	_, err = conn.Exec(ctx, `SELECT pg_stat_force_next_flush()`)
 	require.NoError(t, err)
 	parts := []string{"messages_p" + day.Format("20060102"), "delivery_attempts_p" + day.Format("20060102")}
-	blocks := func() map[string]int64 {
+	// perPartition runs sql, which reports (partition, count) for the
+	// partitions in $1.
+	perPartition := func(sql string) map[string]int64 {
 		t.Helper()
 		out := map[string]int64{}
-		rows, err := conn.Query(ctx, `SELECT relname::text, coalesce(heap_blks_read, 0) + coalesce(heap_blks_hit, 0) + coalesce(idx_blks_read, 0) + coalesce(idx_blks_hit, 0)
-			FROM pg_statio_user_tables WHERE relname = ANY($1)`, parts)
+		rows, err := conn.Query(ctx, sql, parts)
 		require.NoError(t, err)
 		for rows.Next() {
 			var name string
-			var b int64
-			require.NoError(t, rows.Scan(&name, &b))
-			out[name] = b
+			var n int64
+			require.NoError(t, rows.Scan(&name, &n))
+			out[name] = n
 		}
 		require.NoError(t, rows.Err())
 		return out
+	}
+	blocks := func() map[string]int64 {
+		return perPartition(`SELECT relname::text, coalesce(heap_blks_read, 0) + coalesce(heap_blks_hit, 0) + coalesce(idx_blks_read, 0) + coalesce(idx_blks_hit, 0)
+			FROM pg_statio_user_tables WHERE relname = ANY($1)`)
 	}
 	// The smallest B-tree of each partition, in pages: a scan of the day's
 	// table, or of a whole index, reads at least that many.
@@ -213,20 +218,9 @@ func TestStatSampleReadsOnlyItsWindow(t *testing.T) {
 
 	// Scans of each partition's BRIN index: one per statement that read it.
 	brinScans := func() map[string]int64 {
-		t.Helper()
-		out := map[string]int64{}
-		rows, err := conn.Query(ctx, `SELECT s.relname::text, sum(s.idx_scan)::bigint FROM pg_stat_user_indexes s
+		return perPartition(`SELECT s.relname::text, sum(s.idx_scan)::bigint FROM pg_stat_user_indexes s
 			JOIN pg_class c ON c.oid = s.indexrelid JOIN pg_am a ON a.oid = c.relam AND a.amname = 'brin'
-			WHERE s.relname = ANY($1) GROUP BY 1`, parts)
-		require.NoError(t, err)
-		for rows.Next() {
-			var name string
-			var n int64
-			require.NoError(t, rows.Scan(&name, &n))
-			out[name] = n
-		}
-		require.NoError(t, rows.Err())
-		return out
+			WHERE s.relname = ANY($1) GROUP BY 1`)
 	}
 
 	before, scansBefore := blocks(), brinScans()
