@@ -82,7 +82,7 @@ func (db *DB) StatSampleTake(ctx context.Context, from, to, now time.Time, queue
 	// snapshot waits on this process between them: on a saturated machine
 	// the client's round trips inside a transaction had the last statement's
 	// snapshot held 50–100 ms past its end.
-	var e2e latencyHistogram
+	e2e := latencyHistogram{}
 	steps := []step{func(tx dbsqlc.DBTX) error {
 		if err := dbsqlc.New(tx).StatWindowPlan(ctx); err != nil {
 			return fmt.Errorf("stat window plan: %w", err)
@@ -110,7 +110,7 @@ func (db *DB) StatSampleTake(ctx context.Context, from, to, now time.Time, queue
 			for _, r := range rows {
 				if r.Success {
 					s.Delivered += r.N
-					e2e.add(r.Bucket, r.N)
+					e2e[r.Bucket] += r.N
 				} else {
 					s.Failed += r.N
 				}
@@ -139,13 +139,6 @@ func (db *DB) StatSampleTake(ctx context.Context, from, to, now time.Time, queue
 // latencyHistogram counts latencies in StatAttempts' buckets: bucket b holds
 // [1.01^b, 1.01^(b+1)) ms.
 type latencyHistogram map[int32]int64
-
-func (h *latencyHistogram) add(bucket int32, n int64) {
-	if *h == nil {
-		*h = latencyHistogram{}
-	}
-	(*h)[bucket] += n
-}
 
 // percentile returns the q-quantile (0 <= q <= 1) as PostgreSQL's
 // percentile_cont would of the latencies, each taken as its bucket's

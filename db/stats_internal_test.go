@@ -12,20 +12,20 @@ import (
 // TestLatencyHistogramPercentile: percentiles of a histogram merged from
 // several slices are within 0.5 % of percentile_cont over the raw values.
 func TestLatencyHistogramPercentile(t *testing.T) {
-	var h latencyHistogram
+	h := latencyHistogram{}
 	require.Zero(t, h.percentile(0.5), "empty")
 
 	rng := rand.New(rand.NewPCG(1, 2))
 	var raw []float64
 	for slice := range 10 {
-		var part latencyHistogram // one slice's rows, as StatAttempts returns them
+		part := latencyHistogram{} // one slice's rows, as StatAttempts returns them
 		for range 1000 + 100*slice {
 			v := math.Exp(rng.NormFloat64()*1.5 + 3) // log-normal around 20 ms
 			raw = append(raw, v)
-			part.add(int32(math.Floor(math.Log(v)/math.Log(1.01))), 1)
+			part[int32(math.Floor(math.Log(v)/math.Log(1.01)))]++
 		}
 		for b, n := range part {
-			h.add(b, n)
+			h[b] += n
 		}
 	}
 	slices.Sort(raw)
@@ -42,6 +42,6 @@ func TestLatencyHistogramPercentile(t *testing.T) {
 	}
 
 	one := latencyHistogram{}
-	one.add(int32(math.Floor(math.Log(42)/math.Log(1.01))), 1)
+	one[int32(math.Floor(math.Log(42)/math.Log(1.01)))]++
 	require.InEpsilon(t, 42, one.percentile(0.99), 0.005, "a single value")
 }

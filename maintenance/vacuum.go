@@ -63,8 +63,11 @@ func (mt *Maintainer) vacuumLoop(ctx context.Context) {
 		case now = <-tick.C:
 		}
 		if now.After(nextRowBytes) {
+			// A failure keeps the last sizes (or the default) until the next
+			// minute's try, rather than a query and a warning every tick.
+			nextRowBytes = now.Add(time.Minute)
 			if b, err := mt.db.TupleBytes(ctx, db.HotTables); err == nil {
-				rowBytes, nextRowBytes = b, now.Add(time.Minute)
+				rowBytes = b
 			} else if ctx.Err() == nil {
 				mt.logger.Warn("maintenance: row sizes", "error", err)
 			}
@@ -233,8 +236,9 @@ func (mt *Maintainer) churnGap(heapBytes int64, rowBytes, rate float64) time.Dur
 		return mt.cfg.VacuumMinGap
 	}
 	fill := mt.cfg.VacuumDeadSpace * float64(max(heapBytes, minHeapBytes)) / (rate * rowBytes)
-	gap := time.Duration(min(fill, mt.cfg.VacuumMaxGap.Seconds()) * float64(time.Second))
-	return min(max(gap, mt.cfg.VacuumInterval), mt.cfg.VacuumMaxGap)
+	// Clamped in seconds: a slow churn's fill time can pass time.Duration's range.
+	secs := min(max(fill, mt.cfg.VacuumInterval.Seconds()), mt.cfg.VacuumMaxGap.Seconds())
+	return time.Duration(secs * float64(time.Second))
 }
 
 // outgrown: a hot table is analyzed when it holds more than this many times
