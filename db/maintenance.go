@@ -284,6 +284,36 @@ func (db *DB) TupleBytes(ctx context.Context, tables []string) (map[string]float
 	return out, nil
 }
 
+// PartitionRows is a history day partition's row counts, as its ANALYZE
+// policy sees them.
+type PartitionRows struct {
+	Table string
+	Live  int64
+	// Modified counts the rows inserted, updated or deleted since the last
+	// ANALYZE (n_mod_since_analyze): the history only inserts, so
+	// Live - Modified is about the rows that ANALYZE saw.
+	Modified int64
+	// Planned is the row count the planner works from (pg_class.reltuples,
+	// set by the last VACUUM or ANALYZE; -1 if neither has run).
+	Planned float64
+	// HasStats reports whether the partition has column statistics.
+	HasStats bool
+}
+
+// HistoryPartitionRows returns the row counts of the attached day
+// partitions of messages, delivery_attempts and idempotency_keys.
+func (db *DB) HistoryPartitionRows(ctx context.Context) ([]PartitionRows, error) {
+	rows, err := db.q.HistoryPartitionStats(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("history partition rows: %w", unavailable(err))
+	}
+	out := make([]PartitionRows, len(rows))
+	for i, r := range rows {
+		out[i] = PartitionRows{Table: r.Name, Live: r.Live, Modified: r.Modified, Planned: r.Planned, HasStats: r.HasStats}
+	}
+	return out, nil
+}
+
 // Analyze runs ANALYZE of table: its row count and column statistics.
 func (s *Session) Analyze(ctx context.Context, table string) error {
 	stmt, err := s.q.AnalyzeStatement(ctx, table)

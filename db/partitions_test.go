@@ -82,3 +82,40 @@ func TestHistoryPartitionsAnalyzeSmallSamples(t *testing.T) {
 	}
 	require.Equal(t, 3000, sampled, "ANALYZE's notices: %q", notices)
 }
+
+// TestHistoryPartitionsNotAnalyzedByAutovacuum: every day partition of the
+// history, those the migrations made and those made ahead since, carries an
+// autovacuum_analyze_threshold no day reaches, so autovacuum never ANALYZEs
+// it (the maintenance role does, while the day is small: an ANALYZE of a
+// day of millions of rows held back every VACUUM in the cluster; migration
+// 00090). VACUUM and freezing stay autovacuum's.
+func TestHistoryPartitionsNotAnalyzedByAutovacuum(t *testing.T) {
+	t.Parallel()
+	url := dbtest.NewURL(t)
+	store := dbtest.Open(t, url, db.Config{})
+	ctx := t.Context()
+	later := time.Now().UTC().Add(10 * 24 * time.Hour)
+	_, err := store.EnsurePartitions(ctx, later, 0)
+	require.NoError(t, err)
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, `SELECT c.relname::text, coalesce(array_to_string(c.reloptions, ','), '')
+		FROM pg_class c JOIN pg_inherits i ON i.inhrelid = c.oid
+		WHERE i.inhparent IN ('messages'::regclass, 'delivery_attempts'::regclass, 'idempotency_keys'::regclass)`)
+	require.NoError(t, err)
+	options, err := pgx.CollectRows(rows, pgx.RowToStructByPos[struct {
+		Name    string
+		Options string
+	}])
+	require.NoError(t, err)
+	names := map[string]bool{}
+	for _, o := range options {
+		names[o.Name] = true
+		require.Contains(t, strings.Split(o.Options, ","), "autovacuum_analyze_threshold=2147483647", o.Name)
+	}
+	for _, p := range []string{"messages", "delivery_attempts", "idempotency_keys"} {
+		require.True(t, names[p+"_p"+time.Now().UTC().Format("20060102")], "today's %s partition (made by the migrations)", p)
+		require.True(t, names[p+"_p"+later.Format("20060102")], "the %s partition made ahead", p)
+	}
+}

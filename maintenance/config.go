@@ -96,6 +96,14 @@ type Config struct {
 	// samples; at 0.5, in none of 132. Default 0.5.
 	VacuumHeapBudget float64
 
+	// HistoryAnalyzeInterval is how often the history's day partitions are
+	// checked for an ANALYZE (see needsHistoryAnalyze). Default 10s.
+	HistoryAnalyzeInterval time.Duration
+	// HistoryAnalyzeRows: a day partition is analyzed as it grows until an
+	// ANALYZE has seen this many rows; its statistics then serve the rest
+	// of the day. Default 100,000.
+	HistoryAnalyzeRows int64
+
 	// ReindexInterval is how often the hot tables' indexes are checked for
 	// bloat (see reindex.go). Default 1m.
 	ReindexInterval time.Duration
@@ -153,6 +161,8 @@ func (c Config) withDefaults() Config {
 	c.VacuumFullGap = cmp.Or(c.VacuumFullGap, 5*time.Second)
 	c.VacuumBudget = cmp.Or(c.VacuumBudget, 0.05)
 	c.VacuumHeapBudget = cmp.Or(c.VacuumHeapBudget, 0.5)
+	c.HistoryAnalyzeInterval = cmp.Or(c.HistoryAnalyzeInterval, 10*time.Second)
+	c.HistoryAnalyzeRows = cmp.Or(c.HistoryAnalyzeRows, 100_000)
 	c.ReindexInterval = cmp.Or(c.ReindexInterval, time.Minute)
 	c.ReindexMinBytes = cmp.Or(c.ReindexMinBytes, 8<<20)
 	c.ReindexBloatFactor = cmp.Or(c.ReindexBloatFactor, 4)

@@ -66,7 +66,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		lastVacuum:     gv("hookrelay_db_last_vacuum_timestamp_seconds", "Unix time of the last manual VACUUM of a hot table (0: never).", "table"),
 		lastAutovacuum: gv("hookrelay_db_last_autovacuum_timestamp_seconds", "Unix time of the last autovacuum of a hot table (0: never).", "table"),
 
-		autovacuumOff:     g("hookrelay_db_autovacuum_off", "1 while the server runs without autovacuum: nothing vacuums, analyzes or freezes the history partitions."),
+		autovacuumOff:     g("hookrelay_db_autovacuum_off", "1 while the server runs without autovacuum: nothing vacuums or freezes the history partitions."),
 		connections:       g("hookrelay_db_connections", "Client sessions in the PostgreSQL cluster."),
 		maxConnections:    g("hookrelay_db_max_connections", "The server's max_connections."),
 		idleInTransaction: g("hookrelay_db_idle_in_transaction_sessions", "Sessions idle inside an open transaction."),
@@ -84,7 +84,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		vacuums: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookrelay_db_vacuums_total",
 			Help: "VACUUMs of hot tables run by the maintenance role."}, []string{"table"}),
 		analyzes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookrelay_db_analyzes_total",
-			Help: "ANALYZEs of hot tables that had outgrown their statistics, run by the maintenance role."}, []string{"table"}),
+			Help: "ANALYZEs run by the maintenance role: of hot tables that had outgrown their statistics, and of the history's day partitions while they are small (counted under their history table)."}, []string{"table"}),
 		vacuumSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "hookrelay_db_vacuum_seconds",
 			Help: "Duration of the maintenance role's VACUUMs.", Buckets: prometheus.ExponentialBuckets(0.005, 3, 10)}),
 		reindexes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookrelay_db_reindexes_total",

@@ -10,8 +10,9 @@ import (
 )
 
 // vacuumLoop checks the hot tables' dead tuples every VacuumInterval and runs
-// a plain VACUUM (never FULL) of each table past the policy, and every
-// ReindexInterval rebuilds bloated indexes, on a dedicated session (VACUUM
+// a plain VACUUM (never FULL) of each table past the policy, every
+// HistoryAnalyzeInterval analyzes a history day partition that needs it (see
+// needsHistoryAnalyze), and every ReindexInterval rebuilds bloated indexes, on a dedicated session (VACUUM
 // cannot run inside a transaction, and it may need a longer statement_timeout
 // than the pool's).
 func (mt *Maintainer) vacuumLoop(ctx context.Context) {
@@ -50,6 +51,7 @@ func (mt *Maintainer) vacuumLoop(ctx context.Context) {
 	tick := time.NewTicker(mt.cfg.VacuumInterval)
 	defer tick.Stop()
 	nextReindex := time.Now().Add(mt.cfg.ReindexInterval)
+	var nextHistoryAnalyze time.Time // the first tick checks
 	last := map[string]*vacuumRecord{}
 	// Bytes a row of each table takes, from its column statistics, read
 	// once a minute (they change with ANALYZE only).
@@ -143,6 +145,18 @@ func (mt *Maintainer) vacuumLoop(ctx context.Context) {
 			mt.m.vacuums.WithLabelValues(c.Table).Inc()
 			mt.m.vacuumSeconds.Observe(took.Seconds())
 			mt.logger.Debug("maintenance: vacuumed", "table", c.Table, "kind", kind, "dead", c.Dead, "live", c.Live, "took", took)
+		}
+		if mt.cfg.HistoryAnalyzeInterval > 0 && time.Now().After(nextHistoryAnalyze) {
+			// The next check waits the interval, or an ANALYZE's duration
+			// over VacuumBudget when longer.
+			nextHistoryAnalyze = time.Now().Add(mt.cfg.HistoryAnalyzeInterval)
+			if s := session(); s != nil {
+				took, err := mt.analyzeHistory(ctx, s)
+				if err != nil {
+					failed("history analyze", err)
+				}
+				nextHistoryAnalyze = time.Now().Add(max(mt.cfg.HistoryAnalyzeInterval, time.Duration(float64(took)/mt.cfg.VacuumBudget)))
+			}
 		}
 		if mt.cfg.ReindexInterval > 0 && time.Now().After(nextReindex) {
 			nextReindex = time.Now().Add(mt.cfg.ReindexInterval)

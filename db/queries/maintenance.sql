@@ -102,6 +102,22 @@ JOIN pg_catalog.pg_stat_user_tables s ON s.relid = t.oid
 WHERE s.schemaname = current_schema() AND t.relname = ANY (sqlc.arg(names)::text[])
 ORDER BY ic.relname;
 
+-- name: HistoryPartitionStats :many
+-- The attached day partitions of the history with what the maintenance
+-- role's ANALYZE policy needs: live rows, rows inserted (or changed) since the
+-- last ANALYZE, the row count the planner works from (reltuples: -1 never
+-- counted), and whether the partition has column statistics at all.
+SELECT c.relname::text AS name, s.n_live_tup::bigint AS live,
+       s.n_mod_since_analyze::bigint AS modified, c.reltuples::float8 AS planned,
+       EXISTS (SELECT 1 FROM pg_catalog.pg_stats st
+               WHERE st.schemaname = s.schemaname AND st.tablename = s.relname)::boolean AS has_stats
+FROM pg_catalog.pg_stat_user_tables s
+JOIN pg_catalog.pg_class c ON c.oid = s.relid
+JOIN pg_catalog.pg_inherits i ON i.inhrelid = c.oid
+WHERE s.schemaname = current_schema()
+  AND s.relname ~ '^(messages|delivery_attempts|idempotency_keys)_p[0-9]{8}$'
+ORDER BY c.relname;
+
 -- name: AnalyzeStatement :one
 SELECT format('ANALYZE %I', sqlc.arg(table_name)::text)::text AS stmt;
 

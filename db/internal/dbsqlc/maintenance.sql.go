@@ -32,6 +32,57 @@ func (q *Queries) DropIndexStatement(ctx context.Context, indexName string) (str
 	return stmt, err
 }
 
+const historyPartitionStats = `-- name: HistoryPartitionStats :many
+SELECT c.relname::text AS name, s.n_live_tup::bigint AS live,
+       s.n_mod_since_analyze::bigint AS modified, c.reltuples::float8 AS planned,
+       EXISTS (SELECT 1 FROM pg_catalog.pg_stats st
+               WHERE st.schemaname = s.schemaname AND st.tablename = s.relname)::boolean AS has_stats
+FROM pg_catalog.pg_stat_user_tables s
+JOIN pg_catalog.pg_class c ON c.oid = s.relid
+JOIN pg_catalog.pg_inherits i ON i.inhrelid = c.oid
+WHERE s.schemaname = current_schema()
+  AND s.relname ~ '^(messages|delivery_attempts|idempotency_keys)_p[0-9]{8}$'
+ORDER BY c.relname
+`
+
+type HistoryPartitionStatsRow struct {
+	Name     string
+	Live     int64
+	Modified int64
+	Planned  float64
+	HasStats bool
+}
+
+// The attached day partitions of the history with what the maintenance
+// role's ANALYZE policy needs: live rows, rows inserted (or changed) since the
+// last ANALYZE, the row count the planner works from (reltuples: -1 never
+// counted), and whether the partition has column statistics at all.
+func (q *Queries) HistoryPartitionStats(ctx context.Context) ([]HistoryPartitionStatsRow, error) {
+	rows, err := q.db.Query(ctx, historyPartitionStats)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []HistoryPartitionStatsRow
+	for rows.Next() {
+		var i HistoryPartitionStatsRow
+		if err := rows.Scan(
+			&i.Name,
+			&i.Live,
+			&i.Modified,
+			&i.Planned,
+			&i.HasStats,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const hotIndexes = `-- name: HotIndexes :many
 SELECT ic.relname::text AS name, t.relname::text AS table_name,
        pg_relation_size(ic.oid)::bigint AS bytes,
