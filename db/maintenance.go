@@ -3,6 +3,7 @@ package db
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -135,6 +136,40 @@ func (s *Session) vacuum(ctx context.Context, table string, heapOnly bool) error
 	return s.runBuilt(ctx, stmt, err, "vacuum "+table)
 }
 
+// VacuumFreeze runs VACUUM (FREEZE) of table, a closed day of the history:
+// one pass that sets its visibility map and freezes its rows, so no later
+// VACUUM needs to read it again. It runs under autovacuum's cost delay
+// (vacuum_cost_delay 2 ms: a day of tens of gigabytes must not take the
+// server's I/O from the open day) and without a statement timeout (it may
+// take longer than any); both settings are restored after it.
+func (s *Session) VacuumFreeze(ctx context.Context, table string) error {
+	stmt, err := s.q.VacuumFreezeStatement(ctx, table)
+	if err != nil {
+		return fmt.Errorf("vacuum freeze %s: %w", table, unavailable(err))
+	}
+	// One statement a message: a VACUUM in a multi-statement string would
+	// run inside its implicit transaction block, which VACUUM refuses.
+	_, err = s.conn.Exec(ctx, "SET vacuum_cost_delay = '2ms'")
+	if err == nil {
+		_, err = s.conn.Exec(ctx, "SET statement_timeout = 0")
+	}
+	if err == nil {
+		_, err = s.conn.Exec(ctx, stmt)
+	}
+	// The settings are restored even when the VACUUM failed or was
+	// cancelled: the session goes on with the role's other work.
+	resetCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_, rerr := s.conn.Exec(resetCtx, "RESET vacuum_cost_delay")
+	if rerr == nil {
+		_, rerr = s.conn.Exec(resetCtx, "RESET statement_timeout")
+	}
+	if err = errors.Join(err, rerr); err != nil {
+		return fmt.Errorf("vacuum freeze %s: %w", table, unavailable(err))
+	}
+	return nil
+}
+
 // DetachPartition detaches child from parent CONCURRENTLY (the parent stays
 // writable). An interrupted detach leaves the child "detach pending"; call
 // FinalizeDetach then.
@@ -166,6 +201,12 @@ type Partition struct {
 	// DetachPending reports an interrupted DETACH ... CONCURRENTLY.
 	DetachPending bool  `json:"detach_pending"`
 	Bytes         int64 `json:"bytes"` // table, indexes and TOAST
+	// HeapPages is the size of its heap in pages, AllVisiblePages how many
+	// pages its last VACUUM (or ANALYZE) counted all-visible
+	// (pg_class.relallvisible): a day vacuumed since its last insert has
+	// as many as it has pages.
+	HeapPages       int64 `json:"heap_pages"`
+	AllVisiblePages int64 `json:"all_visible_pages"`
 }
 
 // Partitions lists the day tables of messages, delivery_attempts and
@@ -178,7 +219,7 @@ func (db *DB) Partitions(ctx context.Context) ([]Partition, error) {
 	out := make([]Partition, len(rows))
 	for i, r := range rows {
 		out[i] = Partition{Name: r.Name, Parent: r.Parent, Day: r.Day.UTC(), Attached: r.Attached,
-			DetachPending: r.DetachPending, Bytes: r.Bytes}
+			DetachPending: r.DetachPending, Bytes: r.Bytes, HeapPages: r.HeapPages, AllVisiblePages: r.AllVisiblePages}
 	}
 	return out, nil
 }

@@ -169,11 +169,11 @@ func (mt *Maintainer) retentionPass(ctx context.Context, sess *db.Session) error
 	if err != nil {
 		level = slog.LevelWarn
 		mt.m.retentionFailures.Inc()
-	} else if len(rep.Dropped) == 0 && rep.Created == 0 && len(rep.Blocked) == 0 && rep.DeadLettersDiscarded == 0 {
+	} else if len(rep.Dropped) == 0 && rep.Created == 0 && len(rep.Blocked) == 0 && len(rep.Vacuumed) == 0 && rep.DeadLettersDiscarded == 0 {
 		level = slog.LevelDebug
 	}
 	mt.logger.Log(ctx, level, "maintenance: retention pass", "created", rep.Created, "dropped", rep.Dropped,
-		"blocked", rep.Blocked, "dead_letters_discarded", rep.DeadLettersDiscarded,
+		"blocked", rep.Blocked, "vacuumed", rep.Vacuumed, "dead_letters_discarded", rep.DeadLettersDiscarded,
 		"payload_objects_deleted", rep.PayloadObjectsDeleted, "took", rep.Took, "error", err)
 	if mt.cfg.OnRetention != nil {
 		rep.Err = err

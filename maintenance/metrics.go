@@ -82,7 +82,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		oldestPartitionAge: gv("hookrelay_db_oldest_partition_age_seconds", "Age of the start of the oldest day partition of a history table.", "table"),
 
 		vacuums: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookrelay_db_vacuums_total",
-			Help: "VACUUMs of hot tables run by the maintenance role."}, []string{"table"}),
+			Help: "VACUUMs run by the maintenance role: of hot tables, and of the history's closed days (counted under their history table)."}, []string{"table"}),
 		analyzes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookrelay_db_analyzes_total",
 			Help: "ANALYZEs run by the maintenance role: of hot tables that had outgrown their statistics, and of the history's day partitions while they are small (counted under their history table)."}, []string{"table"}),
 		vacuumSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "hookrelay_db_vacuum_seconds",

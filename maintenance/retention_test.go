@@ -176,3 +176,64 @@ func TestRetentionPrunesOldDispatcherRows(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"live"}, names)
 }
+
+// TestRetentionVacuumsClosedDays: autovacuum does not VACUUM the history for
+// its inserts (migration 00090); the retention pass vacuums and freezes each
+// day once it has closed (ten minutes past its midnight), not the open day,
+// not a day already done, and again only if rows came after.
+func TestRetentionVacuumsClosedDays(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	d0 := day(time.Now()).AddDate(0, 0, 1)
+	b.clock.Set(d0.Add(12 * time.Hour))
+	r := b.start(t, Config{PartitionsAhead: 3})
+	r.pass(t, d0.Add(12*time.Hour))
+	for i := range 50 {
+		b.addTraffic(t, d0.Add(time.Duration(i)*time.Minute))
+	}
+	// vacuumed returns the VACUUMs run on a table and whether every page of
+	// its heap is all-visible and every row frozen.
+	vacuumed := func(table string) (count int64, done bool) {
+		t.Helper()
+		require.NoError(t, b.sql.QueryRow(ctx, "SELECT pg_stat_clear_snapshot()::text IS NULL").Scan(new(bool)))
+		require.NoError(t, b.sql.QueryRow(ctx, `SELECT s.vacuum_count,
+				c.relallvisible = pg_relation_size(c.oid) / 8192 AND c.relallvisible > 0
+				AND age(c.relfrozenxid) < age((SELECT max(xmin::text::bigint)::text::xid FROM `+pgx.Identifier{table}.Sanitize()+`)) + 1
+			FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid WHERE s.relname = $1`, table).Scan(&count, &done))
+		return count, done
+	}
+	tables := []string{partName("messages", d0), partName("delivery_attempts", d0), partName("idempotency_keys", d0)}
+
+	// The open day, and its first ten minutes after midnight: not yet.
+	for _, at := range []time.Time{d0.Add(23 * time.Hour), d0.Add(24*time.Hour + 5*time.Minute)} {
+		b.clock.Set(at)
+		rep := r.pass(t, at)
+		require.Empty(t, rep.Vacuumed, "at %s", at)
+	}
+	// Closed: each of the day's tables, once.
+	at := d0.Add(24*time.Hour + 15*time.Minute)
+	b.clock.Set(at)
+	rep := r.pass(t, at)
+	require.ElementsMatch(t, tables, rep.Vacuumed)
+	for _, table := range tables {
+		n, done := vacuumed(table)
+		require.EqualValues(t, 1, n, table)
+		require.True(t, done, "%s: all-visible and frozen after the pass", table)
+	}
+	at = at.Add(time.Hour)
+	b.clock.Set(at)
+	require.Empty(t, r.pass(t, at).Vacuumed, "a day already vacuumed")
+
+	// Late rows, on pages added since: not all-visible, and the next pass
+	// vacuums that table again. (A late row that fits in a page the VACUUM
+	// saw only clears that page's bit; the pass does not see it.)
+	_, err := b.sql.Exec(ctx, `INSERT INTO messages (received_at, carrier_id, ordering_key, queue, payload, payload_size, payload_sha256)
+		SELECT $1::timestamptz, 1, 'late', 0, '\x7b7d', 2, '\x00' FROM generate_series(1, 2000)`, d0.Add(23*time.Hour))
+	require.NoError(t, err)
+	at = at.Add(time.Hour)
+	b.clock.Set(at)
+	require.Equal(t, []string{tables[0]}, r.pass(t, at).Vacuumed)
+	require.Equal(t, 4.0, value(t, r.mt.m.vacuums.WithLabelValues("messages"))+
+		value(t, r.mt.m.vacuums.WithLabelValues("delivery_attempts"))+value(t, r.mt.m.vacuums.WithLabelValues("idempotency_keys")))
+}

@@ -14,13 +14,16 @@ SELECT pg_backend_pid()::integer AS pid;
 
 -- name: PartitionTables :many
 -- Every day table of the partitioned history tables, attached or left detached
--- by an interrupted run, with its day and size.
+-- by an interrupted run, with its day and size, and its heap's pages against
+-- those the last VACUUM (or ANALYZE) found all-visible.
 SELECT c.relname::text AS name,
        substring(c.relname FROM '^(.*)_p[0-9]{8}$')::text AS parent,
        to_date(right(c.relname, 8), 'YYYYMMDD')::date AS day,
        (i.inhrelid IS NOT NULL)::boolean AS attached,
        coalesce(i.inhdetachpending, false)::boolean AS detach_pending,
-       pg_total_relation_size(c.oid)::bigint AS bytes
+       pg_total_relation_size(c.oid)::bigint AS bytes,
+       (pg_relation_size(c.oid) / 8192)::bigint AS heap_pages,
+       c.relallvisible::bigint AS all_visible_pages
 FROM pg_catalog.pg_class c
 JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace AND n.nspname = current_schema()
 LEFT JOIN pg_catalog.pg_inherits i ON i.inhrelid = c.oid
@@ -42,6 +45,9 @@ SELECT format('DROP TABLE IF EXISTS %I', sqlc.arg(child)::text)::text AS stmt;
 -- name: VacuumStatement :one
 SELECT format(CASE WHEN sqlc.arg(heap_only)::boolean THEN 'VACUUM (INDEX_CLEANUP OFF) %I' ELSE 'VACUUM %I' END,
               sqlc.arg(table_name)::text)::text AS stmt;
+
+-- name: VacuumFreezeStatement :one
+SELECT format('VACUUM (FREEZE) %I', sqlc.arg(table_name)::text)::text AS stmt;
 
 -- name: RetentionDeadLettersDiscard :execrows
 -- Dead letters whose message is past retention are history too: they go

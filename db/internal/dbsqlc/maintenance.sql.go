@@ -357,7 +357,9 @@ SELECT c.relname::text AS name,
        to_date(right(c.relname, 8), 'YYYYMMDD')::date AS day,
        (i.inhrelid IS NOT NULL)::boolean AS attached,
        coalesce(i.inhdetachpending, false)::boolean AS detach_pending,
-       pg_total_relation_size(c.oid)::bigint AS bytes
+       pg_total_relation_size(c.oid)::bigint AS bytes,
+       (pg_relation_size(c.oid) / 8192)::bigint AS heap_pages,
+       c.relallvisible::bigint AS all_visible_pages
 FROM pg_catalog.pg_class c
 JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace AND n.nspname = current_schema()
 LEFT JOIN pg_catalog.pg_inherits i ON i.inhrelid = c.oid
@@ -367,16 +369,19 @@ ORDER BY day, name
 `
 
 type PartitionTablesRow struct {
-	Name          string
-	Parent        string
-	Day           time.Time
-	Attached      bool
-	DetachPending bool
-	Bytes         int64
+	Name            string
+	Parent          string
+	Day             time.Time
+	Attached        bool
+	DetachPending   bool
+	Bytes           int64
+	HeapPages       int64
+	AllVisiblePages int64
 }
 
 // Every day table of the partitioned history tables, attached or left detached
-// by an interrupted run, with its day and size.
+// by an interrupted run, with its day and size, and its heap's pages against
+// those the last VACUUM (or ANALYZE) found all-visible.
 func (q *Queries) PartitionTables(ctx context.Context) ([]PartitionTablesRow, error) {
 	rows, err := q.db.Query(ctx, partitionTables)
 	if err != nil {
@@ -393,6 +398,8 @@ func (q *Queries) PartitionTables(ctx context.Context) ([]PartitionTablesRow, er
 			&i.Attached,
 			&i.DetachPending,
 			&i.Bytes,
+			&i.HeapPages,
+			&i.AllVisiblePages,
 		); err != nil {
 			return nil, err
 		}
@@ -446,6 +453,17 @@ func (q *Queries) RetentionPendingDeliveries(ctx context.Context, arg RetentionP
 	var n int64
 	err := row.Scan(&n)
 	return n, err
+}
+
+const vacuumFreezeStatement = `-- name: VacuumFreezeStatement :one
+SELECT format('VACUUM (FREEZE) %I', $1::text)::text AS stmt
+`
+
+func (q *Queries) VacuumFreezeStatement(ctx context.Context, tableName string) (string, error) {
+	row := q.db.QueryRow(ctx, vacuumFreezeStatement, tableName)
+	var stmt string
+	err := row.Scan(&stmt)
+	return stmt, err
 }
 
 const vacuumStatement = `-- name: VacuumStatement :one
