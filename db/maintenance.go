@@ -138,10 +138,14 @@ func (s *Session) vacuum(ctx context.Context, table string, heapOnly bool) error
 
 // VacuumFreeze runs VACUUM (FREEZE) of table, a closed day of the history:
 // one pass that sets its visibility map and freezes its rows, so no later
-// VACUUM needs to read it again. It runs under autovacuum's cost delay
-// (vacuum_cost_delay 2 ms: a day of tens of gigabytes must not take the
-// server's I/O from the open day) and without a statement timeout (it may
-// take longer than any); both settings are restored after it.
+// VACUUM needs to read it again. It runs under the server's autovacuum cost
+// settings (autovacuum_vacuum_cost_delay and _limit: a day of tens of
+// gigabytes must not take the server's I/O from the open day, and the
+// operator tunes one pair of settings for both) and without a statement
+// timeout (it may take longer than any); the settings are restored after it.
+// Measured: a closed day of 2 million callbacks (2.6 GB) took 118 s under
+// the defaults (2 ms, 200), writing 2.6 GB of WAL (a full-page image of
+// each page, as any first VACUUM of it after a checkpoint would).
 func (s *Session) VacuumFreeze(ctx context.Context, table string) error {
 	stmt, err := s.q.VacuumFreezeStatement(ctx, table)
 	if err != nil {
@@ -149,7 +153,12 @@ func (s *Session) VacuumFreeze(ctx context.Context, table string) error {
 	}
 	// One statement a message: a VACUUM in a multi-statement string would
 	// run inside its implicit transaction block, which VACUUM refuses.
-	_, err = s.conn.Exec(ctx, "SET vacuum_cost_delay = '2ms'")
+	_, err = s.conn.Exec(ctx, `SELECT set_config('vacuum_cost_delay', current_setting('autovacuum_vacuum_cost_delay'), false)
+		WHERE current_setting('autovacuum_vacuum_cost_delay') <> '-1'`)
+	if err == nil {
+		_, err = s.conn.Exec(ctx, `SELECT set_config('vacuum_cost_limit', current_setting('autovacuum_vacuum_cost_limit'), false)
+			WHERE current_setting('autovacuum_vacuum_cost_limit') <> '-1'`)
+	}
 	if err == nil {
 		_, err = s.conn.Exec(ctx, "SET statement_timeout = 0")
 	}
@@ -161,6 +170,9 @@ func (s *Session) VacuumFreeze(ctx context.Context, table string) error {
 	resetCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	_, rerr := s.conn.Exec(resetCtx, "RESET vacuum_cost_delay")
+	if rerr == nil {
+		_, rerr = s.conn.Exec(resetCtx, "RESET vacuum_cost_limit")
+	}
 	if rerr == nil {
 		_, rerr = s.conn.Exec(resetCtx, "RESET statement_timeout")
 	}

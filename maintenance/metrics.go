@@ -66,7 +66,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		lastVacuum:     gv("hookrelay_db_last_vacuum_timestamp_seconds", "Unix time of the last manual VACUUM of a hot table (0: never).", "table"),
 		lastAutovacuum: gv("hookrelay_db_last_autovacuum_timestamp_seconds", "Unix time of the last autovacuum of a hot table (0: never).", "table"),
 
-		autovacuumOff:     g("hookrelay_db_autovacuum_off", "1 while the server runs without autovacuum: nothing vacuums or freezes the history partitions."),
+		autovacuumOff:     g("hookrelay_db_autovacuum_off", "1 while the server runs without autovacuum: nothing vacuums TOAST, the catalogs or the open day of the history, nor guards against wraparound."),
 		connections:       g("hookrelay_db_connections", "Client sessions in the PostgreSQL cluster."),
 		maxConnections:    g("hookrelay_db_max_connections", "The server's max_connections."),
 		idleInTransaction: g("hookrelay_db_idle_in_transaction_sessions", "Sessions idle inside an open transaction."),
