@@ -110,3 +110,11 @@ func RunPipeline(ctx context.Context, conn *pgx.Conn, sqls ...string) ([]int64, 
 	}
 	return out, runPipeline(ctx, conn, steps...)
 }
+
+// SessionSettings returns the session's statement_timeout,
+// vacuum_cost_delay and vacuum_cost_limit as the server shows them.
+func SessionSettings(ctx context.Context, s *Session) (timeout, delay, limit string, err error) {
+	err = s.conn.QueryRow(ctx, "SELECT current_setting('statement_timeout'), current_setting('vacuum_cost_delay'), current_setting('vacuum_cost_limit')").
+		Scan(&timeout, &delay, &limit)
+	return timeout, delay, limit, err
+}

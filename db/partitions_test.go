@@ -122,3 +122,28 @@ func TestHistoryPartitionsLeftAloneByAutovacuum(t *testing.T) {
 		require.True(t, names[p+"_p"+later.Format("20060102")], "the %s partition made ahead", p)
 	}
 }
+
+// TestVacuumFreezeRestoresSession: the closed day's VACUUM (FREEZE) runs
+// without the session's statement timeout and under autovacuum's cost
+// settings, and the session has its own back afterwards (it goes on with the
+// maintenance role's other statements).
+func TestVacuumFreezeRestoresSession(t *testing.T) {
+	t.Parallel()
+	url := dbtest.NewURL(t)
+	store := dbtest.Open(t, url, db.Config{})
+	ctx := t.Context()
+	sess, err := store.OpenSession(ctx, db.SessionConfig{StatementTimeout: 7 * time.Second})
+	require.NoError(t, err)
+	defer sess.Close()
+	before := [3]string{}
+	before[0], before[1], before[2], err = db.SessionSettings(ctx, sess)
+	require.NoError(t, err)
+	require.Equal(t, [3]string{"7s", "0", "200"}, before)
+	part := "messages_p" + time.Now().UTC().Format("20060102")
+	require.NoError(t, sess.VacuumFreeze(ctx, part))
+	require.Error(t, sess.VacuumFreeze(ctx, "no_such_table"))
+	after := [3]string{}
+	after[0], after[1], after[2], err = db.SessionSettings(ctx, sess)
+	require.NoError(t, err)
+	require.Equal(t, before, after)
+}
