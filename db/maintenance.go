@@ -151,17 +151,10 @@ func (s *Session) VacuumFreeze(ctx context.Context, table string) error {
 	if err != nil {
 		return fmt.Errorf("vacuum freeze %s: %w", table, unavailable(err))
 	}
-	// One statement a message: a VACUUM in a multi-statement string would
-	// run inside its implicit transaction block, which VACUUM refuses.
-	_, err = s.conn.Exec(ctx, `SELECT set_config('vacuum_cost_delay', current_setting('autovacuum_vacuum_cost_delay'), false)
-		WHERE current_setting('autovacuum_vacuum_cost_delay') <> '-1'`)
-	if err == nil {
-		_, err = s.conn.Exec(ctx, `SELECT set_config('vacuum_cost_limit', current_setting('autovacuum_vacuum_cost_limit'), false)
-			WHERE current_setting('autovacuum_vacuum_cost_limit') <> '-1'`)
-	}
-	if err == nil {
-		_, err = s.conn.Exec(ctx, "SET statement_timeout = 0")
-	}
+	// The VACUUM is a statement of its own: in a multi-statement string it
+	// would run inside the string's implicit transaction block, which it
+	// refuses.
+	err = s.q.VacuumFreezeSettings(ctx)
 	if err == nil {
 		_, err = s.conn.Exec(ctx, stmt)
 	}
@@ -169,13 +162,7 @@ func (s *Session) VacuumFreeze(ctx context.Context, table string) error {
 	// cancelled: the session goes on with the role's other work.
 	resetCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	_, rerr := s.conn.Exec(resetCtx, "RESET vacuum_cost_delay")
-	if rerr == nil {
-		_, rerr = s.conn.Exec(resetCtx, "RESET vacuum_cost_limit")
-	}
-	if rerr == nil {
-		_, rerr = s.conn.Exec(resetCtx, "RESET statement_timeout")
-	}
+	_, rerr := s.conn.PgConn().Exec(resetCtx, "RESET vacuum_cost_delay; RESET vacuum_cost_limit; RESET statement_timeout").ReadAll()
 	if err = errors.Join(err, rerr); err != nil {
 		return fmt.Errorf("vacuum freeze %s: %w", table, unavailable(err))
 	}
@@ -340,8 +327,9 @@ func (db *DB) TupleBytes(ctx context.Context, tables []string) (map[string]float
 // PartitionRows is a history day partition's row counts, as its ANALYZE
 // policy sees them.
 type PartitionRows struct {
-	Table string
-	Live  int64
+	Table  string
+	Parent string // messages, delivery_attempts or idempotency_keys
+	Live   int64
 	// Modified counts the rows inserted, updated or deleted since the last
 	// ANALYZE (n_mod_since_analyze): the history only inserts, so
 	// Live - Modified is about the rows that ANALYZE saw.
@@ -362,7 +350,7 @@ func (db *DB) HistoryPartitionRows(ctx context.Context) ([]PartitionRows, error)
 	}
 	out := make([]PartitionRows, len(rows))
 	for i, r := range rows {
-		out[i] = PartitionRows{Table: r.Name, Live: r.Live, Modified: r.Modified, Planned: r.Planned, HasStats: r.HasStats}
+		out[i] = PartitionRows{Table: r.Name, Parent: r.Parent, Live: r.Live, Modified: r.Modified, Planned: r.Planned, HasStats: r.HasStats}
 	}
 	return out, nil
 }

@@ -55,19 +55,10 @@ func (mt *Maintainer) analyzeHistory(ctx context.Context, s *db.Session) (time.D
 			return 0, err
 		}
 		took := time.Since(start)
-		mt.m.analyzes.WithLabelValues(historyParent(p.Table)).Inc()
+		mt.m.analyzes.WithLabelValues(p.Parent).Inc()
 		mt.logger.Info("maintenance: analyzed a history partition",
 			"table", p.Table, "live", p.Live, "last_analyzed", p.Live-p.Modified, "took", took)
 		return took, nil
 	}
 	return 0, nil
-}
-
-// historyParent returns the history table a day partition (name_pYYYYMMDD)
-// belongs to.
-func historyParent(partition string) string {
-	if n := len(partition) - len("_p20060102"); n > 0 {
-		return partition[:n]
-	}
-	return partition
 }

@@ -47,8 +47,6 @@ func TestHistoryAnalyzePolicy(t *testing.T) {
 			Modified: tc.mod, Planned: tc.planned, HasStats: tc.stats})
 		require.Equal(t, tc.wanted, got, tc.name)
 	}
-	require.Equal(t, "delivery_attempts", historyParent("delivery_attempts_p20261202"))
-	require.Equal(t, "messages", historyParent("messages_p20261202"))
 }
 
 // TestAnalyzesHistoryPartitionsWhileSmall: the vacuum loop analyzes a day

@@ -12,9 +12,9 @@ import (
 // vacuumLoop checks the hot tables' dead tuples every VacuumInterval and runs
 // a plain VACUUM (never FULL) of each table past the policy, every
 // HistoryAnalyzeInterval analyzes a history day partition that needs it (see
-// needsHistoryAnalyze), and every ReindexInterval rebuilds bloated indexes, on a dedicated session (VACUUM
-// cannot run inside a transaction, and it may need a longer statement_timeout
-// than the pool's).
+// needsHistoryAnalyze), and every ReindexInterval rebuilds bloated indexes,
+// on a dedicated session (VACUUM cannot run inside a transaction, and it may
+// need a longer statement_timeout than the pool's).
 func (mt *Maintainer) vacuumLoop(ctx context.Context) {
 	var sess *db.Session
 	defer func() {

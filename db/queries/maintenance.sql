@@ -49,6 +49,17 @@ SELECT format(CASE WHEN sqlc.arg(heap_only)::boolean THEN 'VACUUM (INDEX_CLEANUP
 -- name: VacuumFreezeStatement :one
 SELECT format('VACUUM (FREEZE) %I', sqlc.arg(table_name)::text)::text AS stmt;
 
+-- name: VacuumFreezeSettings :exec
+-- Session settings for a closed day's VACUUM (FREEZE): the server's
+-- autovacuum cost settings (-1: the plain VACUUM's), no statement timeout.
+SELECT set_config('vacuum_cost_delay',
+                  CASE current_setting('autovacuum_vacuum_cost_delay') WHEN '-1' THEN current_setting('vacuum_cost_delay')
+                       ELSE current_setting('autovacuum_vacuum_cost_delay') END, false),
+       set_config('vacuum_cost_limit',
+                  CASE current_setting('autovacuum_vacuum_cost_limit') WHEN '-1' THEN current_setting('vacuum_cost_limit')
+                       ELSE current_setting('autovacuum_vacuum_cost_limit') END, false),
+       set_config('statement_timeout', '0', false);
+
 -- name: RetentionDeadLettersDiscard :execrows
 -- Dead letters whose message is past retention are history too: they go
 -- before their message's partition is dropped.
@@ -113,7 +124,9 @@ ORDER BY ic.relname;
 -- role's ANALYZE policy needs: live rows, rows inserted (or changed) since the
 -- last ANALYZE, the row count the planner works from (reltuples: -1 never
 -- counted), and whether the partition has column statistics at all.
-SELECT c.relname::text AS name, s.n_live_tup::bigint AS live,
+SELECT c.relname::text AS name,
+       substring(c.relname FROM '^(.*)_p[0-9]{8}$')::text AS parent,
+       s.n_live_tup::bigint AS live,
        s.n_mod_since_analyze::bigint AS modified, c.reltuples::float8 AS planned,
        EXISTS (SELECT 1 FROM pg_catalog.pg_stats st
                WHERE st.schemaname = s.schemaname AND st.tablename = s.relname)::boolean AS has_stats

@@ -33,7 +33,9 @@ func (q *Queries) DropIndexStatement(ctx context.Context, indexName string) (str
 }
 
 const historyPartitionStats = `-- name: HistoryPartitionStats :many
-SELECT c.relname::text AS name, s.n_live_tup::bigint AS live,
+SELECT c.relname::text AS name,
+       substring(c.relname FROM '^(.*)_p[0-9]{8}$')::text AS parent,
+       s.n_live_tup::bigint AS live,
        s.n_mod_since_analyze::bigint AS modified, c.reltuples::float8 AS planned,
        EXISTS (SELECT 1 FROM pg_catalog.pg_stats st
                WHERE st.schemaname = s.schemaname AND st.tablename = s.relname)::boolean AS has_stats
@@ -47,6 +49,7 @@ ORDER BY c.relname
 
 type HistoryPartitionStatsRow struct {
 	Name     string
+	Parent   string
 	Live     int64
 	Modified int64
 	Planned  float64
@@ -68,6 +71,7 @@ func (q *Queries) HistoryPartitionStats(ctx context.Context) ([]HistoryPartition
 		var i HistoryPartitionStatsRow
 		if err := rows.Scan(
 			&i.Name,
+			&i.Parent,
 			&i.Live,
 			&i.Modified,
 			&i.Planned,
@@ -453,6 +457,23 @@ func (q *Queries) RetentionPendingDeliveries(ctx context.Context, arg RetentionP
 	var n int64
 	err := row.Scan(&n)
 	return n, err
+}
+
+const vacuumFreezeSettings = `-- name: VacuumFreezeSettings :exec
+SELECT set_config('vacuum_cost_delay',
+                  CASE current_setting('autovacuum_vacuum_cost_delay') WHEN '-1' THEN current_setting('vacuum_cost_delay')
+                       ELSE current_setting('autovacuum_vacuum_cost_delay') END, false),
+       set_config('vacuum_cost_limit',
+                  CASE current_setting('autovacuum_vacuum_cost_limit') WHEN '-1' THEN current_setting('vacuum_cost_limit')
+                       ELSE current_setting('autovacuum_vacuum_cost_limit') END, false),
+       set_config('statement_timeout', '0', false)
+`
+
+// Session settings for a closed day's VACUUM (FREEZE): the server's
+// autovacuum cost settings (-1: the plain VACUUM's), no statement timeout.
+func (q *Queries) VacuumFreezeSettings(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, vacuumFreezeSettings)
+	return err
 }
 
 const vacuumFreezeStatement = `-- name: VacuumFreezeStatement :one
