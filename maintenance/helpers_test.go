@@ -291,3 +291,57 @@ func contains(s, sub string) bool  { return strings.Contains(s, sub) }
 func itoa(n int) string            { return strconv.Itoa(n) }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// settleCommits returns once every transaction whose xid shares a commit-LSN
+// group of pg_xact (32 xids) with a row of tables has ended and its commit
+// record is on disk. Until then a VACUUM may leave a row's commit hint bit
+// unset, and so its page not all-visible: PostgreSQL keeps one LSN per group,
+// that of its latest asynchronous commit, and it does not set the hint of a
+// row before the WAL up to that LSN is flushed. Other tests' dispatchers
+// ack with asynchronous commits whose xids fall between this test's. (The
+// closed-day VACUUM runs ten minutes after the day's last commit.)
+func (b *bundle) settleCommits(t *testing.T, tables ...string) {
+	t.Helper()
+	ctx := t.Context()
+	const group = 32
+	var next int64
+	require.NoError(t, b.sql.QueryRow(ctx, "SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint").Scan(&next))
+	groups := map[int64]bool{}
+	for _, table := range tables {
+		rows, err := b.sql.Query(ctx, "SELECT DISTINCT xmin::text::bigint FROM "+pgx.Identifier{table}.Sanitize())
+		require.NoError(t, err)
+		raw, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		require.NoError(t, err)
+		for _, x := range raw {
+			// The 64-bit xid: the latest one below next whose low half is x.
+			groups[(next-(next-x)&0xFFFFFFFF)/group] = true
+		}
+	}
+	var xids []int64
+	last := int64(0)
+	for g := range groups {
+		for x := g * group; x < (g+1)*group; x++ {
+			xids = append(xids, x)
+		}
+		last = max(last, (g+1)*group-1)
+	}
+	// Every xid of those groups assigned (each of these commits
+	// synchronously) ...
+	for cur := int64(0); cur <= last; {
+		require.NoError(t, b.sql.QueryRow(ctx, "SELECT pg_current_xact_id()::text::bigint").Scan(&cur))
+	}
+	// ... and ended.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var running int
+		require.NoError(t, b.sql.QueryRow(ctx, `SELECT count(*) FROM unnest($1::bigint[]) x
+			WHERE pg_xact_status(x::text::xid8) = 'in progress'`, xids).Scan(&running))
+		if running == 0 {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "%d transactions of the rows' xid groups still running", running)
+		time.Sleep(20 * time.Millisecond)
+	}
+	// A synchronous commit flushes the WAL up to it, their commits included.
+	require.NoError(t, b.sql.QueryRow(ctx, "SELECT pg_current_xact_id()::text::bigint").Scan(new(int64)))
+}

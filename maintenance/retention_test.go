@@ -212,6 +212,7 @@ func TestRetentionVacuumsClosedDays(t *testing.T) {
 		require.Empty(t, rep.Vacuumed, "at %s", at)
 	}
 	// Closed: each of the day's tables, once.
+	b.settleCommits(t, tables...)
 	at := d0.Add(24*time.Hour + 15*time.Minute)
 	b.clock.Set(at)
 	rep := r.pass(t, at)
