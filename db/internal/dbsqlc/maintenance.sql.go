@@ -362,7 +362,7 @@ SELECT c.relname::text AS name,
        (i.inhrelid IS NOT NULL)::boolean AS attached,
        coalesce(i.inhdetachpending, false)::boolean AS detach_pending,
        pg_total_relation_size(c.oid)::bigint AS bytes,
-       (pg_relation_size(c.oid) / 8192)::bigint AS heap_pages,
+       (pg_relation_size(c.oid) / current_setting('block_size')::bigint)::bigint AS heap_pages,
        c.relallvisible::bigint AS all_visible_pages
 FROM pg_catalog.pg_class c
 JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace AND n.nspname = current_schema()
