@@ -161,6 +161,108 @@ func TestAckInOneRoundTrip(t *testing.T) {
 	require.Equal(t, "success", atts[0].Outcome)
 }
 
+// TestPromoteOnlyTheNextRow: a row's removal promotes its chain's next row,
+// and only when that row is parked; a parked row further down, behind a row
+// that is not parked, stays parked. (Here the row between was woken by a
+// stale success, as TestAckInOneRoundTrip shows.)
+func TestPromoteOnlyTheNextRow(t *testing.T) {
+	t.Parallel()
+	forEachAckPath(t, func(t *testing.T, pipelined bool) {
+		ctx := context.Background()
+		store := dbtest.New(t)
+		ep, _ := dbtest.Endpoint(t, store, nil)
+		ids := storeChain(t, store, ep.ID, "N1", 3)
+		q := hookrelay.QueueFor("N1", 32)
+		got := claimAll(t, store, q, 11)
+		require.Len(t, got, 1)
+		require.Equal(t, db.AckReport{Stale: 1, Promoted: 1}, ack(t, store, successOf(got[0], 999, true)))
+		counts, err := store.DeliveryQueueCounts(ctx)
+		require.NoError(t, err)
+		require.Equal(t, []db.QueueCounts{{Queue: q, Due: 1, Waiting: 1, Parked: 1}}, counts,
+			"the head leased, the second row woken, the third parked")
+
+		rep := ack(t, store, successOf(got[0], 11, pipelined))
+		require.Equal(t, db.AckReport{Applied: 1}, rep, "the next row was not parked: nothing promoted")
+		counts, err = store.DeliveryQueueCounts(ctx)
+		require.NoError(t, err)
+		require.Equal(t, []db.QueueCounts{{Queue: q, Due: 1, Parked: 1}}, counts)
+
+		got = claimAll(t, store, q, 12)
+		require.Len(t, got, 1)
+		require.Equal(t, ids[1], got[0].ID)
+		require.Equal(t, db.AckReport{Applied: 1, Promoted: 1}, ack(t, store, successOf(got[0], 12, pipelined)))
+		got = claimAll(t, store, q, 13)
+		require.Len(t, got, 1)
+		require.Equal(t, ids[2], got[0].ID)
+	})
+}
+
+// TestPromoteReadsOnlyParkedRows: acknowledging rows with no parked
+// successor reads deliveries_parked_idx alone (migration 00100), not the
+// chain index: before it, every delivered row cost a chain look-up and a
+// heap fetch of its successor, found parked or not.
+func TestPromoteReadsOnlyParkedRows(t *testing.T) {
+	t.Parallel()
+	forEachAckPath(t, func(t *testing.T, pipelined bool) {
+		ctx := context.Background()
+		url := dbtest.NewURL(t)
+		// Without sequential scans, as on a table too large for them.
+		storeURL := url + "&options=-c%20enable_seqscan%3Doff"
+		store := dbtest.Open(t, storeURL, db.Config{MaxConns: 2})
+		ep, _ := dbtest.Endpoint(t, store, nil)
+		conn, err := pgx.Connect(ctx, url)
+		require.NoError(t, err)
+		defer conn.Close(ctx)
+		for i := range 60 {
+			dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: fmt.Sprint("R", i)})
+		}
+		queues := make([]int, 32)
+		for i := range queues {
+			queues[i] = i
+		}
+		got, err := store.DeliveryClaim(ctx, queues, 100, 100, 1, 7, time.Minute)
+		require.NoError(t, err)
+		require.Len(t, got, 60, "every row a head")
+		store.Close() // flushes the backends' index statistics
+		before := indexScansEventually(t, conn, "deliveries_chain_idx", 60)
+
+		store = dbtest.Open(t, storeURL, db.Config{MaxConns: 2})
+		var rs []db.DeliveryResult
+		for _, g := range got {
+			rs = append(rs, successOf(g, 7, pipelined))
+		}
+		require.Equal(t, db.AckReport{Applied: 60}, ack(t, store, rs...))
+		store.Close()
+		indexScansEventually(t, conn, "deliveries_parked_idx", 60)
+		require.Equal(t, before, indexScans(t, conn, "deliveries_chain_idx"),
+			"chain look-ups by the acknowledgement of rows with nothing parked behind them")
+	})
+}
+
+// indexScans is the index's idx_scan as the statistics have it now.
+func indexScans(t *testing.T, conn *pgx.Conn, index string) int64 {
+	t.Helper()
+	ctx := context.Background()
+	_, err := conn.Exec(ctx, "SELECT pg_stat_clear_snapshot()")
+	require.NoError(t, err)
+	var n int64
+	require.NoError(t, conn.QueryRow(ctx, `SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = $1`,
+		index).Scan(&n))
+	return n
+}
+
+// indexScansEventually waits for the index's idx_scan to reach at least
+// least (a closed backend's statistics arrive shortly after) and returns it.
+func indexScansEventually(t *testing.T, conn *pgx.Conn, index string, least int64) int64 {
+	t.Helper()
+	var n int64
+	require.Eventually(t, func() bool {
+		n = indexScans(t, conn, index)
+		return n >= least
+	}, 5*time.Second, 50*time.Millisecond, "scans of %s: %d", index, n)
+	return n
+}
+
 // TestClaimParksAWholeChain: one claim that meets a chain's head and the
 // rows behind it leases the head and parks every other row, including those
 // whose predecessor the same claim parks; none is left due for the next

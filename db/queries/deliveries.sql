@@ -218,20 +218,35 @@ FROM upd u;
 
 -- name: DeliveryPromote :execrows
 -- Makes the successor of each removed chain row visible now when it is parked.
+-- The first parked row of the chain after the removed one comes from
+-- deliveries_parked_idx (migration 00100): for nearly every removed row there
+-- is none, and the look-up ends there. When there is one, it is promoted only
+-- if it is the chain's next row (from deliveries_chain_idx, as in
+-- DeliveryClaim): a parked row further down waits behind the rows before it.
+-- The ids are gathered first (an InitPlan), then updated by primary key;
+-- "parked" is re-checked as "not finite" so that the rows to update are never
+-- looked for by scanning the parked index itself (with few parked rows that
+-- looks as cheap, and a plan kept from such a time would read every parked
+-- row of a backlog at each acknowledgement).
 UPDATE deliveries d SET visible_at = now()
-FROM (
-    -- The next row of the chain, from deliveries_chain_idx (as in
-    -- DeliveryClaim).
-    SELECT (SELECT n.id FROM deliveries n
-            WHERE (n.endpoint_id, n.ordering_key, n.id) > (x.endpoint_id, x.ordering_key, x.id)
-              AND n.endpoint_id = x.endpoint_id AND n.ordering_key = x.ordering_key
-              AND n.ordered
-            ORDER BY n.endpoint_id, n.ordering_key, n.id LIMIT 1) AS next_id
+WHERE d.id = ANY (ARRAY(
+    SELECT p.id
     FROM (SELECT unnest(sqlc.arg(endpoint_ids)::bigint[]) AS endpoint_id,
                  unnest(sqlc.arg(ordering_keys)::text[]) AS ordering_key,
                  unnest(sqlc.arg(ids)::bigint[]) AS id) x
-) s
-WHERE d.id = s.next_id AND d.visible_at = 'infinity';
+    CROSS JOIN LATERAL (
+        SELECT n.id FROM deliveries n
+        WHERE n.visible_at = 'infinity'
+          AND (n.endpoint_id, n.ordering_key, n.id) > (x.endpoint_id, x.ordering_key, x.id)
+          AND n.endpoint_id = x.endpoint_id AND n.ordering_key = x.ordering_key
+        ORDER BY n.endpoint_id, n.ordering_key, n.id LIMIT 1) p
+    WHERE p.id = (
+        SELECT c.id FROM deliveries c
+        WHERE (c.endpoint_id, c.ordering_key, c.id) > (x.endpoint_id, x.ordering_key, x.id)
+          AND c.endpoint_id = x.endpoint_id AND c.ordering_key = x.ordering_key
+          AND c.ordered
+        ORDER BY c.endpoint_id, c.ordering_key, c.id LIMIT 1)))
+  AND NOT isfinite(d.visible_at);
 
 -- name: DeliveryExtend :execrows
 -- Extends the lease of rows still in flight (long HTTP calls).

@@ -400,19 +400,24 @@ func (q *Queries) DeliveryExtend(ctx context.Context, arg DeliveryExtendParams) 
 
 const deliveryPromote = `-- name: DeliveryPromote :execrows
 UPDATE deliveries d SET visible_at = now()
-FROM (
-    -- The next row of the chain, from deliveries_chain_idx (as in
-    -- DeliveryClaim).
-    SELECT (SELECT n.id FROM deliveries n
-            WHERE (n.endpoint_id, n.ordering_key, n.id) > (x.endpoint_id, x.ordering_key, x.id)
-              AND n.endpoint_id = x.endpoint_id AND n.ordering_key = x.ordering_key
-              AND n.ordered
-            ORDER BY n.endpoint_id, n.ordering_key, n.id LIMIT 1) AS next_id
+WHERE d.id = ANY (ARRAY(
+    SELECT p.id
     FROM (SELECT unnest($1::bigint[]) AS endpoint_id,
                  unnest($2::text[]) AS ordering_key,
                  unnest($3::bigint[]) AS id) x
-) s
-WHERE d.id = s.next_id AND d.visible_at = 'infinity'
+    CROSS JOIN LATERAL (
+        SELECT n.id FROM deliveries n
+        WHERE n.visible_at = 'infinity'
+          AND (n.endpoint_id, n.ordering_key, n.id) > (x.endpoint_id, x.ordering_key, x.id)
+          AND n.endpoint_id = x.endpoint_id AND n.ordering_key = x.ordering_key
+        ORDER BY n.endpoint_id, n.ordering_key, n.id LIMIT 1) p
+    WHERE p.id = (
+        SELECT c.id FROM deliveries c
+        WHERE (c.endpoint_id, c.ordering_key, c.id) > (x.endpoint_id, x.ordering_key, x.id)
+          AND c.endpoint_id = x.endpoint_id AND c.ordering_key = x.ordering_key
+          AND c.ordered
+        ORDER BY c.endpoint_id, c.ordering_key, c.id LIMIT 1)))
+  AND NOT isfinite(d.visible_at)
 `
 
 type DeliveryPromoteParams struct {
@@ -422,6 +427,16 @@ type DeliveryPromoteParams struct {
 }
 
 // Makes the successor of each removed chain row visible now when it is parked.
+// The first parked row of the chain after the removed one comes from
+// deliveries_parked_idx (migration 00100): for nearly every removed row there
+// is none, and the look-up ends there. When there is one, it is promoted only
+// if it is the chain's next row (from deliveries_chain_idx, as in
+// DeliveryClaim): a parked row further down waits behind the rows before it.
+// The ids are gathered first (an InitPlan), then updated by primary key;
+// "parked" is re-checked as "not finite" so that the rows to update are never
+// looked for by scanning the parked index itself (with few parked rows that
+// looks as cheap, and a plan kept from such a time would read every parked
+// row of a backlog at each acknowledgement).
 func (q *Queries) DeliveryPromote(ctx context.Context, arg DeliveryPromoteParams) (int64, error) {
 	result, err := q.db.Exec(ctx, deliveryPromote, arg.EndpointIds, arg.OrderingKeys, arg.Ids)
 	if err != nil {

@@ -1,0 +1,21 @@
+-- +goose Up
+-- The parked rows of the hot table, by chain. An acknowledgement promotes the
+-- parked successor of each row it deletes; most of those rows have none (when
+-- tracking numbers interleave, a claim reaches a row only once the row before
+-- it is delivered, and leases it as a head). Asked of deliveries_chain_idx,
+-- "is the next row of this chain parked?" costs a descent of the chain index
+-- and a heap fetch of the next row for every delivered row, found or not:
+-- about a third of a core in a 1,000,000-row drain (docs/benchmarks.md,
+-- "Nineteenth pass"). Asked of this index, it costs a descent of an index
+-- that holds only the parked rows: a page or two, and nothing more unless
+-- one is there. Rows enter it only by parking (visible_at = 'infinity') and
+-- leave it only by promotion, both non-HOT updates already (visible_at is a
+-- key of deliveries_claim_idx), so neither the lease nor ingest pays for it.
+--
+-- A plain CREATE INDEX: it holds writes to the table for as long as it reads
+-- the heap (the live backlog: under a second for a million rows here).
+CREATE INDEX deliveries_parked_idx ON deliveries (endpoint_id, ordering_key, id)
+    WHERE visible_at = 'infinity';
+
+-- +goose Down
+DROP INDEX deliveries_parked_idx;
