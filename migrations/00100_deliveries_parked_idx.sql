@@ -8,12 +8,13 @@
 -- about a third of a core in a 1,000,000-row drain (docs/benchmarks.md,
 -- "Nineteenth pass"). Asked of this index, it costs a descent of an index
 -- that holds only the parked rows: a page or two, and nothing more unless
--- one is there. Rows enter it only by parking (visible_at = 'infinity') and
--- leave it only by promotion, both non-HOT updates already (visible_at is a
--- key of deliveries_claim_idx), so neither the lease nor ingest pays for it.
+-- one is there. A row gets an entry only when it is parked (visible_at =
+-- 'infinity'), an update that was non-HOT already (visible_at is a key of
+-- deliveries_claim_idx); the lease stays HOT, and ingest's rows get none.
 --
 -- A plain CREATE INDEX: it holds writes to the table for as long as it reads
--- the heap (the live backlog: under a second for a million rows here).
+-- the heap (the live backlog: 0.16 s for a million rows on the 2-vCPU test
+-- machine).
 CREATE INDEX deliveries_parked_idx ON deliveries (endpoint_id, ordering_key, id)
     WHERE visible_at = 'infinity';
 
