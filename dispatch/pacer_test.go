@@ -76,7 +76,10 @@ func TestMaxRateCapsClaims(t *testing.T) {
 	// 25 at once from the full bucket, then 125 at 200/s: at least 625 ms
 	// (without the cap a loopback sink takes all 150 in well under 200 ms).
 	require.GreaterOrEqual(t, time.Since(start), 600*time.Millisecond)
+	// From the first request to the last: 625 ms less however much later the
+	// first batch's requests arrive than the last one's (they open the
+	// connections; under the parallel test packages that was 78 ms once).
 	r := s.requests()
 	span := r[n-1].At.Sub(r[0].At)
-	require.GreaterOrEqual(t, span, 550*time.Millisecond, "150 deliveries at 200/s after a first batch of 25")
+	require.GreaterOrEqual(t, span, 450*time.Millisecond, "150 deliveries at 200/s after a first batch of 25")
 }
