@@ -251,8 +251,8 @@ func indexScans(t *testing.T, conn *pgx.Conn, index string) int64 {
 	return n
 }
 
-// indexScansEventually waits for the index's idx_scan to reach at least
-// least (a closed backend's statistics arrive shortly after) and returns it.
+// indexScansEventually waits until the index's idx_scan is at least least (a
+// closed backend's statistics arrive shortly after) and returns it.
 func indexScansEventually(t *testing.T, conn *pgx.Conn, index string, least int64) int64 {
 	t.Helper()
 	var n int64
