@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/hookrelay/hookrelay/db/internal/dbsqlc"
 )
@@ -117,4 +118,17 @@ func SessionSettings(ctx context.Context, s *Session) (timeout, delay, limit str
 	err = s.conn.QueryRow(ctx, "SELECT current_setting('statement_timeout'), current_setting('vacuum_cost_delay'), current_setting('vacuum_cost_limit')").
 		Scan(&timeout, &delay, &limit)
 	return timeout, delay, limit, err
+}
+
+// OpenSessionNotices opens a maintenance session whose server notices (and
+// messages of the levels its client_min_messages lets through) go to
+// onNotice.
+func OpenSessionNotices(ctx context.Context, d *DB, cfg SessionConfig, onNotice func(string)) (*Session, error) {
+	return d.openSession(ctx, cfg, func(_ *pgconn.PgConn, n *pgconn.Notice) { onNotice(n.Message) })
+}
+
+// SessionExec runs sql on the session.
+func SessionExec(ctx context.Context, s *Session, sql string) error {
+	_, err := s.conn.Exec(ctx, sql)
+	return err
 }

@@ -43,7 +43,9 @@ SELECT format('ALTER TABLE %I DETACH PARTITION %I FINALIZE',
 SELECT format('DROP TABLE IF EXISTS %I', sqlc.arg(child)::text)::text AS stmt;
 
 -- name: VacuumStatement :one
-SELECT format(CASE WHEN sqlc.arg(heap_only)::boolean THEN 'VACUUM (INDEX_CLEANUP OFF) %I' ELSE 'VACUUM %I' END,
+-- A hot table's VACUUM: the heap pass alone, or a full one that reads the
+-- indexes in this backend only (PARALLEL 0; see Session.Vacuum).
+SELECT format(CASE WHEN sqlc.arg(heap_only)::boolean THEN 'VACUUM (INDEX_CLEANUP OFF) %I' ELSE 'VACUUM (PARALLEL 0) %I' END,
               sqlc.arg(table_name)::text)::text AS stmt;
 
 -- name: VacuumFreezeStatement :one

@@ -488,7 +488,7 @@ func (q *Queries) VacuumFreezeStatement(ctx context.Context, tableName string) (
 }
 
 const vacuumStatement = `-- name: VacuumStatement :one
-SELECT format(CASE WHEN $1::boolean THEN 'VACUUM (INDEX_CLEANUP OFF) %I' ELSE 'VACUUM %I' END,
+SELECT format(CASE WHEN $1::boolean THEN 'VACUUM (INDEX_CLEANUP OFF) %I' ELSE 'VACUUM (PARALLEL 0) %I' END,
               $2::text)::text AS stmt
 `
 
@@ -497,6 +497,8 @@ type VacuumStatementParams struct {
 	TableName string
 }
 
+// A hot table's VACUUM: the heap pass alone, or a full one that reads the
+// indexes in this backend only (PARALLEL 0; see Session.Vacuum).
 func (q *Queries) VacuumStatement(ctx context.Context, arg VacuumStatementParams) (string, error) {
 	row := q.db.QueryRow(ctx, vacuumStatement, arg.HeapOnly, arg.TableName)
 	var stmt string
