@@ -73,6 +73,8 @@ type options struct {
 	rate        float64
 	large       float64
 	workers     int
+	backlog     int64
+	batch       int
 }
 
 func parseOptions(args []string) (options, error) {
@@ -86,11 +88,20 @@ func parseOptions(args []string) (options, error) {
 		"ingests faster than it delivers, so a closed loop measures it with a growing backlog: give a rate it keeps up with")
 	fs.Float64Var(&o.large, "large-fraction", 0.05, "share of 30 KB callbacks")
 	fs.IntVar(&o.workers, "workers", 64, "deliveries in flight in the relay")
+	fs.Int64Var(&o.backlog, "backlog", 0, "a drain instead of a load: N callbacks are stored with the relay's dispatch paused,\n"+
+		"then it drains them (-duration and -rate do not apply); modes pg and pg-history")
+	fs.IntVar(&o.batch, "batch", 0, "most rows per claim; 0: as many as the relay has free delivery slots")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
 	if o.mode != "pg" && o.mode != "pg-history" && o.mode != "http" {
 		return o, fmt.Errorf("-mode must be pg, pg-history or http, not %q", o.mode)
+	}
+	if o.backlog < 0 || o.batch < 0 {
+		return o, fmt.Errorf("-backlog and -batch must not be negative")
+	}
+	if o.backlog > 0 && o.mode == "http" {
+		return o, fmt.Errorf("-backlog needs a durable queue: -mode pg or pg-history")
 	}
 	return o, nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -57,9 +58,42 @@ func TestRelaysEverything(t *testing.T) {
 	}
 }
 
+// TestDrainsABacklog stores a backlog with the relay's dispatch paused and
+// checks that nothing was delivered before the resume, that the drain
+// delivered every callback once, and that the claims honoured -batch and
+// were timed.
+func TestDrainsABacklog(t *testing.T) {
+	const backlog, batch = 400, 5
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r, err := runMeasure(ctx, []string{"-mode", "pg-history", "-database-url", dbtest.NewURL(t),
+		"-backlog", "400", "-batch", "5", "-concurrency", "16", "-workers", "8", "-large-fraction", "0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The load generator may store a few more than asked (requests in
+	// flight when the count is reached), never fewer.
+	if r.Backlog < backlog || int64(r.Callbacks) != r.Backlog || r.Delivered != r.Callbacks || r.Lost != 0 || r.Duplicates != 0 {
+		t.Fatalf("backlog %d, callbacks %d, delivered %d, lost %d, duplicates %d", r.Backlog, r.Callbacks, r.Delivered, r.Lost, r.Duplicates)
+	}
+	if r.FirstDeliverySec == nil || *r.FirstDeliverySec < 0 {
+		t.Fatalf("first delivery %s s after the resume: delivered while paused", fmtSeconds(r.FirstDeliverySec))
+	}
+	c := r.Claim
+	if c == nil || c.Claims < r.Callbacks/batch || c.MostRows != batch || c.P50ms <= 0 || c.P99ms < c.P50ms || c.MaxMs < c.P99ms {
+		t.Fatalf("claims: %+v", c)
+	}
+	if r.DeliveredPerSec <= 0 || r.FillPerSec <= 0 {
+		t.Fatalf("rates: fill %v/s, drain %v/s", r.FillPerSec, r.DeliveredPerSec)
+	}
+}
+
 func TestParseOptionsRejectsUnknownMode(t *testing.T) {
 	if _, err := parseOptions([]string{"-mode", "kafka"}); err == nil {
 		t.Fatal("mode kafka accepted")
+	}
+	if _, err := parseOptions([]string{"-mode", "http", "-backlog", "10"}); err == nil {
+		t.Fatal("a backlog for the in-memory relay accepted")
 	}
 }
 
@@ -79,4 +113,11 @@ func checkHistory(t *testing.T, ctx context.Context, url string, callbacks int) 
 	if messages < int64(callbacks) || attempts == 0 {
 		t.Fatalf("history: %d messages, %d attempts for %d callbacks", messages, attempts, callbacks)
 	}
+}
+
+func fmtSeconds(s *float64) string {
+	if s == nil {
+		return "(none)"
+	}
+	return strconv.FormatFloat(*s, 'f', 3, 64)
 }

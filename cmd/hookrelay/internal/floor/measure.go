@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"math"
 	"net/http"
@@ -38,6 +39,16 @@ type result struct {
 	// machine waited for a CPU (hookrelay bench's field of the same name).
 	CPUPressurePct *float64 `json:"cpu_pressure_pct,omitempty"`
 	Seconds        float64  `json:"seconds"`
+	// Backlog is the number of callbacks stored before the drain (-backlog);
+	// FillPerSec is how fast they were stored, FirstDeliverySec how long
+	// after the resume the first arrived. In a drain, DeliveredPerSec is
+	// counted from the first delivery to the last, as hookrelay bench's
+	// backlog-drain phase does.
+	Backlog          int64    `json:"backlog,omitempty"`
+	FillPerSec       float64  `json:"fill_per_s,omitempty"`
+	FirstDeliverySec *float64 `json:"first_delivery_s,omitempty"`
+	// Claim is the relay's claims (modes pg and pg-history).
+	Claim *claimSummary `json:"claim,omitempty"`
 }
 
 // cpuSnapshot is the CPU ticks of the three parties at one moment.
@@ -99,7 +110,11 @@ func runMeasure(ctx context.Context, args []string) (result, error) {
 	defer stopRelay()
 	cmd := exec.CommandContext(relayCtx, self, "relay")
 	cmd.Env = append(os.Environ(), envMode+"="+o.mode, envDB+"="+o.databaseURL, envSink+"="+sink.URL(),
-		envKey+"="+base64.StdEncoding.EncodeToString(key), envWorkers+"="+strconv.Itoa(o.workers), envData+"="+dataDir)
+		envKey+"="+base64.StdEncoding.EncodeToString(key), envWorkers+"="+strconv.Itoa(o.workers), envData+"="+dataDir,
+		envBatch+"="+strconv.Itoa(o.batch))
+	if o.backlog > 0 {
+		cmd.Env = append(cmd.Env, envPaused+"=1")
+	}
 	cmd.Stderr = os.Stderr
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = 10 * time.Second
@@ -119,16 +134,35 @@ func runMeasure(ctx context.Context, args []string) (result, error) {
 
 	client := &http.Client{Transport: &http.Transport{MaxIdleConns: o.concurrency * 2, MaxIdleConnsPerHost: o.concurrency * 2}}
 	defer client.CloseIdleConnections()
+	cfg := bench.LoadConfig{
+		BaseURL: relayURL, CarrierKey: "floor", Phase: 1, Keys: 10_000,
+		MerchantOf: func(int) string { return "m" }, LargeFraction: o.large,
+		Rate: o.rate, Duration: o.duration, Concurrency: o.concurrency, Client: client, Ledger: ledger,
+	}
+	var resumedAt time.Time
+	if o.backlog > 0 {
+		// Fill with dispatch paused, then measure from the resume.
+		cfg.Rate, cfg.Duration, cfg.MaxAcked = 0, 0, o.backlog
+		fill, err := bench.RunLoad(ctx, cfg)
+		if err != nil {
+			return r, err
+		}
+		if fill.Acked < o.backlog {
+			return r, fmt.Errorf("backlog: %d of %d callbacks stored (statuses %v, errors %v)", fill.Acked, o.backlog, fill.Statuses, fill.Errors)
+		}
+		r.Backlog, r.FillPerSec = fill.Acked, round(float64(fill.Acked)/fill.Elapsed().Seconds())
+	}
 	start, err := takeCPU(cmd.Process.Pid)
 	if err != nil {
 		return r, err
 	}
-	load, err := bench.RunLoad(ctx, bench.LoadConfig{
-		BaseURL: relayURL, CarrierKey: "floor", Phase: 1, Keys: 10_000,
-		MerchantOf: func(int) string { return "m" }, LargeFraction: o.large,
-		Rate: o.rate, Duration: o.duration, Concurrency: o.concurrency, Client: client, Ledger: ledger,
-	})
-	if err != nil {
+	var load *bench.LoadResult
+	if o.backlog > 0 {
+		resumedAt = time.Now()
+		if err := relayCall(ctx, client, http.MethodPost, relayURL+"/floor/resume", nil); err != nil {
+			return r, err
+		}
+	} else if load, err = bench.RunLoad(ctx, cfg); err != nil {
 		return r, err
 	}
 	// Wait for the deliveries of everything acknowledged (or 60 s of no progress).
@@ -148,19 +182,36 @@ func runMeasure(ctx context.Context, args []string) (result, error) {
 		return r, err
 	}
 	acc := ledger.Analyze()
-	r = result{
-		Mode: o.mode, Callbacks: acc.Acknowledged, Delivered: acc.Delivered,
-		Lost: acc.Lost, Duplicates: acc.Duplicates, OrderViolations: acc.OrderViolations,
-		LoadAvg1m:      bench.LoadAvg1m(),
-		CPUPressurePct: bench.PressurePct(start.pressure, end.pressure, end.at.Sub(start.at)),
+	r.Mode, r.Callbacks, r.Delivered = o.mode, acc.Acknowledged, acc.Delivered
+	r.Lost, r.Duplicates, r.OrderViolations = acc.Lost, acc.Duplicates, acc.OrderViolations
+	r.LoadAvg1m = bench.LoadAvg1m()
+	r.CPUPressurePct = bench.PressurePct(start.pressure, end.pressure, end.at.Sub(start.at))
+	if o.mode != "http" {
+		var c claimSummary
+		if err := relayCall(ctx, client, http.MethodGet, relayURL+"/floor/claims", &c); err != nil {
+			return r, err
+		}
+		r.Claim = &c
 	}
 	if acc.Delivered == 0 {
+		if load == nil {
+			return r, fmt.Errorf("nothing delivered of a backlog of %d", r.Backlog)
+		}
 		return r, fmt.Errorf("nothing delivered (load: %d sent, statuses %v, errors %v)", load.Sent, load.Statuses, load.Errors)
 	}
 	elapsed := end.at.Sub(start.at).Seconds()
 	r.Seconds = round(elapsed)
-	r.IngestPerSec = round(float64(acc.Acknowledged) / load.Elapsed().Seconds())
 	r.DeliveredPerSec = round(float64(acc.Delivered) / elapsed)
+	if load != nil {
+		r.IngestPerSec = round(float64(acc.Acknowledged) / load.Elapsed().Seconds())
+	} else {
+		first, last := ledger.FirstDelivery(), ledger.LastDelivery()
+		if last.After(first) {
+			r.DeliveredPerSec = round(float64(acc.Delivered) / last.Sub(first).Seconds())
+		}
+		s := round(first.Sub(resumedAt).Seconds())
+		r.FirstDeliverySec = &s
+	}
 	perCB := func(ticks int64) float64 {
 		return round(float64(bench.TicksToDuration(ticks).Microseconds()) / 1e3 / float64(acc.Delivered))
 	}
@@ -172,6 +223,27 @@ func runMeasure(ctx context.Context, args []string) (result, error) {
 	r.E2EP50ms = quantileMS(acc.Latencies, 0.50)
 	r.E2EP99ms = quantileMS(acc.Latencies, 0.99)
 	return r, nil
+}
+
+// relayCall sends a bodiless request to the relay child and decodes a JSON
+// answer into out, if out is not nil.
+func relayCall(ctx context.Context, client *http.Client, method, url string, out any) error {
+	req, err := http.NewRequestWithContext(ctx, method, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("%s %s: status %d", method, url, resp.StatusCode)
+	}
+	if out == nil {
+		return nil
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
 }
 
 func quantileMS(sorted []time.Duration, q float64) float64 {

@@ -10,7 +10,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -30,6 +32,8 @@ const (
 	envKey     = "FLOOR_KEY" // HMAC key, base64
 	envWorkers = "FLOOR_WORKERS"
 	envData    = "FLOOR_DATA_DIR"
+	envPaused  = "FLOOR_PAUSED" // "1": no claims until POST /floor/resume
+	envBatch   = "FLOOR_BATCH"  // most rows per claim; 0 or unset: the free slots
 )
 
 // largeBytes is where a body leaves the queue row for the object store
@@ -47,24 +51,44 @@ func runRelay(ctx context.Context, getenv func(string) string) error {
 	if err != nil || workers <= 0 {
 		return fmt.Errorf("%s must be a positive number", envWorkers)
 	}
+	batch := 0
+	if v := getenv(envBatch); v != "" {
+		if batch, err = strconv.Atoi(v); err != nil || batch < 0 {
+			return fmt.Errorf("%s must be a number of rows", envBatch)
+		}
+	}
 	d := newDeliverer(getenv(envSink), key, workers)
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
 	var q queue
 	switch getenv(envMode) {
 	case "http":
 		q = newMemQueue(ctx, d, workers)
 	case "pg", "pg-history":
-		pq, err := newPGQueue(ctx, getenv(envDB), getenv(envData), d, workers, getenv(envMode) == "pg-history")
+		resume := make(chan struct{})
+		var once sync.Once
+		start := func() { once.Do(func() { close(resume) }) }
+		if getenv(envPaused) != "1" {
+			start()
+		}
+		e.POST("/floor/resume", func(c echo.Context) error {
+			start()
+			return c.NoContent(http.StatusNoContent)
+		})
+		pq, err := newPGQueue(ctx, pgQueueConfig{
+			url: getenv(envDB), dataDir: getenv(envData), workers: workers, batch: batch,
+			history: getenv(envMode) == "pg-history", resume: resume,
+		}, d)
 		if err != nil {
 			return err
 		}
 		defer pq.close()
+		e.GET("/floor/claims", func(c echo.Context) error { return c.JSON(http.StatusOK, pq.claims.summary()) })
 		q = pq
 	default:
 		return fmt.Errorf("%s must be pg, pg-history or http", envMode)
 	}
 
-	e := echo.New()
-	e.HideBanner, e.HidePort = true, true
 	e.POST("/v1/callbacks", func(c echo.Context) error {
 		body, err := io.ReadAll(io.LimitReader(c.Request().Body, 1<<20))
 		if err != nil {
@@ -194,6 +218,66 @@ type pgQueue struct {
 	embedded *storage.Embedded
 	in       chan pendingRow
 	objects  atomic.Int64
+	claims   claimTimes
+}
+
+// pgQueueConfig configures a pgQueue.
+type pgQueueConfig struct {
+	url, dataDir string
+	workers      int           // deliveries in flight at most
+	batch        int           // rows per claim at most; 0: the free slots
+	history      bool          // -mode pg-history
+	resume       chan struct{} // no claim before it is closed
+}
+
+// claimTimes records every claim's round trip: from sending the statement
+// on a connection already held to reading its last row, as hookrelay's
+// hookrelay_dispatch_claim_seconds does (the wait for a pool connection
+// is left out of both).
+type claimTimes struct {
+	mu    sync.Mutex
+	took  []time.Duration
+	rows  int64
+	most  int
+	empty int64
+}
+
+func (c *claimTimes) add(took time.Duration, rows int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if rows == 0 {
+		c.empty++
+		return
+	}
+	c.took = append(c.took, took)
+	c.rows += int64(rows)
+	c.most = max(c.most, rows)
+}
+
+// claimSummary is what GET /floor/claims answers: the claims that leased
+// at least one row (claims that found nothing are only counted: an idle
+// relay's empty polls say nothing about a claim under load).
+type claimSummary struct {
+	Claims      int     `json:"claims"`
+	Empty       int64   `json:"empty"`
+	RowsPerCall float64 `json:"rows_per_claim"`
+	MostRows    int     `json:"most_rows"`
+	P50ms       float64 `json:"p50_ms"`
+	P99ms       float64 `json:"p99_ms"`
+	MaxMs       float64 `json:"max_ms"`
+}
+
+func (c *claimTimes) summary() claimSummary {
+	c.mu.Lock()
+	took := slices.Clone(c.took)
+	s := claimSummary{Claims: len(took), Empty: c.empty, MostRows: c.most}
+	if len(took) > 0 {
+		s.RowsPerCall = round(float64(c.rows) / float64(len(took)))
+	}
+	c.mu.Unlock()
+	slices.Sort(took)
+	s.P50ms, s.P99ms, s.MaxMs = quantileMS(took, 0.50), quantileMS(took, 0.99), quantileMS(took, 1)
+	return s
 }
 
 type pendingRow struct {
@@ -314,9 +398,9 @@ const cursorReset = 5 * time.Second
 // maintenance role does with the hot queue table.
 const vacuumEvery = 500 * time.Millisecond
 
-func newPGQueue(ctx context.Context, url, dataDir string, d *deliverer, workers int, history bool) (*pgQueue, error) {
+func newPGQueue(ctx context.Context, c pgQueueConfig, d *deliverer) (*pgQueue, error) {
 	open := func(async bool) (*pgxpool.Pool, error) {
-		cfg, err := pgxpool.ParseConfig(url)
+		cfg, err := pgxpool.ParseConfig(c.url)
 		if err != nil {
 			return nil, err
 		}
@@ -327,7 +411,7 @@ func newPGQueue(ctx context.Context, url, dataDir string, d *deliverer, workers 
 		return pgxpool.NewWithConfig(ctx, cfg)
 	}
 	q := &pgQueue{in: make(chan pendingRow, 4096), sql: plainSQL}
-	if history {
+	if c.history {
 		q.sql = historySQL
 	}
 	var err error
@@ -343,7 +427,7 @@ func newPGQueue(ctx context.Context, url, dataDir string, d *deliverer, workers 
 		return nil, fmt.Errorf("schema: %w", err)
 	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if q.embedded, err = storage.StartEmbedded(ctx, logger, "127.0.0.1:0", dataDir); err != nil {
+	if q.embedded, err = storage.StartEmbedded(ctx, logger, "127.0.0.1:0", c.dataDir); err != nil {
 		q.close()
 		return nil, err
 	}
@@ -356,7 +440,13 @@ func newPGQueue(ctx context.Context, url, dataDir string, d *deliverer, workers 
 		return nil, err
 	}
 	go q.commit(ctx)
-	go q.dispatchLoop(ctx, d, workers)
+	go func() {
+		select {
+		case <-c.resume:
+			q.dispatchLoop(ctx, d, c.workers, c.batch)
+		case <-ctx.Done():
+		}
+	}()
 	go q.vacuumLoop(ctx)
 	return q, nil
 }
@@ -436,13 +526,14 @@ func (q *pgQueue) commit(ctx context.Context) {
 }
 
 // dispatchLoop keeps up to workers deliveries in flight: it claims as many
-// rows as there are free slots, delivers each in its own goroutine and hands
-// the delivered ids to the batched delete.
-func (q *pgQueue) dispatchLoop(ctx context.Context, d *deliverer, workers int) {
+// rows as there are free slots (at most batch, if set), delivers each in its
+// own goroutine and hands the delivered ids to the batched delete.
+func (q *pgQueue) dispatchLoop(ctx context.Context, d *deliverer, workers, batch int) {
 	slots := make(chan struct{}, workers)
 	acks := make(chan int64, workers*4)
 	go q.ackLoop(ctx, acks)
 	var cursor int64
+	var claimed []claimedRow
 	reset := time.Now()
 	for ctx.Err() == nil {
 		free := workers - len(slots)
@@ -453,45 +544,68 @@ func (q *pgQueue) dispatchLoop(ctx context.Context, d *deliverer, workers int) {
 		if time.Since(reset) > cursorReset {
 			cursor, reset = 0, time.Now()
 		}
-		rows, err := q.dispatch.Query(ctx, q.sql.claim, free, cursor)
+		if batch > 0 {
+			free = min(free, batch)
+		}
+		conn, err := q.dispatch.Acquire(ctx)
 		if err != nil {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
-		n := 0
+		start := time.Now()
+		rows, err := conn.Query(ctx, q.sql.claim, free, cursor)
+		if err != nil {
+			conn.Release()
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		// The rows are read in full before any delivery starts, so the
+		// claim's time is the statement's and the read's alone.
+		claimed = claimed[:0]
 		for rows.Next() {
-			var id int64
-			var body []byte
-			var ref *string
-			if err := rows.Scan(&id, &body, &ref); err != nil {
+			var r claimedRow
+			if err := rows.Scan(&r.id, &r.body, &r.ref); err != nil {
 				break
 			}
-			n++
-			cursor = max(cursor, id)
+			claimed = append(claimed, r)
+		}
+		rows.Close()
+		q.claims.add(time.Since(start), len(claimed))
+		conn.Release()
+		if err := rows.Err(); err != nil && ctx.Err() == nil {
+			// Rows leased by a failed read come back when their lease runs out.
+			fmt.Fprintln(os.Stderr, "floor relay: claim:", err)
+		}
+		n := len(claimed)
+		for _, r := range claimed {
+			cursor = max(cursor, r.id)
 			slots <- struct{}{}
 			go func() {
 				defer func() { <-slots }()
-				if ref != nil {
-					b, err := q.store.Get(ctx, *ref)
+				body := r.body
+				if r.ref != nil {
+					b, err := q.store.Get(ctx, *r.ref)
 					if err != nil {
 						return // the lease runs out and the row is claimed again
 					}
 					body = b
 				}
-				if d.deliver(ctx, id, body) == nil {
-					acks <- id
+				if d.deliver(ctx, r.id, body) == nil {
+					acks <- r.id
 				}
 			}()
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil && ctx.Err() == nil {
-			// Rows leased by a failed read come back when their lease runs out.
-			fmt.Fprintln(os.Stderr, "floor relay: claim:", err)
 		}
 		if n == 0 {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
+}
+
+// claimedRow is one leased row as the claim returns it.
+type claimedRow struct {
+	id   int64
+	body []byte
+	ref  *string // object key of a large body
 }
 
 // vacuumLoop vacuums the queue table every vacuumEvery.
