@@ -75,6 +75,7 @@ type options struct {
 	workers     int
 	backlog     int64
 	batch       int
+	drainRate   float64
 }
 
 func parseOptions(args []string) (options, error) {
@@ -91,14 +92,15 @@ func parseOptions(args []string) (options, error) {
 	fs.Int64Var(&o.backlog, "backlog", 0, "a drain instead of a load: N callbacks are stored with the relay's dispatch paused,\n"+
 		"then it drains them (-duration and -rate do not apply); modes pg and pg-history")
 	fs.IntVar(&o.batch, "batch", 0, "most rows per claim; 0: as many as the relay has free delivery slots")
+	fs.Float64Var(&o.drainRate, "drain-rate", 0, "most rows the relay claims per second (as HOOKRELAY_DISPATCH_MAX_RATE); 0: no cap")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
 	if o.mode != "pg" && o.mode != "pg-history" && o.mode != "http" {
 		return o, fmt.Errorf("-mode must be pg, pg-history or http, not %q", o.mode)
 	}
-	if o.backlog < 0 || o.batch < 0 {
-		return o, fmt.Errorf("-backlog and -batch must not be negative")
+	if o.backlog < 0 || o.batch < 0 || o.drainRate < 0 {
+		return o, fmt.Errorf("-backlog, -batch and -drain-rate must not be negative")
 	}
 	if o.backlog > 0 && o.mode == "http" {
 		return o, fmt.Errorf("-backlog needs a durable queue: -mode pg or pg-history")

@@ -88,6 +88,26 @@ func TestDrainsABacklog(t *testing.T) {
 	}
 }
 
+// TestDrainRateCapsTheClaims drains a backlog with -drain-rate and checks
+// that the deliveries came at about that rate (uncapped, this relay drains
+// at thousands a second).
+func TestDrainRateCapsTheClaims(t *testing.T) {
+	const rate = 300.0
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r, err := runMeasure(ctx, []string{"-mode", "pg", "-database-url", dbtest.NewURL(t),
+		"-backlog", "300", "-batch", "10", "-drain-rate", "300", "-concurrency", "16", "-workers", "16"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Delivered != r.Callbacks || r.Lost != 0 {
+		t.Fatalf("callbacks %d, delivered %d, lost %d", r.Callbacks, r.Delivered, r.Lost)
+	}
+	if r.DeliveredPerSec > 1.2*rate || r.DeliveredPerSec < 0.5*rate {
+		t.Fatalf("drained at %.0f/s with -drain-rate %.0f", r.DeliveredPerSec, rate)
+	}
+}
+
 func TestParseOptionsRejectsUnknownMode(t *testing.T) {
 	if _, err := parseOptions([]string{"-mode", "kafka"}); err == nil {
 		t.Fatal("mode kafka accepted")

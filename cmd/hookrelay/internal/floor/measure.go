@@ -111,7 +111,7 @@ func runMeasure(ctx context.Context, args []string) (result, error) {
 	cmd := exec.CommandContext(relayCtx, self, "relay")
 	cmd.Env = append(os.Environ(), envMode+"="+o.mode, envDB+"="+o.databaseURL, envSink+"="+sink.URL(),
 		envKey+"="+base64.StdEncoding.EncodeToString(key), envWorkers+"="+strconv.Itoa(o.workers), envData+"="+dataDir,
-		envBatch+"="+strconv.Itoa(o.batch))
+		envBatch+"="+strconv.Itoa(o.batch), envRate+"="+strconv.FormatFloat(o.drainRate, 'f', -1, 64))
 	if o.backlog > 0 {
 		cmd.Env = append(cmd.Env, envPaused+"=1")
 	}

@@ -34,6 +34,7 @@ const (
 	envData    = "FLOOR_DATA_DIR"
 	envPaused  = "FLOOR_PAUSED" // "1": no claims until POST /floor/resume
 	envBatch   = "FLOOR_BATCH"  // most rows per claim; 0 or unset: the free slots
+	envRate    = "FLOOR_RATE"   // most rows claimed per second; 0 or unset: no cap
 )
 
 // largeBytes is where a body leaves the queue row for the object store
@@ -57,6 +58,12 @@ func runRelay(ctx context.Context, getenv func(string) string) error {
 			return fmt.Errorf("%s must be a number of rows", envBatch)
 		}
 	}
+	rate := 0.0
+	if v := getenv(envRate); v != "" {
+		if rate, err = strconv.ParseFloat(v, 64); err != nil || rate < 0 {
+			return fmt.Errorf("%s must be a rate per second", envRate)
+		}
+	}
 	d := newDeliverer(getenv(envSink), key, workers)
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
@@ -76,7 +83,7 @@ func runRelay(ctx context.Context, getenv func(string) string) error {
 			return c.NoContent(http.StatusNoContent)
 		})
 		pq, err := newPGQueue(ctx, pgQueueConfig{
-			url: getenv(envDB), dataDir: getenv(envData), workers: workers, batch: batch,
+			url: getenv(envDB), dataDir: getenv(envData), workers: workers, batch: batch, rate: rate,
 			history: getenv(envMode) == "pg-history", resume: resume,
 		}, d)
 		if err != nil {
@@ -226,6 +233,7 @@ type pgQueueConfig struct {
 	url, dataDir string
 	workers      int           // deliveries in flight at most
 	batch        int           // rows per claim at most; 0: the free slots
+	rate         float64       // rows claimed per second at most; 0: no cap
 	history      bool          // -mode pg-history
 	resume       chan struct{} // no claim before it is closed
 }
@@ -443,7 +451,7 @@ func newPGQueue(ctx context.Context, c pgQueueConfig, d *deliverer) (*pgQueue, e
 	go func() {
 		select {
 		case <-c.resume:
-			q.dispatchLoop(ctx, d, c.workers, c.batch)
+			q.dispatchLoop(ctx, d, c.workers, c.batch, c.rate)
 		case <-ctx.Done():
 		}
 	}()
@@ -527,14 +535,17 @@ func (q *pgQueue) commit(ctx context.Context) {
 
 // dispatchLoop keeps up to workers deliveries in flight: it claims as many
 // rows as there are free slots (at most batch, if set), delivers each in its
-// own goroutine and hands the delivered ids to the batched delete.
-func (q *pgQueue) dispatchLoop(ctx context.Context, d *deliverer, workers, batch int) {
+// own goroutine and hands the delivered ids to the batched delete. With a
+// rate, a claim waits until the rows claimed since the start, its own
+// included, are within rate per second.
+func (q *pgQueue) dispatchLoop(ctx context.Context, d *deliverer, workers, batch int, rate float64) {
 	slots := make(chan struct{}, workers)
 	acks := make(chan int64, workers*4)
 	go q.ackLoop(ctx, acks)
 	var cursor int64
 	var claimed []claimedRow
 	reset := time.Now()
+	began, total := reset, 0
 	for ctx.Err() == nil {
 		free := workers - len(slots)
 		if free < workers/4 {
@@ -546,6 +557,11 @@ func (q *pgQueue) dispatchLoop(ctx context.Context, d *deliverer, workers, batch
 		}
 		if batch > 0 {
 			free = min(free, batch)
+		}
+		if rate > 0 {
+			if ahead := time.Duration(float64(total+free)/rate*float64(time.Second)) - time.Since(began); ahead > 0 {
+				time.Sleep(ahead)
+			}
 		}
 		conn, err := q.dispatch.Acquire(ctx)
 		if err != nil {
@@ -577,6 +593,7 @@ func (q *pgQueue) dispatchLoop(ctx context.Context, d *deliverer, workers, batch
 			fmt.Fprintln(os.Stderr, "floor relay: claim:", err)
 		}
 		n := len(claimed)
+		total += n
 		for _, r := range claimed {
 			cursor = max(cursor, r.id)
 			slots <- struct{}{}
