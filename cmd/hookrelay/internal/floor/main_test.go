@@ -83,6 +83,9 @@ func TestDrainsABacklog(t *testing.T) {
 	if c == nil || c.Claims < r.Callbacks/batch || c.MostRows != batch || c.P50ms <= 0 || c.P99ms < c.P50ms || c.MaxMs < c.P99ms {
 		t.Fatalf("claims: %+v", c)
 	}
+	if c.Pings == 0 || c.PingP50ms <= 0 || c.PingP99ms < c.PingP50ms {
+		t.Fatalf("SELECT 1 probes: %+v", c)
+	}
 	if r.DeliveredPerSec <= 0 || r.FillPerSec <= 0 {
 		t.Fatalf("rates: fill %v/s, drain %v/s", r.FillPerSec, r.DeliveredPerSec)
 	}

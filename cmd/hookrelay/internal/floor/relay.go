@@ -248,6 +248,7 @@ type claimTimes struct {
 	rows  int64
 	most  int
 	empty int64
+	pings []time.Duration // SELECT 1 round trips, see pingLoop
 }
 
 func (c *claimTimes) add(took time.Duration, rows int) {
@@ -262,6 +263,12 @@ func (c *claimTimes) add(took time.Duration, rows int) {
 	c.most = max(c.most, rows)
 }
 
+func (c *claimTimes) addPing(took time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.pings = append(c.pings, took)
+}
+
 // claimSummary is what GET /floor/claims answers: the claims that leased
 // at least one row (claims that found nothing are only counted: an idle
 // relay's empty polls say nothing about a claim under load).
@@ -273,18 +280,26 @@ type claimSummary struct {
 	P50ms       float64 `json:"p50_ms"`
 	P99ms       float64 `json:"p99_ms"`
 	MaxMs       float64 `json:"max_ms"`
+	// SELECT 1 round trips over the same span (pingLoop): what any
+	// statement waits on this machine, whatever its own work.
+	Pings     int     `json:"select1"`
+	PingP50ms float64 `json:"select1_p50_ms"`
+	PingP99ms float64 `json:"select1_p99_ms"`
+	PingMaxMs float64 `json:"select1_max_ms"`
 }
 
 func (c *claimTimes) summary() claimSummary {
 	c.mu.Lock()
-	took := slices.Clone(c.took)
-	s := claimSummary{Claims: len(took), Empty: c.empty, MostRows: c.most}
+	took, pings := slices.Clone(c.took), slices.Clone(c.pings)
+	s := claimSummary{Claims: len(took), Empty: c.empty, MostRows: c.most, Pings: len(pings)}
 	if len(took) > 0 {
 		s.RowsPerCall = round(float64(c.rows) / float64(len(took)))
 	}
 	c.mu.Unlock()
 	slices.Sort(took)
 	s.P50ms, s.P99ms, s.MaxMs = quantileMS(took, 0.50), quantileMS(took, 0.99), quantileMS(took, 1)
+	slices.Sort(pings)
+	s.PingP50ms, s.PingP99ms, s.PingMaxMs = quantileMS(pings, 0.50), quantileMS(pings, 0.99), quantileMS(pings, 1)
 	return s
 }
 
@@ -451,6 +466,7 @@ func newPGQueue(ctx context.Context, c pgQueueConfig, d *deliverer) (*pgQueue, e
 	go func() {
 		select {
 		case <-c.resume:
+			go q.pingLoop(ctx)
 			q.dispatchLoop(ctx, d, c.workers, c.batch, c.rate)
 		case <-ctx.Done():
 		}
@@ -615,6 +631,41 @@ func (q *pgQueue) dispatchLoop(ctx context.Context, d *deliverer, workers, batch
 		if n == 0 {
 			time.Sleep(5 * time.Millisecond)
 		}
+	}
+}
+
+// pingEvery is how often pingLoop sends its SELECT 1.
+const pingEvery = 10 * time.Millisecond
+
+// pingLoop times a SELECT 1 on a held connection at the resume and every
+// pingEvery after it: the round trip of a statement that does no work, the part of
+// a claim's time that is the machine's (scheduling the backend and the
+// relay) rather than the claim's.
+func (q *pgQueue) pingLoop(ctx context.Context) {
+	conn, err := q.dispatch.Acquire(ctx)
+	if err != nil {
+		return
+	}
+	defer conn.Release()
+	t := time.NewTicker(pingEvery)
+	defer t.Stop()
+	for first := true; ; first = false {
+		if !first {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+		var one int
+		start := time.Now()
+		if err := conn.QueryRow(ctx, "SELECT 1").Scan(&one); err != nil {
+			if ctx.Err() == nil {
+				fmt.Fprintln(os.Stderr, "floor relay: ping:", err)
+			}
+			return
+		}
+		q.claims.addPing(time.Since(start))
 	}
 }
 
