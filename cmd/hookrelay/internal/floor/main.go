@@ -28,10 +28,19 @@
 //	go run ./cmd/hookrelay/internal/floor -mode pg -duration 30s
 //	go run ./cmd/hookrelay/internal/floor -mode http -duration 30s
 //
+// With -backlog N it measures a drain instead, as hookrelay bench's
+// backlog-drain phase does: N callbacks are stored with the relay's
+// dispatch paused, then it drains them, claiming -batch rows at a time and
+// at most -drain-rate a second. Beside every claim's round trip it times a
+// SELECT 1 every 10 ms: what any statement waits on the machine meanwhile.
+//
+//	go run ./cmd/hookrelay/internal/floor -mode pg-history -backlog 1000000 -workers 256 -batch 50
+//
 // It prints one JSON line: callbacks, rates, lost/duplicates/order
-// violations from the sink's ledger, and CPU milliseconds per callback of
-// the relay, of PostgreSQL (every postgres process on the machine) and of the
-// load generator with the sink.
+// violations from the sink's ledger, CPU milliseconds per callback of the
+// relay, of PostgreSQL (every postgres process on the machine) and of the
+// load generator with the sink, and (modes pg and pg-history) the claims'
+// and the SELECT 1 probes' latency quantiles.
 package main
 
 import (
