@@ -64,13 +64,8 @@ func TestRelaysEverything(t *testing.T) {
 // were timed.
 func TestDrainsABacklog(t *testing.T) {
 	const backlog, batch = 400, 5
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	r, err := runMeasure(ctx, []string{"-mode", "pg-history", "-database-url", dbtest.NewURL(t),
-		"-backlog", "400", "-batch", "5", "-concurrency", "16", "-workers", "8", "-large-fraction", "0.1"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := measure(t, "-mode", "pg-history", "-database-url", dbtest.NewURL(t),
+		"-backlog", "400", "-batch", "5", "-concurrency", "16", "-workers", "8", "-large-fraction", "0.1")
 	// The load generator may store a few more than asked (requests in
 	// flight when the count is reached), never fewer.
 	if r.Backlog < backlog || int64(r.Callbacks) != r.Backlog || r.Delivered != r.Callbacks || r.Lost != 0 || r.Duplicates != 0 {
@@ -96,13 +91,8 @@ func TestDrainsABacklog(t *testing.T) {
 // at thousands a second).
 func TestDrainRateCapsTheClaims(t *testing.T) {
 	const rate = 300.0
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	r, err := runMeasure(ctx, []string{"-mode", "pg", "-database-url", dbtest.NewURL(t),
-		"-backlog", "300", "-batch", "10", "-drain-rate", "300", "-concurrency", "16", "-workers", "16"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := measure(t, "-mode", "pg", "-database-url", dbtest.NewURL(t),
+		"-backlog", "300", "-batch", "10", "-drain-rate", "300", "-concurrency", "16", "-workers", "16")
 	if r.Delivered != r.Callbacks || r.Lost != 0 {
 		t.Fatalf("callbacks %d, delivered %d, lost %d", r.Callbacks, r.Delivered, r.Lost)
 	}
@@ -136,6 +126,18 @@ func checkHistory(t *testing.T, ctx context.Context, url string, callbacks int) 
 	if messages < int64(callbacks) || attempts == 0 {
 		t.Fatalf("history: %d messages, %d attempts for %d callbacks", messages, attempts, callbacks)
 	}
+}
+
+// measure runs floor with args and fails the test if it fails.
+func measure(t *testing.T, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r, err := runMeasure(ctx, args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
 
 func fmtSeconds(s *float64) string {
