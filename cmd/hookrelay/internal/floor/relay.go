@@ -638,9 +638,9 @@ func (q *pgQueue) dispatchLoop(ctx context.Context, d *deliverer, workers, batch
 const pingEvery = 10 * time.Millisecond
 
 // pingLoop times a SELECT 1 on a held connection at the resume and every
-// pingEvery after it: the round trip of a statement that does no work, the part of
-// a claim's time that is the machine's (scheduling the backend and the
-// relay) rather than the claim's.
+// pingEvery after it: the round trip of a statement that does no work, the
+// part of a claim's time that is the machine's (scheduling the backend and
+// the relay) rather than the claim's.
 func (q *pgQueue) pingLoop(ctx context.Context) {
 	conn, err := q.dispatch.Acquire(ctx)
 	if err != nil {
@@ -649,14 +649,7 @@ func (q *pgQueue) pingLoop(ctx context.Context) {
 	defer conn.Release()
 	t := time.NewTicker(pingEvery)
 	defer t.Stop()
-	for first := true; ; first = false {
-		if !first {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-		}
+	for {
 		var one int
 		start := time.Now()
 		if err := conn.QueryRow(ctx, "SELECT 1").Scan(&one); err != nil {
@@ -666,6 +659,11 @@ func (q *pgQueue) pingLoop(ctx context.Context) {
 			return
 		}
 		q.claims.addPing(time.Since(start))
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
 	}
 }
 
