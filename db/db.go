@@ -70,6 +70,22 @@ type DB struct {
 	cfg  Config
 	// Home connections of the hot statements (homeconns.go).
 	claimConns, ackConns, storeConns *homeConns
+	// hooks lets a test act inside a statement sequence of this DB only.
+	hooks testHooks
+}
+
+// testHooks are points inside the store's statement sequences where a test
+// runs code of its own, to pause a transaction or race a statement against
+// it. A test sets them on its own DB (export_test.go) before using it; nil
+// runs nothing, and the product never sets them.
+type testHooks struct {
+	// ackStall runs inside DeliveryAckBatch's transaction after the
+	// acknowledgement statement, when the statements run one by one (not
+	// pipelined), as a stalled dispatcher would.
+	ackStall func()
+	// deliveryGetRead runs in DeliveryGet between its first read and the
+	// others.
+	deliveryGetRead func()
 }
 
 // Open connects to the database described by cfg (which must exist; see

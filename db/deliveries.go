@@ -251,8 +251,8 @@ func (db *DB) DeliveryAckBatch(ctx context.Context, dispatcherID int64, results 
 			if err != nil {
 				return fmt.Errorf("ack deliveries: %w", unavailable(err))
 			}
-			if ackStallHook != nil {
-				ackStallHook()
+			if db.hooks.ackStall != nil {
+				db.hooks.ackStall()
 			}
 			rep.Applied = len(rows)
 			rep.Stale = len(results) - len(rows)
@@ -368,11 +368,6 @@ func (db *DB) ackPipelined(ctx context.Context, conn interface {
 	}
 	return rep, nil
 }
-
-// ackStallHook, when set (tests only), runs inside the acknowledgement
-// transaction after the acknowledgement statement, as a stalled dispatcher
-// would. Tests that set it must not run in parallel with other acks.
-var ackStallHook func()
 
 // healthParams returns the EndpointHealthApply arguments for outcomes, nil
 // for none.

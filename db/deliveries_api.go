@@ -130,8 +130,8 @@ func (db *DB) DeliveryGet(ctx context.Context, id int64) (APIDelivery, []APIAtte
 	if err != nil {
 		return APIDelivery{}, nil, fmt.Errorf("delivery attempts: %w", unavailable(err))
 	}
-	if deliveryGetHook != nil {
-		deliveryGetHook()
+	if db.hooks.deliveryGetRead != nil {
+		db.hooks.deliveryGetRead()
 	}
 	attempts := make([]APIAttempt, len(rows))
 	for i, r := range rows {
@@ -169,10 +169,6 @@ func (db *DB) DeliveryGet(ctx context.Context, id int64) (APIDelivery, []APIAtte
 	}
 	return APIDelivery{}, nil, hookrelay.Errorf(hookrelay.ENOTFOUND, "delivery not found")
 }
-
-// deliveryGetHook, when set (tests only), runs in DeliveryGet between its
-// first read and the others.
-var deliveryGetHook func()
 
 // DeliveryRetryPending makes a pending delivery due now and reports whether
 // it was waiting.

@@ -816,7 +816,7 @@ func TestEndpointStatementsUseEndpointIndex(t *testing.T) {
 // Before, the stalled transaction held them (and the chains behind them)
 // for as long as the stall, up to idle_in_transaction_session_timeout.
 func TestStalledAckReleasesItsRows(t *testing.T) {
-	// Not parallel: the hook is package-wide.
+	t.Parallel()
 	ctx := context.Background()
 	url := dbtest.NewURL(t)
 	store := dbtest.Open(t, url, db.Config{AckIdleTimeout: 200 * time.Millisecond})
@@ -827,10 +827,10 @@ func TestStalledAckReleasesItsRows(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, got, 1)
 
-	restore := db.SetAckStallHook(func() { time.Sleep(time.Second) })
+	db.SetAckStallHook(store, func() { time.Sleep(time.Second) })
 	_, err = store.DeliveryAckBatch(ctx, 1, []db.DeliveryResult{{ID: got[0].ID, LeaseToken: 61, EndpointID: ep.ID,
 		Kind: db.AckSuccess, Outcome: "success", Status: 200}}, nil, testPolicy)
-	restore()
+	db.SetAckStallHook(store, nil)
 	require.Error(t, err, "the stalled transaction was ended")
 
 	// The row was not deleted and is not locked: once the lease is over,
@@ -849,7 +849,7 @@ func TestStalledAckReleasesItsRows(t *testing.T) {
 // is, never "not found" (the API's GET and retry of a delivery 404'd when its
 // attempts were read before the acknowledgement and its queue row after).
 func TestDeliveryGetWhileItFinishes(t *testing.T) {
-	// Not parallel: the hook is package-wide.
+	t.Parallel()
 	ctx := context.Background()
 	store := dbtest.New(t)
 	ep, _ := dbtest.Endpoint(t, store, nil)
@@ -858,13 +858,13 @@ func TestDeliveryGetWhileItFinishes(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, got, 1)
 
-	restore := db.SetDeliveryGetHook(func() {
+	db.SetDeliveryGetHook(store, func() {
 		_, err := store.DeliveryAckBatch(ctx, 1, []db.DeliveryResult{{ID: got[0].ID, LeaseToken: 71, EndpointID: ep.ID,
 			Kind: db.AckSuccess, Outcome: "success", Status: 200}}, nil, testPolicy)
 		require.NoError(t, err)
 	})
 	d, _, err := store.DeliveryGet(ctx, got[0].ID)
-	restore()
+	db.SetDeliveryGetHook(store, nil)
 	require.NoError(t, err)
 	require.Equal(t, db.DeliveryPending, d.State, "the state when the read began")
 

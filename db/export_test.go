@@ -10,14 +10,10 @@ import (
 	"github.com/hookrelay/hookrelay/db/internal/dbsqlc"
 )
 
-// SetAckStallHook sets what DeliveryAckBatch runs between its statements
-// when it runs them one by one (not pipelined; nil: nothing) and returns a
-// function restoring the previous hook.
-func SetAckStallHook(f func()) (restore func()) {
-	prev := ackStallHook
-	ackStallHook = f
-	return func() { ackStallHook = prev }
-}
+// SetAckStallHook sets what d's DeliveryAckBatch runs between its statements
+// when it runs them one by one (not pipelined; nil: nothing). Call it while
+// nothing else uses d.
+func SetAckStallHook(d *DB, f func()) { d.hooks.ackStall = f }
 
 // ClaimHomeLeases takes n connections from the claim statements' home list
 // at once, reads each one's backend pid, and gives them back, lease i with
@@ -60,13 +56,9 @@ func ReserveIDsOn(ctx context.Context, conn *pgx.Conn, n int) error {
 	return err
 }
 
-// SetDeliveryGetHook sets what DeliveryGet runs after its first read (nil:
-// nothing) and returns a function restoring the previous hook.
-func SetDeliveryGetHook(f func()) (restore func()) {
-	prev := deliveryGetHook
-	deliveryGetHook = f
-	return func() { deliveryGetHook = prev }
-}
+// SetDeliveryGetHook sets what d's DeliveryGet runs after its first read
+// (nil: nothing). Call it while nothing else uses d.
+func SetDeliveryGetHook(d *DB, f func()) { d.hooks.deliveryGetRead = f }
 
 // OnClaimHomeConn runs f on a connection from the claim statements' home
 // list, as DeliveryClaim would get it.
