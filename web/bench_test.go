@@ -73,7 +73,8 @@ func loginCookie(tb testing.TB, h http.Handler, credential string) *http.Cookie 
 //	go test -run '^$' -bench BenchmarkPages -benchtime 50x ./web
 func BenchmarkPages(b *testing.B) {
 	ctx := context.Background()
-	store := dbtest.Open(b, dbtest.NewURL(b), db.Config{StatementTimeout: 10 * time.Minute})
+	dbURL := dbtest.NewURL(b)
+	store := dbtest.Open(b, dbURL, db.Config{StatementTimeout: 10 * time.Minute})
 	carrier, _ := dbtest.Carrier(b, store, nil)
 	merchant, merchantKey := dbtest.Merchant(b, store, nil)
 	var eps []int64
@@ -86,10 +87,8 @@ func BenchmarkPages(b *testing.B) {
 		eps = append(eps, ep.ID)
 	}
 	start := time.Now()
-	if err := store.DashboardFixture(ctx, db.DashboardFixtureSize{CarrierID: carrier.ID, EndpointIDs: eps,
-		Messages: 1_000_000, Attempts: 1_000_000, DeadLetters: 100_000}); err != nil {
-		b.Fatal(err)
-	}
+	dbtest.DashboardHistory(b, dbURL, dbtest.HistoryOpts{CarrierID: carrier.ID, EndpointIDs: eps,
+		Messages: 1_000_000, Attempts: 1_000_000, DeadLetters: 100_000})
 	for batch := range 10 {
 		msgs := make([]db.NewMessage, 1000)
 		for i := range msgs {

@@ -118,38 +118,3 @@ SELECT * FROM messages
 WHERE id = @id
   AND (sqlc.narg(received_at)::timestamptz IS NULL OR received_at = sqlc.narg(received_at)::timestamptz)
 ORDER BY received_at DESC LIMIT 1;
-
--- name: DashboardFixtureMessages :execrows
--- Benchmark fixture (web/ page benchmarks): n messages received today, spread
--- over the endpoints' carrier, all in today's partition.
-INSERT INTO messages (id, received_at, carrier_id, event_type, ordering_key, queue, payload,
-                      payload_size, payload_sha256)
-SELECT nextval('messages_id_seq'),
-       GREATEST(date_trunc('day', now()), now() - make_interval(secs => (g % 36000)::double precision)),
-       @carrier_id::bigint, 'in_transit', 'BENCH' || (g % 10000), (g % 32)::smallint,
-       convert_to('{"tracking_no":"BENCH' || (g % 10000) || '","status":"in_transit"}', 'UTF8'),
-       60, '\x00'::bytea
-FROM generate_series(1, @n::integer) AS g;
-
--- name: DashboardFixtureAttempts :execrows
--- Benchmark fixture: n attempts spread over the given endpoints, made today.
-INSERT INTO delivery_attempts (delivery_id, message_id, message_received_at, endpoint_id, attempt,
-                               attempted_at, outcome, status_code, latency_ms, error, response_excerpt)
-SELECT 10000000 + g, g, now(), (@endpoint_ids::bigint[])[1 + g % cardinality(@endpoint_ids::bigint[])],
-       1, GREATEST(date_trunc('day', now()), now() - make_interval(secs => (g % 36000)::double precision)),
-       CASE WHEN g % 10 = 0 THEN 'failed' ELSE 'success' END,
-       CASE WHEN g % 10 = 0 THEN 500 ELSE 200 END, g % 200,
-       CASE WHEN g % 10 = 0 THEN 'HTTP 500' ELSE '' END, 'ok'
-FROM generate_series(1, @n::integer) AS g;
-
--- name: DashboardFixtureDeadLetters :execrows
--- Benchmark fixture: n dead letters spread over the given endpoints.
-INSERT INTO dead_letters (id, message_id, message_received_at, endpoint_id, merchant_id, carrier_id,
-                          queue, ordering_key, event_type, attempts, last_status, last_error, created_at)
-SELECT 20000000 + g, g, now(), e.id, e.merchant_id, @carrier_id::bigint, (g % 32)::smallint,
-       'BENCH' || g, 'in_transit', 8, 500, 'HTTP 500', now() - make_interval(secs => g::double precision)
-FROM generate_series(1, @n::integer) AS g
-JOIN endpoints e ON e.id = (@endpoint_ids::bigint[])[1 + g % cardinality(@endpoint_ids::bigint[])];
-
--- name: DashboardFixtureAnalyze :exec
-ANALYZE messages, delivery_attempts, dead_letters, deliveries;
