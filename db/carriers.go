@@ -38,7 +38,7 @@ type CarrierCreateParams struct {
 
 func carrierFrom(r dbsqlc.Carrier) Carrier {
 	c := Carrier{
-		ID: r.ID, Name: r.Name, APIKeyHash: r.ApiKeyHash, APIKeyPrefix: r.ApiKeyPrefix,
+		ID: r.ID, Name: r.Name, APIKeyHash: r.APIKeyHash, APIKeyPrefix: r.APIKeyPrefix,
 		OrderingKeyField: r.OrderingKeyField, EventTypeField: r.EventTypeField,
 		MerchantField: r.MerchantField, RateLimitPerSec: int(r.RateLimitPerSec), CreatedAt: r.CreatedAt,
 	}
@@ -62,7 +62,7 @@ func (db *DB) CarrierCreate(ctx context.Context, p CarrierCreateParams) (Carrier
 		secret = &p.SigningSecret
 	}
 	r, err := db.q.CarrierInsert(ctx, dbsqlc.CarrierInsertParams{
-		Name: p.Name, ApiKeyHash: p.APIKeyHash, ApiKeyPrefix: p.APIKeyPrefix,
+		Name: p.Name, APIKeyHash: p.APIKeyHash, APIKeyPrefix: p.APIKeyPrefix,
 		OrderingKeyField: orDefault(p.OrderingKeyField, "tracking_no"),
 		EventTypeField:   orDefault(p.EventTypeField, "status"),
 		MerchantField:    orDefault(p.MerchantField, "merchant_id"),

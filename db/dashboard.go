@@ -103,7 +103,7 @@ func (db *DB) DashboardEndpoints(ctx context.Context, merchantID, afterID int64,
 	out := make([]EndpointStatus, len(rows))
 	for i, r := range rows {
 		out[i] = EndpointStatus{
-			ID: r.ID, MerchantID: r.MerchantID, URL: r.Url, Description: r.Description, Status: r.Status,
+			ID: r.ID, MerchantID: r.MerchantID, URL: r.URL, Description: r.Description, Status: r.Status,
 			DisabledReason: r.DisabledReason, PayloadMode: r.PayloadMode, CreatedAt: r.CreatedAt,
 			ConsecutiveFailures: int(r.ConsecutiveFailures), CircuitState: r.CircuitState,
 			CircuitOpenUntil: r.CircuitOpenUntil, FailingSince: r.FailingSince,
@@ -116,7 +116,7 @@ func (db *DB) DashboardEndpoints(ctx context.Context, merchantID, afterID int64,
 // DashboardEndpointsPending counts the pending deliveries of each endpoint
 // up to limit, in one query; the map has an entry per id.
 func (db *DB) DashboardEndpointsPending(ctx context.Context, endpointIDs []int64, limit int) (map[int64]int64, error) {
-	rows, err := db.q.DashboardEndpointsPending(ctx, dbsqlc.DashboardEndpointsPendingParams{EndpointIds: endpointIDs, Cap: int32(limit)})
+	rows, err := db.q.DashboardEndpointsPending(ctx, dbsqlc.DashboardEndpointsPendingParams{EndpointIDs: endpointIDs, Cap: int32(limit)})
 	if err != nil {
 		return nil, fmt.Errorf("count pending: %w", unavailable(err))
 	}

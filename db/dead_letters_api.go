@@ -79,7 +79,7 @@ func (db *DB) DeadLetterList(ctx context.Context, f DeadLetterFilter, afterAt ti
 // are left alone. It returns how many it moved.
 func (db *DB) DeadLetterRetry(ctx context.Context, ids []int64, f DeadLetterFilter) (int64, error) {
 	n, err := db.q.DeadLetterRetry(ctx, dbsqlc.DeadLetterRetryParams{
-		ByIds: ids != nil, Ids: nonNil(ids), EndpointID: optID(f.EndpointID), CarrierID: optID(f.CarrierID),
+		ByIDs: ids != nil, IDs: nonNil(ids), EndpointID: optID(f.EndpointID), CarrierID: optID(f.CarrierID),
 		MerchantID: optID(f.MerchantID), Since: optTime(f.Since),
 	})
 	if err != nil {
@@ -92,7 +92,7 @@ func (db *DB) DeadLetterRetry(ctx context.Context, ids []int64, f DeadLetterFilt
 // else those matching f. It returns how many it deleted.
 func (db *DB) DeadLetterDiscard(ctx context.Context, ids []int64, f DeadLetterFilter) (int64, error) {
 	n, err := db.q.DeadLetterDiscard(ctx, dbsqlc.DeadLetterDiscardParams{
-		ByIds: ids != nil, Ids: nonNil(ids), EndpointID: optID(f.EndpointID), CarrierID: optID(f.CarrierID),
+		ByIDs: ids != nil, IDs: nonNil(ids), EndpointID: optID(f.EndpointID), CarrierID: optID(f.CarrierID),
 		MerchantID: optID(f.MerchantID), Since: optTime(f.Since),
 	})
 	if err != nil {

@@ -87,7 +87,7 @@ func (db *DB) DeliveryClaimTimed(ctx context.Context, queues []int, perQueue, ba
 			Ordered: r.Ordered, MessageID: r.MessageID, MessageReceivedAt: r.MessageReceivedAt,
 			Attempt: int(r.Attempt), CreatedAt: r.CreatedAt, CarrierID: r.CarrierID,
 			CarrierName: r.CarrierName, EventType: r.EventType, Payload: r.Payload,
-			PayloadSize: int(r.PayloadSize), PayloadSHA256: r.PayloadSha256, MessageFound: r.MessageFound,
+			PayloadSize: int(r.PayloadSize), PayloadSHA256: r.PayloadSHA256, MessageFound: r.MessageFound,
 			LeaseToken: token,
 		}
 		timing.Server = max(timing.Server, time.Duration(r.ServerUs)*time.Microsecond)
@@ -207,7 +207,7 @@ func (db *DB) DeliveryAckBatch(ctx context.Context, dispatcherID int64, results 
 			dead[r.ID] = r
 		}
 		chainsKnown = chainsKnown && r.ChainKnown
-		p.Ids = append(p.Ids, r.ID)
+		p.IDs = append(p.IDs, r.ID)
 		p.Tokens = append(p.Tokens, r.LeaseToken)
 		p.Kinds = append(p.Kinds, string(r.Kind))
 		p.Spend = append(p.Spend, r.Spend)
@@ -231,7 +231,7 @@ func (db *DB) DeliveryAckBatch(ctx context.Context, dispatcherID int64, results 
 	hp := healthParams(outcomes, policy)
 	if hp != nil {
 		// Outside the transaction: once the rows exist it waits for nobody.
-		if err = dbsqlc.New(conn.conn).EndpointHealthEnsure(ctx, hp.EndpointIds); err != nil {
+		if err = dbsqlc.New(conn.conn).EndpointHealthEnsure(ctx, hp.EndpointIDs); err != nil {
 			return rep, fmt.Errorf("endpoint health: %w", unavailable(err))
 		}
 	}
@@ -259,15 +259,15 @@ func (db *DB) DeliveryAckBatch(ctx context.Context, dispatcherID int64, results 
 			var dl dbsqlc.DeadLetterInsertParams
 			for _, r := range rows {
 				if r.Deleted && r.Ordered {
-					promote.EndpointIds = append(promote.EndpointIds, r.EndpointID)
+					promote.EndpointIDs = append(promote.EndpointIDs, r.EndpointID)
 					promote.OrderingKeys = append(promote.OrderingKeys, r.OrderingKey)
-					promote.Ids = append(promote.Ids, r.ID)
+					promote.IDs = append(promote.IDs, r.ID)
 				}
 				if res, ok := dead[r.ID]; ok && r.Deleted {
-					dl.Ids = append(dl.Ids, r.ID)
-					dl.MessageIds = append(dl.MessageIds, r.MessageID)
+					dl.IDs = append(dl.IDs, r.ID)
+					dl.MessageIDs = append(dl.MessageIDs, r.MessageID)
 					dl.MessageReceivedAts = append(dl.MessageReceivedAts, r.MessageReceivedAt)
-					dl.EndpointIds = append(dl.EndpointIds, r.EndpointID)
+					dl.EndpointIDs = append(dl.EndpointIDs, r.EndpointID)
 					dl.Queues = append(dl.Queues, r.Queue)
 					dl.OrderingKeys = append(dl.OrderingKeys, r.OrderingKey)
 					dl.Attempts = append(dl.Attempts, r.Attempt)
@@ -275,13 +275,13 @@ func (db *DB) DeliveryAckBatch(ctx context.Context, dispatcherID int64, results 
 					dl.Errors = append(dl.Errors, res.Error)
 				}
 			}
-			if len(dl.Ids) > 0 {
+			if len(dl.IDs) > 0 {
 				if err := q.DeadLetterInsert(ctx, dl); err != nil {
 					return fmt.Errorf("write dead letters: %w", unavailable(err))
 				}
 			}
 		}
-		if len(promote.Ids) > 0 {
+		if len(promote.IDs) > 0 {
 			n, err := q.DeliveryPromote(ctx, promote)
 			if err != nil {
 				return fmt.Errorf("promote successors: %w", unavailable(err))
@@ -327,9 +327,9 @@ func (db *DB) ackPipelined(ctx context.Context, conn interface {
 	var promote dbsqlc.DeliveryPromoteParams
 	for _, r := range results {
 		if r.Kind == AckSuccess && r.Ordered {
-			promote.EndpointIds = append(promote.EndpointIds, r.EndpointID)
+			promote.EndpointIDs = append(promote.EndpointIDs, r.EndpointID)
 			promote.OrderingKeys = append(promote.OrderingKeys, r.OrderingKey)
-			promote.Ids = append(promote.Ids, r.ID)
+			promote.IDs = append(promote.IDs, r.ID)
 		}
 	}
 	var (
@@ -347,7 +347,7 @@ func (db *DB) ackPipelined(ctx context.Context, conn interface {
 			return err
 		})
 	}
-	if len(promote.Ids) > 0 {
+	if len(promote.IDs) > 0 {
 		steps = append(steps, func(tx dbsqlc.DBTX) (err error) {
 			promoted, err = dbsqlc.New(tx).DeliveryPromote(ctx, promote)
 			return err
@@ -382,7 +382,7 @@ func healthParams(outcomes []EndpointOutcome, policy HealthPolicy) *dbsqlc.Endpo
 		DisableAfter:  policy.DisableAfter,
 	}
 	for _, o := range outcomes {
-		hp.EndpointIds = append(hp.EndpointIds, o.EndpointID)
+		hp.EndpointIDs = append(hp.EndpointIDs, o.EndpointID)
 		hp.Successes = append(hp.Successes, int32(o.Successes))
 		hp.Failures = append(hp.Failures, int32(o.Failures))
 		hp.Trail = append(hp.Trail, int32(o.Trailing))
@@ -417,7 +417,7 @@ func (rep *AckReport) foldHealth(rows []dbsqlc.EndpointHealthApplyRow, outcomes 
 // DeliveryExtend extends the lease of in-flight rows; it returns how many
 // were still ours.
 func (db *DB) DeliveryExtend(ctx context.Context, ids, tokens []int64, lease time.Duration) (int64, error) {
-	n, err := db.q.DeliveryExtend(ctx, dbsqlc.DeliveryExtendParams{Lease: lease, Ids: ids, Tokens: tokens})
+	n, err := db.q.DeliveryExtend(ctx, dbsqlc.DeliveryExtendParams{Lease: lease, IDs: ids, Tokens: tokens})
 	if err != nil {
 		return 0, fmt.Errorf("extend leases: %w", unavailable(err))
 	}

@@ -10,7 +10,7 @@ import (
 
 // DispatcherRegister records a starting dispatcher process and returns its id.
 func (db *DB) DispatcherRegister(ctx context.Context, hostname string, pid int) (int64, error) {
-	id, err := db.q.DispatcherRegister(ctx, dbsqlc.DispatcherRegisterParams{Hostname: hostname, Pid: int32(pid)})
+	id, err := db.q.DispatcherRegister(ctx, dbsqlc.DispatcherRegisterParams{Hostname: hostname, PID: int32(pid)})
 	if err != nil {
 		return 0, fmt.Errorf("register dispatcher: %w", unavailable(err))
 	}

@@ -36,7 +36,7 @@ func (db *DB) EndpointsDispatchLoad(ctx context.Context, ids []int64) ([]Dispatc
 			sched[j] = time.Duration(ms) * time.Millisecond
 		}
 		out[i] = DispatchEndpoint{
-			ID: r.ID, URL: r.Url, Status: r.Status, MaxInFlight: int(r.MaxInFlight),
+			ID: r.ID, URL: r.URL, Status: r.Status, MaxInFlight: int(r.MaxInFlight),
 			RateLimitPerSec: int(r.RateLimitPerSec), PayloadMode: r.PayloadMode,
 			RetrySchedule: sched, Timeout: time.Duration(r.TimeoutMs) * time.Millisecond,
 			Secrets: r.Secrets, ConsecutiveFailures: int(r.ConsecutiveFailures), CircuitState: r.CircuitState,

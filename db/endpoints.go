@@ -85,8 +85,8 @@ func endpointFrom(r dbsqlc.Endpoint) Endpoint {
 		sched[i] = time.Duration(v) * time.Millisecond
 	}
 	return Endpoint{
-		ID: r.ID, MerchantID: r.MerchantID, URL: r.Url, Description: r.Description,
-		CarrierIDs: r.CarrierIds, EventTypes: r.EventTypes, Status: r.Status,
+		ID: r.ID, MerchantID: r.MerchantID, URL: r.URL, Description: r.Description,
+		CarrierIDs: r.CarrierIDs, EventTypes: r.EventTypes, Status: r.Status,
 		DisabledReason: r.DisabledReason, MaxInFlight: int(r.MaxInFlight),
 		RateLimitPerSec: int(r.RateLimitPerSec), PayloadMode: r.PayloadMode,
 		RetrySchedule: sched, Timeout: time.Duration(r.TimeoutMs) * time.Millisecond,
@@ -101,8 +101,8 @@ func (db *DB) EndpointCreate(ctx context.Context, merchantID int64, f EndpointFi
 	var ep Endpoint
 	err := db.inTx(ctx, func(q *dbsqlc.Queries, _ pgx.Tx) error {
 		r, err := q.EndpointInsert(ctx, dbsqlc.EndpointInsertParams{
-			MerchantID: merchantID, Url: f.URL, Description: f.Description,
-			CarrierIds: f.CarrierIDs, EventTypes: f.EventTypes, MaxInFlight: int32(f.MaxInFlight),
+			MerchantID: merchantID, URL: f.URL, Description: f.Description,
+			CarrierIDs: f.CarrierIDs, EventTypes: f.EventTypes, MaxInFlight: int32(f.MaxInFlight),
 			RateLimitPerSec: int32(f.RateLimitPerSec), PayloadMode: f.PayloadMode,
 			RetryScheduleMs: msList(f.RetrySchedule), TimeoutMs: int32(f.Timeout.Milliseconds()),
 		})
@@ -161,7 +161,7 @@ func (db *DB) EndpointRoutes(ctx context.Context) ([]EndpointRoute, error) {
 	}
 	out := make([]EndpointRoute, len(rows))
 	for i, r := range rows {
-		out[i] = EndpointRoute{ID: r.ID, MerchantID: r.MerchantID, CarrierIDs: r.CarrierIds, EventTypes: r.EventTypes, Status: r.Status}
+		out[i] = EndpointRoute{ID: r.ID, MerchantID: r.MerchantID, CarrierIDs: r.CarrierIDs, EventTypes: r.EventTypes, Status: r.Status}
 	}
 	return out, nil
 }
@@ -171,7 +171,7 @@ func (db *DB) EndpointRoutes(ctx context.Context) ([]EndpointRoute, error) {
 func (db *DB) EndpointUpdate(ctx context.Context, id int64, f EndpointFields) (Endpoint, error) {
 	f = f.withDefaults()
 	r, err := db.q.EndpointUpdate(ctx, dbsqlc.EndpointUpdateParams{
-		ID: id, Url: f.URL, Description: f.Description, CarrierIds: f.CarrierIDs, EventTypes: f.EventTypes,
+		ID: id, URL: f.URL, Description: f.Description, CarrierIDs: f.CarrierIDs, EventTypes: f.EventTypes,
 		MaxInFlight: int32(f.MaxInFlight), RateLimitPerSec: int32(f.RateLimitPerSec), PayloadMode: f.PayloadMode,
 		RetryScheduleMs: msList(f.RetrySchedule), TimeoutMs: int32(f.Timeout.Milliseconds()),
 	})

@@ -143,7 +143,7 @@ func (db *DB) HealthSnapshotWith(ctx context.Context, opts HealthOptions) (Healt
 		return h, fmt.Errorf("health sessions: %w", unavailable(err))
 	}
 	for _, s := range sessions {
-		h.Sessions = append(h.Sessions, HealthSession{PID: int(s.Pid), Database: s.Database, SameDatabase: s.SameDatabase, Username: s.Username,
+		h.Sessions = append(h.Sessions, HealthSession{PID: int(s.PID), Database: s.Database, SameDatabase: s.SameDatabase, Username: s.Username,
 			ApplicationName: s.ApplicationName, ClientAddr: s.ClientAddr, State: s.State, XactStart: s.XactStart,
 			XactSeconds: s.XactSeconds, XminAge: int(s.XminAge), Query: s.Query})
 	}

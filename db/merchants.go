@@ -18,12 +18,12 @@ type Merchant struct {
 }
 
 func merchantFrom(r dbsqlc.Merchant) Merchant {
-	return Merchant{ID: r.ID, Name: r.Name, APIKeyHash: r.ApiKeyHash, APIKeyPrefix: r.ApiKeyPrefix, CreatedAt: r.CreatedAt}
+	return Merchant{ID: r.ID, Name: r.Name, APIKeyHash: r.APIKeyHash, APIKeyPrefix: r.APIKeyPrefix, CreatedAt: r.CreatedAt}
 }
 
 // MerchantCreate inserts a merchant with the given key hash.
 func (db *DB) MerchantCreate(ctx context.Context, name string, keyHash []byte, keyPrefix string) (Merchant, error) {
-	r, err := db.q.MerchantInsert(ctx, dbsqlc.MerchantInsertParams{Name: name, ApiKeyHash: keyHash, ApiKeyPrefix: keyPrefix})
+	r, err := db.q.MerchantInsert(ctx, dbsqlc.MerchantInsertParams{Name: name, APIKeyHash: keyHash, APIKeyPrefix: keyPrefix})
 	if err != nil {
 		return Merchant{}, fmt.Errorf("insert merchant: %w", unavailable(err))
 	}

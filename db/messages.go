@@ -108,9 +108,9 @@ func (db *DB) MessageInsertMany(ctx context.Context, msgs []NewMessage) ([]Store
 		sent = append(sent, i)
 		ord := int32(len(sent)) // 1-based
 		p.Ords = append(p.Ords, ord)
-		p.Ids = append(p.Ids, m.ID) // 0: the statement takes one
+		p.IDs = append(p.IDs, m.ID) // 0: the statement takes one
 		p.ReceivedAts = append(p.ReceivedAts, m.ReceivedAt)
-		p.CarrierIds = append(p.CarrierIds, m.CarrierID)
+		p.CarrierIDs = append(p.CarrierIDs, m.CarrierID)
 		p.EventTypes = append(p.EventTypes, m.EventType)
 		p.OrderingKeys = append(p.OrderingKeys, m.OrderingKey)
 		p.MerchantRefs = append(p.MerchantRefs, m.MerchantRef)
@@ -119,23 +119,23 @@ func (db *DB) MessageInsertMany(ctx context.Context, msgs []NewMessage) ([]Store
 		p.Payloads = append(p.Payloads, payload)
 		p.PayloadKeys = append(p.PayloadKeys, m.PayloadKey)
 		p.PayloadSizes = append(p.PayloadSizes, int32(m.PayloadSize))
-		p.PayloadSha256s = append(p.PayloadSha256s, m.PayloadSHA256)
+		p.PayloadSHA256s = append(p.PayloadSHA256s, m.PayloadSHA256)
 		p.DeliveryCounts = append(p.DeliveryCounts, int32(len(m.EndpointIDs)))
 		for _, ep := range m.EndpointIDs {
 			p.DeliveryOrds = append(p.DeliveryOrds, int32(len(p.DeliveryOrds)+1))
 			p.DeliveryMessageOrds = append(p.DeliveryMessageOrds, ord)
-			p.DeliveryEndpointIds = append(p.DeliveryEndpointIds, ep)
+			p.DeliveryEndpointIDs = append(p.DeliveryEndpointIDs, ep)
 		}
 		out[i] = StoredMessage{ReceivedAt: m.ReceivedAt, Deliveries: len(m.EndpointIDs)}
 	}
 	rows, err := q.MessageStoreBatch(ctx, p)
 	if err != nil {
-		return nil, fmt.Errorf("store %d messages: %w", len(p.Ids), unavailable(err))
+		return nil, fmt.Errorf("store %d messages: %w", len(p.IDs), unavailable(err))
 	}
 	stored := make([]bool, len(sent))
 	for _, r := range rows {
 		i := sent[r.Ord-1]
-		out[i].ID, out[i].DeliveryIDs = r.ID, r.DeliveryIds
+		out[i].ID, out[i].DeliveryIDs = r.ID, r.DeliveryIDs
 		stored[r.Ord-1] = true
 	}
 	if len(rows) < len(sent) {
@@ -168,7 +168,7 @@ func resolveDuplicates(ctx context.Context, q *dbsqlc.Queries, msgs []NewMessage
 		m := msgs[i]
 		k := idemKey{m.CarrierID, m.IdempotencyKey}
 		byKey[k] = i
-		lp.CarrierIds = append(lp.CarrierIds, k.carrier)
+		lp.CarrierIDs = append(lp.CarrierIDs, k.carrier)
 		lp.IdemKeys = append(lp.IdemKeys, k.key)
 		out[i] = StoredMessage{Err: hookrelay.Errorf(hookrelay.EUNAVAILABLE, "idempotency key changed concurrently; retry")}
 	}
@@ -209,7 +209,7 @@ func messageFrom(r dbsqlc.Message) Message {
 	m := Message{
 		ID: r.ID, ReceivedAt: r.ReceivedAt, CarrierID: r.CarrierID, EventType: r.EventType,
 		OrderingKey: r.OrderingKey, MerchantRef: r.MerchantRef, Queue: int(r.Queue), Payload: r.Payload,
-		PayloadSize: int(r.PayloadSize), PayloadSHA256: r.PayloadSha256, Deliveries: int(r.Deliveries),
+		PayloadSize: int(r.PayloadSize), PayloadSHA256: r.PayloadSHA256, Deliveries: int(r.Deliveries),
 	}
 	if r.IdempotencyKey != nil {
 		m.IdempotencyKey = *r.IdempotencyKey

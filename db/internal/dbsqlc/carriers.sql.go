@@ -25,8 +25,8 @@ func (q *Queries) CarrierAll(ctx context.Context) ([]Carrier, error) {
 		if err := rows.Scan(
 			&i.ID,
 			&i.Name,
-			&i.ApiKeyHash,
-			&i.ApiKeyPrefix,
+			&i.APIKeyHash,
+			&i.APIKeyPrefix,
 			&i.OrderingKeyField,
 			&i.EventTypeField,
 			&i.MerchantField,
@@ -54,8 +54,8 @@ func (q *Queries) CarrierByKeyHash(ctx context.Context, apiKeyHash []byte) (Carr
 	err := row.Scan(
 		&i.ID,
 		&i.Name,
-		&i.ApiKeyHash,
-		&i.ApiKeyPrefix,
+		&i.APIKeyHash,
+		&i.APIKeyPrefix,
 		&i.OrderingKeyField,
 		&i.EventTypeField,
 		&i.MerchantField,
@@ -87,8 +87,8 @@ func (q *Queries) CarrierGet(ctx context.Context, id int64) (Carrier, error) {
 	err := row.Scan(
 		&i.ID,
 		&i.Name,
-		&i.ApiKeyHash,
-		&i.ApiKeyPrefix,
+		&i.APIKeyHash,
+		&i.APIKeyPrefix,
 		&i.OrderingKeyField,
 		&i.EventTypeField,
 		&i.MerchantField,
@@ -109,8 +109,8 @@ RETURNING id, name, api_key_hash, api_key_prefix, ordering_key_field, event_type
 
 type CarrierInsertParams struct {
 	Name             string
-	ApiKeyHash       []byte
-	ApiKeyPrefix     string
+	APIKeyHash       []byte
+	APIKeyPrefix     string
 	OrderingKeyField string
 	EventTypeField   string
 	MerchantField    string
@@ -121,8 +121,8 @@ type CarrierInsertParams struct {
 func (q *Queries) CarrierInsert(ctx context.Context, arg CarrierInsertParams) (Carrier, error) {
 	row := q.db.QueryRow(ctx, carrierInsert,
 		arg.Name,
-		arg.ApiKeyHash,
-		arg.ApiKeyPrefix,
+		arg.APIKeyHash,
+		arg.APIKeyPrefix,
 		arg.OrderingKeyField,
 		arg.EventTypeField,
 		arg.MerchantField,
@@ -133,8 +133,8 @@ func (q *Queries) CarrierInsert(ctx context.Context, arg CarrierInsertParams) (C
 	err := row.Scan(
 		&i.ID,
 		&i.Name,
-		&i.ApiKeyHash,
-		&i.ApiKeyPrefix,
+		&i.APIKeyHash,
+		&i.APIKeyPrefix,
 		&i.OrderingKeyField,
 		&i.EventTypeField,
 		&i.MerchantField,
@@ -166,8 +166,8 @@ func (q *Queries) CarrierList(ctx context.Context, arg CarrierListParams) ([]Car
 		if err := rows.Scan(
 			&i.ID,
 			&i.Name,
-			&i.ApiKeyHash,
-			&i.ApiKeyPrefix,
+			&i.APIKeyHash,
+			&i.APIKeyPrefix,
 			&i.OrderingKeyField,
 			&i.EventTypeField,
 			&i.MerchantField,

@@ -308,7 +308,7 @@ type DashboardEndpointsParams struct {
 type DashboardEndpointsRow struct {
 	ID                  int64
 	MerchantID          int64
-	Url                 string
+	URL                 string
 	Description         string
 	Status              string
 	DisabledReason      string
@@ -336,7 +336,7 @@ func (q *Queries) DashboardEndpoints(ctx context.Context, arg DashboardEndpoints
 		if err := rows.Scan(
 			&i.ID,
 			&i.MerchantID,
-			&i.Url,
+			&i.URL,
 			&i.Description,
 			&i.Status,
 			&i.DisabledReason,
@@ -370,7 +370,7 @@ FROM unnest($2::bigint[]) AS e(id)
 
 type DashboardEndpointsPendingParams struct {
 	Cap         int32
-	EndpointIds []int64
+	EndpointIDs []int64
 }
 
 type DashboardEndpointsPendingRow struct {
@@ -381,7 +381,7 @@ type DashboardEndpointsPendingRow struct {
 // Pending deliveries of each of the endpoints, each counted up to a cap, in
 // one round trip (an index range scan of at most cap entries per endpoint).
 func (q *Queries) DashboardEndpointsPending(ctx context.Context, arg DashboardEndpointsPendingParams) ([]DashboardEndpointsPendingRow, error) {
-	rows, err := q.db.Query(ctx, dashboardEndpointsPending, arg.Cap, arg.EndpointIds)
+	rows, err := q.db.Query(ctx, dashboardEndpointsPending, arg.Cap, arg.EndpointIDs)
 	if err != nil {
 		return nil, err
 	}
@@ -428,7 +428,7 @@ func (q *Queries) DashboardMessage(ctx context.Context, arg DashboardMessagePara
 		&i.Payload,
 		&i.PayloadKey,
 		&i.PayloadSize,
-		&i.PayloadSha256,
+		&i.PayloadSHA256,
 		&i.Deliveries,
 	)
 	return i, err

@@ -71,10 +71,10 @@ ON CONFLICT (id) DO UPDATE SET
 `
 
 type DeadLetterInsertParams struct {
-	Ids                []int64
-	MessageIds         []int64
+	IDs                []int64
+	MessageIDs         []int64
 	MessageReceivedAts []time.Time
-	EndpointIds        []int64
+	EndpointIDs        []int64
 	Queues             []int16
 	OrderingKeys       []string
 	Attempts           []int32
@@ -90,10 +90,10 @@ type DeadLetterInsertParams struct {
 // its earlier letter.
 func (q *Queries) DeadLetterInsert(ctx context.Context, arg DeadLetterInsertParams) error {
 	_, err := q.db.Exec(ctx, deadLetterInsert,
-		arg.Ids,
-		arg.MessageIds,
+		arg.IDs,
+		arg.MessageIDs,
 		arg.MessageReceivedAts,
-		arg.EndpointIds,
+		arg.EndpointIDs,
 		arg.Queues,
 		arg.OrderingKeys,
 		arg.Attempts,

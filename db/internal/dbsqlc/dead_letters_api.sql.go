@@ -31,8 +31,8 @@ WHERE (NOT $1::boolean OR d.id = ANY($2::bigint[]))
 `
 
 type DeadLetterDiscardParams struct {
-	ByIds      bool
-	Ids        []int64
+	ByIDs      bool
+	IDs        []int64
 	EndpointID *int64
 	CarrierID  *int64
 	MerchantID *int64
@@ -41,8 +41,8 @@ type DeadLetterDiscardParams struct {
 
 func (q *Queries) DeadLetterDiscard(ctx context.Context, arg DeadLetterDiscardParams) (int64, error) {
 	result, err := q.db.Exec(ctx, deadLetterDiscard,
-		arg.ByIds,
-		arg.Ids,
+		arg.ByIDs,
+		arg.IDs,
 		arg.EndpointID,
 		arg.CarrierID,
 		arg.MerchantID,
@@ -165,8 +165,8 @@ SELECT count(*) FROM inserted
 `
 
 type DeadLetterRetryParams struct {
-	ByIds      bool
-	Ids        []int64
+	ByIDs      bool
+	IDs        []int64
 	EndpointID *int64
 	CarrierID  *int64
 	MerchantID *int64
@@ -178,8 +178,8 @@ type DeadLetterRetryParams struct {
 // visible now. Dead letters of deleted endpoints stay where they are.
 func (q *Queries) DeadLetterRetry(ctx context.Context, arg DeadLetterRetryParams) (int64, error) {
 	row := q.db.QueryRow(ctx, deadLetterRetry,
-		arg.ByIds,
-		arg.Ids,
+		arg.ByIDs,
+		arg.IDs,
 		arg.EndpointID,
 		arg.CarrierID,
 		arg.MerchantID,

@@ -73,7 +73,7 @@ FROM upd u
 `
 
 type DeliveryAckParams struct {
-	Ids          []int64
+	IDs          []int64
 	Tokens       []int64
 	Kinds        []string
 	Spend        []bool
@@ -112,7 +112,7 @@ type DeliveryAckRow struct {
 // dead letter.
 func (q *Queries) DeliveryAck(ctx context.Context, arg DeliveryAckParams) ([]DeliveryAckRow, error) {
 	rows, err := q.db.Query(ctx, deliveryAck,
-		arg.Ids,
+		arg.IDs,
 		arg.Tokens,
 		arg.Kinds,
 		arg.Spend,
@@ -288,7 +288,7 @@ type DeliveryClaimRow struct {
 	Payload           []byte
 	PayloadKey        *string
 	PayloadSize       int32
-	PayloadSha256     []byte
+	PayloadSHA256     []byte
 	MessageFound      bool
 	CarrierName       string
 	ServerUs          int64
@@ -362,7 +362,7 @@ func (q *Queries) DeliveryClaim(ctx context.Context, arg DeliveryClaimParams) ([
 			&i.Payload,
 			&i.PayloadKey,
 			&i.PayloadSize,
-			&i.PayloadSha256,
+			&i.PayloadSHA256,
 			&i.MessageFound,
 			&i.CarrierName,
 			&i.ServerUs,
@@ -385,13 +385,13 @@ WHERE d.id = x.id AND d.lease_token = x.token
 
 type DeliveryExtendParams struct {
 	Lease  time.Duration
-	Ids    []int64
+	IDs    []int64
 	Tokens []int64
 }
 
 // Extends the lease of rows still in flight (long HTTP calls).
 func (q *Queries) DeliveryExtend(ctx context.Context, arg DeliveryExtendParams) (int64, error) {
-	result, err := q.db.Exec(ctx, deliveryExtend, arg.Lease, arg.Ids, arg.Tokens)
+	result, err := q.db.Exec(ctx, deliveryExtend, arg.Lease, arg.IDs, arg.Tokens)
 	if err != nil {
 		return 0, err
 	}
@@ -421,9 +421,9 @@ WHERE d.id = ANY (ARRAY(
 `
 
 type DeliveryPromoteParams struct {
-	EndpointIds  []int64
+	EndpointIDs  []int64
 	OrderingKeys []string
-	Ids          []int64
+	IDs          []int64
 }
 
 // Makes the successor of each removed chain row visible now when it is parked.
@@ -438,7 +438,7 @@ type DeliveryPromoteParams struct {
 // looks as cheap, and a plan kept from such a time would read every parked
 // row of a backlog at each acknowledgement).
 func (q *Queries) DeliveryPromote(ctx context.Context, arg DeliveryPromoteParams) (int64, error) {
-	result, err := q.db.Exec(ctx, deliveryPromote, arg.EndpointIds, arg.OrderingKeys, arg.Ids)
+	result, err := q.db.Exec(ctx, deliveryPromote, arg.EndpointIDs, arg.OrderingKeys, arg.IDs)
 	if err != nil {
 		return 0, err
 	}

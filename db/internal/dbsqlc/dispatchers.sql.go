@@ -49,11 +49,11 @@ RETURNING id
 
 type DispatcherRegisterParams struct {
 	Hostname string
-	Pid      int32
+	PID      int32
 }
 
 func (q *Queries) DispatcherRegister(ctx context.Context, arg DispatcherRegisterParams) (int64, error) {
-	row := q.db.QueryRow(ctx, dispatcherRegister, arg.Hostname, arg.Pid)
+	row := q.db.QueryRow(ctx, dispatcherRegister, arg.Hostname, arg.PID)
 	var id int64
 	err := row.Scan(&id)
 	return id, err

@@ -87,7 +87,7 @@ FROM hu
 `
 
 type EndpointHealthApplyParams struct {
-	EndpointIds   []int64
+	EndpointIDs   []int64
 	Successes     []int32
 	Failures      []int32
 	Trail         []int32
@@ -123,7 +123,7 @@ type EndpointHealthApplyRow struct {
 // rest over to its next batch.
 func (q *Queries) EndpointHealthApply(ctx context.Context, arg EndpointHealthApplyParams) ([]EndpointHealthApplyRow, error) {
 	rows, err := q.db.Query(ctx, endpointHealthApply,
-		arg.EndpointIds,
+		arg.EndpointIDs,
 		arg.Successes,
 		arg.Failures,
 		arg.Trail,
@@ -220,7 +220,7 @@ WHERE e.id = ANY($1::bigint[])
 
 type EndpointsDispatchLoadRow struct {
 	ID                  int64
-	Url                 string
+	URL                 string
 	Status              string
 	MaxInFlight         int32
 	RateLimitPerSec     int32
@@ -245,7 +245,7 @@ func (q *Queries) EndpointsDispatchLoad(ctx context.Context, ids []int64) ([]End
 		var i EndpointsDispatchLoadRow
 		if err := rows.Scan(
 			&i.ID,
-			&i.Url,
+			&i.URL,
 			&i.Status,
 			&i.MaxInFlight,
 			&i.RateLimitPerSec,

@@ -78,9 +78,9 @@ func (q *Queries) EndpointGet(ctx context.Context, id int64) (Endpoint, error) {
 	err := row.Scan(
 		&i.ID,
 		&i.MerchantID,
-		&i.Url,
+		&i.URL,
 		&i.Description,
-		&i.CarrierIds,
+		&i.CarrierIDs,
 		&i.EventTypes,
 		&i.Status,
 		&i.DisabledReason,
@@ -116,9 +116,9 @@ RETURNING id, merchant_id, url, description, carrier_ids, event_types, status, d
 
 type EndpointInsertParams struct {
 	MerchantID      int64
-	Url             string
+	URL             string
 	Description     string
-	CarrierIds      []int64
+	CarrierIDs      []int64
 	EventTypes      []string
 	MaxInFlight     int32
 	RateLimitPerSec int32
@@ -130,9 +130,9 @@ type EndpointInsertParams struct {
 func (q *Queries) EndpointInsert(ctx context.Context, arg EndpointInsertParams) (Endpoint, error) {
 	row := q.db.QueryRow(ctx, endpointInsert,
 		arg.MerchantID,
-		arg.Url,
+		arg.URL,
 		arg.Description,
-		arg.CarrierIds,
+		arg.CarrierIDs,
 		arg.EventTypes,
 		arg.MaxInFlight,
 		arg.RateLimitPerSec,
@@ -144,9 +144,9 @@ func (q *Queries) EndpointInsert(ctx context.Context, arg EndpointInsertParams) 
 	err := row.Scan(
 		&i.ID,
 		&i.MerchantID,
-		&i.Url,
+		&i.URL,
 		&i.Description,
-		&i.CarrierIds,
+		&i.CarrierIDs,
 		&i.EventTypes,
 		&i.Status,
 		&i.DisabledReason,
@@ -187,9 +187,9 @@ func (q *Queries) EndpointList(ctx context.Context, arg EndpointListParams) ([]E
 		if err := rows.Scan(
 			&i.ID,
 			&i.MerchantID,
-			&i.Url,
+			&i.URL,
 			&i.Description,
-			&i.CarrierIds,
+			&i.CarrierIDs,
 			&i.EventTypes,
 			&i.Status,
 			&i.DisabledReason,
@@ -229,9 +229,9 @@ func (q *Queries) EndpointSetStatus(ctx context.Context, arg EndpointSetStatusPa
 	err := row.Scan(
 		&i.ID,
 		&i.MerchantID,
-		&i.Url,
+		&i.URL,
 		&i.Description,
-		&i.CarrierIds,
+		&i.CarrierIDs,
 		&i.EventTypes,
 		&i.Status,
 		&i.DisabledReason,
@@ -263,9 +263,9 @@ RETURNING id, merchant_id, url, description, carrier_ids, event_types, status, d
 `
 
 type EndpointUpdateParams struct {
-	Url             string
+	URL             string
 	Description     string
-	CarrierIds      []int64
+	CarrierIDs      []int64
 	EventTypes      []string
 	MaxInFlight     int32
 	RateLimitPerSec int32
@@ -277,9 +277,9 @@ type EndpointUpdateParams struct {
 
 func (q *Queries) EndpointUpdate(ctx context.Context, arg EndpointUpdateParams) (Endpoint, error) {
 	row := q.db.QueryRow(ctx, endpointUpdate,
-		arg.Url,
+		arg.URL,
 		arg.Description,
-		arg.CarrierIds,
+		arg.CarrierIDs,
 		arg.EventTypes,
 		arg.MaxInFlight,
 		arg.RateLimitPerSec,
@@ -292,9 +292,9 @@ func (q *Queries) EndpointUpdate(ctx context.Context, arg EndpointUpdateParams) 
 	err := row.Scan(
 		&i.ID,
 		&i.MerchantID,
-		&i.Url,
+		&i.URL,
 		&i.Description,
-		&i.CarrierIds,
+		&i.CarrierIDs,
 		&i.EventTypes,
 		&i.Status,
 		&i.DisabledReason,
@@ -317,7 +317,7 @@ WHERE status <> 'deleted' ORDER BY id
 type EndpointsLiveRow struct {
 	ID         int64
 	MerchantID int64
-	CarrierIds []int64
+	CarrierIDs []int64
 	EventTypes []string
 	Status     string
 }
@@ -336,7 +336,7 @@ func (q *Queries) EndpointsLive(ctx context.Context) ([]EndpointsLiveRow, error)
 		if err := rows.Scan(
 			&i.ID,
 			&i.MerchantID,
-			&i.CarrierIds,
+			&i.CarrierIDs,
 			&i.EventTypes,
 			&i.Status,
 		); err != nil {

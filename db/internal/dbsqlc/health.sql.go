@@ -126,7 +126,7 @@ LIMIT 50
 `
 
 type HealthSessionsRow struct {
-	Pid             int32
+	PID             int32
 	Database        string
 	SameDatabase    bool
 	Username        string
@@ -154,7 +154,7 @@ func (q *Queries) HealthSessions(ctx context.Context, longSeconds float64) ([]He
 	for rows.Next() {
 		var i HealthSessionsRow
 		if err := rows.Scan(
-			&i.Pid,
+			&i.PID,
 			&i.Database,
 			&i.SameDatabase,
 			&i.Username,

@@ -19,7 +19,7 @@ WHERE (k.carrier_id, k.idem_key) IN (SELECT unnest($1::bigint[]), unnest($2::tex
 `
 
 type IdempotencyLookupManyParams struct {
-	CarrierIds []int64
+	CarrierIDs []int64
 	IdemKeys   []string
 }
 
@@ -33,7 +33,7 @@ type IdempotencyLookupManyRow struct {
 
 // The holders of (carrier, key) pairs within the 24 h window.
 func (q *Queries) IdempotencyLookupMany(ctx context.Context, arg IdempotencyLookupManyParams) ([]IdempotencyLookupManyRow, error) {
-	rows, err := q.db.Query(ctx, idempotencyLookupMany, arg.CarrierIds, arg.IdemKeys)
+	rows, err := q.db.Query(ctx, idempotencyLookupMany, arg.CarrierIDs, arg.IdemKeys)
 	if err != nil {
 		return nil, err
 	}

@@ -19,8 +19,8 @@ func (q *Queries) MerchantByKeyHash(ctx context.Context, apiKeyHash []byte) (Mer
 	err := row.Scan(
 		&i.ID,
 		&i.Name,
-		&i.ApiKeyHash,
-		&i.ApiKeyPrefix,
+		&i.APIKeyHash,
+		&i.APIKeyPrefix,
 		&i.CreatedAt,
 	)
 	return i, err
@@ -47,8 +47,8 @@ func (q *Queries) MerchantGet(ctx context.Context, id int64) (Merchant, error) {
 	err := row.Scan(
 		&i.ID,
 		&i.Name,
-		&i.ApiKeyHash,
-		&i.ApiKeyPrefix,
+		&i.APIKeyHash,
+		&i.APIKeyPrefix,
 		&i.CreatedAt,
 	)
 	return i, err
@@ -62,18 +62,18 @@ RETURNING id, name, api_key_hash, api_key_prefix, created_at
 
 type MerchantInsertParams struct {
 	Name         string
-	ApiKeyHash   []byte
-	ApiKeyPrefix string
+	APIKeyHash   []byte
+	APIKeyPrefix string
 }
 
 func (q *Queries) MerchantInsert(ctx context.Context, arg MerchantInsertParams) (Merchant, error) {
-	row := q.db.QueryRow(ctx, merchantInsert, arg.Name, arg.ApiKeyHash, arg.ApiKeyPrefix)
+	row := q.db.QueryRow(ctx, merchantInsert, arg.Name, arg.APIKeyHash, arg.APIKeyPrefix)
 	var i Merchant
 	err := row.Scan(
 		&i.ID,
 		&i.Name,
-		&i.ApiKeyHash,
-		&i.ApiKeyPrefix,
+		&i.APIKeyHash,
+		&i.APIKeyPrefix,
 		&i.CreatedAt,
 	)
 	return i, err
@@ -100,8 +100,8 @@ func (q *Queries) MerchantList(ctx context.Context, arg MerchantListParams) ([]M
 		if err := rows.Scan(
 			&i.ID,
 			&i.Name,
-			&i.ApiKeyHash,
-			&i.ApiKeyPrefix,
+			&i.APIKeyHash,
+			&i.APIKeyPrefix,
 			&i.CreatedAt,
 		); err != nil {
 			return nil, err

@@ -51,7 +51,7 @@ func (q *Queries) MessageGet(ctx context.Context, arg MessageGetParams) (Message
 		&i.Payload,
 		&i.PayloadKey,
 		&i.PayloadSize,
-		&i.PayloadSha256,
+		&i.PayloadSHA256,
 		&i.Deliveries,
 	)
 	return i, err
@@ -76,7 +76,7 @@ func (q *Queries) MessageGetByID(ctx context.Context, id int64) (Message, error)
 		&i.Payload,
 		&i.PayloadKey,
 		&i.PayloadSize,
-		&i.PayloadSha256,
+		&i.PayloadSHA256,
 		&i.Deliveries,
 	)
 	return i, err
@@ -179,9 +179,9 @@ ORDER BY s.ord
 
 type MessageStoreBatchParams struct {
 	Ords                []int32
-	Ids                 []int64
+	IDs                 []int64
 	ReceivedAts         []time.Time
-	CarrierIds          []int64
+	CarrierIDs          []int64
 	EventTypes          []string
 	OrderingKeys        []string
 	MerchantRefs        []string
@@ -190,17 +190,17 @@ type MessageStoreBatchParams struct {
 	Payloads            [][]byte
 	PayloadKeys         []string
 	PayloadSizes        []int32
-	PayloadSha256s      [][]byte
+	PayloadSHA256s      [][]byte
 	DeliveryCounts      []int32
 	DeliveryOrds        []int32
 	DeliveryMessageOrds []int32
-	DeliveryEndpointIds []int64
+	DeliveryEndpointIDs []int64
 }
 
 type MessageStoreBatchRow struct {
 	Ord         int32
 	ID          int64
-	DeliveryIds []int64
+	DeliveryIDs []int64
 }
 
 // Stores a batch of messages and their deliveries in ONE statement (one
@@ -218,9 +218,9 @@ type MessageStoreBatchRow struct {
 func (q *Queries) MessageStoreBatch(ctx context.Context, arg MessageStoreBatchParams) ([]MessageStoreBatchRow, error) {
 	rows, err := q.db.Query(ctx, messageStoreBatch,
 		arg.Ords,
-		arg.Ids,
+		arg.IDs,
 		arg.ReceivedAts,
-		arg.CarrierIds,
+		arg.CarrierIDs,
 		arg.EventTypes,
 		arg.OrderingKeys,
 		arg.MerchantRefs,
@@ -229,11 +229,11 @@ func (q *Queries) MessageStoreBatch(ctx context.Context, arg MessageStoreBatchPa
 		arg.Payloads,
 		arg.PayloadKeys,
 		arg.PayloadSizes,
-		arg.PayloadSha256s,
+		arg.PayloadSHA256s,
 		arg.DeliveryCounts,
 		arg.DeliveryOrds,
 		arg.DeliveryMessageOrds,
-		arg.DeliveryEndpointIds,
+		arg.DeliveryEndpointIDs,
 	)
 	if err != nil {
 		return nil, err
@@ -242,7 +242,7 @@ func (q *Queries) MessageStoreBatch(ctx context.Context, arg MessageStoreBatchPa
 	var items []MessageStoreBatchRow
 	for rows.Next() {
 		var i MessageStoreBatchRow
-		if err := rows.Scan(&i.Ord, &i.ID, &i.DeliveryIds); err != nil {
+		if err := rows.Scan(&i.Ord, &i.ID, &i.DeliveryIDs); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

@@ -11,8 +11,8 @@ import (
 type Carrier struct {
 	ID               int64
 	Name             string
-	ApiKeyHash       []byte
-	ApiKeyPrefix     string
+	APIKeyHash       []byte
+	APIKeyPrefix     string
 	OrderingKeyField string
 	EventTypeField   string
 	MerchantField    string
@@ -73,7 +73,7 @@ type DeliveryAttempt struct {
 type Dispatcher struct {
 	ID          int64
 	Hostname    string
-	Pid         int32
+	PID         int32
 	StartedAt   time.Time
 	HeartbeatAt time.Time
 	StoppedAt   *time.Time
@@ -82,9 +82,9 @@ type Dispatcher struct {
 type Endpoint struct {
 	ID              int64
 	MerchantID      int64
-	Url             string
+	URL             string
 	Description     string
-	CarrierIds      []int64
+	CarrierIDs      []int64
 	EventTypes      []string
 	Status          string
 	DisabledReason  string
@@ -137,8 +137,8 @@ type MaintenanceRun struct {
 type Merchant struct {
 	ID           int64
 	Name         string
-	ApiKeyHash   []byte
-	ApiKeyPrefix string
+	APIKeyHash   []byte
+	APIKeyPrefix string
 	CreatedAt    time.Time
 }
 
@@ -154,7 +154,7 @@ type Message struct {
 	Payload        []byte
 	PayloadKey     *string
 	PayloadSize    int32
-	PayloadSha256  []byte
+	PayloadSHA256  []byte
 	Deliveries     int32
 }
 
