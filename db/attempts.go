@@ -23,7 +23,7 @@ type Attempt struct {
 
 // AttemptsForDelivery returns the attempts of a delivery, oldest first.
 func (db *DB) AttemptsForDelivery(ctx context.Context, deliveryID int64) ([]Attempt, error) {
-	rows, err := db.q.AttemptsForDelivery(ctx, deliveryID)
+	rows, err := db.q.AttemptListByDelivery(ctx, deliveryID)
 	if err != nil {
 		return nil, fmt.Errorf("attempts of delivery %d: %w", deliveryID, unavailable(err))
 	}
@@ -44,7 +44,7 @@ func (db *DB) AttemptsForDelivery(ctx context.Context, deliveryID int64) ([]Atte
 
 // AttemptsCountForEndpoint counts the recorded attempts to an endpoint.
 func (db *DB) AttemptsCountForEndpoint(ctx context.Context, endpointID int64) (int64, error) {
-	n, err := db.q.AttemptsCountForEndpoint(ctx, endpointID)
+	n, err := db.q.AttemptCountByEndpoint(ctx, endpointID)
 	if err != nil {
 		return 0, fmt.Errorf("count attempts: %w", unavailable(err))
 	}
@@ -53,7 +53,7 @@ func (db *DB) AttemptsCountForEndpoint(ctx context.Context, endpointID int64) (i
 
 // DeadLetterCountForEndpoint counts an endpoint's dead letters.
 func (db *DB) DeadLetterCountForEndpoint(ctx context.Context, endpointID int64) (int64, error) {
-	n, err := db.q.DeadLetterCountForEndpoint(ctx, endpointID)
+	n, err := db.q.DeadLetterCountByEndpoint(ctx, endpointID)
 	if err != nil {
 		return 0, fmt.Errorf("count dead letters: %w", unavailable(err))
 	}

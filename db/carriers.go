@@ -89,7 +89,7 @@ func (db *DB) CarrierGet(ctx context.Context, id int64) (Carrier, error) {
 // CarrierByKeyHash returns the carrier whose API key hashes to hash, or
 // hookrelay.ENOTFOUND.
 func (db *DB) CarrierByKeyHash(ctx context.Context, hash []byte) (Carrier, error) {
-	r, err := db.q.CarrierByKeyHash(ctx, hash)
+	r, err := db.q.CarrierGetByKeyHash(ctx, hash)
 	if err != nil {
 		return Carrier{}, notFound(unavailableUnlessNoRows(err), "carrier")
 	}
@@ -111,7 +111,7 @@ func (db *DB) CarrierList(ctx context.Context, afterID int64, limit int) ([]Carr
 
 // CarrierAll returns every carrier (a small table), for caches.
 func (db *DB) CarrierAll(ctx context.Context) ([]Carrier, error) {
-	rows, err := db.q.CarrierAll(ctx)
+	rows, err := db.q.CarrierListAll(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list carriers: %w", unavailable(err))
 	}

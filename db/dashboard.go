@@ -12,7 +12,8 @@ import (
 )
 
 // Read models for the dashboard (web/). Every query behind them is
-// index-driven and bounded; see db/queries/dashboard.sql.
+// index-driven and bounded (LIMIT, keyset pagination); counts over
+// history are estimates from pg_class or capped.
 
 // DashboardOverview are the live numbers of the overview page that are read
 // from the tables rather than from the sampled counters.
@@ -39,7 +40,7 @@ const deadLetterExactCap = 1000
 func (db *DB) DashboardOverview(ctx context.Context, queues int, backlog bool) (DashboardOverview, error) {
 	var o DashboardOverview
 	if backlog {
-		rows, err := db.q.DashboardBacklogByQueue(ctx)
+		rows, err := db.q.DeliveryCountByQueue(ctx)
 		if err != nil {
 			return o, fmt.Errorf("backlog by queue: %w", unavailable(err))
 		}
@@ -52,20 +53,20 @@ func (db *DB) DashboardOverview(ctx context.Context, queues int, backlog bool) (
 			o.Backlog[r.Queue] = r.N
 		}
 	}
-	at, err := db.q.DashboardOldestPending(ctx)
+	at, err := db.q.DeliveryOldestReceivedAt(ctx)
 	switch {
 	case err == nil:
 		o.OldestPending = at
 	case !errors.Is(err, pgx.ErrNoRows): // nothing pending
 		return o, fmt.Errorf("oldest pending: %w", unavailable(err))
 	}
-	exact, err := db.q.DashboardCappedCount(ctx, deadLetterExactCap+1)
+	exact, err := db.q.DeadLetterCountCapped(ctx, deadLetterExactCap+1)
 	if err != nil {
 		return o, fmt.Errorf("count dead letters: %w", unavailable(err))
 	}
 	o.DeadLetters, o.DeadLettersExact = exact, exact <= deadLetterExactCap
 	if !o.DeadLettersExact {
-		est, err := db.q.DashboardRelEstimate(ctx, "dead_letters")
+		est, err := db.q.HealthRowEstimate(ctx, "dead_letters")
 		if err != nil {
 			return o, fmt.Errorf("estimate dead letters: %w", unavailable(err))
 		}
@@ -96,7 +97,7 @@ type EndpointStatus struct {
 // DashboardEndpoints returns up to limit endpoints of merchantID (0 = all)
 // with ids above afterID, with their health, by id.
 func (db *DB) DashboardEndpoints(ctx context.Context, merchantID, afterID int64, limit int) ([]EndpointStatus, error) {
-	rows, err := db.q.DashboardEndpoints(ctx, dbsqlc.DashboardEndpointsParams{MerchantID: merchantID, AfterID: afterID, Lim: int32(limit)})
+	rows, err := db.q.EndpointListWithHealth(ctx, dbsqlc.EndpointListWithHealthParams{MerchantID: merchantID, AfterID: afterID, Lim: int32(limit)})
 	if err != nil {
 		return nil, fmt.Errorf("list endpoints with health: %w", unavailable(err))
 	}
@@ -116,7 +117,7 @@ func (db *DB) DashboardEndpoints(ctx context.Context, merchantID, afterID int64,
 // DashboardEndpointsPending counts the pending deliveries of each endpoint
 // up to limit, in one query; the map has an entry per id.
 func (db *DB) DashboardEndpointsPending(ctx context.Context, endpointIDs []int64, limit int) (map[int64]int64, error) {
-	rows, err := db.q.DashboardEndpointsPending(ctx, dbsqlc.DashboardEndpointsPendingParams{EndpointIDs: endpointIDs, Cap: int32(limit)})
+	rows, err := db.q.DeliveryCountByEndpoints(ctx, dbsqlc.DeliveryCountByEndpointsParams{EndpointIDs: endpointIDs, Cap: int32(limit)})
 	if err != nil {
 		return nil, fmt.Errorf("count pending: %w", unavailable(err))
 	}
@@ -185,7 +186,7 @@ func (db *DB) DashboardDeadLetters(ctx context.Context, f DeadLetterQuery, befor
 	if beforeAt.IsZero() {
 		beforeAt, beforeID = until, 0
 	}
-	rows, err := db.q.DashboardDeadLetters(ctx, dbsqlc.DashboardDeadLettersParams{
+	rows, err := db.q.DeadLetterListWindow(ctx, dbsqlc.DeadLetterListWindowParams{
 		EndpointID: f.EndpointID, CarrierID: f.CarrierID, MerchantID: f.MerchantID,
 		Since: since, Until: until, BeforeAt: beforeAt, BeforeID: beforeID, Lim: int32(limit),
 	})
@@ -202,7 +203,7 @@ func (db *DB) DashboardDeadLetters(ctx context.Context, f DeadLetterQuery, befor
 // DashboardDeadLettersCount counts the dead letters matching f up to limit.
 func (db *DB) DashboardDeadLettersCount(ctx context.Context, f DeadLetterQuery, limit int) (int64, error) {
 	since, until := f.bounds()
-	n, err := db.q.DashboardDeadLettersCount(ctx, dbsqlc.DashboardDeadLettersCountParams{
+	n, err := db.q.DeadLetterCountWindow(ctx, dbsqlc.DeadLetterCountWindowParams{
 		EndpointID: f.EndpointID, CarrierID: f.CarrierID, MerchantID: f.MerchantID,
 		Since: since, Until: until, Cap: int32(limit),
 	})

@@ -74,7 +74,7 @@ type DeliveryView struct {
 // letters and the attempt history, or hookrelay.ENOTFOUND when none knows it.
 func (db *DB) DashboardDelivery(ctx context.Context, id int64) (DeliveryView, error) {
 	v := DeliveryView{ID: id}
-	if r, err := db.q.DashboardPendingDelivery(ctx, id); err == nil {
+	if r, err := db.q.DeliveryGetDue(ctx, id); err == nil {
 		p := pendingFrom(r.ID, r.Queue, r.EndpointID, r.OrderingKey, r.Ordered, r.MessageID, r.MessageReceivedAt,
 			r.Attempt, r.VisibleAt, r.LastStatus, r.LastError, r.CreatedAt)
 		v.Pending, v.State = &p, "pending"
@@ -91,12 +91,12 @@ func (db *DB) DashboardDelivery(ctx context.Context, id int64) (DeliveryView, er
 			return v, fmt.Errorf("dead letter: %w", unavailable(err))
 		}
 	}
-	rows, err := db.q.DashboardAttempts(ctx, id)
+	rows, err := db.q.AttemptListByDeliveryCapped(ctx, id)
 	if err != nil {
 		return v, fmt.Errorf("attempts: %w", unavailable(err))
 	}
 	for _, r := range rows {
-		v.Attempts = append(v.Attempts, attemptFrom(dbsqlc.DashboardRecentAttemptsRow(r)))
+		v.Attempts = append(v.Attempts, attemptFrom(dbsqlc.AttemptListRecentByEndpointRow(r)))
 	}
 	if v.State == "" {
 		if len(v.Attempts) == 0 {
@@ -112,7 +112,7 @@ func (db *DB) DashboardDelivery(ctx context.Context, id int64) (DeliveryView, er
 	return v, nil
 }
 
-func attemptFrom(r dbsqlc.DashboardRecentAttemptsRow) AttemptView {
+func attemptFrom(r dbsqlc.AttemptListRecentByEndpointRow) AttemptView {
 	return AttemptView{
 		DeliveryID: r.DeliveryID, MessageID: r.MessageID, MessageReceivedAt: r.MessageReceivedAt,
 		EndpointID: r.EndpointID, Attempt: int(r.Attempt), AttemptedAt: r.AttemptedAt, Outcome: r.Outcome,
@@ -124,7 +124,7 @@ func attemptFrom(r dbsqlc.DashboardRecentAttemptsRow) AttemptView {
 // DashboardRecentAttempts returns up to limit attempts to an endpoint made
 // in [since, before), newest first.
 func (db *DB) DashboardRecentAttempts(ctx context.Context, endpointID int64, since, before time.Time, limit int) ([]AttemptView, error) {
-	rows, err := db.q.DashboardRecentAttempts(ctx, dbsqlc.DashboardRecentAttemptsParams{
+	rows, err := db.q.AttemptListRecentByEndpoint(ctx, dbsqlc.AttemptListRecentByEndpointParams{
 		EndpointID: endpointID, Since: since, BeforeAt: before, Lim: int32(limit),
 	})
 	if err != nil {
@@ -140,7 +140,7 @@ func (db *DB) DashboardRecentAttempts(ctx context.Context, endpointID int64, sin
 // DashboardEndpointPendingList returns the newest pending deliveries of an
 // endpoint (at most limit).
 func (db *DB) DashboardEndpointPendingList(ctx context.Context, endpointID int64, limit int) ([]PendingView, error) {
-	rows, err := db.q.DashboardEndpointPendingList(ctx, dbsqlc.DashboardEndpointPendingListParams{EndpointID: endpointID, Lim: int32(limit)})
+	rows, err := db.q.DeliveryListNewestByEndpoint(ctx, dbsqlc.DeliveryListNewestByEndpointParams{EndpointID: endpointID, Lim: int32(limit)})
 	if err != nil {
 		return nil, fmt.Errorf("pending of endpoint: %w", unavailable(err))
 	}
@@ -155,7 +155,7 @@ func (db *DB) DashboardEndpointPendingList(ctx context.Context, endpointID int64
 // DashboardMessage returns message id; receivedAt (optional) narrows the
 // look-up to one day partition. hookrelay.ENOTFOUND when absent.
 func (db *DB) DashboardMessage(ctx context.Context, id int64, receivedAt *time.Time) (Message, error) {
-	r, err := db.q.DashboardMessage(ctx, dbsqlc.DashboardMessageParams{ID: id, ReceivedAt: receivedAt})
+	r, err := db.q.MessageLookup(ctx, dbsqlc.MessageLookupParams{ID: id, ReceivedAt: receivedAt})
 	if err != nil {
 		return Message{}, notFound(unavailableUnlessNoRows(err), "message")
 	}

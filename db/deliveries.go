@@ -196,7 +196,7 @@ type AckReport struct {
 func (db *DB) DeliveryAckBatch(ctx context.Context, dispatcherID int64, results []DeliveryResult,
 	outcomes []EndpointOutcome, policy HealthPolicy) (AckReport, error) {
 	var rep AckReport
-	p := dbsqlc.DeliveryAckParams{DispatcherID: dispatcherID}
+	p := dbsqlc.DeliveryAckManyParams{DispatcherID: dispatcherID}
 	var dead map[int64]DeliveryResult // the batch's dead letters, nil for none (nearly every batch)
 	chainsKnown := true
 	for _, r := range results {
@@ -247,7 +247,7 @@ func (db *DB) DeliveryAckBatch(ctx context.Context, dispatcherID int64, results 
 		rep = AckReport{}
 		var promote dbsqlc.DeliveryPromoteParams
 		if len(results) > 0 {
-			rows, err := q.DeliveryAck(ctx, p)
+			rows, err := q.DeliveryAckMany(ctx, p)
 			if err != nil {
 				return fmt.Errorf("ack deliveries: %w", unavailable(err))
 			}
@@ -316,13 +316,13 @@ const ackSettingsSQL = `SELECT set_config('synchronous_commit', 'off', true),
 // the acknowledgement deleted: the promotion cannot wait for the
 // acknowledgement's answer. It is still a statement of its own, after it, so
 // it sees the rows parked by any claim the acknowledgement's DELETE waited
-// for (the reason it was never a part of DeliveryAck). A success that turned
+// for (the reason it was never a part of DeliveryAckMany). A success that turned
 // out stale (its lease was over and the row is another dispatcher's) may
 // thus make the next row of its chain visible while the row is still there;
 // that only wakes it: a claim parks again any row whose predecessor is there.
 func (db *DB) ackPipelined(ctx context.Context, conn interface {
 	SendBatch(context.Context, *pgx.Batch) pgx.BatchResults
-}, p dbsqlc.DeliveryAckParams, results []DeliveryResult, hp *dbsqlc.EndpointHealthApplyParams,
+}, p dbsqlc.DeliveryAckManyParams, results []DeliveryResult, hp *dbsqlc.EndpointHealthApplyParams,
 	outcomes []EndpointOutcome) (AckReport, error) {
 	var promote dbsqlc.DeliveryPromoteParams
 	for _, r := range results {
@@ -333,7 +333,7 @@ func (db *DB) ackPipelined(ctx context.Context, conn interface {
 		}
 	}
 	var (
-		acked    []dbsqlc.DeliveryAckRow
+		acked    []dbsqlc.DeliveryAckManyRow
 		promoted int64
 		health   []dbsqlc.EndpointHealthApplyRow
 	)
@@ -343,7 +343,7 @@ func (db *DB) ackPipelined(ctx context.Context, conn interface {
 	}}
 	if len(results) > 0 {
 		steps = append(steps, func(tx dbsqlc.DBTX) (err error) {
-			acked, err = dbsqlc.New(tx).DeliveryAck(ctx, p)
+			acked, err = dbsqlc.New(tx).DeliveryAckMany(ctx, p)
 			return err
 		})
 	}
@@ -427,7 +427,7 @@ func (db *DB) DeliveryExtend(ctx context.Context, ids, tokens []int64, lease tim
 // DeliveryResumeEndpoint makes an endpoint's held rows visible now (not those
 // in flight, not parked non-heads).
 func (db *DB) DeliveryResumeEndpoint(ctx context.Context, endpointID int64) (int64, error) {
-	n, err := db.q.DeliveryResumeEndpoint(ctx, endpointID)
+	n, err := db.q.DeliveryResumeByEndpoint(ctx, endpointID)
 	if err != nil {
 		return 0, fmt.Errorf("resume endpoint %d: %w", endpointID, unavailable(err))
 	}
@@ -444,7 +444,7 @@ type QueueCounts struct {
 
 // DeliveryQueueCounts returns the backlog per logical queue that has rows.
 func (db *DB) DeliveryQueueCounts(ctx context.Context) ([]QueueCounts, error) {
-	rows, err := db.q.DeliveryQueueCounts(ctx)
+	rows, err := db.q.DeliveryCountByState(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("queue counts: %w", unavailable(err))
 	}

@@ -45,7 +45,7 @@ type APIAttempt struct {
 	ResponseExcerpt string
 }
 
-func pendingView(endpointID int64, r dbsqlc.DeliveryListPendingRow) APIDelivery {
+func pendingView(endpointID int64, r dbsqlc.DeliveryListByEndpointRow) APIDelivery {
 	v := APIDelivery{
 		ID: r.ID, EndpointID: endpointID, MessageID: r.MessageID, MessageReceivedAt: r.MessageReceivedAt,
 		State: DeliveryPending, OrderingKey: r.OrderingKey, Ordered: r.Ordered, Attempts: int(r.Attempt), At: r.CreatedAt,
@@ -78,7 +78,7 @@ func deadView(r dbsqlc.DeadLetter) APIDelivery {
 // DeliveryListPending returns up to limit pending deliveries of an endpoint
 // with ids above afterID, by id.
 func (db *DB) DeliveryListPending(ctx context.Context, endpointID, afterID int64, limit int) ([]APIDelivery, error) {
-	rows, err := db.q.DeliveryListPending(ctx, dbsqlc.DeliveryListPendingParams{EndpointID: endpointID, AfterID: afterID, Lim: int32(limit)})
+	rows, err := db.q.DeliveryListByEndpoint(ctx, dbsqlc.DeliveryListByEndpointParams{EndpointID: endpointID, AfterID: afterID, Lim: int32(limit)})
 	if err != nil {
 		return nil, fmt.Errorf("list pending deliveries: %w", unavailable(err))
 	}
@@ -96,7 +96,7 @@ func (db *DB) DeliveryListDelivered(ctx context.Context, endpointID int64, befor
 	if beforeAt.IsZero() {
 		beforeAt, beforeID = farFuture, 0
 	}
-	rows, err := db.q.DeliveryListDelivered(ctx, dbsqlc.DeliveryListDeliveredParams{
+	rows, err := db.q.AttemptListDeliveredByEndpoint(ctx, dbsqlc.AttemptListDeliveredByEndpointParams{
 		EndpointID: endpointID, BeforeAt: beforeAt, BeforeID: beforeID, Lim: int32(limit),
 	})
 	if err != nil {
@@ -126,7 +126,7 @@ func (db *DB) DeliveryGet(ctx context.Context, id int64) (APIDelivery, []APIAtte
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	q := dbsqlc.New(tx)
-	rows, err := q.DeliveryAttemptsOf(ctx, id)
+	rows, err := q.AttemptListByDeliveryInTime(ctx, id)
 	if err != nil {
 		return APIDelivery{}, nil, fmt.Errorf("delivery attempts: %w", unavailable(err))
 	}
@@ -140,12 +140,12 @@ func (db *DB) DeliveryGet(ctx context.Context, id int64) (APIDelivery, []APIAtte
 			LatencyMS: int(r.LatencyMs), Error: r.Error, ResponseExcerpt: r.ResponseExcerpt,
 		}
 	}
-	if d, err := q.DeliveryGetPending(ctx, id); err == nil {
+	if d, err := q.DeliveryGet(ctx, id); err == nil {
 		due := d.VisibleAt // a leased row is next due when its lease runs out
 		if d.LeasedUntil != nil && d.LeasedUntil.After(due) {
 			due = *d.LeasedUntil
 		}
-		v := pendingView(d.EndpointID, dbsqlc.DeliveryListPendingRow{
+		v := pendingView(d.EndpointID, dbsqlc.DeliveryListByEndpointRow{
 			ID: d.ID, MessageID: d.MessageID, MessageReceivedAt: d.MessageReceivedAt, OrderingKey: d.OrderingKey,
 			Ordered: d.Ordered, Attempt: d.Attempt, VisibleAt: due, LastStatus: d.LastStatus,
 			LastError: d.LastError, CreatedAt: d.CreatedAt,

@@ -39,7 +39,7 @@ func (db *DB) DispatcherStop(ctx context.Context, id int64) error {
 // DispatchersPrune deletes dispatcher rows stopped or silent for longer than
 // olderThan.
 func (db *DB) DispatchersPrune(ctx context.Context, olderThan time.Duration) (int64, error) {
-	n, err := db.q.DispatchersPrune(ctx, olderThan)
+	n, err := db.q.DispatcherPrune(ctx, olderThan)
 	if err != nil {
 		return 0, fmt.Errorf("prune dispatchers: %w", unavailable(err))
 	}

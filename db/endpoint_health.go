@@ -25,7 +25,7 @@ type DispatchEndpoint struct {
 // EndpointsDispatchLoad returns the dispatch settings of the given endpoints
 // (missing ids are left out).
 func (db *DB) EndpointsDispatchLoad(ctx context.Context, ids []int64) ([]DispatchEndpoint, error) {
-	rows, err := db.q.EndpointsDispatchLoad(ctx, ids)
+	rows, err := db.q.EndpointListForDispatch(ctx, ids)
 	if err != nil {
 		return nil, fmt.Errorf("load endpoints: %w", unavailable(err))
 	}
@@ -76,7 +76,7 @@ func (db *DB) EndpointHealthGet(ctx context.Context, endpointID int64) (Endpoint
 
 // EndpointHealthOpenCount counts endpoints whose circuit is not closed.
 func (db *DB) EndpointHealthOpenCount(ctx context.Context) (int64, error) {
-	n, err := db.q.EndpointHealthOpenCount(ctx)
+	n, err := db.q.EndpointHealthCountOpen(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("count open circuits: %w", unavailable(err))
 	}

@@ -155,7 +155,7 @@ type EndpointRoute struct {
 
 // EndpointRoutes returns every endpoint that is not deleted.
 func (db *DB) EndpointRoutes(ctx context.Context) ([]EndpointRoute, error) {
-	rows, err := db.q.EndpointsLive(ctx)
+	rows, err := db.q.EndpointListLive(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("load endpoint routes: %w", unavailable(err))
 	}
@@ -202,7 +202,7 @@ func (db *DB) EndpointEnable(ctx context.Context, id int64) (Endpoint, error) {
 		if err := q.EndpointHealthReset(ctx, id); err != nil {
 			return unavailable(err)
 		}
-		if _, err := q.EndpointDeliveriesRelease(ctx, id); err != nil {
+		if _, err := q.DeliveryReleaseByEndpoint(ctx, id); err != nil {
 			return unavailable(err)
 		}
 		ep = endpointFrom(r)
@@ -229,7 +229,7 @@ func (db *DB) EndpointDelete(ctx context.Context, id int64) (int64, error) {
 			return notFound(unavailableUnlessNoRows(err), "endpoint")
 		}
 		var err error
-		n, err = q.EndpointDeliveriesDelete(ctx, id)
+		n, err = q.DeliveryDeleteByEndpoint(ctx, id)
 		return unavailable(err)
 	})
 	return n, err
@@ -250,7 +250,7 @@ func (db *DB) EndpointSecretRotate(ctx context.Context, id int64, secret string)
 		if _, err := q.EndpointGet(ctx, id); err != nil {
 			return notFound(unavailableUnlessNoRows(err), "endpoint")
 		}
-		if err := q.EndpointSecretsExpire(ctx, dbsqlc.EndpointSecretsExpireParams{EndpointID: id, Overlap: SecretOverlap}); err != nil {
+		if err := q.EndpointSecretExpire(ctx, dbsqlc.EndpointSecretExpireParams{EndpointID: id, Overlap: SecretOverlap}); err != nil {
 			return unavailable(err)
 		}
 		_, err := q.EndpointSecretInsert(ctx, dbsqlc.EndpointSecretInsertParams{EndpointID: id, Secret: secret})
@@ -260,7 +260,7 @@ func (db *DB) EndpointSecretRotate(ctx context.Context, id int64, secret string)
 
 // EndpointSecretsActive returns the unexpired secrets of endpoint id, newest first.
 func (db *DB) EndpointSecretsActive(ctx context.Context, id int64) ([]EndpointSecret, error) {
-	rows, err := db.q.EndpointSecretsActive(ctx, id)
+	rows, err := db.q.EndpointSecretListActive(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("endpoint secrets: %w", unavailable(err))
 	}

@@ -224,7 +224,7 @@ type Partition struct {
 // Partitions lists the day tables of messages, delivery_attempts and
 // idempotency_keys, oldest day first.
 func (db *DB) Partitions(ctx context.Context) ([]Partition, error) {
-	rows, err := db.q.PartitionTables(ctx)
+	rows, err := db.q.PartitionList(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list partitions: %w", unavailable(err))
 	}
@@ -239,7 +239,7 @@ func (db *DB) Partitions(ctx context.Context) ([]Partition, error) {
 // DeadLettersDiscardBefore deletes the dead letters whose message was received
 // before t and returns how many it deleted.
 func (db *DB) DeadLettersDiscardBefore(ctx context.Context, t time.Time) (int64, error) {
-	n, err := db.q.RetentionDeadLettersDiscard(ctx, t)
+	n, err := db.q.DeadLetterDeleteExpired(ctx, t)
 	if err != nil {
 		return 0, fmt.Errorf("discard dead letters before %s: %w", t.Format(time.RFC3339), unavailable(err))
 	}
@@ -249,7 +249,7 @@ func (db *DB) DeadLettersDiscardBefore(ctx context.Context, t time.Time) (int64,
 // PendingDeliveriesBetween counts pending deliveries whose message was
 // received in [from, to).
 func (db *DB) PendingDeliveriesBetween(ctx context.Context, from, to time.Time) (int64, error) {
-	n, err := db.q.RetentionPendingDeliveries(ctx, dbsqlc.RetentionPendingDeliveriesParams{FromTime: from, ToTime: to})
+	n, err := db.q.DeliveryCountReceivedBetween(ctx, dbsqlc.DeliveryCountReceivedBetweenParams{FromTime: from, ToTime: to})
 	if err != nil {
 		return 0, fmt.Errorf("count pending deliveries: %w", unavailable(err))
 	}
@@ -357,7 +357,7 @@ type PartitionRows struct {
 // HistoryPartitionRows returns the row counts of the attached day
 // partitions of messages, delivery_attempts and idempotency_keys.
 func (db *DB) HistoryPartitionRows(ctx context.Context) ([]PartitionRows, error) {
-	rows, err := db.q.HistoryPartitionStats(ctx)
+	rows, err := db.q.PartitionStats(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("history partition rows: %w", unavailable(err))
 	}

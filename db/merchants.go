@@ -42,7 +42,7 @@ func (db *DB) MerchantGet(ctx context.Context, id int64) (Merchant, error) {
 // MerchantByKeyHash returns the merchant whose API key hashes to hash, or
 // hookrelay.ENOTFOUND.
 func (db *DB) MerchantByKeyHash(ctx context.Context, hash []byte) (Merchant, error) {
-	r, err := db.q.MerchantByKeyHash(ctx, hash)
+	r, err := db.q.MerchantGetByKeyHash(ctx, hash)
 	if err != nil {
 		return Merchant{}, notFound(unavailableUnlessNoRows(err), "merchant")
 	}

@@ -90,7 +90,7 @@ func (db *DB) MessageInsertMany(ctx context.Context, msgs []NewMessage) ([]Store
 	}
 	defer func() { db.storeConns.put(conn, err) }()
 	q := dbsqlc.New(conn.conn)
-	var p dbsqlc.MessageStoreBatchParams
+	var p dbsqlc.MessageInsertManyParams
 	var sent []int // msgs index of each message sent, by its place in the input
 	for i, m := range msgs {
 		if dupOf[i] >= 0 {
@@ -128,7 +128,7 @@ func (db *DB) MessageInsertMany(ctx context.Context, msgs []NewMessage) ([]Store
 		}
 		out[i] = StoredMessage{ReceivedAt: m.ReceivedAt, Deliveries: len(m.EndpointIDs)}
 	}
-	rows, err := q.MessageStoreBatch(ctx, p)
+	rows, err := q.MessageInsertMany(ctx, p)
 	if err != nil {
 		return nil, fmt.Errorf("store %d messages: %w", len(p.IDs), unavailable(err))
 	}
@@ -163,7 +163,7 @@ func (db *DB) MessageInsertMany(ctx context.Context, msgs []NewMessage) ([]Store
 // idempotency key someone else holds, as duplicates of the holder's message.
 func resolveDuplicates(ctx context.Context, q *dbsqlc.Queries, msgs []NewMessage, out []StoredMessage, lost []int) error {
 	byKey := make(map[idemKey]int, len(lost))
-	var lp dbsqlc.IdempotencyLookupManyParams
+	var lp dbsqlc.IdempotencyKeyLookupManyParams
 	for _, i := range lost {
 		m := msgs[i]
 		k := idemKey{m.CarrierID, m.IdempotencyKey}
@@ -172,7 +172,7 @@ func resolveDuplicates(ctx context.Context, q *dbsqlc.Queries, msgs []NewMessage
 		lp.IdemKeys = append(lp.IdemKeys, k.key)
 		out[i] = StoredMessage{Err: hookrelay.Errorf(hookrelay.EUNAVAILABLE, "idempotency key changed concurrently; retry")}
 	}
-	holders, err := q.IdempotencyLookupMany(ctx, lp)
+	holders, err := q.IdempotencyKeyLookupMany(ctx, lp)
 	if err != nil {
 		err = fmt.Errorf("look up idempotency keys: %w", unavailable(err))
 		for _, i := range lost {

@@ -24,7 +24,7 @@ type QueueLeaseRow struct {
 
 // QueueLeasesEnsure creates the lease rows of queues 0..queues-1.
 func (db *DB) QueueLeasesEnsure(ctx context.Context, queues int) error {
-	if err := db.q.QueueLeasesEnsure(ctx, int32(queues)); err != nil {
+	if err := db.q.QueueLeaseEnsure(ctx, int32(queues)); err != nil {
 		return fmt.Errorf("create queue leases: %w", unavailable(err))
 	}
 	return nil
@@ -32,7 +32,7 @@ func (db *DB) QueueLeasesEnsure(ctx context.Context, queues int) error {
 
 // QueueLeasesRenew extends every lease owner holds and returns them.
 func (db *DB) QueueLeasesRenew(ctx context.Context, owner int64, queues int, lease time.Duration) ([]QueueLease, error) {
-	rows, err := db.q.QueueLeasesRenew(ctx, dbsqlc.QueueLeasesRenewParams{Owner: owner, Queues: int32(queues), Lease: lease})
+	rows, err := db.q.QueueLeaseRenew(ctx, dbsqlc.QueueLeaseRenewParams{Owner: owner, Queues: int32(queues), Lease: lease})
 	if err != nil {
 		return nil, fmt.Errorf("renew queue leases: %w", unavailable(err))
 	}
@@ -46,7 +46,7 @@ func (db *DB) QueueLeasesRenew(ctx context.Context, owner int64, queues int, lea
 // QueueLeasesAcquire takes up to n leases for owner: free ones, expired ones
 // and those of dispatchers silent for longer than liveWithin.
 func (db *DB) QueueLeasesAcquire(ctx context.Context, owner int64, queues, n int, lease, liveWithin time.Duration) ([]QueueLease, error) {
-	rows, err := db.q.QueueLeasesAcquire(ctx, dbsqlc.QueueLeasesAcquireParams{
+	rows, err := db.q.QueueLeaseAcquire(ctx, dbsqlc.QueueLeaseAcquireParams{
 		Owner: owner, Lease: lease, Queues: int32(queues), N: int32(n), LiveWithin: liveWithin,
 	})
 	if err != nil {
@@ -62,7 +62,7 @@ func (db *DB) QueueLeasesAcquire(ctx context.Context, owner int64, queues, n int
 // QueueLeasesRelease gives up n of owner's leases (the highest queues), or all
 // of them when n < 0, and returns how many it released.
 func (db *DB) QueueLeasesRelease(ctx context.Context, owner int64, n int) (int64, error) {
-	c, err := db.q.QueueLeasesRelease(ctx, dbsqlc.QueueLeasesReleaseParams{Owner: owner, N: int32(n)})
+	c, err := db.q.QueueLeaseRelease(ctx, dbsqlc.QueueLeaseReleaseParams{Owner: owner, N: int32(n)})
 	if err != nil {
 		return 0, fmt.Errorf("release queue leases: %w", unavailable(err))
 	}
@@ -71,7 +71,7 @@ func (db *DB) QueueLeasesRelease(ctx context.Context, owner int64, n int) (int64
 
 // QueueLeasesList returns every queue lease.
 func (db *DB) QueueLeasesList(ctx context.Context) ([]QueueLeaseRow, error) {
-	rows, err := db.q.QueueLeasesList(ctx)
+	rows, err := db.q.QueueLeaseList(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list queue leases: %w", unavailable(err))
 	}

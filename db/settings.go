@@ -8,8 +8,8 @@ import (
 	"github.com/hookrelay/hookrelay/db/internal/dbsqlc"
 )
 
-func dbsqlcPartitions(from time.Time, days int) dbsqlc.PartitionsEnsureParams {
-	return dbsqlc.PartitionsEnsureParams{FromDay: from, Days: int32(days)}
+func dbsqlcPartitions(from time.Time, days int) dbsqlc.PartitionEnsureParams {
+	return dbsqlc.PartitionEnsureParams{FromDay: from, Days: int32(days)}
 }
 
 // SettingGet returns the named setting, or a hookrelay.ENOTFOUND error.
@@ -42,7 +42,7 @@ func (db *DB) SettingPut(ctx context.Context, name, value string) error {
 // SessionSettings returns the timeouts and synchronous_commit in force on a
 // pooled session, as PostgreSQL shows them (e.g. "30s", "on").
 func (db *DB) SessionSettings(ctx context.Context) (map[string]string, error) {
-	r, err := db.q.SessionSettings(ctx)
+	r, err := db.q.SessionSettingsGet(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("session settings: %w", unavailable(err))
 	}

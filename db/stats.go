@@ -95,7 +95,7 @@ func (db *DB) StatSampleTake(ctx context.Context, from, to, now time.Time, queue
 			hi = to
 		}
 		steps = append(steps, func(tx dbsqlc.DBTX) error {
-			ing, err := dbsqlc.New(tx).StatIngested(ctx, dbsqlc.StatIngestedParams{FromTime: lo, ToTime: hi})
+			ing, err := dbsqlc.New(tx).MessageCountWindow(ctx, dbsqlc.MessageCountWindowParams{FromTime: lo, ToTime: hi})
 			if err != nil {
 				return fmt.Errorf("stat ingested: %w", err)
 			}
@@ -103,7 +103,7 @@ func (db *DB) StatSampleTake(ctx context.Context, from, to, now time.Time, queue
 			s.IngestedTotal = max(s.IngestedTotal, ing.IngestedTotal)
 			return nil
 		}, func(tx dbsqlc.DBTX) error {
-			rows, err := dbsqlc.New(tx).StatAttempts(ctx, dbsqlc.StatAttemptsParams{FromTime: lo, ToTime: hi})
+			rows, err := dbsqlc.New(tx).AttemptHistogram(ctx, dbsqlc.AttemptHistogramParams{FromTime: lo, ToTime: hi})
 			if err != nil {
 				return fmt.Errorf("stat attempts: %w", err)
 			}
@@ -129,14 +129,14 @@ func (db *DB) StatSampleTake(ctx context.Context, from, to, now time.Time, queue
 		return s, err
 	}
 	var err error
-	if s.DeadLettersTotal, err = db.q.StatDeadLetters(ctx); err != nil {
+	if s.DeadLettersTotal, err = db.q.DeadLetterCount(ctx); err != nil {
 		return s, fmt.Errorf("stat dead letters: %w", unavailable(err))
 	}
 	s.QueryMs = float64(time.Since(start).Microseconds()) / 1000
 	return s, nil
 }
 
-// latencyHistogram counts latencies in StatAttempts' buckets: bucket b holds
+// latencyHistogram counts latencies in AttemptHistogram' buckets: bucket b holds
 // [1.01^b, 1.01^(b+1)) ms.
 type latencyHistogram map[int32]int64
 
@@ -185,10 +185,10 @@ func (db *DB) HistoryIndexesSummarize(ctx context.Context, from, to time.Time, l
 	// with it, not after a round trip to this process for the COMMIT.
 	var n int64
 	err := runPipeline(ctx, db.pool, func(tx dbsqlc.DBTX) error {
-		return dbsqlc.New(tx).HistoryIndexesLockTimeout(ctx, strconv.FormatInt(max(lockTimeout.Milliseconds(), 1), 10))
+		return dbsqlc.New(tx).PartitionIndexesLockTimeout(ctx, strconv.FormatInt(max(lockTimeout.Milliseconds(), 1), 10))
 	}, func(tx dbsqlc.DBTX) error {
 		var err error
-		n, err = dbsqlc.New(tx).HistoryIndexesSummarize(ctx, dbsqlc.HistoryIndexesSummarizeParams{FromTime: from, ToTime: to})
+		n, err = dbsqlc.New(tx).PartitionIndexesSummarize(ctx, dbsqlc.PartitionIndexesSummarizeParams{FromTime: from, ToTime: to})
 		return err
 	})
 	if err != nil {
@@ -212,7 +212,7 @@ const StatExactBacklog = 50_000
 
 // statBacklog fills the backlog fields of s.
 func (db *DB) statBacklog(ctx context.Context, s *StatSample, now time.Time, queues int) error {
-	est, err := db.q.StatBacklogEstimate(ctx)
+	est, err := db.q.DeliveryBacklogEstimate(ctx)
 	if err != nil {
 		return fmt.Errorf("stat backlog estimate: %w", unavailable(err))
 	}
@@ -227,7 +227,7 @@ func (db *DB) statBacklog(ctx context.Context, s *StatSample, now time.Time, que
 			s.OldestPendingAgeSeconds = max(0, now.Sub(time.UnixMicro(int64(est.OldestUnix*1e6))).Seconds())
 		}
 		percent := min(100, 100*float64(StatExactBacklog)/float64(est.Live))
-		rows, err := db.q.StatBacklogSampled(ctx, percent)
+		rows, err := db.q.DeliveryBacklogSampled(ctx, percent)
 		if err != nil {
 			return fmt.Errorf("stat backlog sample: %w", unavailable(err))
 		}
@@ -240,7 +240,7 @@ func (db *DB) statBacklog(ctx context.Context, s *StatSample, now time.Time, que
 		}
 		return nil
 	}
-	rows, err := db.q.StatBacklog(ctx)
+	rows, err := db.q.DeliveryBacklogByQueue(ctx)
 	if err != nil {
 		return fmt.Errorf("stat backlog: %w", unavailable(err))
 	}
@@ -272,7 +272,7 @@ func (db *DB) StatSampleInsert(ctx context.Context, s StatSample) error {
 
 // StatSamplesTrim deletes the samples taken before t and returns how many.
 func (db *DB) StatSamplesTrim(ctx context.Context, t time.Time) (int64, error) {
-	n, err := db.q.StatSamplesTrim(ctx, t)
+	n, err := db.q.StatSampleTrim(ctx, t)
 	if err != nil {
 		return 0, fmt.Errorf("trim stat samples: %w", unavailable(err))
 	}
@@ -281,7 +281,7 @@ func (db *DB) StatSamplesTrim(ctx context.Context, t time.Time) (int64, error) {
 
 // StatSamplesSince returns the samples taken at or after since, oldest first.
 func (db *DB) StatSamplesSince(ctx context.Context, since time.Time) ([]StatSample, error) {
-	rows, err := db.q.StatSamplesSince(ctx, since)
+	rows, err := db.q.StatSampleListSince(ctx, since)
 	if err != nil {
 		return nil, fmt.Errorf("stat samples: %w", unavailable(err))
 	}
@@ -298,7 +298,7 @@ func (db *DB) StatSamplesSince(ctx context.Context, since time.Time) ([]StatSamp
 
 // StatSampleLatest returns the newest sample, or a hookrelay.ENOTFOUND error.
 func (db *DB) StatSampleLatest(ctx context.Context) (StatSample, error) {
-	r, err := db.q.StatSampleLatest(ctx)
+	r, err := db.q.StatSampleGetLatest(ctx)
 	if err != nil {
 		return StatSample{}, notFound(unavailableUnlessNoRows(err), "stat sample")
 	}

@@ -18,7 +18,7 @@ func TestLatencyHistogramPercentile(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	var raw []float64
 	for slice := range 10 {
-		part := latencyHistogram{} // one slice's rows, as StatAttempts returns them
+		part := latencyHistogram{} // one slice's rows, as AttemptHistogram returns them
 		for range 1000 + 100*slice {
 			v := math.Exp(rng.NormFloat64()*1.5 + 3) // log-normal around 20 ms
 			raw = append(raw, v)

@@ -8,13 +8,13 @@ RETURNING *;
 -- name: CarrierGet :one
 SELECT * FROM carriers WHERE id = $1;
 
--- name: CarrierByKeyHash :one
+-- name: CarrierGetByKeyHash :one
 SELECT * FROM carriers WHERE api_key_hash = $1;
 
 -- name: CarrierList :many
 SELECT * FROM carriers WHERE id > @after_id ORDER BY id LIMIT @lim;
 
--- name: CarrierAll :many
+-- name: CarrierListAll :many
 SELECT * FROM carriers ORDER BY id;
 
 -- name: CarrierCount :one

@@ -1,6 +1,5 @@
 -- Dead letters are written by DeadLetterInsert in the transaction of the
--- acknowledgement that deleted the delivery (db.DeliveryAckBatch). Listing,
--- retry and discard live in dead_letters_api.sql.
+-- acknowledgement that deleted the delivery (db.DeliveryAckBatch).
 
 -- name: DeadLetterInsert :exec
 -- One dead letter per deleted delivery, with its merchant and carrier looked
@@ -27,8 +26,88 @@ ON CONFLICT (id) DO UPDATE SET
     attempts = excluded.attempts, last_status = excluded.last_status,
     last_error = excluded.last_error, created_at = now();
 
--- name: DeadLetterGetOne :one
-SELECT * FROM dead_letters WHERE id = sqlc.arg(id)::bigint;
+-- name: DeadLetterGet :one
+SELECT * FROM dead_letters WHERE id = $1;
 
--- name: DeadLetterCountForEndpoint :one
+-- name: DeadLetterList :many
+-- Keyset on (created_at, id), oldest first; NULL filters match everything.
+SELECT * FROM dead_letters
+WHERE (sqlc.narg(endpoint_id)::bigint IS NULL OR endpoint_id = sqlc.narg(endpoint_id)::bigint)
+  AND (sqlc.narg(carrier_id)::bigint IS NULL OR carrier_id = sqlc.narg(carrier_id)::bigint)
+  AND (sqlc.narg(merchant_id)::bigint IS NULL OR merchant_id = sqlc.narg(merchant_id)::bigint)
+  AND (sqlc.narg(since)::timestamptz IS NULL OR created_at >= sqlc.narg(since)::timestamptz)
+  AND (created_at, id) > (@after_at::timestamptz, @after_id::bigint)
+ORDER BY created_at, id
+LIMIT @lim;
+
+-- name: DeadLetterListWindow :many
+-- Dead letters, newest first, filtered (0 / NULL = any), keyset on
+-- (created_at, id) below the cursor.
+SELECT id, message_id, message_received_at, endpoint_id, merchant_id, carrier_id, queue,
+       ordering_key, event_type, attempts, last_status, last_error, created_at
+FROM dead_letters
+WHERE (sqlc.arg(endpoint_id)::bigint = 0 OR endpoint_id = sqlc.arg(endpoint_id)::bigint)
+  AND (sqlc.arg(carrier_id)::bigint = 0 OR carrier_id = sqlc.arg(carrier_id)::bigint)
+  AND (sqlc.arg(merchant_id)::bigint = 0 OR merchant_id = sqlc.arg(merchant_id)::bigint)
+  AND created_at >= sqlc.arg(since)::timestamptz
+  AND created_at < sqlc.arg(until)::timestamptz
+  AND (created_at, id) < (sqlc.arg(before_at)::timestamptz, sqlc.arg(before_id)::bigint)
+ORDER BY created_at DESC, id DESC
+LIMIT @lim;
+
+-- name: DeadLetterCountWindow :one
+-- Dead letters matching a filter, counted up to a cap (confirmation pages).
+SELECT count(*)::bigint FROM (
+    SELECT 1 FROM dead_letters
+    WHERE (sqlc.arg(endpoint_id)::bigint = 0 OR endpoint_id = sqlc.arg(endpoint_id)::bigint)
+      AND (sqlc.arg(carrier_id)::bigint = 0 OR carrier_id = sqlc.arg(carrier_id)::bigint)
+      AND (sqlc.arg(merchant_id)::bigint = 0 OR merchant_id = sqlc.arg(merchant_id)::bigint)
+      AND created_at >= sqlc.arg(since)::timestamptz
+      AND created_at < sqlc.arg(until)::timestamptz
+    LIMIT @cap
+) AS d;
+
+-- name: DeadLetterCountByEndpoint :one
 SELECT count(*)::bigint FROM dead_letters WHERE endpoint_id = sqlc.arg(endpoint_id)::bigint;
+
+-- name: DeadLetterCountCapped :one
+SELECT count(*) FROM (SELECT 1 FROM dead_letters LIMIT sqlc.arg(cap)::bigint) AS d;
+
+-- name: DeadLetterCount :one
+SELECT count(*)::bigint AS n FROM dead_letters;
+
+-- name: DeadLetterRetry :one
+-- Moves the selected dead letters back into deliveries in one statement:
+-- same id, unordered (never waits for nor holds back its chain), attempt 0,
+-- visible now. Dead letters of deleted endpoints stay where they are.
+WITH moved AS (
+    DELETE FROM dead_letters d
+    USING endpoints e
+    WHERE e.id = d.endpoint_id AND e.status <> 'deleted'
+      AND (NOT @by_ids::boolean OR d.id = ANY(@ids::bigint[]))
+      AND (sqlc.narg(endpoint_id)::bigint IS NULL OR d.endpoint_id = sqlc.narg(endpoint_id)::bigint)
+      AND (sqlc.narg(carrier_id)::bigint IS NULL OR d.carrier_id = sqlc.narg(carrier_id)::bigint)
+      AND (sqlc.narg(merchant_id)::bigint IS NULL OR d.merchant_id = sqlc.narg(merchant_id)::bigint)
+      AND (sqlc.narg(since)::timestamptz IS NULL OR d.created_at >= sqlc.narg(since)::timestamptz)
+    RETURNING d.id, d.queue, d.endpoint_id, d.ordering_key, d.message_id, d.message_received_at
+), inserted AS (
+    INSERT INTO deliveries (id, queue, endpoint_id, ordering_key, ordered, message_id,
+                            message_received_at, attempt, visible_at)
+    SELECT id, queue, endpoint_id, ordering_key, false, message_id, message_received_at, 0, now()
+    FROM moved
+    RETURNING 1
+)
+SELECT count(*) FROM inserted;
+
+-- name: DeadLetterDiscard :execrows
+DELETE FROM dead_letters d
+WHERE (NOT @by_ids::boolean OR d.id = ANY(@ids::bigint[]))
+  AND (sqlc.narg(endpoint_id)::bigint IS NULL OR d.endpoint_id = sqlc.narg(endpoint_id)::bigint)
+  AND (sqlc.narg(carrier_id)::bigint IS NULL OR d.carrier_id = sqlc.narg(carrier_id)::bigint)
+  AND (sqlc.narg(merchant_id)::bigint IS NULL OR d.merchant_id = sqlc.narg(merchant_id)::bigint)
+  AND (sqlc.narg(since)::timestamptz IS NULL OR d.created_at >= sqlc.narg(since)::timestamptz);
+
+-- name: DeadLetterDeleteExpired :execrows
+-- Dead letters whose message is past retention are history too: they go
+-- before their message's partition is dropped.
+DELETE FROM dead_letters WHERE message_received_at < sqlc.arg(before)::timestamptz;

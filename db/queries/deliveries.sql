@@ -144,7 +144,7 @@ LEFT JOIN carriers c ON c.id = m.carrier_id
 WHERE u.action = 'lease'
 ORDER BY u.id;
 
--- name: DeliveryAck :many
+-- name: DeliveryAckMany :many
 -- Applies a batch of results, each fenced by its lease token (stale results
 -- change nothing): 'success' and 'dead' delete the row, 'retry' reschedules it
 -- (spending an attempt when spend), 'release' gives it back at once without an
@@ -254,14 +254,76 @@ UPDATE deliveries d SET leased_until = now() + sqlc.arg(lease)::interval
 FROM (SELECT unnest(sqlc.arg(ids)::bigint[]) AS id, unnest(sqlc.arg(tokens)::bigint[]) AS token) x
 WHERE d.id = x.id AND d.lease_token = x.token;
 
--- name: DeliveryResumeEndpoint :execrows
+-- name: DeliveryResumeByEndpoint :execrows
 -- Held (not leased, not parked) rows of an endpoint become visible now: used
 -- when an endpoint is enabled again.
 UPDATE deliveries SET visible_at = now()
 WHERE endpoint_id = sqlc.arg(endpoint_id)::bigint AND id > 0 -- deliveries_endpoint_idx
   AND lease_token IS NULL AND visible_at > now() AND visible_at < 'infinity';
 
--- name: DeliveryQueueCounts :many
+-- name: DeliveryMakeVisible :execrows
+-- Operator retry of a pending delivery waiting for its next attempt: due now
+-- (a row already due counts too). Leased rows (in flight) and parked
+-- non-heads are left alone.
+UPDATE deliveries SET visible_at = least(visible_at, now())
+WHERE id = $1 AND lease_token IS NULL AND visible_at < 'infinity';
+
+-- name: DeliveryReleaseByEndpoint :execrows
+-- Held rows of an endpoint become visible at once (after enable); leased rows
+-- and parked non-heads (visible_at = infinity) are left alone.
+UPDATE deliveries SET visible_at = now()
+WHERE endpoint_id = $1 AND id > 0 -- deliveries_endpoint_idx (migration 00070)
+  AND lease_token IS NULL AND visible_at > now() AND visible_at < 'infinity';
+
+-- name: DeliveryDeleteByEndpoint :execrows
+DELETE FROM deliveries WHERE endpoint_id = $1 AND id > 0; -- deliveries_endpoint_idx
+
+-- name: DeliveryGet :one
+SELECT * FROM deliveries WHERE id = $1;
+
+-- name: DeliveryGetDue :one
+SELECT d.id, d.queue::integer AS queue, d.endpoint_id, d.ordering_key, d.ordered, d.message_id,
+       d.message_received_at, d.attempt,
+       -- a leased row is next due when its lease runs out
+       greatest(d.visible_at, coalesce(d.leased_until, d.visible_at))::timestamptz AS visible_at, d.last_status,
+       COALESCE(d.last_error, '')::text AS last_error, d.created_at
+FROM deliveries d WHERE d.id = $1;
+
+-- name: DeliveryListByEndpoint :many
+-- visible_at is when the row is next due: a leased row's lease end.
+SELECT id, message_id, message_received_at, ordering_key, ordered, attempt,
+       greatest(visible_at, coalesce(leased_until, visible_at))::timestamptz AS visible_at,
+       last_status, last_error, created_at
+FROM deliveries
+WHERE endpoint_id = @endpoint_id AND id > @after_id
+  AND id > 0 -- deliveries_endpoint_idx is partial on it (migration 00070)
+ORDER BY id LIMIT @lim;
+
+-- name: DeliveryListNewestByEndpoint :many
+-- The newest pending deliveries of one endpoint.
+SELECT d.id, d.queue::integer AS queue, d.endpoint_id, d.ordering_key, d.ordered, d.message_id,
+       d.message_received_at, d.attempt,
+       -- a leased row is next due when its lease runs out
+       greatest(d.visible_at, coalesce(d.leased_until, d.visible_at))::timestamptz AS visible_at, d.last_status,
+       COALESCE(d.last_error, '')::text AS last_error, d.created_at
+FROM deliveries d
+WHERE d.endpoint_id = @endpoint_id AND d.id > 0 -- deliveries_endpoint_idx (migration 00070)
+ORDER BY d.id DESC LIMIT @lim;
+
+-- name: DeliveryCountCapped :one
+-- Pending deliveries, counted up to the cap (cheap however long the backlog).
+SELECT count(*) FROM (SELECT 1 FROM deliveries LIMIT sqlc.arg(cap)::bigint) AS d;
+
+-- name: DeliveryCountByEndpoints :many
+-- Pending deliveries of each of the endpoints, each counted up to a cap, in
+-- one round trip (an index range scan of at most cap entries per endpoint).
+SELECT e.id::bigint AS endpoint_id,
+       (SELECT count(*) FROM (SELECT 1 FROM deliveries d
+                               WHERE d.endpoint_id = e.id AND d.id > 0 -- deliveries_endpoint_idx
+                               LIMIT @cap) AS x)::bigint AS n
+FROM unnest(@endpoint_ids::bigint[]) AS e(id);
+
+-- name: DeliveryCountByState :many
 -- Due, leased/scheduled and parked rows per logical queue (tests, dashboard).
 SELECT queue::integer AS queue,
        count(*) FILTER (WHERE visible_at <= now()
@@ -270,3 +332,41 @@ SELECT queue::integer AS queue,
                           AND (visible_at > now() OR leased_until > now()))::bigint AS waiting,
        count(*) FILTER (WHERE visible_at = 'infinity')::bigint AS parked
 FROM deliveries GROUP BY queue ORDER BY queue;
+
+-- name: DeliveryCountByQueue :many
+-- Pending deliveries per logical queue. deliveries holds only live work, so
+-- this is as cheap as the backlog is small.
+SELECT queue::integer AS queue, count(*)::bigint AS n
+FROM deliveries GROUP BY queue ORDER BY queue;
+
+-- name: DeliveryBacklogByQueue :many
+-- Pending deliveries per logical queue and the oldest message still pending.
+SELECT queue::integer AS queue, count(*)::bigint AS pending,
+       min(message_received_at)::timestamptz AS oldest
+FROM deliveries GROUP BY queue;
+
+-- name: DeliveryBacklogEstimate :one
+-- The statistics collector's live row count of deliveries (no scan), and the
+-- oldest message among the lowest ids (ids follow creation; cheap on the
+-- primary key).
+SELECT coalesce((SELECT n_live_tup FROM pg_catalog.pg_stat_user_tables
+                 WHERE schemaname = current_schema() AND relname = 'deliveries'), 0)::bigint AS live,
+       coalesce((SELECT extract(epoch FROM min(message_received_at)) FROM
+           (SELECT message_received_at FROM deliveries ORDER BY id LIMIT 100) o), 0)::float8 AS oldest_unix;
+
+-- name: DeliveryBacklogSampled :many
+-- Pending deliveries per logical queue in a block sample of percent % of the
+-- table: the shares of a large backlog without reading all of it.
+SELECT queue::integer AS queue, count(*)::bigint AS pending
+FROM deliveries TABLESAMPLE SYSTEM (sqlc.arg(percent)::float8) GROUP BY queue;
+
+-- name: DeliveryOldestReceivedAt :one
+-- The received time of the oldest pending delivery's message (smallest id
+-- first: ids grow with time), through the primary key.
+SELECT message_received_at FROM deliveries ORDER BY id LIMIT 1;
+
+-- name: DeliveryCountReceivedBetween :one
+-- Pending deliveries still referencing messages of [from, to): they pin the day.
+SELECT count(*)::bigint AS n FROM deliveries
+WHERE message_received_at >= sqlc.arg(from_time)::timestamptz
+  AND message_received_at < sqlc.arg(to_time)::timestamptz;

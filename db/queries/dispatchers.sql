@@ -18,7 +18,7 @@ SELECT (SELECT count(*) FROM hb)::integer AS me,
 -- name: DispatcherStop :exec
 UPDATE dispatchers SET stopped_at = now() WHERE id = sqlc.arg(id)::bigint;
 
--- name: DispatchersPrune :execrows
+-- name: DispatcherPrune :execrows
 -- Removes rows of dispatchers stopped or silent for longer than @older_than.
 DELETE FROM dispatchers
 WHERE coalesce(stopped_at, heartbeat_at) < now() - sqlc.arg(older_than)::interval;

@@ -1,17 +1,3 @@
--- name: EndpointsDispatchLoad :many
--- What the dispatcher needs to send to the given endpoints: delivery settings,
--- every secret that may sign now (newest first) and the circuit state.
-SELECT e.id, e.url, e.status, e.max_in_flight, e.rate_limit_per_sec, e.payload_mode,
-       e.retry_schedule_ms, e.timeout_ms,
-       coalesce((SELECT array_agg(s.secret ORDER BY s.id DESC) FROM endpoint_secrets s
-                 WHERE s.endpoint_id = e.id AND (s.expires_at IS NULL OR s.expires_at > now())),
-                '{}')::text[] AS secrets,
-       coalesce(h.consecutive_failures, 0)::integer AS consecutive_failures,
-       coalesce(h.circuit_state, 'closed')::text AS circuit_state
-FROM endpoints e
-LEFT JOIN endpoint_health h ON h.endpoint_id = e.id
-WHERE e.id = ANY(sqlc.arg(ids)::bigint[]);
-
 -- name: EndpointHealthEnsure :exec
 -- Creates missing health rows. Rows that exist are filtered out first: an
 -- ON CONFLICT check against a row another transaction is updating would wait
@@ -108,8 +94,13 @@ SELECT hu.endpoint_id, hu.circuit_state::text AS circuit_state, hu.consecutive_f
        (hu.endpoint_id IN (SELECT id FROM dis))::boolean AS disabled
 FROM hu;
 
+-- name: EndpointHealthReset :exec
+UPDATE endpoint_health SET consecutive_failures = 0, circuit_state = 'closed',
+    circuit_open_until = NULL, circuit_backoff_ms = 0, failing_since = NULL, updated_at = now()
+WHERE endpoint_id = $1;
+
 -- name: EndpointHealthGet :one
 SELECT * FROM endpoint_health WHERE endpoint_id = sqlc.arg(endpoint_id)::bigint;
 
--- name: EndpointHealthOpenCount :one
+-- name: EndpointHealthCountOpen :one
 SELECT count(*)::bigint FROM endpoint_health WHERE circuit_state <> 'closed';

@@ -15,11 +15,40 @@ WHERE status <> 'deleted'
   AND id > @after_id
 ORDER BY id LIMIT @lim;
 
--- name: EndpointsLive :many
+-- name: EndpointListWithHealth :many
+-- Endpoints (not deleted) with their health, keyset by id; merchant_id 0 = all.
+SELECT e.id, e.merchant_id, e.url, e.description, e.status, e.disabled_reason,
+       e.payload_mode, e.created_at,
+       COALESCE(h.consecutive_failures, 0)::integer AS consecutive_failures,
+       COALESCE(h.circuit_state, 'closed')::text AS circuit_state,
+       h.circuit_open_until, h.failing_since, h.last_success_at, h.last_failure_at,
+       COALESCE(h.last_error, '')::text AS last_error
+FROM endpoints e
+LEFT JOIN endpoint_health h ON h.endpoint_id = e.id
+WHERE e.status <> 'deleted'
+  AND (sqlc.arg(merchant_id)::bigint = 0 OR e.merchant_id = sqlc.arg(merchant_id)::bigint)
+  AND e.id > @after_id
+ORDER BY e.id LIMIT @lim;
+
+-- name: EndpointListLive :many
 -- Every endpoint that can receive deliveries (enabled or disabled): the ingest
 -- fan-out cache.
 SELECT id, merchant_id, carrier_ids, event_types, status FROM endpoints
 WHERE status <> 'deleted' ORDER BY id;
+
+-- name: EndpointListForDispatch :many
+-- What the dispatcher needs to send to the given endpoints: delivery settings,
+-- every secret that may sign now (newest first) and the circuit state.
+SELECT e.id, e.url, e.status, e.max_in_flight, e.rate_limit_per_sec, e.payload_mode,
+       e.retry_schedule_ms, e.timeout_ms,
+       coalesce((SELECT array_agg(s.secret ORDER BY s.id DESC) FROM endpoint_secrets s
+                 WHERE s.endpoint_id = e.id AND (s.expires_at IS NULL OR s.expires_at > now())),
+                '{}')::text[] AS secrets,
+       coalesce(h.consecutive_failures, 0)::integer AS consecutive_failures,
+       coalesce(h.circuit_state, 'closed')::text AS circuit_state
+FROM endpoints e
+LEFT JOIN endpoint_health h ON h.endpoint_id = e.id
+WHERE e.id = ANY(sqlc.arg(ids)::bigint[]);
 
 -- name: EndpointUpdate :one
 UPDATE endpoints SET
@@ -40,21 +69,6 @@ RETURNING *;
 UPDATE endpoints SET status = @status, disabled_reason = @disabled_reason, updated_at = now()
 WHERE id = @id AND status <> 'deleted'
 RETURNING *;
-
--- name: EndpointHealthReset :exec
-UPDATE endpoint_health SET consecutive_failures = 0, circuit_state = 'closed',
-    circuit_open_until = NULL, circuit_backoff_ms = 0, failing_since = NULL, updated_at = now()
-WHERE endpoint_id = $1;
-
--- name: EndpointDeliveriesRelease :execrows
--- Held rows of an endpoint become visible at once (after enable); leased rows
--- and parked non-heads (visible_at = infinity) are left alone.
-UPDATE deliveries SET visible_at = now()
-WHERE endpoint_id = $1 AND id > 0 -- deliveries_endpoint_idx (migration 00070)
-  AND lease_token IS NULL AND visible_at > now() AND visible_at < 'infinity';
-
--- name: EndpointDeliveriesDelete :execrows
-DELETE FROM deliveries WHERE endpoint_id = $1 AND id > 0; -- deliveries_endpoint_idx
 
 -- name: EndpointCountByStatus :many
 SELECT status, count(*)::bigint AS n FROM endpoints GROUP BY status ORDER BY status;

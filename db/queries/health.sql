@@ -1,5 +1,4 @@
--- Table and cluster health for /metrics and the dashboard. Every query reads
--- catalog views only and is cheap.
+-- The server's own catalogs and statistics, for the health page and estimates.
 
 -- name: HealthTables :many
 SELECT s.relname::text AS name,
@@ -67,3 +66,10 @@ SELECT slot_name::text AS slot_name,
 FROM pg_catalog.pg_replication_slots
 WHERE xmin IS NOT NULL OR catalog_xmin IS NOT NULL
 ORDER BY slot_name;
+
+-- name: HealthRowEstimate :one
+-- Planner's row estimate for a table (sum over partitions), -1 when unknown.
+SELECT COALESCE(sum(GREATEST(c.reltuples, 0)), -1)::bigint AS estimate
+FROM pg_catalog.pg_class c
+WHERE c.oid = to_regclass(@rel::text)
+   OR c.oid IN (SELECT inhrelid FROM pg_catalog.pg_inherits WHERE inhparent = to_regclass(@rel::text));

@@ -6,7 +6,7 @@ RETURNING *;
 -- name: MerchantGet :one
 SELECT * FROM merchants WHERE id = $1;
 
--- name: MerchantByKeyHash :one
+-- name: MerchantGetByKeyHash :one
 SELECT * FROM merchants WHERE api_key_hash = $1;
 
 -- name: MerchantList :many

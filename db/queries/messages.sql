@@ -1,24 +1,7 @@
--- The id reservation counts with unnest(array_fill(...)), not
--- generate_series(1, n): the planner sizes generate_series by its arguments,
--- so the plan for a given n looks cheaper than the generic one and
--- PostgreSQL planned the statement again at every execution (as many plans
--- as calls in pg_stat_statements); an array built from a parameter gets the
--- same size estimate in both, and the generic plan is kept.
-
 -- name: MessageIDsReserve :many
 SELECT nextval('messages_id_seq')::bigint AS id FROM unnest(array_fill(0, ARRAY[sqlc.arg(n)::integer]));
 
--- name: MessageGet :one
-SELECT * FROM messages WHERE id = @id AND received_at = @received_at;
-
--- name: MessageGetByID :one
-SELECT * FROM messages WHERE id = $1 ORDER BY received_at DESC LIMIT 1;
-
--- name: MessageCountSinceCapped :one
--- Messages received since a time (today's partition: cheap with the primary key's index).
-SELECT count(*) FROM (SELECT 1 FROM messages WHERE received_at >= @since LIMIT sqlc.arg(cap)::bigint) AS m;
-
--- name: MessageStoreBatch :many
+-- name: MessageInsertMany :many
 -- Stores a batch of messages and their deliveries in ONE statement (one
 -- round trip, atomic without BEGIN/COMMIT): takes ids for the messages that
 -- have none (id 0) and for every delivery, in input order, so that the
@@ -92,3 +75,28 @@ FROM stored s
 LEFT JOIN (SELECT d.message_ord, array_agg(d.id ORDER BY d.ord) AS ids
            FROM dels d GROUP BY d.message_ord) AS g ON g.message_ord = s.ord
 ORDER BY s.ord;
+
+-- name: MessageGet :one
+SELECT * FROM messages WHERE id = @id AND received_at = @received_at;
+
+-- name: MessageGetByID :one
+SELECT * FROM messages WHERE id = $1 ORDER BY received_at DESC LIMIT 1;
+
+-- name: MessageLookup :one
+-- A message by id; received_at (when known) prunes to one day partition.
+SELECT * FROM messages
+WHERE id = @id
+  AND (sqlc.narg(received_at)::timestamptz IS NULL OR received_at = sqlc.narg(received_at)::timestamptz)
+ORDER BY received_at DESC LIMIT 1;
+
+-- name: MessageCountSinceCapped :one
+-- Messages received since a time (today's partition: cheap with the primary key's index).
+SELECT count(*) FROM (SELECT 1 FROM messages WHERE received_at >= @since LIMIT sqlc.arg(cap)::bigint) AS m;
+
+-- name: MessageCountWindow :one
+-- Callbacks received in [from, to) (BRIN on received_at), and the sequence's
+-- high-water mark (ahead of the true count by up to CACHE 100 per session).
+SELECT (SELECT count(*) FROM messages
+        WHERE received_at >= sqlc.arg(from_time)::timestamptz
+          AND received_at < sqlc.arg(to_time)::timestamptz)::bigint AS ingested,
+       coalesce(pg_sequence_last_value('messages_id_seq'::regclass), 0)::bigint AS ingested_total;

@@ -1,16 +1,16 @@
--- name: QueueLeasesEnsure :exec
+-- name: QueueLeaseEnsure :exec
 -- Creates the lease rows of logical queues 0..@queues-1.
 INSERT INTO queue_leases (queue)
 SELECT q::smallint FROM generate_series(0, sqlc.arg(queues)::integer - 1) AS q
 ON CONFLICT (queue) DO NOTHING;
 
--- name: QueueLeasesRenew :many
+-- name: QueueLeaseRenew :many
 -- Extends every lease @owner still holds and returns them.
 UPDATE queue_leases SET expires_at = now() + sqlc.arg(lease)::interval
 WHERE owner = sqlc.arg(owner)::bigint AND queue < sqlc.arg(queues)::integer
 RETURNING queue::integer AS queue, epoch;
 
--- name: QueueLeasesRelease :execrows
+-- name: QueueLeaseRelease :execrows
 -- Gives up @n of @owner's leases (the highest queues), or all when @n < 0.
 UPDATE queue_leases SET owner = NULL, expires_at = '-infinity', epoch = epoch + 1
 WHERE queue IN (
@@ -21,7 +21,7 @@ WHERE queue IN (
     FOR UPDATE
 );
 
--- name: QueueLeasesAcquire :many
+-- name: QueueLeaseAcquire :many
 -- Takes up to @n leases for @owner that are free, expired, or held by a
 -- dispatcher that has not heartbeaten within @live_within (dead or stopped).
 UPDATE queue_leases SET owner = sqlc.arg(owner)::bigint, epoch = epoch + 1,
@@ -39,7 +39,7 @@ WHERE queue IN (
 )
 RETURNING queue::integer AS queue, epoch;
 
--- name: QueueLeasesList :many
+-- name: QueueLeaseList :many
 SELECT queue::integer AS queue, owner, epoch,
        greatest(expires_at, 'epoch'::timestamptz)::timestamptz AS expires_at
 FROM queue_leases ORDER BY queue;

@@ -9,63 +9,6 @@ import (
 	"context"
 )
 
-const carrierAll = `-- name: CarrierAll :many
-SELECT id, name, api_key_hash, api_key_prefix, ordering_key_field, event_type_field, merchant_field, signing_secret, rate_limit_per_sec, created_at FROM carriers ORDER BY id
-`
-
-func (q *Queries) CarrierAll(ctx context.Context) ([]Carrier, error) {
-	rows, err := q.db.Query(ctx, carrierAll)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []Carrier
-	for rows.Next() {
-		var i Carrier
-		if err := rows.Scan(
-			&i.ID,
-			&i.Name,
-			&i.APIKeyHash,
-			&i.APIKeyPrefix,
-			&i.OrderingKeyField,
-			&i.EventTypeField,
-			&i.MerchantField,
-			&i.SigningSecret,
-			&i.RateLimitPerSec,
-			&i.CreatedAt,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const carrierByKeyHash = `-- name: CarrierByKeyHash :one
-SELECT id, name, api_key_hash, api_key_prefix, ordering_key_field, event_type_field, merchant_field, signing_secret, rate_limit_per_sec, created_at FROM carriers WHERE api_key_hash = $1
-`
-
-func (q *Queries) CarrierByKeyHash(ctx context.Context, apiKeyHash []byte) (Carrier, error) {
-	row := q.db.QueryRow(ctx, carrierByKeyHash, apiKeyHash)
-	var i Carrier
-	err := row.Scan(
-		&i.ID,
-		&i.Name,
-		&i.APIKeyHash,
-		&i.APIKeyPrefix,
-		&i.OrderingKeyField,
-		&i.EventTypeField,
-		&i.MerchantField,
-		&i.SigningSecret,
-		&i.RateLimitPerSec,
-		&i.CreatedAt,
-	)
-	return i, err
-}
-
 const carrierCount = `-- name: CarrierCount :one
 SELECT count(*) FROM carriers
 `
@@ -83,6 +26,28 @@ SELECT id, name, api_key_hash, api_key_prefix, ordering_key_field, event_type_fi
 
 func (q *Queries) CarrierGet(ctx context.Context, id int64) (Carrier, error) {
 	row := q.db.QueryRow(ctx, carrierGet, id)
+	var i Carrier
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.APIKeyHash,
+		&i.APIKeyPrefix,
+		&i.OrderingKeyField,
+		&i.EventTypeField,
+		&i.MerchantField,
+		&i.SigningSecret,
+		&i.RateLimitPerSec,
+		&i.CreatedAt,
+	)
+	return i, err
+}
+
+const carrierGetByKeyHash = `-- name: CarrierGetByKeyHash :one
+SELECT id, name, api_key_hash, api_key_prefix, ordering_key_field, event_type_field, merchant_field, signing_secret, rate_limit_per_sec, created_at FROM carriers WHERE api_key_hash = $1
+`
+
+func (q *Queries) CarrierGetByKeyHash(ctx context.Context, apiKeyHash []byte) (Carrier, error) {
+	row := q.db.QueryRow(ctx, carrierGetByKeyHash, apiKeyHash)
 	var i Carrier
 	err := row.Scan(
 		&i.ID,
@@ -156,6 +121,41 @@ type CarrierListParams struct {
 
 func (q *Queries) CarrierList(ctx context.Context, arg CarrierListParams) ([]Carrier, error) {
 	rows, err := q.db.Query(ctx, carrierList, arg.AfterID, arg.Lim)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Carrier
+	for rows.Next() {
+		var i Carrier
+		if err := rows.Scan(
+			&i.ID,
+			&i.Name,
+			&i.APIKeyHash,
+			&i.APIKeyPrefix,
+			&i.OrderingKeyField,
+			&i.EventTypeField,
+			&i.MerchantField,
+			&i.SigningSecret,
+			&i.RateLimitPerSec,
+			&i.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const carrierListAll = `-- name: CarrierListAll :many
+SELECT id, name, api_key_hash, api_key_prefix, ordering_key_field, event_type_field, merchant_field, signing_secret, rate_limit_per_sec, created_at FROM carriers ORDER BY id
+`
+
+func (q *Queries) CarrierListAll(ctx context.Context) ([]Carrier, error) {
+	rows, err := q.db.Query(ctx, carrierListAll)
 	if err != nil {
 		return nil, err
 	}

@@ -10,23 +10,128 @@ import (
 	"time"
 )
 
-const deadLetterCountForEndpoint = `-- name: DeadLetterCountForEndpoint :one
+const deadLetterCount = `-- name: DeadLetterCount :one
+SELECT count(*)::bigint AS n FROM dead_letters
+`
+
+func (q *Queries) DeadLetterCount(ctx context.Context) (int64, error) {
+	row := q.db.QueryRow(ctx, deadLetterCount)
+	var n int64
+	err := row.Scan(&n)
+	return n, err
+}
+
+const deadLetterCountByEndpoint = `-- name: DeadLetterCountByEndpoint :one
 SELECT count(*)::bigint FROM dead_letters WHERE endpoint_id = $1::bigint
 `
 
-func (q *Queries) DeadLetterCountForEndpoint(ctx context.Context, endpointID int64) (int64, error) {
-	row := q.db.QueryRow(ctx, deadLetterCountForEndpoint, endpointID)
+func (q *Queries) DeadLetterCountByEndpoint(ctx context.Context, endpointID int64) (int64, error) {
+	row := q.db.QueryRow(ctx, deadLetterCountByEndpoint, endpointID)
 	var column_1 int64
 	err := row.Scan(&column_1)
 	return column_1, err
 }
 
-const deadLetterGetOne = `-- name: DeadLetterGetOne :one
-SELECT id, message_id, message_received_at, endpoint_id, merchant_id, carrier_id, queue, ordering_key, event_type, attempts, last_status, last_error, created_at FROM dead_letters WHERE id = $1::bigint
+const deadLetterCountCapped = `-- name: DeadLetterCountCapped :one
+SELECT count(*) FROM (SELECT 1 FROM dead_letters LIMIT $1::bigint) AS d
 `
 
-func (q *Queries) DeadLetterGetOne(ctx context.Context, id int64) (DeadLetter, error) {
-	row := q.db.QueryRow(ctx, deadLetterGetOne, id)
+func (q *Queries) DeadLetterCountCapped(ctx context.Context, cap int64) (int64, error) {
+	row := q.db.QueryRow(ctx, deadLetterCountCapped, cap)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
+const deadLetterCountWindow = `-- name: DeadLetterCountWindow :one
+SELECT count(*)::bigint FROM (
+    SELECT 1 FROM dead_letters
+    WHERE ($1::bigint = 0 OR endpoint_id = $1::bigint)
+      AND ($2::bigint = 0 OR carrier_id = $2::bigint)
+      AND ($3::bigint = 0 OR merchant_id = $3::bigint)
+      AND created_at >= $4::timestamptz
+      AND created_at < $5::timestamptz
+    LIMIT $6
+) AS d
+`
+
+type DeadLetterCountWindowParams struct {
+	EndpointID int64
+	CarrierID  int64
+	MerchantID int64
+	Since      time.Time
+	Until      time.Time
+	Cap        int32
+}
+
+// Dead letters matching a filter, counted up to a cap (confirmation pages).
+func (q *Queries) DeadLetterCountWindow(ctx context.Context, arg DeadLetterCountWindowParams) (int64, error) {
+	row := q.db.QueryRow(ctx, deadLetterCountWindow,
+		arg.EndpointID,
+		arg.CarrierID,
+		arg.MerchantID,
+		arg.Since,
+		arg.Until,
+		arg.Cap,
+	)
+	var column_1 int64
+	err := row.Scan(&column_1)
+	return column_1, err
+}
+
+const deadLetterDeleteExpired = `-- name: DeadLetterDeleteExpired :execrows
+DELETE FROM dead_letters WHERE message_received_at < $1::timestamptz
+`
+
+// Dead letters whose message is past retention are history too: they go
+// before their message's partition is dropped.
+func (q *Queries) DeadLetterDeleteExpired(ctx context.Context, before time.Time) (int64, error) {
+	result, err := q.db.Exec(ctx, deadLetterDeleteExpired, before)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const deadLetterDiscard = `-- name: DeadLetterDiscard :execrows
+DELETE FROM dead_letters d
+WHERE (NOT $1::boolean OR d.id = ANY($2::bigint[]))
+  AND ($3::bigint IS NULL OR d.endpoint_id = $3::bigint)
+  AND ($4::bigint IS NULL OR d.carrier_id = $4::bigint)
+  AND ($5::bigint IS NULL OR d.merchant_id = $5::bigint)
+  AND ($6::timestamptz IS NULL OR d.created_at >= $6::timestamptz)
+`
+
+type DeadLetterDiscardParams struct {
+	ByIDs      bool
+	IDs        []int64
+	EndpointID *int64
+	CarrierID  *int64
+	MerchantID *int64
+	Since      *time.Time
+}
+
+func (q *Queries) DeadLetterDiscard(ctx context.Context, arg DeadLetterDiscardParams) (int64, error) {
+	result, err := q.db.Exec(ctx, deadLetterDiscard,
+		arg.ByIDs,
+		arg.IDs,
+		arg.EndpointID,
+		arg.CarrierID,
+		arg.MerchantID,
+		arg.Since,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const deadLetterGet = `-- name: DeadLetterGet :one
+SELECT id, message_id, message_received_at, endpoint_id, merchant_id, carrier_id, queue, ordering_key, event_type, attempts, last_status, last_error, created_at FROM dead_letters WHERE id = $1
+`
+
+func (q *Queries) DeadLetterGet(ctx context.Context, id int64) (DeadLetter, error) {
+	row := q.db.QueryRow(ctx, deadLetterGet, id)
 	var i DeadLetter
 	err := row.Scan(
 		&i.ID,
@@ -83,8 +188,7 @@ type DeadLetterInsertParams struct {
 }
 
 // Dead letters are written by DeadLetterInsert in the transaction of the
-// acknowledgement that deleted the delivery (db.DeliveryAckBatch). Listing,
-// retry and discard live in dead_letters_api.sql.
+// acknowledgement that deleted the delivery (db.DeliveryAckBatch).
 // One dead letter per deleted delivery, with its merchant and carrier looked
 // up; a delivery dead-lettered again (an operator retry that died) replaces
 // its earlier letter.
@@ -101,4 +205,185 @@ func (q *Queries) DeadLetterInsert(ctx context.Context, arg DeadLetterInsertPara
 		arg.Errors,
 	)
 	return err
+}
+
+const deadLetterList = `-- name: DeadLetterList :many
+SELECT id, message_id, message_received_at, endpoint_id, merchant_id, carrier_id, queue, ordering_key, event_type, attempts, last_status, last_error, created_at FROM dead_letters
+WHERE ($1::bigint IS NULL OR endpoint_id = $1::bigint)
+  AND ($2::bigint IS NULL OR carrier_id = $2::bigint)
+  AND ($3::bigint IS NULL OR merchant_id = $3::bigint)
+  AND ($4::timestamptz IS NULL OR created_at >= $4::timestamptz)
+  AND (created_at, id) > ($5::timestamptz, $6::bigint)
+ORDER BY created_at, id
+LIMIT $7
+`
+
+type DeadLetterListParams struct {
+	EndpointID *int64
+	CarrierID  *int64
+	MerchantID *int64
+	Since      *time.Time
+	AfterAt    time.Time
+	AfterID    int64
+	Lim        int32
+}
+
+// Keyset on (created_at, id), oldest first; NULL filters match everything.
+func (q *Queries) DeadLetterList(ctx context.Context, arg DeadLetterListParams) ([]DeadLetter, error) {
+	rows, err := q.db.Query(ctx, deadLetterList,
+		arg.EndpointID,
+		arg.CarrierID,
+		arg.MerchantID,
+		arg.Since,
+		arg.AfterAt,
+		arg.AfterID,
+		arg.Lim,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []DeadLetter
+	for rows.Next() {
+		var i DeadLetter
+		if err := rows.Scan(
+			&i.ID,
+			&i.MessageID,
+			&i.MessageReceivedAt,
+			&i.EndpointID,
+			&i.MerchantID,
+			&i.CarrierID,
+			&i.Queue,
+			&i.OrderingKey,
+			&i.EventType,
+			&i.Attempts,
+			&i.LastStatus,
+			&i.LastError,
+			&i.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const deadLetterListWindow = `-- name: DeadLetterListWindow :many
+SELECT id, message_id, message_received_at, endpoint_id, merchant_id, carrier_id, queue,
+       ordering_key, event_type, attempts, last_status, last_error, created_at
+FROM dead_letters
+WHERE ($1::bigint = 0 OR endpoint_id = $1::bigint)
+  AND ($2::bigint = 0 OR carrier_id = $2::bigint)
+  AND ($3::bigint = 0 OR merchant_id = $3::bigint)
+  AND created_at >= $4::timestamptz
+  AND created_at < $5::timestamptz
+  AND (created_at, id) < ($6::timestamptz, $7::bigint)
+ORDER BY created_at DESC, id DESC
+LIMIT $8
+`
+
+type DeadLetterListWindowParams struct {
+	EndpointID int64
+	CarrierID  int64
+	MerchantID int64
+	Since      time.Time
+	Until      time.Time
+	BeforeAt   time.Time
+	BeforeID   int64
+	Lim        int32
+}
+
+// Dead letters, newest first, filtered (0 / NULL = any), keyset on
+// (created_at, id) below the cursor.
+func (q *Queries) DeadLetterListWindow(ctx context.Context, arg DeadLetterListWindowParams) ([]DeadLetter, error) {
+	rows, err := q.db.Query(ctx, deadLetterListWindow,
+		arg.EndpointID,
+		arg.CarrierID,
+		arg.MerchantID,
+		arg.Since,
+		arg.Until,
+		arg.BeforeAt,
+		arg.BeforeID,
+		arg.Lim,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []DeadLetter
+	for rows.Next() {
+		var i DeadLetter
+		if err := rows.Scan(
+			&i.ID,
+			&i.MessageID,
+			&i.MessageReceivedAt,
+			&i.EndpointID,
+			&i.MerchantID,
+			&i.CarrierID,
+			&i.Queue,
+			&i.OrderingKey,
+			&i.EventType,
+			&i.Attempts,
+			&i.LastStatus,
+			&i.LastError,
+			&i.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const deadLetterRetry = `-- name: DeadLetterRetry :one
+WITH moved AS (
+    DELETE FROM dead_letters d
+    USING endpoints e
+    WHERE e.id = d.endpoint_id AND e.status <> 'deleted'
+      AND (NOT $1::boolean OR d.id = ANY($2::bigint[]))
+      AND ($3::bigint IS NULL OR d.endpoint_id = $3::bigint)
+      AND ($4::bigint IS NULL OR d.carrier_id = $4::bigint)
+      AND ($5::bigint IS NULL OR d.merchant_id = $5::bigint)
+      AND ($6::timestamptz IS NULL OR d.created_at >= $6::timestamptz)
+    RETURNING d.id, d.queue, d.endpoint_id, d.ordering_key, d.message_id, d.message_received_at
+), inserted AS (
+    INSERT INTO deliveries (id, queue, endpoint_id, ordering_key, ordered, message_id,
+                            message_received_at, attempt, visible_at)
+    SELECT id, queue, endpoint_id, ordering_key, false, message_id, message_received_at, 0, now()
+    FROM moved
+    RETURNING 1
+)
+SELECT count(*) FROM inserted
+`
+
+type DeadLetterRetryParams struct {
+	ByIDs      bool
+	IDs        []int64
+	EndpointID *int64
+	CarrierID  *int64
+	MerchantID *int64
+	Since      *time.Time
+}
+
+// Moves the selected dead letters back into deliveries in one statement:
+// same id, unordered (never waits for nor holds back its chain), attempt 0,
+// visible now. Dead letters of deleted endpoints stay where they are.
+func (q *Queries) DeadLetterRetry(ctx context.Context, arg DeadLetterRetryParams) (int64, error) {
+	row := q.db.QueryRow(ctx, deadLetterRetry,
+		arg.ByIDs,
+		arg.IDs,
+		arg.EndpointID,
+		arg.CarrierID,
+		arg.MerchantID,
+		arg.Since,
+	)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
 }

@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-const deliveryAck = `-- name: DeliveryAck :many
+const deliveryAckMany = `-- name: DeliveryAckMany :many
 WITH r AS (
     SELECT unnest($1::bigint[]) AS id,
            unnest($2::bigint[]) AS token,
@@ -72,7 +72,7 @@ SELECT u.id, u.endpoint_id, ''::text AS ordering_key, false AS ordered, false AS
 FROM upd u
 `
 
-type DeliveryAckParams struct {
+type DeliveryAckManyParams struct {
 	IDs          []int64
 	Tokens       []int64
 	Kinds        []string
@@ -87,7 +87,7 @@ type DeliveryAckParams struct {
 	DispatcherID int64
 }
 
-type DeliveryAckRow struct {
+type DeliveryAckManyRow struct {
 	ID                int64
 	EndpointID        int64
 	OrderingKey       string
@@ -110,8 +110,8 @@ type DeliveryAckRow struct {
 // statement; as a part, its join of messages (every day partition) and
 // endpoints was set up by every acknowledgement, though nearly none has a
 // dead letter.
-func (q *Queries) DeliveryAck(ctx context.Context, arg DeliveryAckParams) ([]DeliveryAckRow, error) {
-	rows, err := q.db.Query(ctx, deliveryAck,
+func (q *Queries) DeliveryAckMany(ctx context.Context, arg DeliveryAckManyParams) ([]DeliveryAckManyRow, error) {
+	rows, err := q.db.Query(ctx, deliveryAckMany,
 		arg.IDs,
 		arg.Tokens,
 		arg.Kinds,
@@ -129,9 +129,9 @@ func (q *Queries) DeliveryAck(ctx context.Context, arg DeliveryAckParams) ([]Del
 		return nil, err
 	}
 	defer rows.Close()
-	var items []DeliveryAckRow
+	var items []DeliveryAckManyRow
 	for rows.Next() {
-		var i DeliveryAckRow
+		var i DeliveryAckManyRow
 		if err := rows.Scan(
 			&i.ID,
 			&i.EndpointID,
@@ -143,6 +143,93 @@ func (q *Queries) DeliveryAck(ctx context.Context, arg DeliveryAckParams) ([]Del
 			&i.MessageReceivedAt,
 			&i.Attempt,
 		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const deliveryBacklogByQueue = `-- name: DeliveryBacklogByQueue :many
+SELECT queue::integer AS queue, count(*)::bigint AS pending,
+       min(message_received_at)::timestamptz AS oldest
+FROM deliveries GROUP BY queue
+`
+
+type DeliveryBacklogByQueueRow struct {
+	Queue   int32
+	Pending int64
+	Oldest  time.Time
+}
+
+// Pending deliveries per logical queue and the oldest message still pending.
+func (q *Queries) DeliveryBacklogByQueue(ctx context.Context) ([]DeliveryBacklogByQueueRow, error) {
+	rows, err := q.db.Query(ctx, deliveryBacklogByQueue)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []DeliveryBacklogByQueueRow
+	for rows.Next() {
+		var i DeliveryBacklogByQueueRow
+		if err := rows.Scan(&i.Queue, &i.Pending, &i.Oldest); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const deliveryBacklogEstimate = `-- name: DeliveryBacklogEstimate :one
+SELECT coalesce((SELECT n_live_tup FROM pg_catalog.pg_stat_user_tables
+                 WHERE schemaname = current_schema() AND relname = 'deliveries'), 0)::bigint AS live,
+       coalesce((SELECT extract(epoch FROM min(message_received_at)) FROM
+           (SELECT message_received_at FROM deliveries ORDER BY id LIMIT 100) o), 0)::float8 AS oldest_unix
+`
+
+type DeliveryBacklogEstimateRow struct {
+	Live       int64
+	OldestUnix float64
+}
+
+// The statistics collector's live row count of deliveries (no scan), and the
+// oldest message among the lowest ids (ids follow creation; cheap on the
+// primary key).
+func (q *Queries) DeliveryBacklogEstimate(ctx context.Context) (DeliveryBacklogEstimateRow, error) {
+	row := q.db.QueryRow(ctx, deliveryBacklogEstimate)
+	var i DeliveryBacklogEstimateRow
+	err := row.Scan(&i.Live, &i.OldestUnix)
+	return i, err
+}
+
+const deliveryBacklogSampled = `-- name: DeliveryBacklogSampled :many
+SELECT queue::integer AS queue, count(*)::bigint AS pending
+FROM deliveries TABLESAMPLE SYSTEM ($1::float8) GROUP BY queue
+`
+
+type DeliveryBacklogSampledRow struct {
+	Queue   int32
+	Pending int64
+}
+
+// Pending deliveries per logical queue in a block sample of percent % of the
+// table: the shares of a large backlog without reading all of it.
+func (q *Queries) DeliveryBacklogSampled(ctx context.Context, percent float64) ([]DeliveryBacklogSampledRow, error) {
+	rows, err := q.db.Query(ctx, deliveryBacklogSampled, percent)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []DeliveryBacklogSampledRow
+	for rows.Next() {
+		var i DeliveryBacklogSampledRow
+		if err := rows.Scan(&i.Queue, &i.Pending); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -377,6 +464,164 @@ func (q *Queries) DeliveryClaim(ctx context.Context, arg DeliveryClaimParams) ([
 	return items, nil
 }
 
+const deliveryCountByEndpoints = `-- name: DeliveryCountByEndpoints :many
+SELECT e.id::bigint AS endpoint_id,
+       (SELECT count(*) FROM (SELECT 1 FROM deliveries d
+                               WHERE d.endpoint_id = e.id AND d.id > 0 -- deliveries_endpoint_idx
+                               LIMIT $1) AS x)::bigint AS n
+FROM unnest($2::bigint[]) AS e(id)
+`
+
+type DeliveryCountByEndpointsParams struct {
+	Cap         int32
+	EndpointIDs []int64
+}
+
+type DeliveryCountByEndpointsRow struct {
+	EndpointID int64
+	N          int64
+}
+
+// Pending deliveries of each of the endpoints, each counted up to a cap, in
+// one round trip (an index range scan of at most cap entries per endpoint).
+func (q *Queries) DeliveryCountByEndpoints(ctx context.Context, arg DeliveryCountByEndpointsParams) ([]DeliveryCountByEndpointsRow, error) {
+	rows, err := q.db.Query(ctx, deliveryCountByEndpoints, arg.Cap, arg.EndpointIDs)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []DeliveryCountByEndpointsRow
+	for rows.Next() {
+		var i DeliveryCountByEndpointsRow
+		if err := rows.Scan(&i.EndpointID, &i.N); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const deliveryCountByQueue = `-- name: DeliveryCountByQueue :many
+SELECT queue::integer AS queue, count(*)::bigint AS n
+FROM deliveries GROUP BY queue ORDER BY queue
+`
+
+type DeliveryCountByQueueRow struct {
+	Queue int32
+	N     int64
+}
+
+// Pending deliveries per logical queue. deliveries holds only live work, so
+// this is as cheap as the backlog is small.
+func (q *Queries) DeliveryCountByQueue(ctx context.Context) ([]DeliveryCountByQueueRow, error) {
+	rows, err := q.db.Query(ctx, deliveryCountByQueue)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []DeliveryCountByQueueRow
+	for rows.Next() {
+		var i DeliveryCountByQueueRow
+		if err := rows.Scan(&i.Queue, &i.N); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const deliveryCountByState = `-- name: DeliveryCountByState :many
+SELECT queue::integer AS queue,
+       count(*) FILTER (WHERE visible_at <= now()
+                          AND (leased_until IS NULL OR leased_until <= now()))::bigint AS due,
+       count(*) FILTER (WHERE visible_at < 'infinity'
+                          AND (visible_at > now() OR leased_until > now()))::bigint AS waiting,
+       count(*) FILTER (WHERE visible_at = 'infinity')::bigint AS parked
+FROM deliveries GROUP BY queue ORDER BY queue
+`
+
+type DeliveryCountByStateRow struct {
+	Queue   int32
+	Due     int64
+	Waiting int64
+	Parked  int64
+}
+
+// Due, leased/scheduled and parked rows per logical queue (tests, dashboard).
+func (q *Queries) DeliveryCountByState(ctx context.Context) ([]DeliveryCountByStateRow, error) {
+	rows, err := q.db.Query(ctx, deliveryCountByState)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []DeliveryCountByStateRow
+	for rows.Next() {
+		var i DeliveryCountByStateRow
+		if err := rows.Scan(
+			&i.Queue,
+			&i.Due,
+			&i.Waiting,
+			&i.Parked,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const deliveryCountCapped = `-- name: DeliveryCountCapped :one
+SELECT count(*) FROM (SELECT 1 FROM deliveries LIMIT $1::bigint) AS d
+`
+
+// Pending deliveries, counted up to the cap (cheap however long the backlog).
+func (q *Queries) DeliveryCountCapped(ctx context.Context, cap int64) (int64, error) {
+	row := q.db.QueryRow(ctx, deliveryCountCapped, cap)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
+const deliveryCountReceivedBetween = `-- name: DeliveryCountReceivedBetween :one
+SELECT count(*)::bigint AS n FROM deliveries
+WHERE message_received_at >= $1::timestamptz
+  AND message_received_at < $2::timestamptz
+`
+
+type DeliveryCountReceivedBetweenParams struct {
+	FromTime time.Time
+	ToTime   time.Time
+}
+
+// Pending deliveries still referencing messages of [from, to): they pin the day.
+func (q *Queries) DeliveryCountReceivedBetween(ctx context.Context, arg DeliveryCountReceivedBetweenParams) (int64, error) {
+	row := q.db.QueryRow(ctx, deliveryCountReceivedBetween, arg.FromTime, arg.ToTime)
+	var n int64
+	err := row.Scan(&n)
+	return n, err
+}
+
+const deliveryDeleteByEndpoint = `-- name: DeliveryDeleteByEndpoint :execrows
+DELETE FROM deliveries WHERE endpoint_id = $1 AND id > 0
+`
+
+func (q *Queries) DeliveryDeleteByEndpoint(ctx context.Context, endpointID int64) (int64, error) {
+	result, err := q.db.Exec(ctx, deliveryDeleteByEndpoint, endpointID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const deliveryExtend = `-- name: DeliveryExtend :execrows
 UPDATE deliveries d SET leased_until = now() + $1::interval
 FROM (SELECT unnest($2::bigint[]) AS id, unnest($3::bigint[]) AS token) x
@@ -396,6 +641,234 @@ func (q *Queries) DeliveryExtend(ctx context.Context, arg DeliveryExtendParams) 
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const deliveryGet = `-- name: DeliveryGet :one
+
+SELECT id, queue, endpoint_id, ordering_key, ordered, message_id, message_received_at, attempt, visible_at, lease_owner, lease_token, last_status, last_error, created_at, leased_until FROM deliveries WHERE id = $1
+`
+
+// deliveries_endpoint_idx
+func (q *Queries) DeliveryGet(ctx context.Context, id int64) (Delivery, error) {
+	row := q.db.QueryRow(ctx, deliveryGet, id)
+	var i Delivery
+	err := row.Scan(
+		&i.ID,
+		&i.Queue,
+		&i.EndpointID,
+		&i.OrderingKey,
+		&i.Ordered,
+		&i.MessageID,
+		&i.MessageReceivedAt,
+		&i.Attempt,
+		&i.VisibleAt,
+		&i.LeaseOwner,
+		&i.LeaseToken,
+		&i.LastStatus,
+		&i.LastError,
+		&i.CreatedAt,
+		&i.LeasedUntil,
+	)
+	return i, err
+}
+
+const deliveryGetDue = `-- name: DeliveryGetDue :one
+SELECT d.id, d.queue::integer AS queue, d.endpoint_id, d.ordering_key, d.ordered, d.message_id,
+       d.message_received_at, d.attempt,
+       -- a leased row is next due when its lease runs out
+       greatest(d.visible_at, coalesce(d.leased_until, d.visible_at))::timestamptz AS visible_at, d.last_status,
+       COALESCE(d.last_error, '')::text AS last_error, d.created_at
+FROM deliveries d WHERE d.id = $1
+`
+
+type DeliveryGetDueRow struct {
+	ID                int64
+	Queue             int32
+	EndpointID        int64
+	OrderingKey       string
+	Ordered           bool
+	MessageID         int64
+	MessageReceivedAt time.Time
+	Attempt           int32
+	VisibleAt         time.Time
+	LastStatus        *int32
+	LastError         string
+	CreatedAt         time.Time
+}
+
+func (q *Queries) DeliveryGetDue(ctx context.Context, id int64) (DeliveryGetDueRow, error) {
+	row := q.db.QueryRow(ctx, deliveryGetDue, id)
+	var i DeliveryGetDueRow
+	err := row.Scan(
+		&i.ID,
+		&i.Queue,
+		&i.EndpointID,
+		&i.OrderingKey,
+		&i.Ordered,
+		&i.MessageID,
+		&i.MessageReceivedAt,
+		&i.Attempt,
+		&i.VisibleAt,
+		&i.LastStatus,
+		&i.LastError,
+		&i.CreatedAt,
+	)
+	return i, err
+}
+
+const deliveryListByEndpoint = `-- name: DeliveryListByEndpoint :many
+SELECT id, message_id, message_received_at, ordering_key, ordered, attempt,
+       greatest(visible_at, coalesce(leased_until, visible_at))::timestamptz AS visible_at,
+       last_status, last_error, created_at
+FROM deliveries
+WHERE endpoint_id = $1 AND id > $2
+  AND id > 0 -- deliveries_endpoint_idx is partial on it (migration 00070)
+ORDER BY id LIMIT $3
+`
+
+type DeliveryListByEndpointParams struct {
+	EndpointID int64
+	AfterID    int64
+	Lim        int32
+}
+
+type DeliveryListByEndpointRow struct {
+	ID                int64
+	MessageID         int64
+	MessageReceivedAt time.Time
+	OrderingKey       string
+	Ordered           bool
+	Attempt           int32
+	VisibleAt         time.Time
+	LastStatus        *int32
+	LastError         *string
+	CreatedAt         time.Time
+}
+
+// visible_at is when the row is next due: a leased row's lease end.
+func (q *Queries) DeliveryListByEndpoint(ctx context.Context, arg DeliveryListByEndpointParams) ([]DeliveryListByEndpointRow, error) {
+	rows, err := q.db.Query(ctx, deliveryListByEndpoint, arg.EndpointID, arg.AfterID, arg.Lim)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []DeliveryListByEndpointRow
+	for rows.Next() {
+		var i DeliveryListByEndpointRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.MessageID,
+			&i.MessageReceivedAt,
+			&i.OrderingKey,
+			&i.Ordered,
+			&i.Attempt,
+			&i.VisibleAt,
+			&i.LastStatus,
+			&i.LastError,
+			&i.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const deliveryListNewestByEndpoint = `-- name: DeliveryListNewestByEndpoint :many
+SELECT d.id, d.queue::integer AS queue, d.endpoint_id, d.ordering_key, d.ordered, d.message_id,
+       d.message_received_at, d.attempt,
+       -- a leased row is next due when its lease runs out
+       greatest(d.visible_at, coalesce(d.leased_until, d.visible_at))::timestamptz AS visible_at, d.last_status,
+       COALESCE(d.last_error, '')::text AS last_error, d.created_at
+FROM deliveries d
+WHERE d.endpoint_id = $1 AND d.id > 0 -- deliveries_endpoint_idx (migration 00070)
+ORDER BY d.id DESC LIMIT $2
+`
+
+type DeliveryListNewestByEndpointParams struct {
+	EndpointID int64
+	Lim        int32
+}
+
+type DeliveryListNewestByEndpointRow struct {
+	ID                int64
+	Queue             int32
+	EndpointID        int64
+	OrderingKey       string
+	Ordered           bool
+	MessageID         int64
+	MessageReceivedAt time.Time
+	Attempt           int32
+	VisibleAt         time.Time
+	LastStatus        *int32
+	LastError         string
+	CreatedAt         time.Time
+}
+
+// The newest pending deliveries of one endpoint.
+func (q *Queries) DeliveryListNewestByEndpoint(ctx context.Context, arg DeliveryListNewestByEndpointParams) ([]DeliveryListNewestByEndpointRow, error) {
+	rows, err := q.db.Query(ctx, deliveryListNewestByEndpoint, arg.EndpointID, arg.Lim)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []DeliveryListNewestByEndpointRow
+	for rows.Next() {
+		var i DeliveryListNewestByEndpointRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Queue,
+			&i.EndpointID,
+			&i.OrderingKey,
+			&i.Ordered,
+			&i.MessageID,
+			&i.MessageReceivedAt,
+			&i.Attempt,
+			&i.VisibleAt,
+			&i.LastStatus,
+			&i.LastError,
+			&i.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const deliveryMakeVisible = `-- name: DeliveryMakeVisible :execrows
+UPDATE deliveries SET visible_at = least(visible_at, now())
+WHERE id = $1 AND lease_token IS NULL AND visible_at < 'infinity'
+`
+
+// Operator retry of a pending delivery waiting for its next attempt: due now
+// (a row already due counts too). Leased rows (in flight) and parked
+// non-heads are left alone.
+func (q *Queries) DeliveryMakeVisible(ctx context.Context, id int64) (int64, error) {
+	result, err := q.db.Exec(ctx, deliveryMakeVisible, id)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const deliveryOldestReceivedAt = `-- name: DeliveryOldestReceivedAt :one
+SELECT message_received_at FROM deliveries ORDER BY id LIMIT 1
+`
+
+// The received time of the oldest pending delivery's message (smallest id
+// first: ids grow with time), through the primary key.
+func (q *Queries) DeliveryOldestReceivedAt(ctx context.Context) (time.Time, error) {
+	row := q.db.QueryRow(ctx, deliveryOldestReceivedAt)
+	var message_received_at time.Time
+	err := row.Scan(&message_received_at)
+	return message_received_at, err
 }
 
 const deliveryPromote = `-- name: DeliveryPromote :execrows
@@ -445,50 +918,23 @@ func (q *Queries) DeliveryPromote(ctx context.Context, arg DeliveryPromoteParams
 	return result.RowsAffected(), nil
 }
 
-const deliveryQueueCounts = `-- name: DeliveryQueueCounts :many
-SELECT queue::integer AS queue,
-       count(*) FILTER (WHERE visible_at <= now()
-                          AND (leased_until IS NULL OR leased_until <= now()))::bigint AS due,
-       count(*) FILTER (WHERE visible_at < 'infinity'
-                          AND (visible_at > now() OR leased_until > now()))::bigint AS waiting,
-       count(*) FILTER (WHERE visible_at = 'infinity')::bigint AS parked
-FROM deliveries GROUP BY queue ORDER BY queue
+const deliveryReleaseByEndpoint = `-- name: DeliveryReleaseByEndpoint :execrows
+UPDATE deliveries SET visible_at = now()
+WHERE endpoint_id = $1 AND id > 0 -- deliveries_endpoint_idx (migration 00070)
+  AND lease_token IS NULL AND visible_at > now() AND visible_at < 'infinity'
 `
 
-type DeliveryQueueCountsRow struct {
-	Queue   int32
-	Due     int64
-	Waiting int64
-	Parked  int64
-}
-
-// Due, leased/scheduled and parked rows per logical queue (tests, dashboard).
-func (q *Queries) DeliveryQueueCounts(ctx context.Context) ([]DeliveryQueueCountsRow, error) {
-	rows, err := q.db.Query(ctx, deliveryQueueCounts)
+// Held rows of an endpoint become visible at once (after enable); leased rows
+// and parked non-heads (visible_at = infinity) are left alone.
+func (q *Queries) DeliveryReleaseByEndpoint(ctx context.Context, endpointID int64) (int64, error) {
+	result, err := q.db.Exec(ctx, deliveryReleaseByEndpoint, endpointID)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	defer rows.Close()
-	var items []DeliveryQueueCountsRow
-	for rows.Next() {
-		var i DeliveryQueueCountsRow
-		if err := rows.Scan(
-			&i.Queue,
-			&i.Due,
-			&i.Waiting,
-			&i.Parked,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
+	return result.RowsAffected(), nil
 }
 
-const deliveryResumeEndpoint = `-- name: DeliveryResumeEndpoint :execrows
+const deliveryResumeByEndpoint = `-- name: DeliveryResumeByEndpoint :execrows
 UPDATE deliveries SET visible_at = now()
 WHERE endpoint_id = $1::bigint AND id > 0 -- deliveries_endpoint_idx
   AND lease_token IS NULL AND visible_at > now() AND visible_at < 'infinity'
@@ -496,8 +942,8 @@ WHERE endpoint_id = $1::bigint AND id > 0 -- deliveries_endpoint_idx
 
 // Held (not leased, not parked) rows of an endpoint become visible now: used
 // when an endpoint is enabled again.
-func (q *Queries) DeliveryResumeEndpoint(ctx context.Context, endpointID int64) (int64, error) {
-	result, err := q.db.Exec(ctx, deliveryResumeEndpoint, endpointID)
+func (q *Queries) DeliveryResumeByEndpoint(ctx context.Context, endpointID int64) (int64, error) {
+	result, err := q.db.Exec(ctx, deliveryResumeByEndpoint, endpointID)
 	if err != nil {
 		return 0, err
 	}

@@ -42,6 +42,20 @@ func (q *Queries) DispatcherHeartbeat(ctx context.Context, arg DispatcherHeartbe
 	return i, err
 }
 
+const dispatcherPrune = `-- name: DispatcherPrune :execrows
+DELETE FROM dispatchers
+WHERE coalesce(stopped_at, heartbeat_at) < now() - $1::interval
+`
+
+// Removes rows of dispatchers stopped or silent for longer than @older_than.
+func (q *Queries) DispatcherPrune(ctx context.Context, olderThan time.Duration) (int64, error) {
+	result, err := q.db.Exec(ctx, dispatcherPrune, olderThan)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const dispatcherRegister = `-- name: DispatcherRegister :one
 INSERT INTO dispatchers (hostname, pid) VALUES ($1, $2)
 RETURNING id
@@ -66,18 +80,4 @@ UPDATE dispatchers SET stopped_at = now() WHERE id = $1::bigint
 func (q *Queries) DispatcherStop(ctx context.Context, id int64) error {
 	_, err := q.db.Exec(ctx, dispatcherStop, id)
 	return err
-}
-
-const dispatchersPrune = `-- name: DispatchersPrune :execrows
-DELETE FROM dispatchers
-WHERE coalesce(stopped_at, heartbeat_at) < now() - $1::interval
-`
-
-// Removes rows of dispatchers stopped or silent for longer than @older_than.
-func (q *Queries) DispatchersPrune(ctx context.Context, olderThan time.Duration) (int64, error) {
-	result, err := q.db.Exec(ctx, dispatchersPrune, olderThan)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
 }

@@ -157,6 +157,17 @@ func (q *Queries) EndpointHealthApply(ctx context.Context, arg EndpointHealthApp
 	return items, nil
 }
 
+const endpointHealthCountOpen = `-- name: EndpointHealthCountOpen :one
+SELECT count(*)::bigint FROM endpoint_health WHERE circuit_state <> 'closed'
+`
+
+func (q *Queries) EndpointHealthCountOpen(ctx context.Context) (int64, error) {
+	row := q.db.QueryRow(ctx, endpointHealthCountOpen)
+	var column_1 int64
+	err := row.Scan(&column_1)
+	return column_1, err
+}
+
 const endpointHealthEnsure = `-- name: EndpointHealthEnsure :exec
 INSERT INTO endpoint_health (endpoint_id)
 SELECT x FROM unnest($1::bigint[]) AS x
@@ -194,74 +205,13 @@ func (q *Queries) EndpointHealthGet(ctx context.Context, endpointID int64) (Endp
 	return i, err
 }
 
-const endpointHealthOpenCount = `-- name: EndpointHealthOpenCount :one
-SELECT count(*)::bigint FROM endpoint_health WHERE circuit_state <> 'closed'
+const endpointHealthReset = `-- name: EndpointHealthReset :exec
+UPDATE endpoint_health SET consecutive_failures = 0, circuit_state = 'closed',
+    circuit_open_until = NULL, circuit_backoff_ms = 0, failing_since = NULL, updated_at = now()
+WHERE endpoint_id = $1
 `
 
-func (q *Queries) EndpointHealthOpenCount(ctx context.Context) (int64, error) {
-	row := q.db.QueryRow(ctx, endpointHealthOpenCount)
-	var column_1 int64
-	err := row.Scan(&column_1)
-	return column_1, err
-}
-
-const endpointsDispatchLoad = `-- name: EndpointsDispatchLoad :many
-SELECT e.id, e.url, e.status, e.max_in_flight, e.rate_limit_per_sec, e.payload_mode,
-       e.retry_schedule_ms, e.timeout_ms,
-       coalesce((SELECT array_agg(s.secret ORDER BY s.id DESC) FROM endpoint_secrets s
-                 WHERE s.endpoint_id = e.id AND (s.expires_at IS NULL OR s.expires_at > now())),
-                '{}')::text[] AS secrets,
-       coalesce(h.consecutive_failures, 0)::integer AS consecutive_failures,
-       coalesce(h.circuit_state, 'closed')::text AS circuit_state
-FROM endpoints e
-LEFT JOIN endpoint_health h ON h.endpoint_id = e.id
-WHERE e.id = ANY($1::bigint[])
-`
-
-type EndpointsDispatchLoadRow struct {
-	ID                  int64
-	URL                 string
-	Status              string
-	MaxInFlight         int32
-	RateLimitPerSec     int32
-	PayloadMode         string
-	RetryScheduleMs     []int64
-	TimeoutMs           int32
-	Secrets             []string
-	ConsecutiveFailures int32
-	CircuitState        string
-}
-
-// What the dispatcher needs to send to the given endpoints: delivery settings,
-// every secret that may sign now (newest first) and the circuit state.
-func (q *Queries) EndpointsDispatchLoad(ctx context.Context, ids []int64) ([]EndpointsDispatchLoadRow, error) {
-	rows, err := q.db.Query(ctx, endpointsDispatchLoad, ids)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []EndpointsDispatchLoadRow
-	for rows.Next() {
-		var i EndpointsDispatchLoadRow
-		if err := rows.Scan(
-			&i.ID,
-			&i.URL,
-			&i.Status,
-			&i.MaxInFlight,
-			&i.RateLimitPerSec,
-			&i.PayloadMode,
-			&i.RetryScheduleMs,
-			&i.TimeoutMs,
-			&i.Secrets,
-			&i.ConsecutiveFailures,
-			&i.CircuitState,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
+func (q *Queries) EndpointHealthReset(ctx context.Context, endpointID int64) error {
+	_, err := q.db.Exec(ctx, endpointHealthReset, endpointID)
+	return err
 }

@@ -11,6 +11,22 @@ import (
 	"time"
 )
 
+const endpointSecretExpire = `-- name: EndpointSecretExpire :exec
+UPDATE endpoint_secrets SET expires_at = now() + $1::interval
+WHERE endpoint_id = $2 AND (expires_at IS NULL OR expires_at > now() + $1::interval)
+`
+
+type EndpointSecretExpireParams struct {
+	Overlap    time.Duration
+	EndpointID int64
+}
+
+// Every secret of the endpoint still without an expiry now expires after the overlap.
+func (q *Queries) EndpointSecretExpire(ctx context.Context, arg EndpointSecretExpireParams) error {
+	_, err := q.db.Exec(ctx, endpointSecretExpire, arg.Overlap, arg.EndpointID)
+	return err
+}
+
 const endpointSecretInsert = `-- name: EndpointSecretInsert :one
 INSERT INTO endpoint_secrets (endpoint_id, secret) VALUES ($1, $2) RETURNING id, endpoint_id, secret, created_at, expires_at
 `
@@ -33,14 +49,14 @@ func (q *Queries) EndpointSecretInsert(ctx context.Context, arg EndpointSecretIn
 	return i, err
 }
 
-const endpointSecretsActive = `-- name: EndpointSecretsActive :many
+const endpointSecretListActive = `-- name: EndpointSecretListActive :many
 SELECT id, endpoint_id, secret, created_at, expires_at FROM endpoint_secrets
 WHERE endpoint_id = $1 AND (expires_at IS NULL OR expires_at > now())
 ORDER BY id DESC
 `
 
-func (q *Queries) EndpointSecretsActive(ctx context.Context, endpointID int64) ([]EndpointSecret, error) {
-	rows, err := q.db.Query(ctx, endpointSecretsActive, endpointID)
+func (q *Queries) EndpointSecretListActive(ctx context.Context, endpointID int64) ([]EndpointSecret, error) {
+	rows, err := q.db.Query(ctx, endpointSecretListActive, endpointID)
 	if err != nil {
 		return nil, err
 	}
@@ -63,20 +79,4 @@ func (q *Queries) EndpointSecretsActive(ctx context.Context, endpointID int64) (
 		return nil, err
 	}
 	return items, nil
-}
-
-const endpointSecretsExpire = `-- name: EndpointSecretsExpire :exec
-UPDATE endpoint_secrets SET expires_at = now() + $1::interval
-WHERE endpoint_id = $2 AND (expires_at IS NULL OR expires_at > now() + $1::interval)
-`
-
-type EndpointSecretsExpireParams struct {
-	Overlap    time.Duration
-	EndpointID int64
-}
-
-// Every secret of the endpoint still without an expiry now expires after the overlap.
-func (q *Queries) EndpointSecretsExpire(ctx context.Context, arg EndpointSecretsExpireParams) error {
-	_, err := q.db.Exec(ctx, endpointSecretsExpire, arg.Overlap, arg.EndpointID)
-	return err
 }

@@ -7,10 +7,10 @@ package dbsqlc
 
 import (
 	"context"
+	"time"
 )
 
 const endpointCountByStatus = `-- name: EndpointCountByStatus :many
-
 SELECT status, count(*)::bigint AS n FROM endpoints GROUP BY status ORDER BY status
 `
 
@@ -19,7 +19,6 @@ type EndpointCountByStatusRow struct {
 	N      int64
 }
 
-// deliveries_endpoint_idx
 func (q *Queries) EndpointCountByStatus(ctx context.Context) ([]EndpointCountByStatusRow, error) {
 	rows, err := q.db.Query(ctx, endpointCountByStatus)
 	if err != nil {
@@ -38,34 +37,6 @@ func (q *Queries) EndpointCountByStatus(ctx context.Context) ([]EndpointCountByS
 		return nil, err
 	}
 	return items, nil
-}
-
-const endpointDeliveriesDelete = `-- name: EndpointDeliveriesDelete :execrows
-DELETE FROM deliveries WHERE endpoint_id = $1 AND id > 0
-`
-
-func (q *Queries) EndpointDeliveriesDelete(ctx context.Context, endpointID int64) (int64, error) {
-	result, err := q.db.Exec(ctx, endpointDeliveriesDelete, endpointID)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
-}
-
-const endpointDeliveriesRelease = `-- name: EndpointDeliveriesRelease :execrows
-UPDATE deliveries SET visible_at = now()
-WHERE endpoint_id = $1 AND id > 0 -- deliveries_endpoint_idx (migration 00070)
-  AND lease_token IS NULL AND visible_at > now() AND visible_at < 'infinity'
-`
-
-// Held rows of an endpoint become visible at once (after enable); leased rows
-// and parked non-heads (visible_at = infinity) are left alone.
-func (q *Queries) EndpointDeliveriesRelease(ctx context.Context, endpointID int64) (int64, error) {
-	result, err := q.db.Exec(ctx, endpointDeliveriesRelease, endpointID)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
 }
 
 const endpointGet = `-- name: EndpointGet :one
@@ -93,17 +64,6 @@ func (q *Queries) EndpointGet(ctx context.Context, id int64) (Endpoint, error) {
 		&i.UpdatedAt,
 	)
 	return i, err
-}
-
-const endpointHealthReset = `-- name: EndpointHealthReset :exec
-UPDATE endpoint_health SET consecutive_failures = 0, circuit_state = 'closed',
-    circuit_open_until = NULL, circuit_backoff_ms = 0, failing_since = NULL, updated_at = now()
-WHERE endpoint_id = $1
-`
-
-func (q *Queries) EndpointHealthReset(ctx context.Context, endpointID int64) error {
-	_, err := q.db.Exec(ctx, endpointHealthReset, endpointID)
-	return err
 }
 
 const endpointInsert = `-- name: EndpointInsert :one
@@ -211,6 +171,184 @@ func (q *Queries) EndpointList(ctx context.Context, arg EndpointListParams) ([]E
 	return items, nil
 }
 
+const endpointListForDispatch = `-- name: EndpointListForDispatch :many
+SELECT e.id, e.url, e.status, e.max_in_flight, e.rate_limit_per_sec, e.payload_mode,
+       e.retry_schedule_ms, e.timeout_ms,
+       coalesce((SELECT array_agg(s.secret ORDER BY s.id DESC) FROM endpoint_secrets s
+                 WHERE s.endpoint_id = e.id AND (s.expires_at IS NULL OR s.expires_at > now())),
+                '{}')::text[] AS secrets,
+       coalesce(h.consecutive_failures, 0)::integer AS consecutive_failures,
+       coalesce(h.circuit_state, 'closed')::text AS circuit_state
+FROM endpoints e
+LEFT JOIN endpoint_health h ON h.endpoint_id = e.id
+WHERE e.id = ANY($1::bigint[])
+`
+
+type EndpointListForDispatchRow struct {
+	ID                  int64
+	URL                 string
+	Status              string
+	MaxInFlight         int32
+	RateLimitPerSec     int32
+	PayloadMode         string
+	RetryScheduleMs     []int64
+	TimeoutMs           int32
+	Secrets             []string
+	ConsecutiveFailures int32
+	CircuitState        string
+}
+
+// What the dispatcher needs to send to the given endpoints: delivery settings,
+// every secret that may sign now (newest first) and the circuit state.
+func (q *Queries) EndpointListForDispatch(ctx context.Context, ids []int64) ([]EndpointListForDispatchRow, error) {
+	rows, err := q.db.Query(ctx, endpointListForDispatch, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []EndpointListForDispatchRow
+	for rows.Next() {
+		var i EndpointListForDispatchRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.URL,
+			&i.Status,
+			&i.MaxInFlight,
+			&i.RateLimitPerSec,
+			&i.PayloadMode,
+			&i.RetryScheduleMs,
+			&i.TimeoutMs,
+			&i.Secrets,
+			&i.ConsecutiveFailures,
+			&i.CircuitState,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const endpointListLive = `-- name: EndpointListLive :many
+SELECT id, merchant_id, carrier_ids, event_types, status FROM endpoints
+WHERE status <> 'deleted' ORDER BY id
+`
+
+type EndpointListLiveRow struct {
+	ID         int64
+	MerchantID int64
+	CarrierIDs []int64
+	EventTypes []string
+	Status     string
+}
+
+// Every endpoint that can receive deliveries (enabled or disabled): the ingest
+// fan-out cache.
+func (q *Queries) EndpointListLive(ctx context.Context) ([]EndpointListLiveRow, error) {
+	rows, err := q.db.Query(ctx, endpointListLive)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []EndpointListLiveRow
+	for rows.Next() {
+		var i EndpointListLiveRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.MerchantID,
+			&i.CarrierIDs,
+			&i.EventTypes,
+			&i.Status,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const endpointListWithHealth = `-- name: EndpointListWithHealth :many
+SELECT e.id, e.merchant_id, e.url, e.description, e.status, e.disabled_reason,
+       e.payload_mode, e.created_at,
+       COALESCE(h.consecutive_failures, 0)::integer AS consecutive_failures,
+       COALESCE(h.circuit_state, 'closed')::text AS circuit_state,
+       h.circuit_open_until, h.failing_since, h.last_success_at, h.last_failure_at,
+       COALESCE(h.last_error, '')::text AS last_error
+FROM endpoints e
+LEFT JOIN endpoint_health h ON h.endpoint_id = e.id
+WHERE e.status <> 'deleted'
+  AND ($1::bigint = 0 OR e.merchant_id = $1::bigint)
+  AND e.id > $2
+ORDER BY e.id LIMIT $3
+`
+
+type EndpointListWithHealthParams struct {
+	MerchantID int64
+	AfterID    int64
+	Lim        int32
+}
+
+type EndpointListWithHealthRow struct {
+	ID                  int64
+	MerchantID          int64
+	URL                 string
+	Description         string
+	Status              string
+	DisabledReason      string
+	PayloadMode         string
+	CreatedAt           time.Time
+	ConsecutiveFailures int32
+	CircuitState        string
+	CircuitOpenUntil    *time.Time
+	FailingSince        *time.Time
+	LastSuccessAt       *time.Time
+	LastFailureAt       *time.Time
+	LastError           string
+}
+
+// Endpoints (not deleted) with their health, keyset by id; merchant_id 0 = all.
+func (q *Queries) EndpointListWithHealth(ctx context.Context, arg EndpointListWithHealthParams) ([]EndpointListWithHealthRow, error) {
+	rows, err := q.db.Query(ctx, endpointListWithHealth, arg.MerchantID, arg.AfterID, arg.Lim)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []EndpointListWithHealthRow
+	for rows.Next() {
+		var i EndpointListWithHealthRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.MerchantID,
+			&i.URL,
+			&i.Description,
+			&i.Status,
+			&i.DisabledReason,
+			&i.PayloadMode,
+			&i.CreatedAt,
+			&i.ConsecutiveFailures,
+			&i.CircuitState,
+			&i.CircuitOpenUntil,
+			&i.FailingSince,
+			&i.LastSuccessAt,
+			&i.LastFailureAt,
+			&i.LastError,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const endpointSetStatus = `-- name: EndpointSetStatus :one
 UPDATE endpoints SET status = $1, disabled_reason = $2, updated_at = now()
 WHERE id = $3 AND status <> 'deleted'
@@ -307,45 +445,4 @@ func (q *Queries) EndpointUpdate(ctx context.Context, arg EndpointUpdateParams) 
 		&i.UpdatedAt,
 	)
 	return i, err
-}
-
-const endpointsLive = `-- name: EndpointsLive :many
-SELECT id, merchant_id, carrier_ids, event_types, status FROM endpoints
-WHERE status <> 'deleted' ORDER BY id
-`
-
-type EndpointsLiveRow struct {
-	ID         int64
-	MerchantID int64
-	CarrierIDs []int64
-	EventTypes []string
-	Status     string
-}
-
-// Every endpoint that can receive deliveries (enabled or disabled): the ingest
-// fan-out cache.
-func (q *Queries) EndpointsLive(ctx context.Context) ([]EndpointsLiveRow, error) {
-	rows, err := q.db.Query(ctx, endpointsLive)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []EndpointsLiveRow
-	for rows.Next() {
-		var i EndpointsLiveRow
-		if err := rows.Scan(
-			&i.ID,
-			&i.MerchantID,
-			&i.CarrierIDs,
-			&i.EventTypes,
-			&i.Status,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
 }

@@ -104,6 +104,21 @@ func (q *Queries) HealthReplicationSlots(ctx context.Context) ([]HealthReplicati
 	return items, nil
 }
 
+const healthRowEstimate = `-- name: HealthRowEstimate :one
+SELECT COALESCE(sum(GREATEST(c.reltuples, 0)), -1)::bigint AS estimate
+FROM pg_catalog.pg_class c
+WHERE c.oid = to_regclass($1::text)
+   OR c.oid IN (SELECT inhrelid FROM pg_catalog.pg_inherits WHERE inhparent = to_regclass($1::text))
+`
+
+// Planner's row estimate for a table (sum over partitions), -1 when unknown.
+func (q *Queries) HealthRowEstimate(ctx context.Context, rel string) (int64, error) {
+	row := q.db.QueryRow(ctx, healthRowEstimate, rel)
+	var estimate int64
+	err := row.Scan(&estimate)
+	return estimate, err
+}
+
 const healthSessions = `-- name: HealthSessions :many
 SELECT a.pid::integer AS pid,
        coalesce(a.datname, '')::text AS database,
@@ -203,8 +218,7 @@ type HealthTablesRow struct {
 	AutovacuumCount int64
 }
 
-// Table and cluster health for /metrics and the dashboard. Every query reads
-// catalog views only and is cheap.
+// The server's own catalogs and statistics, for the health page and estimates.
 func (q *Queries) HealthTables(ctx context.Context, names []string) ([]HealthTablesRow, error) {
 	rows, err := q.db.Query(ctx, healthTables, names)
 	if err != nil {

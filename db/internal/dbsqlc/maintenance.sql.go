@@ -7,7 +7,6 @@ package dbsqlc
 
 import (
 	"context"
-	"time"
 )
 
 const analyzeStatement = `-- name: AnalyzeStatement :one
@@ -30,61 +29,6 @@ func (q *Queries) DropIndexStatement(ctx context.Context, indexName string) (str
 	var stmt string
 	err := row.Scan(&stmt)
 	return stmt, err
-}
-
-const historyPartitionStats = `-- name: HistoryPartitionStats :many
-SELECT c.relname::text AS name,
-       substring(c.relname FROM '^(.*)_p[0-9]{8}$')::text AS parent,
-       s.n_live_tup::bigint AS live,
-       s.n_mod_since_analyze::bigint AS modified, c.reltuples::float8 AS planned,
-       EXISTS (SELECT 1 FROM pg_catalog.pg_stats st
-               WHERE st.schemaname = s.schemaname AND st.tablename = s.relname)::boolean AS has_stats
-FROM pg_catalog.pg_stat_user_tables s
-JOIN pg_catalog.pg_class c ON c.oid = s.relid
-JOIN pg_catalog.pg_inherits i ON i.inhrelid = c.oid
-WHERE s.schemaname = current_schema()
-  AND s.relname ~ '^(messages|delivery_attempts|idempotency_keys)_p[0-9]{8}$'
-ORDER BY c.relname
-`
-
-type HistoryPartitionStatsRow struct {
-	Name     string
-	Parent   string
-	Live     int64
-	Modified int64
-	Planned  float64
-	HasStats bool
-}
-
-// The attached day partitions of the history with what the maintenance
-// role's ANALYZE policy needs: live rows, rows inserted (or changed) since the
-// last ANALYZE, the row count the planner works from (reltuples: -1 never
-// counted), and whether the partition has column statistics at all.
-func (q *Queries) HistoryPartitionStats(ctx context.Context) ([]HistoryPartitionStatsRow, error) {
-	rows, err := q.db.Query(ctx, historyPartitionStats)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []HistoryPartitionStatsRow
-	for rows.Next() {
-		var i HistoryPartitionStatsRow
-		if err := rows.Scan(
-			&i.Name,
-			&i.Parent,
-			&i.Live,
-			&i.Modified,
-			&i.Planned,
-			&i.HasStats,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
 }
 
 const hotIndexes = `-- name: HotIndexes :many
@@ -232,57 +176,6 @@ func (q *Queries) MaintenanceBackendPID(ctx context.Context) (int32, error) {
 	return pid, err
 }
 
-const maintenanceRunDelete = `-- name: MaintenanceRunDelete :exec
-DELETE FROM maintenance_runs WHERE job = $1
-`
-
-func (q *Queries) MaintenanceRunDelete(ctx context.Context, job string) error {
-	_, err := q.db.Exec(ctx, maintenanceRunDelete, job)
-	return err
-}
-
-const maintenanceRunList = `-- name: MaintenanceRunList :many
-SELECT job, last_run_at, detail FROM maintenance_runs
-WHERE job LIKE $1::text || '%' ORDER BY job
-`
-
-func (q *Queries) MaintenanceRunList(ctx context.Context, prefix string) ([]MaintenanceRun, error) {
-	rows, err := q.db.Query(ctx, maintenanceRunList, prefix)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []MaintenanceRun
-	for rows.Next() {
-		var i MaintenanceRun
-		if err := rows.Scan(&i.Job, &i.LastRunAt, &i.Detail); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const maintenanceRunSet = `-- name: MaintenanceRunSet :exec
-INSERT INTO maintenance_runs (job, last_run_at, detail)
-VALUES ($1, $2, $3)
-ON CONFLICT (job) DO UPDATE SET last_run_at = excluded.last_run_at, detail = excluded.detail
-`
-
-type MaintenanceRunSetParams struct {
-	Job       string
-	LastRunAt time.Time
-	Detail    string
-}
-
-func (q *Queries) MaintenanceRunSet(ctx context.Context, arg MaintenanceRunSetParams) error {
-	_, err := q.db.Exec(ctx, maintenanceRunSet, arg.Job, arg.LastRunAt, arg.Detail)
-	return err
-}
-
 const maintenanceTryLock = `-- name: MaintenanceTryLock :one
 
 SELECT pg_try_advisory_lock($1::bigint)::boolean AS locked
@@ -310,111 +203,6 @@ func (q *Queries) MaintenanceUnlock(ctx context.Context, key int64) (bool, error
 	return unlocked, err
 }
 
-const partitionDetachStatement = `-- name: PartitionDetachStatement :one
-SELECT format('ALTER TABLE %I DETACH PARTITION %I CONCURRENTLY',
-              $1::text, $2::text)::text AS stmt
-`
-
-type PartitionDetachStatementParams struct {
-	Parent string
-	Child  string
-}
-
-func (q *Queries) PartitionDetachStatement(ctx context.Context, arg PartitionDetachStatementParams) (string, error) {
-	row := q.db.QueryRow(ctx, partitionDetachStatement, arg.Parent, arg.Child)
-	var stmt string
-	err := row.Scan(&stmt)
-	return stmt, err
-}
-
-const partitionDropStatement = `-- name: PartitionDropStatement :one
-SELECT format('DROP TABLE IF EXISTS %I', $1::text)::text AS stmt
-`
-
-func (q *Queries) PartitionDropStatement(ctx context.Context, child string) (string, error) {
-	row := q.db.QueryRow(ctx, partitionDropStatement, child)
-	var stmt string
-	err := row.Scan(&stmt)
-	return stmt, err
-}
-
-const partitionFinalizeStatement = `-- name: PartitionFinalizeStatement :one
-SELECT format('ALTER TABLE %I DETACH PARTITION %I FINALIZE',
-              $1::text, $2::text)::text AS stmt
-`
-
-type PartitionFinalizeStatementParams struct {
-	Parent string
-	Child  string
-}
-
-func (q *Queries) PartitionFinalizeStatement(ctx context.Context, arg PartitionFinalizeStatementParams) (string, error) {
-	row := q.db.QueryRow(ctx, partitionFinalizeStatement, arg.Parent, arg.Child)
-	var stmt string
-	err := row.Scan(&stmt)
-	return stmt, err
-}
-
-const partitionTables = `-- name: PartitionTables :many
-SELECT c.relname::text AS name,
-       substring(c.relname FROM '^(.*)_p[0-9]{8}$')::text AS parent,
-       to_date(right(c.relname, 8), 'YYYYMMDD')::date AS day,
-       (i.inhrelid IS NOT NULL)::boolean AS attached,
-       coalesce(i.inhdetachpending, false)::boolean AS detach_pending,
-       pg_total_relation_size(c.oid)::bigint AS bytes,
-       (pg_relation_size(c.oid) / current_setting('block_size')::bigint)::bigint AS heap_pages,
-       c.relallvisible::bigint AS all_visible_pages
-FROM pg_catalog.pg_class c
-JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace AND n.nspname = current_schema()
-LEFT JOIN pg_catalog.pg_inherits i ON i.inhrelid = c.oid
-WHERE c.relkind = 'r'
-  AND c.relname ~ '^(messages|delivery_attempts|idempotency_keys)_p[0-9]{8}$'
-ORDER BY day, name
-`
-
-type PartitionTablesRow struct {
-	Name            string
-	Parent          string
-	Day             time.Time
-	Attached        bool
-	DetachPending   bool
-	Bytes           int64
-	HeapPages       int64
-	AllVisiblePages int64
-}
-
-// Every day table of the partitioned history tables, attached or left detached
-// by an interrupted run, with its day and size, and its heap's pages against
-// those the last VACUUM (or ANALYZE) found all-visible.
-func (q *Queries) PartitionTables(ctx context.Context) ([]PartitionTablesRow, error) {
-	rows, err := q.db.Query(ctx, partitionTables)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []PartitionTablesRow
-	for rows.Next() {
-		var i PartitionTablesRow
-		if err := rows.Scan(
-			&i.Name,
-			&i.Parent,
-			&i.Day,
-			&i.Attached,
-			&i.DetachPending,
-			&i.Bytes,
-			&i.HeapPages,
-			&i.AllVisiblePages,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const reindexStatement = `-- name: ReindexStatement :one
 SELECT format('REINDEX INDEX CONCURRENTLY %I', $1::text)::text AS stmt
 `
@@ -424,39 +212,6 @@ func (q *Queries) ReindexStatement(ctx context.Context, indexName string) (strin
 	var stmt string
 	err := row.Scan(&stmt)
 	return stmt, err
-}
-
-const retentionDeadLettersDiscard = `-- name: RetentionDeadLettersDiscard :execrows
-DELETE FROM dead_letters WHERE message_received_at < $1::timestamptz
-`
-
-// Dead letters whose message is past retention are history too: they go
-// before their message's partition is dropped.
-func (q *Queries) RetentionDeadLettersDiscard(ctx context.Context, before time.Time) (int64, error) {
-	result, err := q.db.Exec(ctx, retentionDeadLettersDiscard, before)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
-}
-
-const retentionPendingDeliveries = `-- name: RetentionPendingDeliveries :one
-SELECT count(*)::bigint AS n FROM deliveries
-WHERE message_received_at >= $1::timestamptz
-  AND message_received_at < $2::timestamptz
-`
-
-type RetentionPendingDeliveriesParams struct {
-	FromTime time.Time
-	ToTime   time.Time
-}
-
-// Pending deliveries still referencing messages of [from, to): they pin the day.
-func (q *Queries) RetentionPendingDeliveries(ctx context.Context, arg RetentionPendingDeliveriesParams) (int64, error) {
-	row := q.db.QueryRow(ctx, retentionPendingDeliveries, arg.FromTime, arg.ToTime)
-	var n int64
-	err := row.Scan(&n)
-	return n, err
 }
 
 const vacuumFreezeSettings = `-- name: VacuumFreezeSettings :exec

@@ -9,23 +9,6 @@ import (
 	"context"
 )
 
-const merchantByKeyHash = `-- name: MerchantByKeyHash :one
-SELECT id, name, api_key_hash, api_key_prefix, created_at FROM merchants WHERE api_key_hash = $1
-`
-
-func (q *Queries) MerchantByKeyHash(ctx context.Context, apiKeyHash []byte) (Merchant, error) {
-	row := q.db.QueryRow(ctx, merchantByKeyHash, apiKeyHash)
-	var i Merchant
-	err := row.Scan(
-		&i.ID,
-		&i.Name,
-		&i.APIKeyHash,
-		&i.APIKeyPrefix,
-		&i.CreatedAt,
-	)
-	return i, err
-}
-
 const merchantCount = `-- name: MerchantCount :one
 SELECT count(*) FROM merchants
 `
@@ -43,6 +26,23 @@ SELECT id, name, api_key_hash, api_key_prefix, created_at FROM merchants WHERE i
 
 func (q *Queries) MerchantGet(ctx context.Context, id int64) (Merchant, error) {
 	row := q.db.QueryRow(ctx, merchantGet, id)
+	var i Merchant
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.APIKeyHash,
+		&i.APIKeyPrefix,
+		&i.CreatedAt,
+	)
+	return i, err
+}
+
+const merchantGetByKeyHash = `-- name: MerchantGetByKeyHash :one
+SELECT id, name, api_key_hash, api_key_prefix, created_at FROM merchants WHERE api_key_hash = $1
+`
+
+func (q *Queries) MerchantGetByKeyHash(ctx context.Context, apiKeyHash []byte) (Merchant, error) {
+	row := q.db.QueryRow(ctx, merchantGetByKeyHash, apiKeyHash)
 	var i Merchant
 	err := row.Scan(
 		&i.ID,

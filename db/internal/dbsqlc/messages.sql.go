@@ -27,6 +27,32 @@ func (q *Queries) MessageCountSinceCapped(ctx context.Context, arg MessageCountS
 	return count, err
 }
 
+const messageCountWindow = `-- name: MessageCountWindow :one
+SELECT (SELECT count(*) FROM messages
+        WHERE received_at >= $1::timestamptz
+          AND received_at < $2::timestamptz)::bigint AS ingested,
+       coalesce(pg_sequence_last_value('messages_id_seq'::regclass), 0)::bigint AS ingested_total
+`
+
+type MessageCountWindowParams struct {
+	FromTime time.Time
+	ToTime   time.Time
+}
+
+type MessageCountWindowRow struct {
+	Ingested      int64
+	IngestedTotal int64
+}
+
+// Callbacks received in [from, to) (BRIN on received_at), and the sequence's
+// high-water mark (ahead of the true count by up to CACHE 100 per session).
+func (q *Queries) MessageCountWindow(ctx context.Context, arg MessageCountWindowParams) (MessageCountWindowRow, error) {
+	row := q.db.QueryRow(ctx, messageCountWindow, arg.FromTime, arg.ToTime)
+	var i MessageCountWindowRow
+	err := row.Scan(&i.Ingested, &i.IngestedTotal)
+	return i, err
+}
+
 const messageGet = `-- name: MessageGet :one
 SELECT id, received_at, carrier_id, event_type, ordering_key, merchant_ref, queue, idempotency_key, payload, payload_key, payload_size, payload_sha256, deliveries FROM messages WHERE id = $1 AND received_at = $2
 `
@@ -83,16 +109,9 @@ func (q *Queries) MessageGetByID(ctx context.Context, id int64) (Message, error)
 }
 
 const messageIDsReserve = `-- name: MessageIDsReserve :many
-
 SELECT nextval('messages_id_seq')::bigint AS id FROM unnest(array_fill(0, ARRAY[$1::integer]))
 `
 
-// The id reservation counts with unnest(array_fill(...)), not
-// generate_series(1, n): the planner sizes generate_series by its arguments,
-// so the plan for a given n looks cheaper than the generic one and
-// PostgreSQL planned the statement again at every execution (as many plans
-// as calls in pg_stat_statements); an array built from a parameter gets the
-// same size estimate in both, and the generic plan is kept.
 func (q *Queries) MessageIDsReserve(ctx context.Context, n int32) ([]int64, error) {
 	rows, err := q.db.Query(ctx, messageIDsReserve, n)
 	if err != nil {
@@ -113,7 +132,7 @@ func (q *Queries) MessageIDsReserve(ctx context.Context, n int32) ([]int64, erro
 	return items, nil
 }
 
-const messageStoreBatch = `-- name: MessageStoreBatch :many
+const messageInsertMany = `-- name: MessageInsertMany :many
 WITH input AS MATERIALIZED (
     -- nextval in a sorted query's output runs after the sort: in input order.
     SELECT x.ord, x.received_at, x.carrier_id, x.event_type, x.ordering_key, x.merchant_ref,
@@ -177,7 +196,7 @@ LEFT JOIN (SELECT d.message_ord, array_agg(d.id ORDER BY d.ord) AS ids
 ORDER BY s.ord
 `
 
-type MessageStoreBatchParams struct {
+type MessageInsertManyParams struct {
 	Ords                []int32
 	IDs                 []int64
 	ReceivedAts         []time.Time
@@ -197,7 +216,7 @@ type MessageStoreBatchParams struct {
 	DeliveryEndpointIDs []int64
 }
 
-type MessageStoreBatchRow struct {
+type MessageInsertManyRow struct {
 	Ord         int32
 	ID          int64
 	DeliveryIDs []int64
@@ -215,8 +234,8 @@ type MessageStoreBatchRow struct {
 // and its deliveries' ids in input order; the others lost their key.
 // (The ids used to be taken by a statement of their own, IDsReserve: one
 // round trip more per group commit.)
-func (q *Queries) MessageStoreBatch(ctx context.Context, arg MessageStoreBatchParams) ([]MessageStoreBatchRow, error) {
-	rows, err := q.db.Query(ctx, messageStoreBatch,
+func (q *Queries) MessageInsertMany(ctx context.Context, arg MessageInsertManyParams) ([]MessageInsertManyRow, error) {
+	rows, err := q.db.Query(ctx, messageInsertMany,
 		arg.Ords,
 		arg.IDs,
 		arg.ReceivedAts,
@@ -239,9 +258,9 @@ func (q *Queries) MessageStoreBatch(ctx context.Context, arg MessageStoreBatchPa
 		return nil, err
 	}
 	defer rows.Close()
-	var items []MessageStoreBatchRow
+	var items []MessageInsertManyRow
 	for rows.Next() {
-		var i MessageStoreBatchRow
+		var i MessageInsertManyRow
 		if err := rows.Scan(&i.Ord, &i.ID, &i.DeliveryIDs); err != nil {
 			return nil, err
 		}
@@ -251,4 +270,38 @@ func (q *Queries) MessageStoreBatch(ctx context.Context, arg MessageStoreBatchPa
 		return nil, err
 	}
 	return items, nil
+}
+
+const messageLookup = `-- name: MessageLookup :one
+SELECT id, received_at, carrier_id, event_type, ordering_key, merchant_ref, queue, idempotency_key, payload, payload_key, payload_size, payload_sha256, deliveries FROM messages
+WHERE id = $1
+  AND ($2::timestamptz IS NULL OR received_at = $2::timestamptz)
+ORDER BY received_at DESC LIMIT 1
+`
+
+type MessageLookupParams struct {
+	ID         int64
+	ReceivedAt *time.Time
+}
+
+// A message by id; received_at (when known) prunes to one day partition.
+func (q *Queries) MessageLookup(ctx context.Context, arg MessageLookupParams) (Message, error) {
+	row := q.db.QueryRow(ctx, messageLookup, arg.ID, arg.ReceivedAt)
+	var i Message
+	err := row.Scan(
+		&i.ID,
+		&i.ReceivedAt,
+		&i.CarrierID,
+		&i.EventType,
+		&i.OrderingKey,
+		&i.MerchantRef,
+		&i.Queue,
+		&i.IdempotencyKey,
+		&i.Payload,
+		&i.PayloadKey,
+		&i.PayloadSize,
+		&i.PayloadSHA256,
+		&i.Deliveries,
+	)
+	return i, err
 }

@@ -10,18 +10,232 @@ import (
 	"time"
 )
 
-const partitionsEnsure = `-- name: PartitionsEnsure :one
+const partitionDetachStatement = `-- name: PartitionDetachStatement :one
+SELECT format('ALTER TABLE %I DETACH PARTITION %I CONCURRENTLY',
+              $1::text, $2::text)::text AS stmt
+`
+
+type PartitionDetachStatementParams struct {
+	Parent string
+	Child  string
+}
+
+func (q *Queries) PartitionDetachStatement(ctx context.Context, arg PartitionDetachStatementParams) (string, error) {
+	row := q.db.QueryRow(ctx, partitionDetachStatement, arg.Parent, arg.Child)
+	var stmt string
+	err := row.Scan(&stmt)
+	return stmt, err
+}
+
+const partitionDropStatement = `-- name: PartitionDropStatement :one
+SELECT format('DROP TABLE IF EXISTS %I', $1::text)::text AS stmt
+`
+
+func (q *Queries) PartitionDropStatement(ctx context.Context, child string) (string, error) {
+	row := q.db.QueryRow(ctx, partitionDropStatement, child)
+	var stmt string
+	err := row.Scan(&stmt)
+	return stmt, err
+}
+
+const partitionEnsure = `-- name: PartitionEnsure :one
 SELECT hookrelay_ensure_partitions($1::date, $2::integer)::integer
 `
 
-type PartitionsEnsureParams struct {
+type PartitionEnsureParams struct {
 	FromDay time.Time
 	Days    int32
 }
 
-func (q *Queries) PartitionsEnsure(ctx context.Context, arg PartitionsEnsureParams) (int32, error) {
-	row := q.db.QueryRow(ctx, partitionsEnsure, arg.FromDay, arg.Days)
+func (q *Queries) PartitionEnsure(ctx context.Context, arg PartitionEnsureParams) (int32, error) {
+	row := q.db.QueryRow(ctx, partitionEnsure, arg.FromDay, arg.Days)
 	var column_1 int32
 	err := row.Scan(&column_1)
 	return column_1, err
+}
+
+const partitionFinalizeStatement = `-- name: PartitionFinalizeStatement :one
+SELECT format('ALTER TABLE %I DETACH PARTITION %I FINALIZE',
+              $1::text, $2::text)::text AS stmt
+`
+
+type PartitionFinalizeStatementParams struct {
+	Parent string
+	Child  string
+}
+
+func (q *Queries) PartitionFinalizeStatement(ctx context.Context, arg PartitionFinalizeStatementParams) (string, error) {
+	row := q.db.QueryRow(ctx, partitionFinalizeStatement, arg.Parent, arg.Child)
+	var stmt string
+	err := row.Scan(&stmt)
+	return stmt, err
+}
+
+const partitionIndexesLockTimeout = `-- name: PartitionIndexesLockTimeout :exec
+SELECT set_config('lock_timeout', $1::text, true)
+`
+
+// A lock_timeout for the rest of the transaction.
+func (q *Queries) PartitionIndexesLockTimeout(ctx context.Context, timeout string) error {
+	_, err := q.db.Exec(ctx, partitionIndexesLockTimeout, timeout)
+	return err
+}
+
+const partitionIndexesSummarize = `-- name: PartitionIndexesSummarize :one
+SELECT coalesce(sum(brin_summarize_new_values(i.indexrelid)), 0)::bigint AS ranges
+FROM pg_catalog.pg_index i
+JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid
+JOIN pg_catalog.pg_am a ON a.oid = c.relam AND a.amname = 'brin'
+WHERE i.indrelid IN (
+    SELECT to_regclass(t.name || '_p' || to_char(d.day, 'YYYYMMDD'))
+    FROM unnest(ARRAY['messages', 'delivery_attempts']) AS t(name)
+    CROSS JOIN unnest(ARRAY[($1::timestamptz AT TIME ZONE 'UTC')::date,
+                            ($2::timestamptz AT TIME ZONE 'UTC')::date]) AS d(day))
+  AND NOT EXISTS (
+    SELECT 1 FROM pg_catalog.pg_locks l
+    WHERE l.locktype = 'relation' AND l.database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database())
+      AND l.relation = i.indrelid AND l.granted AND l.pid <> pg_backend_pid()
+      AND l.mode IN ('ShareUpdateExclusiveLock', 'ShareLock', 'ShareRowExclusiveLock',
+                     'ExclusiveLock', 'AccessExclusiveLock'))
+`
+
+type PartitionIndexesSummarizeParams struct {
+	FromTime time.Time
+	ToTime   time.Time
+}
+
+// Summarizes the block ranges added since the last summary to the BRIN
+// indexes of the messages and delivery_attempts partitions of the days of
+// from_time and to_time (names as hookrelay_ensure_partitions makes them).
+// Ranges nobody summarized are read whole by every BRIN scan, and only a
+// VACUUM of the partition summarizes them: an insert-driven autovacuum comes
+// after 20 % growth, so the unsummarized tail of the open day reaches
+// millions of rows, all read by every stat sample. Summarizing the new ranges
+// reads only the pages added since the last call. It takes SHARE UPDATE
+// EXCLUSIVE on the partition, as a VACUUM or ANALYZE does: a partition on
+// which another session holds a lock in a conflicting mode (an autovacuum
+// VACUUM of a large day runs for minutes) is left for the next call, and the
+// caller sets a short lock_timeout for a lock taken between that check and
+// the summary, so that it never waits (nor gets an autovacuum of the
+// partition cancelled by waiting for it).
+func (q *Queries) PartitionIndexesSummarize(ctx context.Context, arg PartitionIndexesSummarizeParams) (int64, error) {
+	row := q.db.QueryRow(ctx, partitionIndexesSummarize, arg.FromTime, arg.ToTime)
+	var ranges int64
+	err := row.Scan(&ranges)
+	return ranges, err
+}
+
+const partitionList = `-- name: PartitionList :many
+SELECT c.relname::text AS name,
+       substring(c.relname FROM '^(.*)_p[0-9]{8}$')::text AS parent,
+       to_date(right(c.relname, 8), 'YYYYMMDD')::date AS day,
+       (i.inhrelid IS NOT NULL)::boolean AS attached,
+       coalesce(i.inhdetachpending, false)::boolean AS detach_pending,
+       pg_total_relation_size(c.oid)::bigint AS bytes,
+       (pg_relation_size(c.oid) / current_setting('block_size')::bigint)::bigint AS heap_pages,
+       c.relallvisible::bigint AS all_visible_pages
+FROM pg_catalog.pg_class c
+JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace AND n.nspname = current_schema()
+LEFT JOIN pg_catalog.pg_inherits i ON i.inhrelid = c.oid
+WHERE c.relkind = 'r'
+  AND c.relname ~ '^(messages|delivery_attempts|idempotency_keys)_p[0-9]{8}$'
+ORDER BY day, name
+`
+
+type PartitionListRow struct {
+	Name            string
+	Parent          string
+	Day             time.Time
+	Attached        bool
+	DetachPending   bool
+	Bytes           int64
+	HeapPages       int64
+	AllVisiblePages int64
+}
+
+// Every day table of the partitioned history tables, attached or left detached
+// by an interrupted run, with its day and size, and its heap's pages against
+// those the last VACUUM (or ANALYZE) found all-visible.
+func (q *Queries) PartitionList(ctx context.Context) ([]PartitionListRow, error) {
+	rows, err := q.db.Query(ctx, partitionList)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []PartitionListRow
+	for rows.Next() {
+		var i PartitionListRow
+		if err := rows.Scan(
+			&i.Name,
+			&i.Parent,
+			&i.Day,
+			&i.Attached,
+			&i.DetachPending,
+			&i.Bytes,
+			&i.HeapPages,
+			&i.AllVisiblePages,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const partitionStats = `-- name: PartitionStats :many
+SELECT c.relname::text AS name,
+       substring(c.relname FROM '^(.*)_p[0-9]{8}$')::text AS parent,
+       s.n_live_tup::bigint AS live,
+       s.n_mod_since_analyze::bigint AS modified, c.reltuples::float8 AS planned,
+       EXISTS (SELECT 1 FROM pg_catalog.pg_stats st
+               WHERE st.schemaname = s.schemaname AND st.tablename = s.relname)::boolean AS has_stats
+FROM pg_catalog.pg_stat_user_tables s
+JOIN pg_catalog.pg_class c ON c.oid = s.relid
+JOIN pg_catalog.pg_inherits i ON i.inhrelid = c.oid
+WHERE s.schemaname = current_schema()
+  AND s.relname ~ '^(messages|delivery_attempts|idempotency_keys)_p[0-9]{8}$'
+ORDER BY c.relname
+`
+
+type PartitionStatsRow struct {
+	Name     string
+	Parent   string
+	Live     int64
+	Modified int64
+	Planned  float64
+	HasStats bool
+}
+
+// The attached day partitions of the history with what the maintenance
+// role's ANALYZE policy needs: live rows, rows inserted (or changed) since the
+// last ANALYZE, the row count the planner works from (reltuples: -1 never
+// counted), and whether the partition has column statistics at all.
+func (q *Queries) PartitionStats(ctx context.Context) ([]PartitionStatsRow, error) {
+	rows, err := q.db.Query(ctx, partitionStats)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []PartitionStatsRow
+	for rows.Next() {
+		var i PartitionStatsRow
+		if err := rows.Scan(
+			&i.Name,
+			&i.Parent,
+			&i.Live,
+			&i.Modified,
+			&i.Planned,
+			&i.HasStats,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }

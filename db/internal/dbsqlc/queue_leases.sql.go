@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-const queueLeasesAcquire = `-- name: QueueLeasesAcquire :many
+const queueLeaseAcquire = `-- name: QueueLeaseAcquire :many
 UPDATE queue_leases SET owner = $1::bigint, epoch = epoch + 1,
     expires_at = now() + $2::interval
 WHERE queue IN (
@@ -27,7 +27,7 @@ WHERE queue IN (
 RETURNING queue::integer AS queue, epoch
 `
 
-type QueueLeasesAcquireParams struct {
+type QueueLeaseAcquireParams struct {
 	Owner      int64
 	Lease      time.Duration
 	LiveWithin time.Duration
@@ -35,15 +35,15 @@ type QueueLeasesAcquireParams struct {
 	N          int32
 }
 
-type QueueLeasesAcquireRow struct {
+type QueueLeaseAcquireRow struct {
 	Queue int32
 	Epoch int64
 }
 
 // Takes up to @n leases for @owner that are free, expired, or held by a
 // dispatcher that has not heartbeaten within @live_within (dead or stopped).
-func (q *Queries) QueueLeasesAcquire(ctx context.Context, arg QueueLeasesAcquireParams) ([]QueueLeasesAcquireRow, error) {
-	rows, err := q.db.Query(ctx, queueLeasesAcquire,
+func (q *Queries) QueueLeaseAcquire(ctx context.Context, arg QueueLeaseAcquireParams) ([]QueueLeaseAcquireRow, error) {
+	rows, err := q.db.Query(ctx, queueLeaseAcquire,
 		arg.Owner,
 		arg.Lease,
 		arg.LiveWithin,
@@ -54,9 +54,9 @@ func (q *Queries) QueueLeasesAcquire(ctx context.Context, arg QueueLeasesAcquire
 		return nil, err
 	}
 	defer rows.Close()
-	var items []QueueLeasesAcquireRow
+	var items []QueueLeaseAcquireRow
 	for rows.Next() {
-		var i QueueLeasesAcquireRow
+		var i QueueLeaseAcquireRow
 		if err := rows.Scan(&i.Queue, &i.Epoch); err != nil {
 			return nil, err
 		}
@@ -68,40 +68,40 @@ func (q *Queries) QueueLeasesAcquire(ctx context.Context, arg QueueLeasesAcquire
 	return items, nil
 }
 
-const queueLeasesEnsure = `-- name: QueueLeasesEnsure :exec
+const queueLeaseEnsure = `-- name: QueueLeaseEnsure :exec
 INSERT INTO queue_leases (queue)
 SELECT q::smallint FROM generate_series(0, $1::integer - 1) AS q
 ON CONFLICT (queue) DO NOTHING
 `
 
 // Creates the lease rows of logical queues 0..@queues-1.
-func (q *Queries) QueueLeasesEnsure(ctx context.Context, queues int32) error {
-	_, err := q.db.Exec(ctx, queueLeasesEnsure, queues)
+func (q *Queries) QueueLeaseEnsure(ctx context.Context, queues int32) error {
+	_, err := q.db.Exec(ctx, queueLeaseEnsure, queues)
 	return err
 }
 
-const queueLeasesList = `-- name: QueueLeasesList :many
+const queueLeaseList = `-- name: QueueLeaseList :many
 SELECT queue::integer AS queue, owner, epoch,
        greatest(expires_at, 'epoch'::timestamptz)::timestamptz AS expires_at
 FROM queue_leases ORDER BY queue
 `
 
-type QueueLeasesListRow struct {
+type QueueLeaseListRow struct {
 	Queue     int32
 	Owner     *int64
 	Epoch     int64
 	ExpiresAt time.Time
 }
 
-func (q *Queries) QueueLeasesList(ctx context.Context) ([]QueueLeasesListRow, error) {
-	rows, err := q.db.Query(ctx, queueLeasesList)
+func (q *Queries) QueueLeaseList(ctx context.Context) ([]QueueLeaseListRow, error) {
+	rows, err := q.db.Query(ctx, queueLeaseList)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []QueueLeasesListRow
+	var items []QueueLeaseListRow
 	for rows.Next() {
-		var i QueueLeasesListRow
+		var i QueueLeaseListRow
 		if err := rows.Scan(
 			&i.Queue,
 			&i.Owner,
@@ -118,7 +118,7 @@ func (q *Queries) QueueLeasesList(ctx context.Context) ([]QueueLeasesListRow, er
 	return items, nil
 }
 
-const queueLeasesRelease = `-- name: QueueLeasesRelease :execrows
+const queueLeaseRelease = `-- name: QueueLeaseRelease :execrows
 UPDATE queue_leases SET owner = NULL, expires_at = '-infinity', epoch = epoch + 1
 WHERE queue IN (
     SELECT l.queue FROM queue_leases l
@@ -129,47 +129,47 @@ WHERE queue IN (
 )
 `
 
-type QueueLeasesReleaseParams struct {
+type QueueLeaseReleaseParams struct {
 	Owner int64
 	N     int32
 }
 
 // Gives up @n of @owner's leases (the highest queues), or all when @n < 0.
-func (q *Queries) QueueLeasesRelease(ctx context.Context, arg QueueLeasesReleaseParams) (int64, error) {
-	result, err := q.db.Exec(ctx, queueLeasesRelease, arg.Owner, arg.N)
+func (q *Queries) QueueLeaseRelease(ctx context.Context, arg QueueLeaseReleaseParams) (int64, error) {
+	result, err := q.db.Exec(ctx, queueLeaseRelease, arg.Owner, arg.N)
 	if err != nil {
 		return 0, err
 	}
 	return result.RowsAffected(), nil
 }
 
-const queueLeasesRenew = `-- name: QueueLeasesRenew :many
+const queueLeaseRenew = `-- name: QueueLeaseRenew :many
 UPDATE queue_leases SET expires_at = now() + $1::interval
 WHERE owner = $2::bigint AND queue < $3::integer
 RETURNING queue::integer AS queue, epoch
 `
 
-type QueueLeasesRenewParams struct {
+type QueueLeaseRenewParams struct {
 	Lease  time.Duration
 	Owner  int64
 	Queues int32
 }
 
-type QueueLeasesRenewRow struct {
+type QueueLeaseRenewRow struct {
 	Queue int32
 	Epoch int64
 }
 
 // Extends every lease @owner still holds and returns them.
-func (q *Queries) QueueLeasesRenew(ctx context.Context, arg QueueLeasesRenewParams) ([]QueueLeasesRenewRow, error) {
-	rows, err := q.db.Query(ctx, queueLeasesRenew, arg.Lease, arg.Owner, arg.Queues)
+func (q *Queries) QueueLeaseRenew(ctx context.Context, arg QueueLeaseRenewParams) ([]QueueLeaseRenewRow, error) {
+	rows, err := q.db.Query(ctx, queueLeaseRenew, arg.Lease, arg.Owner, arg.Queues)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []QueueLeasesRenewRow
+	var items []QueueLeaseRenewRow
 	for rows.Next() {
-		var i QueueLeasesRenewRow
+		var i QueueLeaseRenewRow
 		if err := rows.Scan(&i.Queue, &i.Epoch); err != nil {
 			return nil, err
 		}

@@ -9,32 +9,6 @@ import (
 	"context"
 )
 
-const sessionSettings = `-- name: SessionSettings :one
-SELECT current_setting('statement_timeout')::text AS statement_timeout,
-       current_setting('idle_in_transaction_session_timeout')::text AS idle_in_transaction_session_timeout,
-       current_setting('lock_timeout')::text AS lock_timeout,
-       current_setting('synchronous_commit')::text AS synchronous_commit
-`
-
-type SessionSettingsRow struct {
-	StatementTimeout                string
-	IdleInTransactionSessionTimeout string
-	LockTimeout                     string
-	SynchronousCommit               string
-}
-
-func (q *Queries) SessionSettings(ctx context.Context) (SessionSettingsRow, error) {
-	row := q.db.QueryRow(ctx, sessionSettings)
-	var i SessionSettingsRow
-	err := row.Scan(
-		&i.StatementTimeout,
-		&i.IdleInTransactionSessionTimeout,
-		&i.LockTimeout,
-		&i.SynchronousCommit,
-	)
-	return i, err
-}
-
 const settingGet = `-- name: SettingGet :one
 SELECT value FROM settings WHERE name = $1
 `

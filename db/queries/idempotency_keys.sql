@@ -1,4 +1,4 @@
--- name: IdempotencyLookupMany :many
+-- name: IdempotencyKeyLookupMany :many
 -- The holders of (carrier, key) pairs within the 24 h window.
 SELECT k.carrier_id, k.idem_key, k.message_id, k.message_received_at, k.deliveries
 FROM idempotency_keys k
