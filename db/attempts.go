@@ -50,12 +50,3 @@ func (db *DB) AttemptsCountForEndpoint(ctx context.Context, endpointID int64) (i
 	}
 	return n, nil
 }
-
-// DeadLetterCountForEndpoint counts an endpoint's dead letters.
-func (db *DB) DeadLetterCountForEndpoint(ctx context.Context, endpointID int64) (int64, error) {
-	n, err := db.q.DeadLetterCountByEndpoint(ctx, endpointID)
-	if err != nil {
-		return 0, fmt.Errorf("count dead letters: %w", unavailable(err))
-	}
-	return n, nil
-}

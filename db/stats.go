@@ -313,3 +313,52 @@ func decodeStatSample(r dbsqlc.StatSample) (StatSample, error) {
 	s.SampledAt = r.SampledAt.UTC()
 	return s, nil
 }
+
+// APIStats are the counts GET /v1/stats shows. Counts over tables that can
+// grow large stop at StatsCap (the *Capped fields report whether they did).
+type APIStats struct {
+	Carriers            int64
+	Merchants           int64
+	EndpointsByStatus   map[string]int64
+	PendingDeliveries   int64
+	PendingCapped       bool
+	DeadLetters         int64
+	DeadLettersCapped   bool
+	MessagesToday       int64
+	MessagesTodayCapped bool
+}
+
+// StatsCap bounds the counts of APIStats.
+const StatsCap = 100000
+
+// APIStatsGet returns the API's counters.
+func (db *DB) APIStatsGet(ctx context.Context) (APIStats, error) {
+	s := APIStats{EndpointsByStatus: map[string]int64{"enabled": 0, "disabled": 0, "deleted": 0}}
+	var err error
+	wrap := func(err error) (APIStats, error) { return APIStats{}, fmt.Errorf("stats: %w", unavailable(err)) }
+	if s.Carriers, err = db.q.CarrierCount(ctx); err != nil {
+		return wrap(err)
+	}
+	if s.Merchants, err = db.q.MerchantCount(ctx); err != nil {
+		return wrap(err)
+	}
+	rows, err := db.q.EndpointCountByStatus(ctx)
+	if err != nil {
+		return wrap(err)
+	}
+	for _, r := range rows {
+		s.EndpointsByStatus[r.Status] = r.N
+	}
+	if s.PendingDeliveries, err = db.q.DeliveryCountCapped(ctx, StatsCap); err != nil {
+		return wrap(err)
+	}
+	if s.DeadLetters, err = db.q.DeadLetterCountCapped(ctx, StatsCap); err != nil {
+		return wrap(err)
+	}
+	today := time.Now().UTC().Truncate(24 * time.Hour)
+	if s.MessagesToday, err = db.q.MessageCountSinceCapped(ctx, dbsqlc.MessageCountSinceCappedParams{Since: today, Cap: StatsCap}); err != nil {
+		return wrap(err)
+	}
+	s.PendingCapped, s.DeadLettersCapped, s.MessagesTodayCapped = s.PendingDeliveries >= StatsCap, s.DeadLetters >= StatsCap, s.MessagesToday >= StatsCap
+	return s, nil
+}

@@ -107,3 +107,12 @@ func nonNil(ids []int64) []int64 {
 	}
 	return ids
 }
+
+// DeadLetterCountForEndpoint counts an endpoint's dead letters.
+func (db *DB) DeadLetterCountForEndpoint(ctx context.Context, endpointID int64) (int64, error) {
+	n, err := db.q.DeadLetterCountByEndpoint(ctx, endpointID)
+	if err != nil {
+		return 0, fmt.Errorf("count dead letters: %w", unavailable(err))
+	}
+	return n, nil
+}

@@ -1,0 +1,97 @@
+package db
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/hookrelay/hookrelay/db/internal/dbsqlc"
+)
+
+// ClaimedDelivery is a leased delivery with what the sender needs.
+type ClaimedDelivery struct {
+	ID                int64
+	Queue             int
+	EndpointID        int64
+	OrderingKey       string
+	Ordered           bool
+	MessageID         int64
+	MessageReceivedAt time.Time
+	Attempt           int // attempts spent so far; this try is Attempt+1
+	CreatedAt         time.Time
+	CarrierID         int64
+	CarrierName       string
+	EventType         string
+	Payload           []byte // nil when offloaded
+	PayloadKey        string // S3 object key when offloaded
+	PayloadSize       int
+	PayloadSHA256     []byte
+	// MessageFound is false when the message row is gone (its partition
+	// dropped): there is nothing to send.
+	MessageFound bool
+	LeaseToken   int64
+}
+
+// DeliveryClaim claims up to batch due deliveries of the logical queues (at
+// most perQueue from each, queues taken in the order given) for owner,
+// leasing them for lease under token (see DeliveryClaim in deliveries.sql:
+// only chain heads are returned; non-heads are parked, heads of disabled
+// endpoints held, heads of open circuits deferred).
+func (db *DB) DeliveryClaim(ctx context.Context, queues []int, perQueue, batch int, owner, token int64, lease time.Duration) ([]ClaimedDelivery, error) {
+	out, _, err := db.DeliveryClaimTimed(ctx, queues, perQueue, batch, owner, token, lease)
+	return out, err
+}
+
+// ClaimTiming splits the time of one claim.
+type ClaimTiming struct {
+	// Wait is the time spent waiting for a pool connection.
+	Wait time.Duration
+	// Exec is the statement on its connection: round trip and rows read.
+	Exec time.Duration
+	// Server is the statement's time in PostgreSQL, from the start of its
+	// transaction (the receipt of Bind: locks, plan, execution) to its
+	// last row: Exec less Server is time spent waiting to run (backend and
+	// caller) and on the network. 0 when no row was claimed.
+	Server time.Duration
+}
+
+// DeliveryClaimTimed is DeliveryClaim that also reports how long it waited
+// for a connection and how long the statement took.
+func (db *DB) DeliveryClaimTimed(ctx context.Context, queues []int, perQueue, batch int, owner, token int64, lease time.Duration) ([]ClaimedDelivery, ClaimTiming, error) {
+	var timing ClaimTiming
+	qs := make([]int16, len(queues))
+	for i, q := range queues {
+		qs[i] = int16(q)
+	}
+	start := time.Now()
+	conn, err := db.claimConns.get(ctx)
+	timing.Wait = time.Since(start)
+	if err != nil {
+		return nil, timing, fmt.Errorf("claim queues %v: %w", queues, unavailable(err))
+	}
+	start = time.Now()
+	rows, err := dbsqlc.New(conn.conn).DeliveryClaim(ctx, dbsqlc.DeliveryClaimParams{
+		Queues: qs, PerQueue: int32(perQueue), Batch: int32(batch), Lease: lease, Owner: owner, Token: token,
+	})
+	timing.Exec = time.Since(start)
+	db.claimConns.put(conn, err)
+	if err != nil {
+		return nil, timing, fmt.Errorf("claim queues %v: %w", queues, unavailable(err))
+	}
+	out := make([]ClaimedDelivery, len(rows))
+	for i, r := range rows {
+		out[i] = ClaimedDelivery{
+			ID: r.ID, Queue: int(r.Queue), EndpointID: r.EndpointID, OrderingKey: r.OrderingKey,
+			Ordered: r.Ordered, MessageID: r.MessageID, MessageReceivedAt: r.MessageReceivedAt,
+			Attempt: int(r.Attempt), CreatedAt: r.CreatedAt, CarrierID: r.CarrierID,
+			CarrierName: r.CarrierName, EventType: r.EventType, Payload: r.Payload,
+			PayloadSize: int(r.PayloadSize), PayloadSHA256: r.PayloadSHA256, MessageFound: r.MessageFound,
+			LeaseToken: token,
+		}
+		timing.Server = max(timing.Server, time.Duration(r.ServerUs)*time.Microsecond)
+		if r.PayloadKey != nil {
+			out[i].PayloadKey = *r.PayloadKey
+		}
+	}
+	return out, timing, nil
+}
