@@ -138,7 +138,7 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 
 // claimSession is what the claim's home sessions run with. The claim is
 // planned once per session and kept (a generic plan): planned at every call
-// it cost ~1 ms of planning, as much as its execution, because its LIMITs are
+// its planning costs as much as its execution, because its LIMITs are
 // parameters and a plan made for known LIMITs always looks cheaper. A generic
 // plan is kept until the table's statistics change, though, and one made
 // while the table was small would read it with sequential or bitmap scans
@@ -147,13 +147,12 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 // more on a tiny table and is the right plan on a large one
 // (TestClaimPlanSurvivesGrowth). For the same reason it joins by nested
 // loops only: a generic plan does not know the batch is small, and one made
-// on a backlog of 1,000,000 (each VACUUM has the next claim plan again)
-// leased its rows through a merge join that read the primary key from its
-// first entry to the batch's last, up to 20,000 entries, in one claim of
-// five (TestClaimPlanOnBacklog). And it is never JIT-compiled: a generic
-// plan's estimates on a backlog pass jit_above_cost (the merge-join plan's at
-// ~1.3 million rows, the nested loops' sooner), and compiling took 47 ms of
-// a 49 ms claim.
+// on a large backlog (each VACUUM has the next claim plan again) can lease
+// its rows through a merge join that reads the primary key from its first
+// entry to the batch's last, thousands of entries for a batch of a few
+// (TestClaimPlanOnBacklog). And it is never JIT-compiled: a generic plan's
+// estimates on a backlog pass jit_above_cost, and compiling would take
+// nearly all of the claim's time.
 var claimSession = &sessionSettings{
 	set:   "SET plan_cache_mode = force_generic_plan; SET enable_seqscan = off; SET enable_bitmapscan = off; SET enable_mergejoin = off; SET enable_hashjoin = off; SET jit = off",
 	reset: "RESET plan_cache_mode; RESET enable_seqscan; RESET enable_bitmapscan; RESET enable_mergejoin; RESET enable_hashjoin; RESET jit",

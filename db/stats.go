@@ -65,9 +65,9 @@ func (s StatSample) Rate(n int64) float64 {
 // window. Each slice is counted by statements of its own, so that none holds
 // a snapshot (and with it the xmin horizon that every VACUUM of the hot queue
 // table waits behind) for longer than it takes to read one slice: counting a
-// whole 10-s window in one statement took 0.1–0.25 s at 2,500 callbacks/s on
-// a slow 2-core machine, long enough for the queue table's dead space to pass
-// 10 % (docs/operations.md, "What holds back the hot table's VACUUMs").
+// whole window at full load in one statement holds it long enough for the
+// queue table's dead space to pass 10 % (docs/operations.md, "What holds back
+// the hot table's VACUUMs").
 const StatSlice = time.Second
 
 // StatSampleTake measures a sample over [from, to) at now, with queues logical
@@ -206,8 +206,8 @@ func IsLockTimeout(err error) bool {
 }
 
 // StatExactBacklog is the largest backlog counted exactly (one scan of
-// deliveries); larger ones are estimated so that a sample stays cheap (a scan
-// of 1,000,000 rows took 250 ms here, the estimate 30 ms).
+// deliveries); larger ones are estimated so that a sample stays cheap (the
+// scan grows with the backlog, the estimate does not).
 const StatExactBacklog = 50_000
 
 // statBacklog fills the backlog fields of s.

@@ -152,10 +152,10 @@ ORDER BY u.id;
 -- Returns the applied rows: the caller writes the dead letters of the deleted
 -- 'dead' ones (DeadLetterInsert) and promotes the successors of the deleted
 -- ordered ones (DeliveryPromote, a separate statement so that it sees rows
--- parked by claims it waited for). The dead letters used to be a part of this
--- statement; as a part, its join of messages (every day partition) and
--- endpoints was set up by every acknowledgement, though nearly none has a
--- dead letter.
+-- parked by claims it waited for). The dead letters are not a part of this
+-- statement: as a part, their join of messages (every day partition) and
+-- endpoints would be set up by every acknowledgement, though nearly none has
+-- a dead letter.
 WITH r AS (
     SELECT unnest(sqlc.arg(ids)::bigint[]) AS id,
            unnest(sqlc.arg(tokens)::bigint[]) AS token,

@@ -106,10 +106,10 @@ type DeliveryAckManyRow struct {
 // Returns the applied rows: the caller writes the dead letters of the deleted
 // 'dead' ones (DeadLetterInsert) and promotes the successors of the deleted
 // ordered ones (DeliveryPromote, a separate statement so that it sees rows
-// parked by claims it waited for). The dead letters used to be a part of this
-// statement; as a part, its join of messages (every day partition) and
-// endpoints was set up by every acknowledgement, though nearly none has a
-// dead letter.
+// parked by claims it waited for). The dead letters are not a part of this
+// statement: as a part, their join of messages (every day partition) and
+// endpoints would be set up by every acknowledgement, though nearly none has
+// a dead letter.
 func (q *Queries) DeliveryAckMany(ctx context.Context, arg DeliveryAckManyParams) ([]DeliveryAckManyRow, error) {
 	rows, err := q.db.Query(ctx, deliveryAckMany,
 		arg.IDs,

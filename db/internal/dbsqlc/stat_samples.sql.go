@@ -88,12 +88,11 @@ SELECT set_config('enable_seqscan', 'off', true),
 // partition without statistics (autovacuum has not analyzed it yet, or is
 // off) makes the planner take that for a scan of the whole day, which grows
 // with the day and holds the cluster's xmin horizon as long as it runs
-// (0.15 -> 0.6 s within ten minutes at 2,400 callbacks/s here, dead space in
-// the hot queue over 10 % while it did). Without sequential and plain index
-// scans the BRIN bitmap is the cheapest plan left; with statistics it is the
+// (dead space builds up in the hot queue meanwhile). Without sequential and
+// plain index scans the BRIN bitmap is the cheapest plan left; with statistics it is the
 // planner's choice anyway. No parallel workers for a few thousand rows, and
 // no JIT: without statistics the estimates pass jit_above_cost, and compiling
-// took 13 ms of CPU per query for a 10-s window read in 80.
+// would cost far more CPU than the window's read.
 func (q *Queries) StatWindowPlan(ctx context.Context) error {
 	_, err := q.db.Exec(ctx, statWindowPlan)
 	return err
