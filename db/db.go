@@ -151,8 +151,8 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 // first entry to the batch's last, up to 20,000 entries, in one claim of
 // five (TestClaimPlanOnBacklog). And it is never JIT-compiled: a generic
 // plan's estimates on a backlog pass jit_above_cost (the merge-join plan's at
-// ~1.3 million rows, the nested loops' sooner), and compiling took 47 ms of
-// a 49 ms claim.
+// ~1.3 million rows, the nested loops' sooner), and compiling then takes
+// nearly all of the claim's time.
 var claimSession = &sessionSettings{
 	set:   "SET plan_cache_mode = force_generic_plan; SET enable_seqscan = off; SET enable_bitmapscan = off; SET enable_mergejoin = off; SET enable_hashjoin = off; SET jit = off",
 	reset: "RESET plan_cache_mode; RESET enable_seqscan; RESET enable_bitmapscan; RESET enable_mergejoin; RESET enable_hashjoin; RESET jit",
