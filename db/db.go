@@ -20,25 +20,38 @@ import (
 	"github.com/hookrelay/hookrelay/db/internal/dbsqlc"
 )
 
+// Defaults of the settings an operator can change; cmd/hookrelay uses them
+// for its environment variables.
+const (
+	DefaultMaxConns                 = 20
+	DefaultStatementTimeout         = 30 * time.Second
+	DefaultIdleInTransactionTimeout = 60 * time.Second
+	DefaultLockTimeout              = 10 * time.Second
+)
+
 // Config configures the connection pool and the session settings every
-// connection of the application gets.
+// connection of the application gets. Zero fields get the defaults named
+// (WithDefaults).
 type Config struct {
 	// URL is the PostgreSQL connection string (postgres://...). The database is
 	// created when missing (see EnsureDatabase).
 	URL string
-	// MaxConns caps the pool. Default 16.
+	// MaxConns caps the pool. Default DefaultMaxConns (20).
 	MaxConns int32
 	// MinConns keeps this many connections open. Default 2.
 	MinConns int32
 	// AppName is sent as application_name, visible in pg_stat_activity.
 	// Default "hookrelay".
 	AppName string
-	// StatementTimeout aborts any statement running longer. Default 30s.
+	// StatementTimeout aborts any statement running longer. Default
+	// DefaultStatementTimeout (30s).
 	StatementTimeout time.Duration
 	// IdleInTransactionTimeout ends a session idle inside a transaction for
-	// longer, so a stuck client cannot hold back vacuum. Default 60s.
+	// longer, so a stuck client cannot hold back vacuum. Default
+	// DefaultIdleInTransactionTimeout (60s).
 	IdleInTransactionTimeout time.Duration
-	// LockTimeout aborts a statement waiting longer for a lock. Default 10s.
+	// LockTimeout aborts a statement waiting longer for a lock. Default
+	// DefaultLockTimeout (10s).
 	LockTimeout time.Duration
 	// AckIdleTimeout, when shorter, replaces IdleInTransactionTimeout inside
 	// the acknowledgement transaction (DeliveryAckBatch), whose deletes lock
@@ -50,13 +63,15 @@ type Config struct {
 	AckIdleTimeout time.Duration
 }
 
-func (c Config) withDefaults() Config {
-	c.MaxConns = cmp.Or(c.MaxConns, 16)
+// WithDefaults returns c with every zero field set to its default. Open
+// applies it.
+func (c Config) WithDefaults() Config {
+	c.MaxConns = cmp.Or(c.MaxConns, DefaultMaxConns)
 	c.MinConns = cmp.Or(c.MinConns, 2)
 	c.AppName = cmp.Or(c.AppName, "hookrelay")
-	c.StatementTimeout = cmp.Or(c.StatementTimeout, 30*time.Second)
-	c.IdleInTransactionTimeout = cmp.Or(c.IdleInTransactionTimeout, 60*time.Second)
-	c.LockTimeout = cmp.Or(c.LockTimeout, 10*time.Second)
+	c.StatementTimeout = cmp.Or(c.StatementTimeout, DefaultStatementTimeout)
+	c.IdleInTransactionTimeout = cmp.Or(c.IdleInTransactionTimeout, DefaultIdleInTransactionTimeout)
+	c.LockTimeout = cmp.Or(c.LockTimeout, DefaultLockTimeout)
 	if c.AckIdleTimeout <= 0 || c.AckIdleTimeout > c.IdleInTransactionTimeout {
 		c.AckIdleTimeout = c.IdleInTransactionTimeout
 	}
@@ -91,7 +106,7 @@ type testHooks struct {
 // Open connects to the database described by cfg (which must exist; see
 // EnsureDatabase) and checks the connection.
 func Open(ctx context.Context, cfg Config) (*DB, error) {
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	pcfg, err := pgxpool.ParseConfig(cfg.URL)
 	if err != nil {
 		return nil, hookrelay.WrapError(hookrelay.EINVALID, "invalid database URL", err)

@@ -4,18 +4,38 @@ import (
 	"cmp"
 	"os"
 	"time"
+
+	"github.com/hookrelay/hookrelay"
 )
 
-// Config configures a Dispatcher. Zero values get the defaults named.
+// Defaults of the settings an operator can change; cmd/hookrelay uses them
+// for its environment variables.
+const (
+	DefaultLease        = 30 * time.Second
+	DefaultConcurrency  = 256
+	DefaultBatchSize    = 50
+	DefaultIdlePoll     = 200 * time.Millisecond
+	DefaultBusyPoll     = 5 * time.Millisecond
+	DefaultClaimLoops   = 2
+	DefaultAckInterval  = 10 * time.Millisecond
+	DefaultAckBatch     = 100
+	DefaultAckFlushers  = 4
+	DefaultDrainTimeout = 10 * time.Second
+)
+
+// Config configures a Dispatcher. Zero values get the defaults named
+// (WithDefaults).
 type Config struct {
-	// Queues is the number of logical queues (HOOKRELAY_QUEUES). Default 32.
+	// Queues is the number of logical queues (HOOKRELAY_QUEUES). Default
+	// hookrelay.DefaultQueues.
 	Queues int
 	// Lease is how long a claimed delivery or a held logical queue stays with
-	// a silent dispatcher (HOOKRELAY_LEASE). Default 30s.
+	// a silent dispatcher (HOOKRELAY_LEASE). Default DefaultLease (30s).
 	Lease time.Duration
-	// Concurrency bounds deliveries in flight in this process. Default 256.
+	// Concurrency bounds deliveries in flight in this process. Default
+	// DefaultConcurrency (256).
 	Concurrency int
-	// BatchSize is the most rows one claim takes. Default 50.
+	// BatchSize is the most rows one claim takes. Default DefaultBatchSize (50).
 	BatchSize int
 	// MaxRate caps the deliveries this process claims per second (first
 	// attempts and retries alike); 0, the default, means no cap. At the cap
@@ -23,14 +43,14 @@ type Config struct {
 	// at 6,000/s, so keep the cap well above BatchSize). See pacer.
 	MaxRate float64
 	// IdlePoll is the longest pause between claims when nothing is due.
-	// Default 200ms.
+	// Default DefaultIdlePoll (200ms).
 	IdlePoll time.Duration
 	// BusyPoll is the pause after a claim that found fewer rows than it
 	// could take: longer means bigger batches (less CPU per delivery), shorter
-	// means lower latency. Default 5ms.
+	// means lower latency. Default DefaultBusyPoll (5ms).
 	BusyPoll time.Duration
 	// ClaimLoops is how many claim loops share the held queues (each claims
-	// for its part in one statement). Default 2.
+	// for its part in one statement). Default DefaultClaimLoops (2).
 	ClaimLoops int
 	// Listen makes the dispatcher LISTEN for the announcements of stored
 	// callbacks that APIs in other processes send (db.DueNotify), so an idle
@@ -51,10 +71,12 @@ type Config struct {
 	// UserAgent is sent with every delivery. Default "hookrelay/dev".
 	UserAgent string
 	// AckInterval and AckBatch bound how long a result waits to be
-	// acknowledged and how many go in one transaction. Default 10ms, 100.
+	// acknowledged and how many go in one transaction. Default
+	// DefaultAckInterval (10ms) and DefaultAckBatch (100).
 	AckInterval time.Duration
 	AckBatch    int
-	// AckFlushers is how many ack transactions may run at once. Default 4.
+	// AckFlushers is how many ack transactions may run at once. Default
+	// DefaultAckFlushers (4).
 	AckFlushers int
 	// EndpointCacheTTL is how long endpoint settings and secrets are cached.
 	// Default 2s.
@@ -87,7 +109,7 @@ type Config struct {
 	// do not churn. Default 200ms.
 	SaturatedDelay time.Duration
 	// DrainTimeout bounds how long shutdown waits for deliveries in flight
-	// before it releases them. Default 10s.
+	// before it releases them. Default DefaultDrainTimeout (10s).
 	DrainTimeout time.Duration
 	// PresignTTL is the validity of reference-mode payload URLs. Default 24h.
 	PresignTTL time.Duration
@@ -104,19 +126,21 @@ type Config struct {
 	Resolve Resolver
 }
 
-func (c Config) withDefaults() Config {
-	c.Queues = cmp.Or(c.Queues, 32)
-	c.Lease = cmp.Or(c.Lease, 30*time.Second)
-	c.Concurrency = cmp.Or(c.Concurrency, 256)
-	c.BatchSize = cmp.Or(c.BatchSize, 50)
-	c.IdlePoll = cmp.Or(c.IdlePoll, 200*time.Millisecond)
-	c.BusyPoll = cmp.Or(c.BusyPoll, 5*time.Millisecond)
-	c.ClaimLoops = cmp.Or(c.ClaimLoops, 2)
+// WithDefaults returns c with every zero field set to its default. New
+// applies it.
+func (c Config) WithDefaults() Config {
+	c.Queues = cmp.Or(c.Queues, hookrelay.DefaultQueues)
+	c.Lease = cmp.Or(c.Lease, DefaultLease)
+	c.Concurrency = cmp.Or(c.Concurrency, DefaultConcurrency)
+	c.BatchSize = cmp.Or(c.BatchSize, DefaultBatchSize)
+	c.IdlePoll = cmp.Or(c.IdlePoll, DefaultIdlePoll)
+	c.BusyPoll = cmp.Or(c.BusyPoll, DefaultBusyPoll)
+	c.ClaimLoops = cmp.Or(c.ClaimLoops, DefaultClaimLoops)
 	c.ListenRetry = cmp.Or(c.ListenRetry, time.Second)
 	c.UserAgent = cmp.Or(c.UserAgent, "hookrelay/dev")
-	c.AckInterval = cmp.Or(c.AckInterval, 10*time.Millisecond)
-	c.AckBatch = cmp.Or(c.AckBatch, 100)
-	c.AckFlushers = cmp.Or(c.AckFlushers, 4)
+	c.AckInterval = cmp.Or(c.AckInterval, DefaultAckInterval)
+	c.AckBatch = cmp.Or(c.AckBatch, DefaultAckBatch)
+	c.AckFlushers = cmp.Or(c.AckFlushers, DefaultAckFlushers)
 	c.EndpointCacheTTL = cmp.Or(c.EndpointCacheTTL, 2*time.Second)
 	c.RetryJitter = cmp.Or(c.RetryJitter, 0.2)
 	c.RetryJitter = max(c.RetryJitter, 0)
@@ -126,7 +150,7 @@ func (c Config) withDefaults() Config {
 	c.DisableAfter = cmp.Or(c.DisableAfter, 120*time.Hour)
 	c.HoldDelay = cmp.Or(c.HoldDelay, time.Minute)
 	c.StoreRetryDelay = cmp.Or(c.StoreRetryDelay, 5*time.Second)
-	c.DrainTimeout = cmp.Or(c.DrainTimeout, 10*time.Second)
+	c.DrainTimeout = cmp.Or(c.DrainTimeout, DefaultDrainTimeout)
 	c.EndpointWait = cmp.Or(c.EndpointWait, 50*time.Millisecond)
 	c.SaturatedDelay = cmp.Or(c.SaturatedDelay, 200*time.Millisecond)
 	c.PresignTTL = cmp.Or(c.PresignTTL, 24*time.Hour)

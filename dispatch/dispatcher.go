@@ -62,7 +62,7 @@ type inflight struct {
 
 // New returns a Dispatcher. reg may be nil (no metrics registered).
 func New(logger *slog.Logger, cfg Config, store *db.DB, payloads PayloadStore, reg prometheus.Registerer) *Dispatcher {
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	var pace *pacer
 	if cfg.MaxRate > 0 {
 		pace = newPacer(cfg.MaxRate, cfg.BatchSize, cfg.Now)

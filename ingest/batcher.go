@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"sync"
@@ -12,15 +13,25 @@ import (
 	"github.com/hookrelay/hookrelay/db"
 )
 
-// BatcherConfig configures the group-commit batcher.
+// Defaults of the group-commit settings an operator can change;
+// cmd/hookrelay uses them for its environment variables.
+const (
+	DefaultBatchMaxWait  = 2 * time.Millisecond
+	DefaultBatchMaxRows  = 500
+	DefaultBatchFlushers = 4
+)
+
+// BatcherConfig configures the group-commit batcher. Zero fields get the
+// defaults named (WithDefaults).
 type BatcherConfig struct {
 	// MaxWait is how long a batch stays open after its first message.
-	// Default 2 ms.
+	// Default DefaultBatchMaxWait (2ms).
 	MaxWait time.Duration
 	// MaxRows closes a batch once its messages plus deliveries reach it.
-	// Default 500.
+	// Default DefaultBatchMaxRows (500).
 	MaxRows int
-	// Flushers is how many batches may be committing at once. Default 4.
+	// Flushers is how many batches may be committing at once. Default
+	// DefaultBatchFlushers (4).
 	Flushers int
 	// Queue is how many submitted messages may wait for a batch. Default 8192.
 	Queue int
@@ -31,19 +42,12 @@ type BatcherConfig struct {
 	OnStored func(deliveries int, queues []int)
 }
 
-func (c BatcherConfig) withDefaults() BatcherConfig {
-	if c.MaxWait <= 0 {
-		c.MaxWait = 2 * time.Millisecond
-	}
-	if c.MaxRows <= 0 {
-		c.MaxRows = 500
-	}
-	if c.Flushers <= 0 {
-		c.Flushers = 4
-	}
-	if c.Queue <= 0 {
-		c.Queue = 8192
-	}
+// WithDefaults returns c with every zero field set to its default.
+func (c BatcherConfig) WithDefaults() BatcherConfig {
+	c.MaxWait = cmp.Or(c.MaxWait, DefaultBatchMaxWait)
+	c.MaxRows = cmp.Or(c.MaxRows, DefaultBatchMaxRows)
+	c.Flushers = cmp.Or(c.Flushers, DefaultBatchFlushers)
+	c.Queue = cmp.Or(c.Queue, 8192)
 	return c
 }
 
@@ -73,7 +77,7 @@ type batcher struct {
 }
 
 func newBatcher(cfg BatcherConfig, insert insertFunc, m *metrics) *batcher {
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	return &batcher{cfg: cfg, insert: insert, in: make(chan *pendingMsg, cfg.Queue), metrics: m, stopped: make(chan struct{})}
 }
 

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"net/http"
@@ -16,61 +17,66 @@ import (
 	"github.com/hookrelay/hookrelay/storage"
 )
 
-// Config configures the API.
+// Defaults of the settings an operator can change; cmd/hookrelay uses them
+// for its environment variables.
+const (
+	DefaultMaxBodyBytes     = 10 << 20
+	DefaultOffloadBytes     = 8192
+	DefaultCacheTTL         = time.Second
+	DefaultAnnounceInterval = 10 * time.Millisecond
+)
+
+// Config configures the API. Zero fields get the defaults named
+// (WithDefaults).
 type Config struct {
-	// Queues is the number of logical queues (HOOKRELAY_QUEUES). Default 32.
+	// Queues is the number of logical queues (HOOKRELAY_QUEUES). Default
+	// hookrelay.DefaultQueues.
 	Queues int
 	// MaxBodyBytes is the largest callback body taken; larger gets 413.
-	// Default 10 MiB.
+	// Default DefaultMaxBodyBytes (10 MiB).
 	MaxBodyBytes int
 	// OffloadBytes: payloads larger than this go to the S3 store, the row
-	// keeps the key. Default 8192.
+	// keeps the key. Default DefaultOffloadBytes (8192).
 	OffloadBytes int
 	// AllowPrivateTargets lets endpoint URLs reach loopback, private and
-	// link-local addresses (tests, on-premises setups).
+	// link-local addresses (tests, on-premises setups). Default false.
 	AllowPrivateTargets bool
-	// RequireHTTPS refuses http:// endpoint URLs.
+	// RequireHTTPS refuses http:// endpoint URLs. Default false.
 	RequireHTTPS bool
-	// CacheTTL is how often the configuration cache reloads. Default 1 s.
+	// CacheTTL is how often the configuration cache reloads. Default
+	// DefaultCacheTTL (1s).
 	CacheTTL time.Duration
-	// AdminTokenTTL is how long the admin token hash is cached. Default 5 s.
+	// AdminTokenTTL is how long the admin token hash is cached. Default 5s.
 	AdminTokenTTL time.Duration
 	// Batcher configures group commit.
 	Batcher BatcherConfig
-	// Resolver resolves endpoint hosts for validation; default net.DefaultResolver.
+	// Resolver resolves endpoint hosts for validation. Default
+	// net.DefaultResolver.
 	Resolver Resolver
 	// Announce has the API tell dispatchers in other processes that it
 	// stored callbacks (PostgreSQL NOTIFY; dispatch.Config.Listen), with
-	// pauses of at least AnnounceInterval (default 10 ms; see announcer),
-	// carrying AnnounceToken, which names this process (its own dispatcher,
-	// woken through Batcher.OnStored, ignores it).
+	// pauses of at least AnnounceInterval (see announcer), carrying
+	// AnnounceToken, which names this process (its own dispatcher, woken
+	// through Batcher.OnStored, ignores it). Default false, and
+	// DefaultAnnounceInterval (10ms).
 	Announce         bool
 	AnnounceInterval time.Duration
 	AnnounceToken    string
 }
 
-func (c Config) withDefaults() Config {
-	if c.Queues <= 0 {
-		c.Queues = hookrelay.DefaultQueues
-	}
-	if c.MaxBodyBytes <= 0 {
-		c.MaxBodyBytes = 10 << 20
-	}
-	if c.OffloadBytes <= 0 {
-		c.OffloadBytes = 8192
-	}
-	if c.CacheTTL <= 0 {
-		c.CacheTTL = time.Second
-	}
-	if c.AdminTokenTTL <= 0 {
-		c.AdminTokenTTL = 5 * time.Second
-	}
+// WithDefaults returns c with every zero field set to its default. New
+// applies it.
+func (c Config) WithDefaults() Config {
+	c.Queues = cmp.Or(c.Queues, hookrelay.DefaultQueues)
+	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, DefaultMaxBodyBytes)
+	c.OffloadBytes = cmp.Or(c.OffloadBytes, DefaultOffloadBytes)
+	c.CacheTTL = cmp.Or(c.CacheTTL, DefaultCacheTTL)
+	c.AdminTokenTTL = cmp.Or(c.AdminTokenTTL, 5*time.Second)
+	c.Batcher = c.Batcher.WithDefaults()
 	if c.Resolver == nil {
 		c.Resolver = defaultResolver{}
 	}
-	if c.AnnounceInterval <= 0 {
-		c.AnnounceInterval = 10 * time.Millisecond
-	}
+	c.AnnounceInterval = cmp.Or(c.AnnounceInterval, DefaultAnnounceInterval)
 	return c
 }
 
@@ -110,7 +116,7 @@ type Server struct {
 // New returns the API server. reg receives its metrics (may be nil);
 // pinger may be nil (test pings then answer 503).
 func New(logger *slog.Logger, cfg Config, store *db.DB, payloads *storage.Store, reg prometheus.Registerer, pinger Pinger) *Server {
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	m := newMetrics(reg)
 	s := &Server{
 		cfg: cfg, logger: logger, db: store, payloads: payloads, pinger: pinger,

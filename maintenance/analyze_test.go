@@ -17,7 +17,7 @@ import (
 // as large is left alone.
 func TestHistoryAnalyzePolicy(t *testing.T) {
 	t.Parallel()
-	mt := &Maintainer{cfg: Config{}.withDefaults()} // HistoryAnalyzeRows 100,000
+	mt := &Maintainer{cfg: Config{}.WithDefaults()} // HistoryAnalyzeRows 100,000
 	for _, tc := range []struct {
 		name          string
 		live, mod     int64

@@ -4,20 +4,50 @@ import (
 	"cmp"
 	"time"
 
+	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db"
 )
 
 // LockKey is the advisory lock key of the maintenance role.
 const LockKey int64 = 7368211002
 
-// Config configures the maintenance role. Zero fields take their defaults; a
-// negative interval switches that loop off.
+// Defaults of the settings an operator can change; cmd/hookrelay uses them
+// for its environment variables.
+const (
+	DefaultRetention          = 168 * time.Hour
+	DefaultPartitionsAhead    = 3
+	DefaultRetentionInterval  = time.Hour
+	DefaultVacuumInterval     = 50 * time.Millisecond
+	DefaultVacuumDeadTuples   = 10_000
+	DefaultVacuumDeadRatio    = 0.1
+	DefaultVacuumMinDead      = 1_000
+	DefaultVacuumMinGap       = 150 * time.Millisecond
+	DefaultVacuumChurnWindow  = 2 * time.Second
+	DefaultVacuumDeadSpace    = 0.05
+	DefaultVacuumMaxGap       = time.Second
+	DefaultVacuumFullGap      = 5 * time.Second
+	DefaultVacuumHeapBudget   = 0.5
+	DefaultHistoryAnalyzeRows = 100_000
+	DefaultReindexInterval    = time.Minute
+	DefaultHealthInterval     = 10 * time.Second
+	DefaultLongTransaction    = 5 * time.Minute
+	DefaultStatInterval       = 10 * time.Second
+	DefaultLockRetry          = 5 * time.Second
+)
+
+// MinPartitionsAhead is the fewest days of partitions kept ahead of today;
+// WithDefaults raises a smaller PartitionsAhead to it.
+const MinPartitionsAhead = 2
+
+// Config configures the maintenance role. Zero fields take their defaults
+// (WithDefaults); a negative interval switches that loop off.
 type Config struct {
 	// Retention is how long history (messages, delivery attempts) is kept:
-	// a day partition is dropped once its whole day is older. Default 168h.
+	// a day partition is dropped once its whole day is older. Default
+	// DefaultRetention (168h).
 	Retention time.Duration
 	// PartitionsAhead is how many days of partitions exist ahead of today.
-	// Default 3, at least 2.
+	// Default DefaultPartitionsAhead (3), at least MinPartitionsAhead.
 	PartitionsAhead int
 	// IdempotencyDays is how many days of idempotency_keys partitions are
 	// kept, today included: the 24 h dedupe window reads today's and
@@ -25,20 +55,23 @@ type Config struct {
 	IdempotencyDays int
 	// RetentionInterval is the time between partition/retention passes. A
 	// pass also runs whenever a process becomes the holder, so a missed
-	// run (process down for days) catches up at once. Default 1h.
+	// run (process down for days) catches up at once. Default
+	// DefaultRetentionInterval (1h).
 	RetentionInterval time.Duration
 
 	// VacuumInterval is how often the hot tables' dead tuples are checked.
-	// Default 50ms.
+	// Default DefaultVacuumInterval (50ms).
 	VacuumInterval time.Duration
 	// VacuumDeadTuples: a hot table with at least this many dead tuples is
 	// vacuumed (as often as VacuumHeapBudget allows), fully when VacuumBudget
-	// allows. Default 10,000.
+	// allows. Default DefaultVacuumDeadTuples (10,000).
 	VacuumDeadTuples int64
 	// VacuumDeadRatio: a hot table whose dead tuples exceed this fraction of
-	// its live ones is vacuumed (if it has at least VacuumMinDead). Default 0.1.
+	// its live ones is vacuumed (if it has at least VacuumMinDead). Default
+	// DefaultVacuumDeadRatio (0.1).
 	VacuumDeadRatio float64
-	// VacuumMinDead is the fewest dead tuples worth a VACUUM. Default 1,000.
+	// VacuumMinDead is the fewest dead tuples worth a VACUUM. Default
+	// DefaultVacuumMinDead (1,000).
 	VacuumMinDead int64
 	// VacuumMinGap is the shortest time between two VACUUMs of a table that
 	// the relative trigger (VacuumDeadRatio) may cause; VacuumDeadTuples
@@ -46,16 +79,16 @@ type Config struct {
 	// VacuumMinGap and the last heap pass's duration divided by
 	// VacuumHeapBudget. It is also the gap between the heap passes of a
 	// churning table until its churn rate is known (its first second).
-	// Default 150ms.
+	// Default DefaultVacuumMinGap (150ms).
 	VacuumMinGap time.Duration
 	// VacuumChurnWindow: a table whose deleted or updated rows counter moved
 	// within this window is churning, and gets heap passes at the gap
 	// VacuumDeadSpace sets (as its budget allows) whatever its dead-tuple
 	// count says. Each backend reports its deletes to the statistics at
 	// most once a second, so at full load the count lags the table by up to
-	// a second of deletes and the triggers above fire irregularly: passes
-	// came every 0.25-0.7 s with VacuumMinGap 100 ms, and dead space reached
-	// 20-40 % of the heap between them. Default 2s.
+	// a second of deletes and the dead-tuple triggers above fire
+	// irregularly, letting dead space build up between passes. Default
+	// DefaultVacuumChurnWindow (2s).
 	VacuumChurnWindow time.Duration
 	// VacuumDeadSpace is the share of a churning table's heap that the rows
 	// it deletes or updates between two heap passes may take: the gap
@@ -63,20 +96,19 @@ type Config struct {
 	// second × bytes a row), at least a VacuumInterval and at most
 	// VacuumMaxGap, and no shorter than the heap budget allows. The rate is
 	// the churn counter's over the last 3 s. A small heap with a fast churn
-	// (the queue table of a few hundred live rows at full load, ~500 kB
-	// taking 400 kB/s of dead rows on a slow machine) is vacuumed every
-	// ~60 ms, a large one, or a slow churn (the heartbeat table), seldom.
-	// A fixed 150-ms gap let the queue table's dead space pass 10 % in one
-	// sample of ten there, and vacuumed the small tables as often.
-	// Default 0.05.
+	// (the queue table of a few hundred live rows at full load) is thus
+	// vacuumed every few tens of milliseconds, a large one, or a slow churn
+	// (the heartbeat table), seldom; a fixed gap would either let the small
+	// hot heap bloat or vacuum every small table as often. Default
+	// DefaultVacuumDeadSpace (0.05).
 	VacuumDeadSpace float64
 	// VacuumMaxGap is the longest gap between the heap passes of a churning
-	// table. Default 1s.
+	// table. Default DefaultVacuumMaxGap (1s).
 	VacuumMaxGap time.Duration
 	// VacuumFullGap is the shortest time between two full VACUUMs of a
 	// table (indexes included); the VACUUMs in between are heap passes
 	// (INDEX_CLEANUP OFF). VacuumDeadTuples dead tuples ask for a full one
-	// at any time. Default 5s.
+	// at any time. Default DefaultVacuumFullGap (5s).
 	VacuumFullGap time.Duration
 	// VacuumBudget caps the share of wall-clock time full VACUUMs spend on
 	// one table: after one that took d, the next full one waits at least
@@ -87,13 +119,12 @@ type Config struct {
 	// VacuumHeapBudget is the same for heap passes: after one that took d,
 	// the next VACUUM of the table waits at least d / VacuumHeapBudget. A
 	// heap pass's work is the dead tuples it prunes (an idle pass of the
-	// small hot table is 0.6 ms), so running them often costs little more
-	// in all than running them seldom, and its wall time on a busy machine
-	// is mostly waiting for a CPU; at 0.05 a 20 ms pass meant 400 ms without
-	// one. At 0.25 on a saturated slow machine (passes of the ~500 kB queue
-	// heap took 20 ms, p90 53 ms, of wall time) the budget, not
-	// VacuumDeadSpace, set the gaps, and dead space passed 10 % in 7 of 134
-	// samples; at 0.5, in none of 132. Default 0.5.
+	// small hot table is well under a millisecond), so running them often
+	// costs little more in all than running them seldom, and its wall time
+	// on a busy machine is mostly waiting for a CPU: a small budget there
+	// turns a slow pass into a long gap without one, during which dead space
+	// grows past what VacuumDeadSpace allows. Default DefaultVacuumHeapBudget
+	// (0.5).
 	VacuumHeapBudget float64
 
 	// HistoryAnalyzeInterval is how often the history's day partitions are
@@ -101,11 +132,11 @@ type Config struct {
 	HistoryAnalyzeInterval time.Duration
 	// HistoryAnalyzeRows: a day partition is analyzed as it grows until an
 	// ANALYZE has seen this many rows; its statistics then serve the rest
-	// of the day. Default 100,000.
+	// of the day. Default DefaultHistoryAnalyzeRows (100,000).
 	HistoryAnalyzeRows int64
 
 	// ReindexInterval is how often the hot tables' indexes are checked for
-	// bloat (see reindex.go). Default 1m.
+	// bloat (see reindex.go). Default DefaultReindexInterval (1m).
 	ReindexInterval time.Duration
 	// ReindexMinBytes: smaller indexes are never rebuilt. Default 8 MiB.
 	ReindexMinBytes int64
@@ -113,27 +144,31 @@ type Config struct {
 	// size (live tuples × 64 B) is rebuilt. Default 4.
 	ReindexBloatFactor float64
 
-	// HealthInterval is the time between health samples. Default 10s.
+	// HealthInterval is the time between health samples. Default
+	// DefaultHealthInterval (10s).
 	HealthInterval time.Duration
 	// LongTransaction is the age from which a transaction is reported
-	// (metric and warning log). Default 5m.
+	// (metric and warning log). Default DefaultLongTransaction (5m).
 	LongTransaction time.Duration
 	// LongTransactionRewarn is how often a still-open long transaction is
 	// logged again. Default 5m.
 	LongTransactionRewarn time.Duration
 
-	// StatInterval is the time between stat samples. Default 10s.
+	// StatInterval is the time between stat samples. Default
+	// DefaultStatInterval (10s).
 	StatInterval time.Duration
 	// StatLag is how far behind now a sample's window ends, so callbacks
 	// and attempts stamped before their commit are still counted. Default 5s.
 	StatLag time.Duration
 	// StatKeep is how long stat samples are kept. Default 2h.
 	StatKeep time.Duration
-	// Queues is the number of logical queues (HOOKRELAY_QUEUES). Default 32.
+	// Queues is the number of logical queues (HOOKRELAY_QUEUES). Default
+	// hookrelay.DefaultQueues.
 	Queues int
 
 	// LockRetry is how often a standby process tries to take the role, and
-	// how often the holder checks its connection. Default 5s.
+	// how often the holder checks its connection. Default DefaultLockRetry
+	// (5s).
 	LockRetry time.Duration
 	// Session configures the dedicated connections (leadership + DDL, and
 	// VACUUM).
@@ -145,35 +180,37 @@ type Config struct {
 	OnRetention func(RetentionReport)
 }
 
-func (c Config) withDefaults() Config {
-	c.Retention = cmp.Or(c.Retention, 168*time.Hour)
-	c.PartitionsAhead = max(cmp.Or(c.PartitionsAhead, 3), 2)
+// WithDefaults returns c with every zero field set to its default. New
+// applies it.
+func (c Config) WithDefaults() Config {
+	c.Retention = cmp.Or(c.Retention, DefaultRetention)
+	c.PartitionsAhead = max(cmp.Or(c.PartitionsAhead, DefaultPartitionsAhead), MinPartitionsAhead)
 	c.IdempotencyDays = max(cmp.Or(c.IdempotencyDays, 2), 2)
-	c.RetentionInterval = cmp.Or(c.RetentionInterval, time.Hour)
-	c.VacuumInterval = cmp.Or(c.VacuumInterval, 50*time.Millisecond)
-	c.VacuumDeadTuples = cmp.Or(c.VacuumDeadTuples, 10_000)
-	c.VacuumDeadRatio = cmp.Or(c.VacuumDeadRatio, 0.1)
-	c.VacuumMinDead = cmp.Or(c.VacuumMinDead, 1_000)
-	c.VacuumMinGap = cmp.Or(c.VacuumMinGap, 150*time.Millisecond)
-	c.VacuumChurnWindow = cmp.Or(c.VacuumChurnWindow, 2*time.Second)
-	c.VacuumDeadSpace = cmp.Or(c.VacuumDeadSpace, 0.05)
-	c.VacuumMaxGap = cmp.Or(c.VacuumMaxGap, time.Second)
-	c.VacuumFullGap = cmp.Or(c.VacuumFullGap, 5*time.Second)
+	c.RetentionInterval = cmp.Or(c.RetentionInterval, DefaultRetentionInterval)
+	c.VacuumInterval = cmp.Or(c.VacuumInterval, DefaultVacuumInterval)
+	c.VacuumDeadTuples = cmp.Or(c.VacuumDeadTuples, DefaultVacuumDeadTuples)
+	c.VacuumDeadRatio = cmp.Or(c.VacuumDeadRatio, DefaultVacuumDeadRatio)
+	c.VacuumMinDead = cmp.Or(c.VacuumMinDead, DefaultVacuumMinDead)
+	c.VacuumMinGap = cmp.Or(c.VacuumMinGap, DefaultVacuumMinGap)
+	c.VacuumChurnWindow = cmp.Or(c.VacuumChurnWindow, DefaultVacuumChurnWindow)
+	c.VacuumDeadSpace = cmp.Or(c.VacuumDeadSpace, DefaultVacuumDeadSpace)
+	c.VacuumMaxGap = cmp.Or(c.VacuumMaxGap, DefaultVacuumMaxGap)
+	c.VacuumFullGap = cmp.Or(c.VacuumFullGap, DefaultVacuumFullGap)
 	c.VacuumBudget = cmp.Or(c.VacuumBudget, 0.05)
-	c.VacuumHeapBudget = cmp.Or(c.VacuumHeapBudget, 0.5)
+	c.VacuumHeapBudget = cmp.Or(c.VacuumHeapBudget, DefaultVacuumHeapBudget)
 	c.HistoryAnalyzeInterval = cmp.Or(c.HistoryAnalyzeInterval, 10*time.Second)
-	c.HistoryAnalyzeRows = cmp.Or(c.HistoryAnalyzeRows, 100_000)
-	c.ReindexInterval = cmp.Or(c.ReindexInterval, time.Minute)
+	c.HistoryAnalyzeRows = cmp.Or(c.HistoryAnalyzeRows, DefaultHistoryAnalyzeRows)
+	c.ReindexInterval = cmp.Or(c.ReindexInterval, DefaultReindexInterval)
 	c.ReindexMinBytes = cmp.Or(c.ReindexMinBytes, 8<<20)
 	c.ReindexBloatFactor = cmp.Or(c.ReindexBloatFactor, 4)
-	c.HealthInterval = cmp.Or(c.HealthInterval, 10*time.Second)
-	c.LongTransaction = cmp.Or(c.LongTransaction, 5*time.Minute)
+	c.HealthInterval = cmp.Or(c.HealthInterval, DefaultHealthInterval)
+	c.LongTransaction = cmp.Or(c.LongTransaction, DefaultLongTransaction)
 	c.LongTransactionRewarn = cmp.Or(c.LongTransactionRewarn, 5*time.Minute)
-	c.StatInterval = cmp.Or(c.StatInterval, 10*time.Second)
+	c.StatInterval = cmp.Or(c.StatInterval, DefaultStatInterval)
 	c.StatLag = cmp.Or(c.StatLag, 5*time.Second)
 	c.StatKeep = cmp.Or(c.StatKeep, 2*time.Hour)
-	c.Queues = cmp.Or(c.Queues, 32)
-	c.LockRetry = cmp.Or(c.LockRetry, 5*time.Second)
+	c.Queues = cmp.Or(c.Queues, hookrelay.DefaultQueues)
+	c.LockRetry = cmp.Or(c.LockRetry, DefaultLockRetry)
 	if c.Now == nil {
 		c.Now = time.Now
 	}

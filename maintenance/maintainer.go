@@ -36,7 +36,7 @@ func New(logger *slog.Logger, cfg Config, store *db.DB, payloads PayloadStore, r
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	return &Maintainer{cfg: cfg.withDefaults(), logger: logger, db: store, payloads: payloads, m: newMetrics(reg),
+	return &Maintainer{cfg: cfg.WithDefaults(), logger: logger, db: store, payloads: payloads, m: newMetrics(reg),
 		kick: make(chan struct{}, 1)}
 }
 

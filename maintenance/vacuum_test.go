@@ -159,7 +159,7 @@ func TestVacuumPolicy(t *testing.T) {
 	// The table below is of a 250-ms tick and gap and a 25 % heap budget
 	// (the defaults until the churn passes); the churn cases further down
 	// use today's defaults.
-	mt := &Maintainer{cfg: Config{VacuumInterval: 250 * time.Millisecond, VacuumMinGap: 250 * time.Millisecond, VacuumHeapBudget: 0.25}.withDefaults()}
+	mt := &Maintainer{cfg: Config{VacuumInterval: 250 * time.Millisecond, VacuumMinGap: 250 * time.Millisecond, VacuumHeapBudget: 0.25}.WithDefaults()}
 	never := time.Duration(1 << 62)
 	ms := time.Millisecond
 	for _, tc := range []struct {
@@ -192,7 +192,7 @@ func TestVacuumPolicy(t *testing.T) {
 	// A churning table gets a heap pass every churn gap (here 150 ms, to
 	// the tick nearest: 25 ms of slack), whatever the count, as its budget
 	// allows.
-	mt = &Maintainer{cfg: Config{}.withDefaults()}
+	mt = &Maintainer{cfg: Config{}.WithDefaults()}
 	for _, tc := range []struct {
 		dead        int64
 		since, took time.Duration
@@ -214,7 +214,7 @@ func TestVacuumPolicy(t *testing.T) {
 // VacuumMaxGap]; VacuumMinGap while the rate is unknown.
 func TestChurnGap(t *testing.T) {
 	t.Parallel()
-	mt := &Maintainer{cfg: Config{}.withDefaults()}
+	mt := &Maintainer{cfg: Config{}.WithDefaults()}
 	ms := time.Millisecond
 	for _, tc := range []struct {
 		name      string
@@ -266,7 +266,7 @@ func TestChurnRate(t *testing.T) {
 // allows.
 func TestFullVacuumPolicy(t *testing.T) {
 	t.Parallel()
-	mt := &Maintainer{cfg: Config{}.withDefaults()}
+	mt := &Maintainer{cfg: Config{}.WithDefaults()}
 	never := time.Duration(1 << 62)
 	ms := time.Millisecond
 	for _, tc := range []struct {

@@ -29,8 +29,9 @@ type Config struct {
 	UsePathStyle bool
 }
 
-// withDefaults returns cfg with every empty field that has a default set.
-func (cfg Config) withDefaults() Config {
+// WithDefaults returns cfg with every empty field that has a default set.
+// New applies it.
+func (cfg Config) WithDefaults() Config {
 	cfg.Bucket = cmp.Or(cfg.Bucket, DefaultBucket)
 	cfg.Region = cmp.Or(cfg.Region, DefaultRegion)
 	return cfg

@@ -55,7 +55,7 @@ type idleCloser interface {
 // New returns a Store for cfg. It does not contact the endpoint; call Ping or
 // EnsureBucket for that. ctx bounds loading the SDK's shared configuration.
 func New(ctx context.Context, cfg Config) (*Store, error) {
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	opts := []func(*config.LoadOptions) error{
 		config.WithRegion(cfg.Region),
 		config.WithHTTPClient(newHTTPClient()),

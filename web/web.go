@@ -13,6 +13,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db"
 )
 
@@ -73,7 +74,8 @@ type Presigner interface {
 	Presign(ctx context.Context, key string, ttl time.Duration) (string, error)
 }
 
-// Config configures the dashboard.
+// Config configures the dashboard. Zero fields get the defaults named
+// (WithDefaults).
 type Config struct {
 	// Logger receives failures of page handlers. Default slog.Default().
 	Logger *slog.Logger
@@ -85,9 +87,9 @@ type Config struct {
 	Pinger Pinger
 	// Presigner links offloaded payloads; nil shows the object key only.
 	Presigner Presigner
-	// Queues is the number of logical queues. Default 32.
+	// Queues is the number of logical queues. Default hookrelay.DefaultQueues.
 	Queues int
-	// SessionTTL is how long a login lasts. Default 12 h.
+	// SessionTTL is how long a login lasts. Default 12h.
 	SessionTTL time.Duration
 	// SecureCookie sets the Secure flag on cookies (serve over HTTPS). Default false.
 	SecureCookie bool
@@ -95,9 +97,11 @@ type Config struct {
 	Now func() time.Time
 }
 
-func (c Config) withDefaults() Config {
+// WithDefaults returns c with every zero field set to its default. New
+// applies it.
+func (c Config) WithDefaults() Config {
 	c.Logger = cmp.Or(c.Logger, slog.Default())
-	c.Queues = cmp.Or(c.Queues, 32)
+	c.Queues = cmp.Or(c.Queues, hookrelay.DefaultQueues)
 	c.SessionTTL = cmp.Or(c.SessionTTL, 12*time.Hour)
 	if c.Now == nil {
 		c.Now = time.Now
@@ -117,7 +121,7 @@ type Dashboard struct {
 // New builds the dashboard; it loads (or creates) the session signing key
 // stored in the settings table.
 func New(ctx context.Context, cfg Config) (*Dashboard, error) {
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	sess, err := newSessions(ctx, cfg.Store, cfg.SessionTTL, cfg.SecureCookie, cfg.Now)
 	if err != nil {
 		return nil, err

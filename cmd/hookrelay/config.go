@@ -7,90 +7,254 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/db"
+	"github.com/hookrelay/hookrelay/dispatch"
+	"github.com/hookrelay/hookrelay/ingest"
+	"github.com/hookrelay/hookrelay/maintenance"
+	"github.com/hookrelay/hookrelay/storage"
+	"github.com/hookrelay/hookrelay/web"
 )
 
-// config is the process configuration, read from the environment (SPEC §2).
+// config is the process configuration, read from the environment (SPEC §2)
+// by loadConfig: the settings of the process itself, and the Config of each
+// package a role runs, filled from the environment. The role files add only
+// what exists at run time (logger, store, tokens, callbacks).
 type config struct {
-	DatabaseURL         string        // DATABASE_URL; created if missing
-	Addr                string        // HOOKRELAY_ADDR: API and dashboard
-	AdminToken          string        // HOOKRELAY_ADMIN_TOKEN; generated and printed once when unset
-	DataDir             string        // HOOKRELAY_DATA_DIR: local state (embedded S3 under s3/)
-	S3Endpoint          string        // HOOKRELAY_S3_ENDPOINT; unset = embedded store
-	S3Bucket            string        // HOOKRELAY_S3_BUCKET
-	S3Region            string        // HOOKRELAY_S3_REGION
-	S3EmbedAddr         string        // HOOKRELAY_S3_EMBED_ADDR: embedded store address
-	OffloadBytes        int           // HOOKRELAY_OFFLOAD_BYTES: payloads larger go to S3
-	MaxBodyBytes        int           // HOOKRELAY_MAX_BODY_BYTES: larger callbacks get 413
-	AllowPrivateTargets bool          // HOOKRELAY_ALLOW_PRIVATE_TARGETS
-	RequireHTTPS        bool          // HOOKRELAY_REQUIRE_HTTPS
-	Retention           time.Duration // HOOKRELAY_RETENTION: history kept
-	Lease               time.Duration // HOOKRELAY_LEASE: delivery and queue lease
-	Queues              int           // HOOKRELAY_QUEUES: logical queues (fixed once data exists)
-	LogFormat           string        // HOOKRELAY_LOG_FORMAT: json | text | auto
-	LogLevel            string        // HOOKRELAY_LOG_LEVEL: debug | info | warn | error
-	DBMaxConns          int           // HOOKRELAY_DB_MAX_CONNS: pool size per process
-	StatementTimeout    time.Duration // HOOKRELAY_STATEMENT_TIMEOUT
-	IdleInTxTimeout     time.Duration // HOOKRELAY_IDLE_IN_TX_TIMEOUT
-	LockTimeout         time.Duration // HOOKRELAY_LOCK_TIMEOUT
-	Notify              bool          // HOOKRELAY_NOTIFY: API announces stored callbacks, dispatch LISTENs
+	Addr        string         // HOOKRELAY_ADDR: API and dashboard
+	AdminToken  string         // HOOKRELAY_ADMIN_TOKEN; generated and printed once when unset
+	DataDir     string         // HOOKRELAY_DATA_DIR: local state (embedded S3 under s3/)
+	S3          storage.Config // HOOKRELAY_S3_*; Endpoint empty = embedded store
+	S3EmbedAddr string         // HOOKRELAY_S3_EMBED_ADDR: embedded store address
+	LogFormat   string         // HOOKRELAY_LOG_FORMAT: json | text | auto
+	LogLevel    string         // HOOKRELAY_LOG_LEVEL: debug | info | warn | error
+	PprofAddr   string         // HOOKRELAY_PPROF_ADDR: net/http/pprof listener; empty = none
 
-	env *envParser // for role-specific settings read by the role files
+	DB          db.Config          // DATABASE_URL, HOOKRELAY_DB_MAX_CONNS and timeouts
+	Ingest      ingest.Config      // the api role
+	Dispatch    dispatch.Config    // the dispatch role (and the test pings of api and web)
+	Maintenance maintenance.Config // the maintenance role
+	Web         web.Config         // the web role
 }
 
-const defaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/hookrelay?sslmode=disable"
+// Defaults of the settings that belong to the process rather than to a
+// package.
+const (
+	defaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/hookrelay?sslmode=disable"
+	defaultAddr        = "127.0.0.1:8080"
+	defaultDataDir     = "./data"
+	defaultS3EmbedAddr = "127.0.0.1:9000"
+	defaultLogFormat   = "auto"
+	defaultLogLevel    = "info"
+	// defaultNotify turns on what the packages leave off (a bool's zero
+	// value): APIs announce stored callbacks and dispatchers LISTEN, so an
+	// idle dispatcher in another process claims them at once. Off is for
+	// pgbouncer in transaction mode, where LISTEN has no session to keep.
+	defaultNotify = true
+)
 
-// loadConfig reads and validates the configuration; the error lists every bad
-// variable.
+// loadConfig reads and validates every variable, those of every role
+// included, before anything starts; the error lists every bad variable.
+// Defaults come from the packages' Default constants.
 func loadConfig(getenv func(string) string) (config, error) {
 	p := &envParser{getenv: getenv}
 	c := config{
-		DatabaseURL:         p.str("DATABASE_URL", defaultDatabaseURL),
-		Addr:                p.str("HOOKRELAY_ADDR", "127.0.0.1:8080"),
-		AdminToken:          p.str("HOOKRELAY_ADMIN_TOKEN", ""),
-		DataDir:             p.str("HOOKRELAY_DATA_DIR", "./data"),
-		S3Endpoint:          p.str("HOOKRELAY_S3_ENDPOINT", ""),
-		S3Bucket:            p.str("HOOKRELAY_S3_BUCKET", "hookrelay-payloads"),
-		S3Region:            p.str("HOOKRELAY_S3_REGION", "us-east-1"),
-		S3EmbedAddr:         p.str("HOOKRELAY_S3_EMBED_ADDR", "127.0.0.1:9000"),
-		OffloadBytes:        p.int("HOOKRELAY_OFFLOAD_BYTES", 8192, 0, 64<<20),
-		MaxBodyBytes:        p.int("HOOKRELAY_MAX_BODY_BYTES", 10<<20, 1, 1<<30),
-		AllowPrivateTargets: p.bool("HOOKRELAY_ALLOW_PRIVATE_TARGETS", false),
-		RequireHTTPS:        p.bool("HOOKRELAY_REQUIRE_HTTPS", false),
-		Retention:           p.duration("HOOKRELAY_RETENTION", 168*time.Hour, 24*time.Hour, 10*365*24*time.Hour),
-		Lease:               p.duration("HOOKRELAY_LEASE", 30*time.Second, time.Second, time.Hour),
-		Queues:              p.int("HOOKRELAY_QUEUES", 32, 1, 1024),
-		LogFormat:           p.oneOf("HOOKRELAY_LOG_FORMAT", "auto", "auto", "json", "text"),
-		LogLevel:            p.oneOf("HOOKRELAY_LOG_LEVEL", "info", "debug", "info", "warn", "error"),
-		DBMaxConns:          p.int("HOOKRELAY_DB_MAX_CONNS", 20, 2, math.MaxInt16),
-		StatementTimeout:    p.duration("HOOKRELAY_STATEMENT_TIMEOUT", 30*time.Second, 100*time.Millisecond, 24*time.Hour),
-		IdleInTxTimeout:     p.duration("HOOKRELAY_IDLE_IN_TX_TIMEOUT", 60*time.Second, 100*time.Millisecond, 24*time.Hour),
-		LockTimeout:         p.duration("HOOKRELAY_LOCK_TIMEOUT", 10*time.Second, 10*time.Millisecond, time.Hour),
-		Notify:              p.bool("HOOKRELAY_NOTIFY", true),
-		env:                 p,
+		Addr:       p.str("HOOKRELAY_ADDR", defaultAddr),
+		AdminToken: p.str("HOOKRELAY_ADMIN_TOKEN", ""),
+		DataDir:    p.str("HOOKRELAY_DATA_DIR", defaultDataDir),
+		S3: storage.Config{
+			Endpoint:     p.str("HOOKRELAY_S3_ENDPOINT", ""),
+			Bucket:       p.str("HOOKRELAY_S3_BUCKET", storage.DefaultBucket),
+			Region:       p.str("HOOKRELAY_S3_REGION", storage.DefaultRegion),
+			UsePathStyle: true,
+		},
+		S3EmbedAddr: p.str("HOOKRELAY_S3_EMBED_ADDR", defaultS3EmbedAddr),
+		LogFormat:   p.oneOf("HOOKRELAY_LOG_FORMAT", defaultLogFormat, "auto", "json", "text"),
+		LogLevel:    p.oneOf("HOOKRELAY_LOG_LEVEL", defaultLogLevel, "debug", "info", "warn", "error"),
+		PprofAddr:   p.str("HOOKRELAY_PPROF_ADDR", ""),
 	}
-	if u, err := url.Parse(c.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || strings.Trim(u.Path, "/") == "" {
-		p.fail("DATABASE_URL", redactURL(c.DatabaseURL), "want postgres://user@host:port/dbname")
+	// Shared by several roles.
+	queues := p.int("HOOKRELAY_QUEUES", hookrelay.DefaultQueues, 1, 1024)
+	lease := p.duration("HOOKRELAY_LEASE", dispatch.DefaultLease, time.Second, time.Hour)
+	allowPrivate := p.bool("HOOKRELAY_ALLOW_PRIVATE_TARGETS", false)
+	notify := p.bool("HOOKRELAY_NOTIFY", defaultNotify)
+
+	c.DB = loadDB(p, lease)
+	c.Ingest = loadIngest(p, queues, allowPrivate, notify)
+	c.Dispatch = loadDispatch(p, queues, lease, allowPrivate, notify)
+	c.Maintenance = loadMaintenance(p, queues, c.DB.IdleInTransactionTimeout)
+	c.Web = web.Config{
+		Queues: queues,
+		// Sets the Secure flag on the dashboard's cookies (serve it over HTTPS).
+		SecureCookie: p.bool("HOOKRELAY_UI_SECURE_COOKIE", false),
 	}
-	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
-		p.fail("HOOKRELAY_ADDR", c.Addr, "want host:port, such as 127.0.0.1:8080")
-	}
-	if c.S3Endpoint == "" {
-		if _, _, err := net.SplitHostPort(c.S3EmbedAddr); err != nil {
-			p.fail("HOOKRELAY_S3_EMBED_ADDR", c.S3EmbedAddr, "want host:port")
-		}
-	} else if u, err := url.Parse(c.S3Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		p.fail("HOOKRELAY_S3_ENDPOINT", c.S3Endpoint, "want an http(s) URL")
-	}
-	if c.AdminToken != "" && len(c.AdminToken) < 16 {
-		p.errs = append(p.errs, fmt.Errorf("HOOKRELAY_ADMIN_TOKEN: too short (want at least 16 characters)"))
-	}
-	if c.OffloadBytes > c.MaxBodyBytes {
-		p.errs = append(p.errs, fmt.Errorf("HOOKRELAY_OFFLOAD_BYTES (%d) is larger than HOOKRELAY_MAX_BODY_BYTES (%d)", c.OffloadBytes, c.MaxBodyBytes))
-	}
+	c.check(p)
 	if err := p.err(); err != nil {
 		return c, fmt.Errorf("configuration: %w", err)
 	}
 	return c, nil
+}
+
+// check adds to p what no single variable's parse can see: URL and address
+// shapes, and limits between variables.
+func (c config) check(p *envParser) {
+	if u, err := url.Parse(c.DB.URL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || strings.Trim(u.Path, "/") == "" {
+		p.fail("DATABASE_URL", redactURL(c.DB.URL), "want postgres://user@host:port/dbname")
+	}
+	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+		p.fail("HOOKRELAY_ADDR", c.Addr, "want host:port, such as 127.0.0.1:8080")
+	}
+	if c.S3.Endpoint == "" {
+		if _, _, err := net.SplitHostPort(c.S3EmbedAddr); err != nil {
+			p.fail("HOOKRELAY_S3_EMBED_ADDR", c.S3EmbedAddr, "want host:port")
+		}
+	} else if u, err := url.Parse(c.S3.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		p.fail("HOOKRELAY_S3_ENDPOINT", c.S3.Endpoint, "want an http(s) URL")
+	}
+	if c.PprofAddr != "" {
+		if _, _, err := net.SplitHostPort(c.PprofAddr); err != nil {
+			p.fail("HOOKRELAY_PPROF_ADDR", c.PprofAddr, "want host:port, such as 127.0.0.1:6060")
+		}
+	}
+	if c.AdminToken != "" && len(c.AdminToken) < 16 {
+		p.errs = append(p.errs, fmt.Errorf("HOOKRELAY_ADMIN_TOKEN: too short (want at least 16 characters)"))
+	}
+	if c.Ingest.OffloadBytes > c.Ingest.MaxBodyBytes {
+		p.errs = append(p.errs, fmt.Errorf("HOOKRELAY_OFFLOAD_BYTES (%d) is larger than HOOKRELAY_MAX_BODY_BYTES (%d)", c.Ingest.OffloadBytes, c.Ingest.MaxBodyBytes))
+	}
+}
+
+// loadDB reads the database settings: the URL (the database is created
+// when missing), the pool and the session timeouts of every connection.
+func loadDB(p *envParser, lease time.Duration) db.Config {
+	return db.Config{
+		URL: p.str("DATABASE_URL", defaultDatabaseURL),
+		// Connections in this process's pool.
+		MaxConns:                 int32(p.int("HOOKRELAY_DB_MAX_CONNS", db.DefaultMaxConns, 2, math.MaxInt16)),
+		StatementTimeout:         p.duration("HOOKRELAY_STATEMENT_TIMEOUT", db.DefaultStatementTimeout, 100*time.Millisecond, 24*time.Hour),
+		IdleInTransactionTimeout: p.duration("HOOKRELAY_IDLE_IN_TX_TIMEOUT", db.DefaultIdleInTransactionTimeout, 100*time.Millisecond, 24*time.Hour),
+		LockTimeout:              p.duration("HOOKRELAY_LOCK_TIMEOUT", db.DefaultLockTimeout, 10*time.Millisecond, time.Hour),
+		// Half the lease: a stalled dispatcher's acknowledgement transaction
+		// ends before its leases do (TestPausedDispatcher).
+		AckIdleTimeout: lease / 2,
+	}
+}
+
+// loadIngest reads the api role's settings.
+func loadIngest(p *envParser, queues int, allowPrivate, notify bool) ingest.Config {
+	return ingest.Config{
+		Queues: queues,
+		// Larger callback bodies get 413.
+		MaxBodyBytes: p.int("HOOKRELAY_MAX_BODY_BYTES", ingest.DefaultMaxBodyBytes, 1, 1<<30),
+		// Larger payloads go to the S3 store.
+		OffloadBytes:        p.int("HOOKRELAY_OFFLOAD_BYTES", ingest.DefaultOffloadBytes, 0, 64<<20),
+		AllowPrivateTargets: allowPrivate,
+		// Refuses http:// endpoint URLs.
+		RequireHTTPS: p.bool("HOOKRELAY_REQUIRE_HTTPS", false),
+		// How stale the carrier/endpoint cache may be in other processes
+		// after a change.
+		CacheTTL: p.duration("HOOKRELAY_INGEST_CACHE_TTL", ingest.DefaultCacheTTL, 100*time.Millisecond, time.Minute),
+		Batcher: ingest.BatcherConfig{
+			// How long a group-commit batch stays open after its first callback.
+			MaxWait: p.duration("HOOKRELAY_INGEST_BATCH_WAIT", ingest.DefaultBatchMaxWait, 100*time.Microsecond, time.Second),
+			// Rows (messages + deliveries) that close a batch at once.
+			MaxRows: p.int("HOOKRELAY_INGEST_BATCH_ROWS", ingest.DefaultBatchMaxRows, 1, 10000),
+			// Batches committing at once.
+			Flushers: p.int("HOOKRELAY_INGEST_FLUSHERS", ingest.DefaultBatchFlushers, 1, 64),
+		},
+		// Dispatchers in other processes (and this one's, which ignores it)
+		// hear of stored callbacks at once rather than at their next poll.
+		Announce: notify,
+		// The pause between two announcements (above 500 deliveries a second
+		// it doubles, up to 20 times).
+		AnnounceInterval: p.duration("HOOKRELAY_INGEST_NOTIFY_INTERVAL", ingest.DefaultAnnounceInterval, 100*time.Microsecond, time.Second),
+	}
+}
+
+// loadDispatch reads the dispatch role's settings.
+func loadDispatch(p *envParser, queues int, lease time.Duration, allowPrivate, notify bool) dispatch.Config {
+	return dispatch.Config{
+		Queues:              queues,
+		Lease:               lease,
+		AllowPrivateTargets: allowPrivate,
+		// Deliveries in flight in this process.
+		Concurrency: p.int("HOOKRELAY_DISPATCH_CONCURRENCY", dispatch.DefaultConcurrency, 1, 100000),
+		// Rows one claim takes.
+		BatchSize: p.int("HOOKRELAY_DISPATCH_BATCH", dispatch.DefaultBatchSize, 1, 1000),
+		// Deliveries this process claims per second at most; 0 is no cap.
+		MaxRate: float64(p.int("HOOKRELAY_DISPATCH_MAX_RATE", 0, 0, 10_000_000)),
+		// Longest pause between claims when nothing is due.
+		IdlePoll: p.duration("HOOKRELAY_DISPATCH_IDLE_POLL", dispatch.DefaultIdlePoll, time.Millisecond, 10*time.Second),
+		// Pause after a claim that found less than a full batch (longer:
+		// bigger batches, less CPU).
+		BusyPoll: p.duration("HOOKRELAY_DISPATCH_BUSY_POLL", dispatch.DefaultBusyPoll, 100*time.Microsecond, 10*time.Second),
+		// Claim loops sharing the held queues.
+		ClaimLoops: p.int("HOOKRELAY_DISPATCH_CLAIM_LOOPS", dispatch.DefaultClaimLoops, 1, 64),
+		// Acknowledgement transactions running at once.
+		AckFlushers: p.int("HOOKRELAY_DISPATCH_ACK_FLUSHERS", dispatch.DefaultAckFlushers, 1, 64),
+		// How long a result waits, and how many go in one acknowledgement
+		// transaction.
+		AckInterval: p.duration("HOOKRELAY_DISPATCH_ACK_INTERVAL", dispatch.DefaultAckInterval, 100*time.Microsecond, time.Second),
+		AckBatch:    p.int("HOOKRELAY_DISPATCH_ACK_BATCH", dispatch.DefaultAckBatch, 1, 10000),
+		// How long shutdown lets deliveries in flight finish before
+		// releasing them.
+		DrainTimeout: p.duration("HOOKRELAY_DISPATCH_DRAIN_TIMEOUT", dispatch.DefaultDrainTimeout, time.Millisecond, 10*time.Minute),
+		// LISTEN for the announcements of the APIs in other processes.
+		Listen: notify,
+	}
+}
+
+// loadMaintenance reads the maintenance role's settings: partitions and
+// retention, hot-table VACUUM, the health and stat samplers, and its
+// dedicated sessions.
+func loadMaintenance(p *envParser, queues int, idleInTx time.Duration) maintenance.Config {
+	return maintenance.Config{
+		// History (messages, attempts) kept.
+		Retention: p.duration("HOOKRELAY_RETENTION", maintenance.DefaultRetention, 24*time.Hour, 10*365*24*time.Hour),
+		// Days of partitions created ahead of today.
+		PartitionsAhead: p.int("HOOKRELAY_PARTITIONS_AHEAD", maintenance.DefaultPartitionsAhead, maintenance.MinPartitionsAhead, 60),
+		// Time between partition/retention passes.
+		RetentionInterval: p.duration("HOOKRELAY_RETENTION_INTERVAL", maintenance.DefaultRetentionInterval, time.Second, 24*time.Hour),
+		// How often the hot tables' dead tuples are checked.
+		VacuumInterval: p.duration("HOOKRELAY_VACUUM_INTERVAL", maintenance.DefaultVacuumInterval, 10*time.Millisecond, time.Hour),
+		// Shortest gap between two VACUUMs the relative trigger may cause.
+		VacuumMinGap: p.duration("HOOKRELAY_VACUUM_MIN_GAP", maintenance.DefaultVacuumMinGap, 50*time.Millisecond, time.Hour),
+		// A table whose churn counter moved within this window is churning.
+		VacuumChurnWindow: p.duration("HOOKRELAY_VACUUM_CHURN_WINDOW", maintenance.DefaultVacuumChurnWindow, 100*time.Millisecond, time.Hour),
+		// Share of a churning heap (in ‰) its churn may take between passes.
+		VacuumDeadSpace: p.fraction("HOOKRELAY_VACUUM_DEAD_SPACE_PERMILLE", maintenance.DefaultVacuumDeadSpace, 1000, 1, 500),
+		// Longest gap between the heap passes of a churning table.
+		VacuumMaxGap: p.duration("HOOKRELAY_VACUUM_MAX_GAP", maintenance.DefaultVacuumMaxGap, 50*time.Millisecond, time.Hour),
+		// Share of wall time (in %) heap passes may spend on one table.
+		VacuumHeapBudget: p.fraction("HOOKRELAY_VACUUM_HEAP_BUDGET_PERCENT", maintenance.DefaultVacuumHeapBudget, 100, 1, 100),
+		// Shortest gap between two full VACUUMs (indexes included).
+		VacuumFullGap: p.duration("HOOKRELAY_VACUUM_FULL_GAP", maintenance.DefaultVacuumFullGap, 50*time.Millisecond, time.Hour),
+		// Dead tuples that trigger a VACUUM at any time.
+		VacuumDeadTuples: int64(p.int("HOOKRELAY_VACUUM_DEAD_TUPLES", maintenance.DefaultVacuumDeadTuples, 100, 1<<30)),
+		// Dead tuples, in % of live ones, that trigger a VACUUM.
+		VacuumDeadRatio: p.fraction("HOOKRELAY_VACUUM_DEAD_PERCENT", maintenance.DefaultVacuumDeadRatio, 100, 1, 1000),
+		// Fewest dead tuples worth a VACUUM.
+		VacuumMinDead: int64(p.int("HOOKRELAY_VACUUM_MIN_DEAD", maintenance.DefaultVacuumMinDead, 1, 1<<30)),
+		// Rows a day partition's ANALYZE must have seen before it stops.
+		HistoryAnalyzeRows: int64(p.int("HOOKRELAY_HISTORY_ANALYZE_ROWS", maintenance.DefaultHistoryAnalyzeRows, 1_000, 1<<30)),
+		// How often the hot tables' indexes are checked for bloat.
+		ReindexInterval: p.duration("HOOKRELAY_REINDEX_INTERVAL", maintenance.DefaultReindexInterval, time.Second, 24*time.Hour),
+		// Time between health samples.
+		HealthInterval: p.duration("HOOKRELAY_HEALTH_INTERVAL", maintenance.DefaultHealthInterval, 50*time.Millisecond, time.Hour),
+		// Age from which a transaction is reported.
+		LongTransaction: p.duration("HOOKRELAY_LONG_TRANSACTION", maintenance.DefaultLongTransaction, 100*time.Millisecond, 24*time.Hour),
+		// Time between stat samples.
+		StatInterval: p.duration("HOOKRELAY_STAT_INTERVAL", maintenance.DefaultStatInterval, 50*time.Millisecond, time.Hour),
+		Queues:       queues,
+		// How often a standby tries to take the role.
+		LockRetry: p.duration("HOOKRELAY_MAINTENANCE_LOCK_RETRY", maintenance.DefaultLockRetry, 50*time.Millisecond, 5*time.Minute),
+		Session: db.SessionConfig{
+			StatementTimeout:         p.duration("HOOKRELAY_MAINTENANCE_STATEMENT_TIMEOUT", db.DefaultSessionStatementTimeout, time.Second, 24*time.Hour),
+			LockTimeout:              p.duration("HOOKRELAY_MAINTENANCE_LOCK_TIMEOUT", db.DefaultSessionLockTimeout, 10*time.Millisecond, time.Hour),
+			IdleInTransactionTimeout: idleInTx,
+		},
+	}
 }
 
 // redactURL hides the password of a URL so it can be shown in errors.

@@ -5,9 +5,9 @@ import (
 	"testing"
 )
 
-// FuzzLoadConfig feeds arbitrary values to every variable: loading must never
-// panic, and a rejected value must be named in the error, and the admin token's value
-// is never echoed.
+// FuzzLoadConfig feeds arbitrary values to variables of every kind: loading
+// must never panic, an accepted configuration is within bounds, and the admin
+// token's value is never echoed.
 func FuzzLoadConfig(f *testing.F) {
 	f.Add("30s", "8192", "true", "postgres://u@h:5432/db", "127.0.0.1:8080", "hra_0123456789abcdef")
 	f.Add("-1h", "-5", "maybe", "mysql://x", ":::", "short")
@@ -23,6 +23,11 @@ func FuzzLoadConfig(f *testing.F) {
 			"DATABASE_URL":                    dbURL,
 			"HOOKRELAY_ADDR":                  addr,
 			"HOOKRELAY_ADMIN_TOKEN":           token,
+			// Role settings are loaded with the rest.
+			"HOOKRELAY_DISPATCH_BATCH":             num,
+			"HOOKRELAY_VACUUM_INTERVAL":            dur,
+			"HOOKRELAY_VACUUM_DEAD_SPACE_PERMILLE": num,
+			"HOOKRELAY_UI_SECURE_COOKIE":           boolean,
 		}
 		c, err := loadConfig(func(k string) string { return env[k] })
 		if err != nil {
@@ -31,7 +36,9 @@ func FuzzLoadConfig(f *testing.F) {
 			}
 			return
 		}
-		if c.Queues < 1 || c.Lease <= 0 || c.OffloadBytes > c.MaxBodyBytes {
+		if c.Dispatch.Queues < 1 || c.Dispatch.Lease <= 0 || c.Ingest.OffloadBytes > c.Ingest.MaxBodyBytes ||
+			c.Dispatch.BatchSize < 1 || c.Maintenance.VacuumInterval <= 0 ||
+			c.Maintenance.VacuumDeadSpace <= 0 || c.Maintenance.VacuumDeadSpace > 0.5 {
 			t.Fatalf("accepted an invalid configuration: %+v", c)
 		}
 	})

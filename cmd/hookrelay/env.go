@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -52,6 +53,12 @@ func (p *envParser) bool(name string, def bool) bool {
 		return def
 	}
 	return b
+}
+
+// fraction reads a whole number of parts per unit (a percentage for 100, per
+// mille for 1000) and returns it as a fraction; def is a fraction too.
+func (p *envParser) fraction(name string, def float64, unit, lo, hi int) float64 {
+	return float64(p.int(name, int(math.Round(def*float64(unit))), lo, hi)) / float64(unit)
 }
 
 func (p *envParser) duration(name string, def, lo, hi time.Duration) time.Duration {

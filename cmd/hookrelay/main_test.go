@@ -151,6 +151,8 @@ func TestConfigErrorsNameEveryBadVariable(t *testing.T) {
 		"HOOKRELAY_OFFLOAD_BYTES":         "-1",
 		"HOOKRELAY_ALLOW_PRIVATE_TARGETS": "maybe",
 		"DATABASE_URL":                    "mysql://x",
+		"HOOKRELAY_DISPATCH_BATCH":        "0",
+		"HOOKRELAY_VACUUM_INTERVAL":       "x",
 	}
 	_, err := loadConfig(func(k string) string { return env[k] })
 	require.Error(t, err)

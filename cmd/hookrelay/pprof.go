@@ -18,7 +18,7 @@ import (
 //
 // Wiring (runServe, after the logger exists):
 //
-//	stopPprof, err := startPprof(getenv("HOOKRELAY_PPROF_ADDR"), logger)
+//	stopPprof, err := startPprof(cfg.PprofAddr, logger)
 //	if err != nil { return err }
 //	defer stopPprof()
 func startPprof(addr string, logger *slog.Logger) (stop func(), err error) {

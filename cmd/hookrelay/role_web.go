@@ -12,17 +12,16 @@ import (
 )
 
 // startWeb mounts the dashboard under /ui/ on the shared router. It has no
-// loop of its own.
+// loop of its own. Its settings are read by loadConfig.
 func startWeb(ctx context.Context, s *service) (func(ctx context.Context) error, error) {
-	p := s.cfg.env
 	dash, err := web.New(ctx, web.Config{
 		Logger:       s.logger.With("role", "web"),
 		Store:        s.db,
 		Operator:     webOperator{db: s.db},
 		Pinger:       webPinger{pingerFor(s)},
 		Presigner:    s.store,
-		Queues:       s.cfg.Queues,
-		SecureCookie: p.bool("HOOKRELAY_UI_SECURE_COOKIE", false),
+		Queues:       s.cfg.Web.Queues,
+		SecureCookie: s.cfg.Web.SecureCookie,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("dashboard: %w", err)

@@ -109,7 +109,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	logger := newLogger(cfg, stderr)
-	stopPprof, err := startPprof(getenv("HOOKRELAY_PPROF_ADDR"), logger)
+	stopPprof, err := startPprof(cfg.PprofAddr, logger)
 	if err != nil {
 		return err
 	}
@@ -137,10 +137,6 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 			runs[name] = fn
 		}
 	}
-	if err := cfg.env.err(); err != nil {
-		return fmt.Errorf("configuration: %w", err)
-	}
-
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
@@ -205,7 +201,7 @@ func newService(ctx context.Context, cfg config, logger *slog.Logger, stdout io.
 	closers = append(closers, store.Close)
 
 	var payloads *storage.Store
-	if cfg.S3Endpoint == "" {
+	if cfg.S3.Endpoint == "" {
 		emb, err := storage.StartEmbedded(ctx, logger, cfg.S3EmbedAddr, filepath.Join(cfg.DataDir, "s3"))
 		if err != nil {
 			return fail(fmt.Errorf("start embedded S3 store on %s: %w", cfg.S3EmbedAddr, err))
@@ -214,14 +210,13 @@ func newService(ctx context.Context, cfg config, logger *slog.Logger, stdout io.
 		logger.Info("embedded S3 store started", "url", emb.URL(), "dir", filepath.Join(cfg.DataDir, "s3"))
 		// Payload reads and writes of this process go straight to the
 		// embedded store's files; other processes reach it over HTTP.
-		payloads, err = emb.NewStore(ctx, cfg.S3Bucket, cfg.S3Region)
+		payloads, err = emb.NewStore(ctx, cfg.S3.Bucket, cfg.S3.Region)
 		if err != nil {
 			return fail(fmt.Errorf("S3 client: %w", err))
 		}
 	} else {
-		s3cfg := storage.Config{Endpoint: cfg.S3Endpoint, Bucket: cfg.S3Bucket, Region: cfg.S3Region, UsePathStyle: true}
 		var err error
-		payloads, err = storage.New(ctx, s3cfg)
+		payloads, err = storage.New(ctx, cfg.S3)
 		if err != nil {
 			return fail(fmt.Errorf("S3 client: %w", err))
 		}
@@ -229,7 +224,7 @@ func newService(ctx context.Context, cfg config, logger *slog.Logger, stdout io.
 	if err := payloads.EnsureBucket(ctx); err != nil {
 		// An unreachable external store must not keep the service down: ingest
 		// answers 503 for large payloads until it is back, /readyz reports it.
-		logger.Warn("S3 bucket check failed; will keep trying on use", "bucket", cfg.S3Bucket, "error", err)
+		logger.Warn("S3 bucket check failed; will keep trying on use", "bucket", cfg.S3.Bucket, "error", err)
 	}
 
 	if err := ensureAdminToken(ctx, cfg, store, stdout); err != nil {
@@ -252,19 +247,10 @@ func newService(ctx context.Context, cfg config, logger *slog.Logger, stdout io.
 }
 
 func openDatabase(ctx context.Context, cfg config, logger *slog.Logger) (*db.DB, error) {
-	if err := retryStartup(ctx, logger, "database", func() error { return db.EnsureDatabase(ctx, cfg.DatabaseURL) }); err != nil {
+	if err := retryStartup(ctx, logger, "database", func() error { return db.EnsureDatabase(ctx, cfg.DB.URL) }); err != nil {
 		return nil, err
 	}
-	store, err := db.Open(ctx, db.Config{
-		URL:                      cfg.DatabaseURL,
-		MaxConns:                 int32(cfg.DBMaxConns),
-		StatementTimeout:         cfg.StatementTimeout,
-		IdleInTransactionTimeout: cfg.IdleInTxTimeout,
-		LockTimeout:              cfg.LockTimeout,
-		// Half the lease: a stalled dispatcher's acknowledgement transaction
-		// ends before its leases do (TestPausedDispatcher).
-		AckIdleTimeout: cfg.Lease / 2,
-	})
+	store, err := db.Open(ctx, cfg.DB)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookrelay/hookrelay/db"
+	"github.com/hookrelay/hookrelay/dispatch"
+	"github.com/hookrelay/hookrelay/ingest"
+	"github.com/hookrelay/hookrelay/maintenance"
+	"github.com/hookrelay/hookrelay/storage"
+	"github.com/hookrelay/hookrelay/web"
+)
+
+// processVariables are the variables loadConfig reads that belong to the
+// process rather than to a package's Config: their defaults live in cmd.
+var processVariables = []string{
+	"DATABASE_URL", "HOOKRELAY_ADDR", "HOOKRELAY_ADMIN_TOKEN", "HOOKRELAY_DATA_DIR",
+	"HOOKRELAY_S3_ENDPOINT", "HOOKRELAY_S3_EMBED_ADDR", "HOOKRELAY_LOG_FORMAT",
+	"HOOKRELAY_LOG_LEVEL", "HOOKRELAY_PPROF_ADDR",
+}
+
+// TestConfigDefaultsArePackageDefaults loads the configuration from an empty
+// environment and checks every variable's value against the default its
+// package's WithDefaults applies; it also checks that the table names every
+// variable loadConfig reads, so a new variable cannot skip the check.
+func TestConfigDefaultsArePackageDefaults(t *testing.T) {
+	t.Parallel()
+	var read []string
+	c, err := loadConfig(func(k string) string { read = append(read, k); return "" })
+	require.NoError(t, err)
+
+	dbDef := db.Config{}.WithDefaults()
+	sessDef := db.SessionConfig{}.WithDefaults()
+	in, inDef := c.Ingest, ingest.Config{}.WithDefaults()
+	d, dDef := c.Dispatch, dispatch.Config{}.WithDefaults()
+	m, mDef := c.Maintenance, maintenance.Config{}.WithDefaults()
+	w, wDef := c.Web, web.Config{}.WithDefaults()
+	s3Def := storage.Config{}.WithDefaults()
+	rows := []struct {
+		name      string
+		got, want any
+	}{
+		{"HOOKRELAY_QUEUES", in.Queues, inDef.Queues},
+		{"HOOKRELAY_QUEUES", d.Queues, dDef.Queues},
+		{"HOOKRELAY_QUEUES", m.Queues, mDef.Queues},
+		{"HOOKRELAY_QUEUES", w.Queues, wDef.Queues},
+		{"HOOKRELAY_LEASE", d.Lease, dDef.Lease},
+		{"HOOKRELAY_ALLOW_PRIVATE_TARGETS", in.AllowPrivateTargets, inDef.AllowPrivateTargets},
+		{"HOOKRELAY_ALLOW_PRIVATE_TARGETS", d.AllowPrivateTargets, dDef.AllowPrivateTargets},
+		// The one process-level default among the packages' settings: see
+		// defaultNotify.
+		{"HOOKRELAY_NOTIFY", in.Announce, defaultNotify},
+		{"HOOKRELAY_NOTIFY", d.Listen, defaultNotify},
+		{"HOOKRELAY_S3_BUCKET", c.S3.Bucket, s3Def.Bucket},
+		{"HOOKRELAY_S3_REGION", c.S3.Region, s3Def.Region},
+
+		{"HOOKRELAY_DB_MAX_CONNS", c.DB.MaxConns, dbDef.MaxConns},
+		{"HOOKRELAY_STATEMENT_TIMEOUT", c.DB.StatementTimeout, dbDef.StatementTimeout},
+		{"HOOKRELAY_IDLE_IN_TX_TIMEOUT", c.DB.IdleInTransactionTimeout, dbDef.IdleInTransactionTimeout},
+		{"HOOKRELAY_IDLE_IN_TX_TIMEOUT", m.Session.IdleInTransactionTimeout, sessDef.IdleInTransactionTimeout},
+		{"HOOKRELAY_LOCK_TIMEOUT", c.DB.LockTimeout, dbDef.LockTimeout},
+
+		{"HOOKRELAY_MAX_BODY_BYTES", in.MaxBodyBytes, inDef.MaxBodyBytes},
+		{"HOOKRELAY_OFFLOAD_BYTES", in.OffloadBytes, inDef.OffloadBytes},
+		{"HOOKRELAY_REQUIRE_HTTPS", in.RequireHTTPS, inDef.RequireHTTPS},
+		{"HOOKRELAY_INGEST_CACHE_TTL", in.CacheTTL, inDef.CacheTTL},
+		{"HOOKRELAY_INGEST_BATCH_WAIT", in.Batcher.MaxWait, inDef.Batcher.MaxWait},
+		{"HOOKRELAY_INGEST_BATCH_ROWS", in.Batcher.MaxRows, inDef.Batcher.MaxRows},
+		{"HOOKRELAY_INGEST_FLUSHERS", in.Batcher.Flushers, inDef.Batcher.Flushers},
+		{"HOOKRELAY_INGEST_NOTIFY_INTERVAL", in.AnnounceInterval, inDef.AnnounceInterval},
+
+		{"HOOKRELAY_DISPATCH_CONCURRENCY", d.Concurrency, dDef.Concurrency},
+		{"HOOKRELAY_DISPATCH_BATCH", d.BatchSize, dDef.BatchSize},
+		{"HOOKRELAY_DISPATCH_MAX_RATE", d.MaxRate, dDef.MaxRate},
+		{"HOOKRELAY_DISPATCH_IDLE_POLL", d.IdlePoll, dDef.IdlePoll},
+		{"HOOKRELAY_DISPATCH_BUSY_POLL", d.BusyPoll, dDef.BusyPoll},
+		{"HOOKRELAY_DISPATCH_CLAIM_LOOPS", d.ClaimLoops, dDef.ClaimLoops},
+		{"HOOKRELAY_DISPATCH_ACK_FLUSHERS", d.AckFlushers, dDef.AckFlushers},
+		{"HOOKRELAY_DISPATCH_ACK_INTERVAL", d.AckInterval, dDef.AckInterval},
+		{"HOOKRELAY_DISPATCH_ACK_BATCH", d.AckBatch, dDef.AckBatch},
+		{"HOOKRELAY_DISPATCH_DRAIN_TIMEOUT", d.DrainTimeout, dDef.DrainTimeout},
+
+		{"HOOKRELAY_RETENTION", m.Retention, mDef.Retention},
+		{"HOOKRELAY_PARTITIONS_AHEAD", m.PartitionsAhead, mDef.PartitionsAhead},
+		{"HOOKRELAY_RETENTION_INTERVAL", m.RetentionInterval, mDef.RetentionInterval},
+		{"HOOKRELAY_VACUUM_INTERVAL", m.VacuumInterval, mDef.VacuumInterval},
+		{"HOOKRELAY_VACUUM_MIN_GAP", m.VacuumMinGap, mDef.VacuumMinGap},
+		{"HOOKRELAY_VACUUM_CHURN_WINDOW", m.VacuumChurnWindow, mDef.VacuumChurnWindow},
+		{"HOOKRELAY_VACUUM_DEAD_SPACE_PERMILLE", m.VacuumDeadSpace, mDef.VacuumDeadSpace},
+		{"HOOKRELAY_VACUUM_MAX_GAP", m.VacuumMaxGap, mDef.VacuumMaxGap},
+		{"HOOKRELAY_VACUUM_HEAP_BUDGET_PERCENT", m.VacuumHeapBudget, mDef.VacuumHeapBudget},
+		{"HOOKRELAY_VACUUM_FULL_GAP", m.VacuumFullGap, mDef.VacuumFullGap},
+		{"HOOKRELAY_VACUUM_DEAD_TUPLES", m.VacuumDeadTuples, mDef.VacuumDeadTuples},
+		{"HOOKRELAY_VACUUM_DEAD_PERCENT", m.VacuumDeadRatio, mDef.VacuumDeadRatio},
+		{"HOOKRELAY_VACUUM_MIN_DEAD", m.VacuumMinDead, mDef.VacuumMinDead},
+		{"HOOKRELAY_HISTORY_ANALYZE_ROWS", m.HistoryAnalyzeRows, mDef.HistoryAnalyzeRows},
+		{"HOOKRELAY_REINDEX_INTERVAL", m.ReindexInterval, mDef.ReindexInterval},
+		{"HOOKRELAY_HEALTH_INTERVAL", m.HealthInterval, mDef.HealthInterval},
+		{"HOOKRELAY_LONG_TRANSACTION", m.LongTransaction, mDef.LongTransaction},
+		{"HOOKRELAY_STAT_INTERVAL", m.StatInterval, mDef.StatInterval},
+		{"HOOKRELAY_MAINTENANCE_LOCK_RETRY", m.LockRetry, mDef.LockRetry},
+		{"HOOKRELAY_MAINTENANCE_STATEMENT_TIMEOUT", m.Session.StatementTimeout, sessDef.StatementTimeout},
+		{"HOOKRELAY_MAINTENANCE_LOCK_TIMEOUT", m.Session.LockTimeout, sessDef.LockTimeout},
+
+		{"HOOKRELAY_UI_SECURE_COOKIE", w.SecureCookie, wDef.SecureCookie},
+	}
+	checked := slices.Clone(processVariables)
+	for _, r := range rows {
+		require.Equal(t, r.want, r.got, "%s: default differs from the package's", r.name)
+		checked = append(checked, r.name)
+	}
+	slices.Sort(read)
+	slices.Sort(checked)
+	require.Equal(t, slices.Compact(checked), slices.Compact(read),
+		"the variables loadConfig reads and the variables this test checks differ")
+}
+
+// TestServeRejectsBadRoleSettingsBeforeDatabase starts serve with bad
+// settings of several roles and a database nobody listens on: serve must
+// name every bad variable and give up at once, without waiting for the
+// database (retryStartup would keep trying it for 30 s).
+func TestServeRejectsBadRoleSettingsBeforeDatabase(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	closed := ln.Addr().String()
+	require.NoError(t, ln.Close())
+
+	bad := map[string]string{
+		"HOOKRELAY_DISPATCH_BATCH":             "0",
+		"HOOKRELAY_VACUUM_INTERVAL":            "x",
+		"HOOKRELAY_INGEST_FLUSHERS":            "65",
+		"HOOKRELAY_VACUUM_DEAD_SPACE_PERMILLE": "0.5",
+		"HOOKRELAY_UI_SECURE_COOKIE":           "maybe",
+		"HOOKRELAY_PPROF_ADDR":                 "6060",
+	}
+	env := map[string]string{"DATABASE_URL": "postgres://postgres@" + closed + "/hookrelay?sslmode=disable"}
+	for k, v := range bad {
+		env[k] = v
+	}
+	// Settings of roles the process does not run are checked as well.
+	for _, roles := range []string{"all", "maintenance"} {
+		start := time.Now()
+		err := run(context.Background(), []string{"hookrelay", "serve", "--roles", roles},
+			func(k string) string { return env[k] }, io.Discard, io.Discard)
+		require.Error(t, err, roles)
+		require.Less(t, time.Since(start), 5*time.Second, "serve waited for the database")
+		require.Contains(t, err.Error(), "configuration:", roles)
+		for k := range bad {
+			require.Contains(t, err.Error(), k, roles)
+		}
+		require.NotContains(t, err.Error(), "connect", roles)
+	}
+}
