@@ -4,9 +4,9 @@
 // docs/benchmarks.md, not a product: it answers "could any relay on this
 // stack meet SPEC §7's CPU budget here?".
 //
-// The relay runs in a child process (its CPU is measured alone: the floor
-// command execs itself with the argument "relay") and does only
-// the work every callback needs:
+// The relay runs in a child process (its CPU is measured alone: the
+// hookrelay-floor command execs itself with the argument "relay") and does
+// only the work every callback needs:
 //
 //   - mode pg: accept the POST (echo), put a body over 8 KB in the embedded
 //     S3 store, insert the row with a group commit and answer 202 after the
@@ -27,8 +27,8 @@
 // keys, a key's next callback after the previous one's 202), in the parent
 // process. From the bench module's directory:
 //
-//	go run ./cmd/floor -mode pg -duration 30s
-//	go run ./cmd/floor -mode http -duration 30s
+//	go run ./cmd/hookrelay-floor -mode pg -duration 30s
+//	go run ./cmd/hookrelay-floor -mode http -duration 30s
 //
 // With -backlog N it measures a drain instead, as hookrelay-bench's
 // backlog-drain phase does: N callbacks are stored with the relay's
@@ -36,7 +36,7 @@
 // at most -drain-rate a second. Beside every claim's round trip it times a
 // SELECT 1 every 10 ms: what any statement waits on the machine meanwhile.
 //
-//	go run ./cmd/floor -mode pg-history -backlog 1000000 -workers 256 -batch 50
+//	go run ./cmd/hookrelay-floor -mode pg-history -backlog 1000000 -workers 256 -batch 50
 //
 // It prints one JSON line: callbacks, rates, lost/duplicates/order
 // violations from the sink's ledger, CPU milliseconds per callback of the
