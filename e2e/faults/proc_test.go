@@ -201,24 +201,6 @@ func (p *proc) kill() {
 	}
 }
 
-// stop asks the process to shut down (SIGTERM) and waits; it kills it after
-// 20 s.
-func (p *proc) stop() {
-	p.mu.Lock()
-	done := p.done
-	p.mu.Unlock()
-	if done == nil {
-		return
-	}
-	p.signal(syscall.SIGTERM)
-	select {
-	case <-done:
-	case <-time.After(20 * time.Second):
-		p.t.Errorf("%s did not stop within 20s of SIGTERM; killing", p.name)
-		p.kill()
-	}
-}
-
 // pause and resume stop and continue the process (SIGSTOP, SIGCONT).
 func (p *proc) pause()  { p.signal(syscall.SIGSTOP) }
 func (p *proc) resume() { p.signal(syscall.SIGCONT) }
