@@ -1,36 +1,52 @@
 # hookrelay — two commands on a fresh machine: `make run` and `make test`.
+# `make help` lists the targets (each documents itself with a ## comment).
 GO      ?= go
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
-SQLC    := $(GO) tool -modfile=tools/go.mod sqlc
+TOOLS   := $(CURDIR)/tools/go.mod
+SQLC    := $(GO) tool -modfile=$(TOOLS) sqlc
+STATICCHECK := $(GO) tool -modfile=$(TOOLS) staticcheck
 
-.PHONY: build run test test-faults generate check-generated vet fmt clean
+.PHONY: help build run test lint test-faults bench soak generate check-generated vet fmt clean
 
-build:
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{ printf "  %-16s %s\n", $$1, $$2 }'
+
+build: ## build the product binary bin/hookrelay
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/hookrelay ./cmd/hookrelay
 
-run: build
+run: build ## run hookrelay locally against a PostgreSQL (scripts/run.sh)
 	scripts/run.sh
 
-test:
+test: ## vet, gofmt and race tests of the product and bench modules; vet of the fault suite
 	scripts/test.sh
 
-# The end-to-end fault suite: real hookrelay processes killed, paused and
-# restarted, PostgreSQL and the S3 store stopped under load (docs/reliability.md).
-test-faults:
+lint: ## staticcheck the product, bench and e2e modules (tools/go.mod pins it)
+	$(STATICCHECK) ./...
+	cd bench && $(STATICCHECK) ./...
+	cd e2e && $(STATICCHECK) -tags faults ./...
+
+test-faults: ## the end-to-end fault suite, e2e module (docs/reliability.md)
 	scripts/test-faults.sh
 
-generate:
+bench: ## build bin/hookrelay and bin/hookrelay-bench, run the load benchmark (ARGS="--phases max ...")
+	scripts/bench.sh $(ARGS)
+
+soak: ## soak of the hot queue table through the real binary (scripts/soak.sh)
+	scripts/soak.sh
+
+generate: ## regenerate the sqlc code from db/queries
 	$(SQLC) generate
 
-# Fails when the committed sqlc output differs from what the queries generate.
-check-generated:
+check-generated: ## fail when the committed sqlc output differs from what the queries generate
 	$(SQLC) diff
 
-vet:
+vet: ## go vet every module (the fault suite with its build tag)
 	$(GO) vet ./...
+	cd bench && $(GO) vet ./...
+	cd e2e && $(GO) vet -tags faults ./...
 
-fmt:
+fmt: ## gofmt every Go file
 	gofmt -w $$(git ls-files '*.go' | grep -v '^tools/')
 
-clean:
+clean: ## remove bin/
 	rm -rf bin

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Runs `hookrelay bench` against a private PostgreSQL cluster (so its CPU and
+# `make bench`: builds bin/hookrelay and bin/hookrelay-bench (the bench
+# module) and runs the load benchmark against a private PostgreSQL cluster (so its CPU and
 # pg_stat_statements see only the benchmark): started here on port 55433
 # under /tmp with pg_stat_statements preloaded, the WAL settings
 # docs/operations.md recommends (max_wal_size 4GB, checkpoint_timeout 15min),
 # PostgreSQL defaults otherwise (plus the BENCH_PG_OPTS you give, which win).
-# Arguments go to `hookrelay bench`.
+# Arguments go to hookrelay-bench.
 #   scripts/bench.sh --phases max --duration 30s
 #   BENCH_PG_OPTS="-c synchronous_commit=off" scripts/bench.sh
 #   scripts/bench.sh --start-pg       # start (and warm) the private cluster only
@@ -57,4 +58,5 @@ fi
 [ "${1:-}" = "--start-pg" ] && { echo "$url"; exit 0; }
 
 go build -o bin/hookrelay ./cmd/hookrelay
-exec env DATABASE_URL="$url" bin/hookrelay bench --pg-top "${BENCH_PG_TOP:-12}" "$@"
+(cd bench && go build -o ../bin/hookrelay-bench ./cmd/hookrelay-bench)
+exec env DATABASE_URL="$url" bin/hookrelay-bench -hookrelay bin/hookrelay --pg-top "${BENCH_PG_TOP:-12}" "$@"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Short fuzz run of every Fuzz target (CI); the committed corpus under
-# <pkg>/testdata/fuzz is replayed by plain `go test` as well.
+# Short fuzz run of every Fuzz target of the product module (CI); the
+# committed corpus under <pkg>/testdata/fuzz is replayed by plain `go test` as
+# well.
 # FUZZTIME overrides the per-target budget (default 20000x: 20,000 inputs).
 # The default is a count, not a duration: with a duration, Go 1.26's fuzz
 # coordinator sometimes fails a target with a bare "context deadline exceeded"
@@ -11,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fuzztime="${FUZZTIME:-20000x}"
-grep -rl --include='*_test.go' -E '^func Fuzz[A-Za-z0-9_]+\(' . | grep -v '^./tools/' | while read -r f; do
+grep -rl --include='*_test.go' -E '^func Fuzz[A-Za-z0-9_]+\(' . | grep -vE '^./(tools|bench|e2e)/' | while read -r f; do
   pkg="./$(dirname "${f#./}")"
   grep -oE '^func (Fuzz[A-Za-z0-9_]+)\(' "$f" | sed -E 's/^func (Fuzz[A-Za-z0-9_]+)\(/\1/' | while read -r target; do
     echo "-- $pkg $target ($fuzztime)"

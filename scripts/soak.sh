@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Soak of the hot queue table through the real binary: starts `hookrelay serve`
 # (all roles, so the maintenance role's vacuum loop runs) on a database of its
-# own, drives it with `hookrelay bench --target ... --phases max` for
+# own, drives it with `hookrelay-bench --target ... --phases max` for
 # SOAK_DURATION, and samples the deliveries table every SOAK_SAMPLE seconds:
 # total size (heap + indexes + TOAST), live/dead tuples and pgstattuple's
 # dead_tuple_percent (share of the table's bytes held by dead tuples), and
@@ -31,6 +31,7 @@ url="${server%%/postgres\?*}/$db?sslmode=disable"
 token="hra_soak_admin_token_$(date +%s)"
 work=$(mktemp -d)
 go build -o "$work/hookrelay" ./cmd/hookrelay
+(cd bench && go build -o "$work/hookrelay-bench" ./cmd/hookrelay-bench)
 
 cleanup() {
   [ -n "${svc:-}" ] && kill "$svc" 2>/dev/null && wait "$svc" 2>/dev/null || true
@@ -85,7 +86,7 @@ fi
 
 phases=(--phases max)
 [ -n "${SOAK_RATE:-}" ] && phases=(--phases rates --rates "$SOAK_RATE")
-"$work/hookrelay" bench --target "http://$addr" --admin-token "$token" "${phases[@]}" \
+"$work/hookrelay-bench" --target "http://$addr" --admin-token "$token" "${phases[@]}" \
   --duration "$duration" --backlog 0 --database-url "$url"
 sleep "$every"
 kill "$sampler" 2>/dev/null || true

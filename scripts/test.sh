@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# `make test`: every test against a real PostgreSQL (see scripts/pg-url.sh).
+# `make test`: every test of the product module and of the bench module
+# against a real PostgreSQL (see scripts/pg-url.sh); the fault suite of the
+# e2e module is only vetted here (make test-faults runs it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,6 +11,8 @@ echo "== PostgreSQL for tests: $url"
 
 echo "== go vet"
 go vet ./...
+(cd bench && go vet ./...)
+(cd e2e && go vet -tags faults ./...)
 
 echo "== gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' | grep -v '^tools/') 2>/dev/null || true)
@@ -21,6 +25,9 @@ fi
 
 echo "== go test -race"
 go test -race -count=1 -timeout 30m ./...
+
+echo "== go test -race (bench module)"
+(cd bench && go test -race -count=1 -timeout 15m ./...)
 
 if [ -x scripts/fuzz-smoke.sh ]; then
   echo "== fuzz (short runs)"

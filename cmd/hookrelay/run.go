@@ -18,7 +18,7 @@ const usage = `usage: hookrelay <command> [flags]
 commands:
   serve     run the service (--roles api,dispatch,web,maintenance; all by default)
   migrate   create the database if missing and apply migrations
-  bench     run the load benchmark (see docs/benchmarks.md)
+  bench     run the load benchmark: execs hookrelay-bench (see docs/benchmarks.md)
   token     print a new random admin token
   version   print the version
 
@@ -42,7 +42,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "migrate":
 		return runMigrate(ctx, rest, getenv, stdout, stderr)
 	case "bench":
-		return runBench(ctx, rest, getenv, stdout, stderr)
+		return runBench(rest, getenv)
 	case "token":
 		// A fresh admin token, for scripts that keep one (make run).
 		fmt.Fprintln(stdout, hookrelay.NewKey(hookrelay.AdminTokenPrefix))

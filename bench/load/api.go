@@ -1,0 +1,102 @@
+package load
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+)
+
+// Admin is a client of the service's admin API (SPEC §3), for setting up a
+// benchmark.
+type Admin struct {
+	BaseURL string // http://host:port
+	Token   string // admin token
+	Client  *http.Client
+}
+
+// Carrier is a registered carrier.
+type Carrier struct {
+	ID     string `json:"id"`
+	Name   string `json:"name"`
+	APIKey string `json:"api_key"`
+}
+
+// Merchant is a registered merchant.
+type Merchant struct {
+	ID     string `json:"id"`
+	Name   string `json:"name"`
+	APIKey string `json:"api_key"`
+}
+
+// Endpoint is a registered endpoint with its signing secret.
+type Endpoint struct {
+	ID     string `json:"id"`
+	URL    string `json:"url"`
+	Secret string `json:"secret"`
+}
+
+// CreateCarrier registers a carrier whose ordering key is tracking_no, event
+// type status and merchant merchant_id.
+func (a *Admin) CreateCarrier(ctx context.Context, name string) (Carrier, error) {
+	var c Carrier
+	err := a.post(ctx, "/v1/carriers", map[string]any{
+		"name": name, "ordering_key_field": "tracking_no", "event_type_field": "status", "merchant_field": "merchant_id",
+	}, &c)
+	return c, err
+}
+
+// CreateMerchant registers a merchant.
+func (a *Admin) CreateMerchant(ctx context.Context, name string) (Merchant, error) {
+	var m Merchant
+	err := a.post(ctx, "/v1/merchants", map[string]any{"name": name}, &m)
+	return m, err
+}
+
+// CreateEndpoint registers an endpoint of merchantID at url for every
+// carrier and event type, with retrySchedule (nil = service default) and
+// maxInFlight (0 = service default).
+func (a *Admin) CreateEndpoint(ctx context.Context, merchantID, url string, retrySchedule []string, maxInFlight int) (Endpoint, error) {
+	body := map[string]any{"merchant_id": merchantID, "url": url, "description": "hookrelay bench sink"}
+	if retrySchedule != nil {
+		body["retry_schedule"] = retrySchedule
+	}
+	if maxInFlight > 0 {
+		body["max_in_flight"] = maxInFlight
+	}
+	var e Endpoint
+	err := a.post(ctx, "/v1/endpoints", body, &e)
+	return e, err
+}
+
+func (a *Admin) post(ctx context.Context, path string, body, out any) error {
+	raw, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(a.BaseURL, "/")+path, bytes.NewReader(raw))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+a.Token)
+	resp, err := a.Client.Do(req)
+	if err != nil {
+		return fmt.Errorf("POST %s: %w", path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return fmt.Errorf("POST %s: read answer: %w", path, err)
+	}
+	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("POST %s: status %d: %s", path, resp.StatusCode, bytes.TrimSpace(data))
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("POST %s: decode answer: %w", path, err)
+	}
+	return nil
+}
