@@ -5,8 +5,8 @@
 -- it is delivered, and leases it as a head). Asked of deliveries_chain_idx,
 -- "is the next row of this chain parked?" costs a descent of the chain index
 -- and a heap fetch of the next row for every delivered row, found or not:
--- about a third of a core in a 1,000,000-row drain (docs/benchmarks.md,
--- "Nineteenth pass"). Asked of this index, it costs a descent of an index
+-- about a third of a core in a 1,000,000-row drain. Asked of this index,
+-- it costs a descent of an index
 -- that holds only the parked rows: a page or two, and nothing more unless
 -- one is there. A row gets an entry only when it is parked (visible_at =
 -- 'infinity'), an update that was non-HOT already (visible_at is a key of
