@@ -20,6 +20,7 @@ import (
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/db/dbtest"
 	"github.com/hookrelay/hookrelay/ingest"
+	"github.com/hookrelay/hookrelay/ops"
 	"github.com/hookrelay/hookrelay/storage"
 )
 
@@ -60,8 +61,8 @@ func setup(t testing.TB, cfg ingest.Config) *bundle {
 	return setupWith(t, cfg, nil)
 }
 
-// setupWith is setup with a test-ping implementation.
-func setupWith(t testing.TB, cfg ingest.Config, pinger ingest.Pinger) *bundle {
+// setupWith is setup with a sender of test events.
+func setupWith(t testing.TB, cfg ingest.Config, pinger ops.Pinger) *bundle {
 	t.Helper()
 	ctx := context.Background()
 	store := dbtest.New(t)
@@ -77,7 +78,7 @@ func setupWith(t testing.TB, cfg ingest.Config, pinger ingest.Pinger) *bundle {
 	logs := &lockedBuffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, nil))
 	reg := prometheus.NewRegistry()
-	srv := ingest.New(logger, cfg, store, payloads, reg, pinger)
+	srv := ingest.New(logger, cfg, store, payloads, reg, ops.New(store, pinger))
 	e := echo.New()
 	srv.Register(e)
 	runCtx, cancel := context.WithCancel(ctx)

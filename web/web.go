@@ -2,7 +2,7 @@
 // server-rendered html/template pages, assets embedded in the binary, a
 // signed session cookie and CSRF tokens on every form that changes something.
 // It reads through the db package's dashboard queries and acts through the
-// functions of the API and dispatch code, injected by cmd/hookrelay.
+// operations layer (package ops) that the API uses too.
 package web
 
 import (
@@ -13,11 +13,12 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db"
+	"github.com/hookrelay/hookrelay/ops"
 )
 
-// Store is what the pages read, plus the endpoint writes the db package
-// already offers. *db.DB implements it.
+// Store is what the pages read. *db.DB implements it.
 type Store interface {
 	SettingGet(ctx context.Context, name string) (string, error)
 	SettingPutIfAbsent(ctx context.Context, name, value string) (bool, error)
@@ -39,33 +40,20 @@ type Store interface {
 	PoolStats() (acquired, idle, max int32)
 
 	EndpointGet(ctx context.Context, id int64) (db.Endpoint, error)
-	EndpointEnable(ctx context.Context, id int64) (db.Endpoint, error)
-	EndpointDisable(ctx context.Context, id int64, reason string) (db.Endpoint, error)
 	EndpointSecretsActive(ctx context.Context, id int64) ([]db.EndpointSecret, error)
 }
 
-// Operator performs the operator actions implemented by the API code. ids
-// select dead letters one by one; when ids is empty the filter selects them.
-type Operator interface {
-	RetryDeadLetters(ctx context.Context, ids []int64, filter db.DeadLetterQuery) (int64, error)
-	DiscardDeadLetters(ctx context.Context, ids []int64, filter db.DeadLetterQuery) (int64, error)
-	RetryDelivery(ctx context.Context, id int64) error
-	// RotateSecret gives endpoint id a new signing secret (the old one keeps
-	// signing for 24 h) and returns it.
-	RotateSecret(ctx context.Context, endpointID int64) (string, error)
-}
-
-// PingResult is the outcome of a test ping.
-type PingResult struct {
-	StatusCode      int
-	Latency         time.Duration
-	Error           string // empty on success
-	ResponseExcerpt string
-}
-
-// Pinger sends a signed test ping to an endpoint (the dispatcher's sender).
-type Pinger interface {
-	PingEndpoint(ctx context.Context, endpointID int64) (PingResult, error)
+// Operations are the operator and merchant actions the pages take (package
+// ops; the API takes the same ones).
+type Operations interface {
+	RetryDeadLetters(ctx context.Context, sel ops.DeadLetters) (int64, error)
+	DiscardDeadLetters(ctx context.Context, sel ops.DeadLetters) (int64, error)
+	RetryDelivery(ctx context.Context, a ops.Actor, id int64) error
+	RotateSecret(ctx context.Context, a ops.Actor, id int64) (ops.Rotation, error)
+	EnableEndpoint(ctx context.Context, a ops.Actor, id int64) (db.Endpoint, error)
+	DisableEndpoint(ctx context.Context, a ops.Actor, id int64, reason string) (db.Endpoint, error)
+	CanSendTest() bool
+	SendTest(ctx context.Context, a ops.Actor, id int64) (hookrelay.PingResult, error)
 }
 
 // Presigner makes a time-limited GET link to a stored payload.
@@ -77,12 +65,12 @@ type Presigner interface {
 type Config struct {
 	// Logger receives failures of page handlers. Default slog.Default().
 	Logger *slog.Logger
-	// Store reads the pages and enables/disables endpoints. Required.
+	// Store reads the pages. Required.
 	Store Store
-	// Operator performs dead-letter and delivery actions; nil hides them.
-	Operator Operator
-	// Pinger sends test pings; nil hides "send test".
-	Pinger Pinger
+	// Ops takes the actions: enable and disable endpoints, retry and discard
+	// dead letters, retry deliveries, rotate secrets and send test events.
+	// Nil hides them.
+	Ops Operations
 	// Presigner links offloaded payloads; nil shows the object key only.
 	Presigner Presigner
 	// Queues is the number of logical queues. Default 32.
@@ -127,6 +115,15 @@ func New(ctx context.Context, cfg Config) (*Dashboard, error) {
 		return nil, err
 	}
 	return &Dashboard{cfg: cfg, log: cfg.Logger, store: cfg.Store, sessions: sess, pages: pg}, nil
+}
+
+// operations returns the actions, or hookrelay.EUNAVAILABLE when this
+// dashboard was built without them.
+func (d *Dashboard) operations() (Operations, error) {
+	if d.cfg.Ops == nil {
+		return nil, hookrelay.Errorf(hookrelay.EUNAVAILABLE, "operator actions are not available in this process")
+	}
+	return d.cfg.Ops, nil
 }
 
 // Mount registers the pages under prefix (normally "/ui") on e.

@@ -28,6 +28,7 @@ import (
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/dispatch"
 	"github.com/hookrelay/hookrelay/ingest"
+	"github.com/hookrelay/hookrelay/ops"
 	"github.com/hookrelay/hookrelay/storage"
 )
 
@@ -50,6 +51,8 @@ type service struct {
 
 	dispatchOnce sync.Once
 	dispatch     *dispatch.Dispatcher // see service.dispatcher
+	opsOnce      sync.Once
+	ops          *ops.Service // see service.operations
 	// roles are the roles this process runs.
 	roles []string
 	// announceToken names this process in its API's announcements of stored
