@@ -19,6 +19,7 @@ import (
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/db/dbtest"
+	"github.com/hookrelay/hookrelay/httperr"
 	"github.com/hookrelay/hookrelay/ingest"
 	"github.com/hookrelay/hookrelay/ops"
 	"github.com/hookrelay/hookrelay/storage"
@@ -80,6 +81,7 @@ func setupWith(t testing.TB, cfg ingest.Config, pinger ops.Pinger) *bundle {
 	reg := prometheus.NewRegistry()
 	srv := ingest.New(logger, cfg, store, payloads, reg, ops.New(store, pinger))
 	e := echo.New()
+	httperr.New(logger).Install(e)
 	srv.Register(e)
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})

@@ -152,9 +152,9 @@ func (s *Server) Run(ctx context.Context) error {
 	return nil
 }
 
-// Register adds the API routes to e and installs the error handler.
+// Register adds the API routes to e. Their errors are answered by the
+// router's error handler (package httperr).
 func (s *Server) Register(e *echo.Echo) {
-	e.HTTPErrorHandler = NewHTTPErrorHandler(s.logger)
 	// Middleware per route rather than per group: echo gives a group with
 	// middleware a catch-all route, which would answer unknown paths with
 	// 401/403 instead of 404.

@@ -19,6 +19,7 @@ import (
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/db/dbtest"
+	"github.com/hookrelay/hookrelay/httperr"
 	"github.com/hookrelay/hookrelay/ops"
 	"github.com/hookrelay/hookrelay/web"
 )
@@ -110,7 +111,9 @@ func BenchmarkPages(b *testing.B) {
 		b.Fatal(err)
 	}
 	e := echo.New()
-	dash.Mount(e, "/ui")
+	errs := httperr.New(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	errs.Install(e)
+	dash.Mount(e, "/ui", errs)
 	admin := loginCookie(b, e, benchToken)
 	mcookie := loginCookie(b, e, merchantKey)
 

@@ -152,7 +152,7 @@ func (d *Dashboard) merchantTest(c echo.Context) error {
 	}
 	if perr != nil {
 		data.PingErr = hookrelay.ErrorMessage(perr)
-		if statusOf(perr) >= 500 {
+		if hookrelay.HTTPStatus(perr) >= 500 {
 			d.log.Warn("test ping failed", "endpoint_id", ep.ID, "error", perr)
 		}
 	} else {

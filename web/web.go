@@ -15,6 +15,7 @@ import (
 
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db"
+	"github.com/hookrelay/hookrelay/httperr"
 	"github.com/hookrelay/hookrelay/ops"
 )
 
@@ -126,34 +127,37 @@ func (d *Dashboard) operations() (Operations, error) {
 	return d.cfg.Ops, nil
 }
 
-// Mount registers the pages under prefix (normally "/ui") on e.
-func (d *Dashboard) Mount(e *echo.Echo, prefix string) {
+// Mount registers the pages under prefix (normally "/ui") on e, and their
+// error page with errs, the router's error handler: the handlers only return
+// errors.
+func (d *Dashboard) Mount(e *echo.Echo, prefix string, errs *httperr.Handler) {
+	errs.Render(prefix, d.renderError)
 	e.GET(prefix, func(c echo.Context) error { return c.Redirect(302, prefix+"/") })
 	g := e.Group(prefix, d.securityHeaders)
 	g.GET("/static/*", d.static)
-	g.GET("/login", d.page(d.loginForm))
-	g.POST("/login", d.page(d.login))
-	g.POST("/logout", d.page(d.logout), d.authed, d.csrf)
+	g.GET("/login", d.loginForm)
+	g.POST("/login", d.login)
+	g.POST("/logout", d.logout, d.authed, d.csrf)
 
 	ops := g.Group("", d.authed, d.adminOnly, d.csrf)
-	ops.GET("/", d.page(d.overview))
-	ops.GET("/endpoints", d.page(d.endpoints))
-	ops.POST("/endpoints/:id/enable", d.page(d.endpointEnable))
-	ops.POST("/endpoints/:id/disable", d.page(d.endpointDisable))
-	ops.GET("/dead-letters", d.page(d.deadLetters))
-	ops.POST("/dead-letters/confirm", d.page(d.deadLettersConfirm))
-	ops.POST("/dead-letters/apply", d.page(d.deadLettersApply))
-	ops.GET("/deliveries/:id", d.page(d.delivery))
-	ops.POST("/deliveries/:id/retry", d.page(d.deliveryRetry))
-	ops.GET("/messages/:id", d.page(d.message))
-	ops.GET("/database", d.page(d.database))
+	ops.GET("/", d.overview)
+	ops.GET("/endpoints", d.endpoints)
+	ops.POST("/endpoints/:id/enable", d.endpointEnable)
+	ops.POST("/endpoints/:id/disable", d.endpointDisable)
+	ops.GET("/dead-letters", d.deadLetters)
+	ops.POST("/dead-letters/confirm", d.deadLettersConfirm)
+	ops.POST("/dead-letters/apply", d.deadLettersApply)
+	ops.GET("/deliveries/:id", d.delivery)
+	ops.POST("/deliveries/:id/retry", d.deliveryRetry)
+	ops.GET("/messages/:id", d.message)
+	ops.GET("/database", d.database)
 
 	m := g.Group("/m", d.authed, d.merchantOnly, d.csrf)
-	m.GET("/", d.page(d.merchantHome))
-	m.GET("/endpoints/:id", d.page(d.merchantEndpoint))
-	m.POST("/endpoints/:id/reveal", d.page(d.merchantReveal))
-	m.POST("/endpoints/:id/rotate", d.page(d.merchantRotate))
-	m.POST("/endpoints/:id/test", d.page(d.merchantTest))
-	m.GET("/deliveries/:id", d.page(d.merchantDelivery))
-	m.POST("/deliveries/:id/retry", d.page(d.merchantRetry))
+	m.GET("/", d.merchantHome)
+	m.GET("/endpoints/:id", d.merchantEndpoint)
+	m.POST("/endpoints/:id/reveal", d.merchantReveal)
+	m.POST("/endpoints/:id/rotate", d.merchantRotate)
+	m.POST("/endpoints/:id/test", d.merchantTest)
+	m.GET("/deliveries/:id", d.merchantDelivery)
+	m.POST("/deliveries/:id/retry", d.merchantRetry)
 }

@@ -22,6 +22,6 @@ func startWeb(ctx context.Context, s *service) (func(ctx context.Context) error,
 	if err != nil {
 		return nil, fmt.Errorf("dashboard: %w", err)
 	}
-	dash.Mount(s.echo, "/ui")
+	dash.Mount(s.echo, "/ui", s.errs)
 	return nil, nil
 }
