@@ -8,8 +8,8 @@ import (
 	"hash/fnv"
 )
 
-// Error codes. Every error a caller may need to tell apart carries one; the
-// HTTP layer maps them to status codes in one place.
+// Error codes. Every error a caller may need to tell apart carries one;
+// HTTPStatus maps them to HTTP statuses for the API and the dashboard.
 const (
 	ECONFLICT     = "conflict"          // the object exists or is in the wrong state
 	EINTERNAL     = "internal"          // a bug or an unexpected failure

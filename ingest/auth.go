@@ -11,6 +11,7 @@ import (
 
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db"
+	"github.com/hookrelay/hookrelay/ops"
 )
 
 // adminTokenSetting is the settings row holding the admin token's SHA-256 (hex).
@@ -36,6 +37,15 @@ const principalKey = "hookrelay.principal"
 func principalOf(c echo.Context) principal {
 	p, _ := c.Get(principalKey).(principal)
 	return p
+}
+
+// actorOf is on whose behalf the request acts: the admin token is the
+// operator, a merchant key that merchant.
+func actorOf(c echo.Context) ops.Actor {
+	if p := principalOf(c); p.kind == kindMerchant {
+		return ops.Merchant(p.merchantID)
+	}
+	return ops.Actor{}
 }
 
 var (

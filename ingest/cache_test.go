@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db/dbtest"
 	"github.com/hookrelay/hookrelay/ingest"
 )
@@ -32,9 +33,9 @@ func TestCacheSeesOtherProcessesChanges(t *testing.T) {
 
 type fakePinger struct{ got chan int64 }
 
-func (f fakePinger) PingEndpoint(_ context.Context, id int64) (ingest.TestResult, error) {
+func (f fakePinger) PingEndpoint(_ context.Context, id int64) (hookrelay.PingResult, error) {
 	f.got <- id
-	return ingest.TestResult{StatusCode: 204, LatencyMS: 7, Success: true}, nil
+	return hookrelay.PingResult{StatusCode: 204, Latency: 7 * time.Millisecond, Success: true}, nil
 }
 
 func TestEndpointTestPing(t *testing.T) {
@@ -46,12 +47,14 @@ func TestEndpointTestPing(t *testing.T) {
 	require.Equal(t, http.StatusOK, st, "%v", out)
 	require.Equal(t, float64(204), out["status_code"])
 	require.Equal(t, true, out["success"])
+	require.Equal(t, map[string]any{"status_code": float64(204), "latency_ms": float64(7), "success": true}, out,
+		"the answer's shape: error and response_excerpt only when not empty")
 	require.Equal(t, w.E1, strconv.FormatInt(<-p.got, 10))
 }
 
 type panicPinger struct{}
 
-func (panicPinger) PingEndpoint(context.Context, int64) (ingest.TestResult, error) {
+func (panicPinger) PingEndpoint(context.Context, int64) (hookrelay.PingResult, error) {
 	panic("pinger bug")
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db"
+	"github.com/hookrelay/hookrelay/httperr"
 	"github.com/hookrelay/hookrelay/storage"
 )
 
@@ -37,10 +38,7 @@ func (s *Server) callback(c echo.Context) error {
 	resp, status, err := s.acceptCallback(c)
 	code := status
 	if err != nil {
-		code = statusOf[hookrelay.ErrorCode(err)]
-		if code == 0 {
-			code = http.StatusInternalServerError
-		}
+		code = hookrelay.HTTPStatus(err)
 	}
 	s.metrics.requests.WithLabelValues(strconv.Itoa(code)).Inc()
 	if err != nil {
@@ -54,7 +52,7 @@ func (s *Server) acceptCallback(c echo.Context) (CallbackResponse, int, error) {
 	ctx := req.Context()
 	carrier := principalOf(c).carrier
 	if ok, wait := s.limits.allow(carrier.ID, carrier.RateLimitPerSec); !ok {
-		return CallbackResponse{}, 0, withRetryAfter(hookrelay.Errorf(hookrelay.ERATELIMIT,
+		return CallbackResponse{}, 0, httperr.WithRetryAfter(hookrelay.Errorf(hookrelay.ERATELIMIT,
 			"carrier over its rate limit of %d callbacks/s", carrier.RateLimitPerSec), wait)
 	}
 	if !isJSON(req.Header.Get("Content-Type")) {
@@ -139,7 +137,7 @@ func (s *Server) offload(ctx context.Context, msg *db.NewMessage, body []byte) e
 	putCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	if _, err := s.payloads.Put(putCtx, key, body); err != nil {
-		return withRetryAfter(hookrelay.WrapError(hookrelay.EUNAVAILABLE, "payload store unavailable; retry later", err), 5)
+		return httperr.WithRetryAfter(hookrelay.WrapError(hookrelay.EUNAVAILABLE, "payload store unavailable; retry later", err), 5)
 	}
 	s.metrics.offloaded.Inc()
 	msg.PayloadKey = key

@@ -7,6 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/hookrelay/hookrelay/db"
+	"github.com/hookrelay/hookrelay/ops"
 )
 
 // DeadLetterJSON is a dead letter as the API shows it.
@@ -86,24 +87,21 @@ type deadLetterSelection struct {
 	} `json:"filter"`
 }
 
-func (s *Server) selection(c echo.Context) ([]int64, db.DeadLetterFilter, error) {
+func (s *Server) selection(c echo.Context) (ops.DeadLetters, error) {
 	var req deadLetterSelection
-	var f db.DeadLetterFilter
+	var sel ops.DeadLetters
 	if err := decodeBody(c, &req); err != nil {
-		return nil, f, err
+		return sel, err
 	}
 	if (req.IDs == nil) == (req.Filter == nil) {
-		return nil, f, invalidf(`send either "ids": [...] or "filter": {...}`)
+		return sel, invalidf(`send either "ids": [...] or "filter": {...}`)
 	}
 	if req.IDs != nil {
-		if len(req.IDs) > 10000 {
-			return nil, f, invalidf("at most 10000 ids at once")
-		}
-		ids := make([]int64, len(req.IDs))
+		sel.IDs = make([]int64, len(req.IDs))
 		for i, id := range req.IDs {
-			ids[i] = int64(id)
+			sel.IDs[i] = int64(id)
 		}
-		return ids, f, nil
+		return sel, nil
 	}
 	opt := func(id *ID) int64 {
 		if id == nil {
@@ -111,18 +109,19 @@ func (s *Server) selection(c echo.Context) ([]int64, db.DeadLetterFilter, error)
 		}
 		return int64(*id)
 	}
+	f := &sel.Filter
 	f.EndpointID, f.CarrierID, f.MerchantID = opt(req.Filter.EndpointID), opt(req.Filter.CarrierID), opt(req.Filter.MerchantID)
 	var err error
 	f.Since, err = parseSince(req.Filter.Since)
-	return nil, f, err
+	return sel, err
 }
 
 func (s *Server) retryDeadLetters(c echo.Context) error {
-	ids, f, err := s.selection(c)
+	sel, err := s.selection(c)
 	if err != nil {
 		return err
 	}
-	n, err := s.db.DeadLetterRetry(c.Request().Context(), ids, f)
+	n, err := s.ops.RetryDeadLetters(c.Request().Context(), sel)
 	if err != nil {
 		return err
 	}
@@ -130,11 +129,11 @@ func (s *Server) retryDeadLetters(c echo.Context) error {
 }
 
 func (s *Server) discardDeadLetters(c echo.Context) error {
-	ids, f, err := s.selection(c)
+	sel, err := s.selection(c)
 	if err != nil {
 		return err
 	}
-	n, err := s.db.DeadLetterDiscard(c.Request().Context(), ids, f)
+	n, err := s.ops.DiscardDeadLetters(c.Request().Context(), sel)
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db"
 )
 
@@ -94,18 +93,7 @@ func (s *Server) ownedDelivery(c echo.Context) (db.APIDelivery, []db.APIAttempt,
 	if err != nil {
 		return db.APIDelivery{}, nil, err
 	}
-	ctx := c.Request().Context()
-	d, attempts, err := s.db.DeliveryGet(ctx, id)
-	if err != nil {
-		return db.APIDelivery{}, nil, err
-	}
-	if p := principalOf(c); p.kind == kindMerchant {
-		ep, err := s.db.EndpointGet(ctx, d.EndpointID)
-		if err != nil || ep.MerchantID != p.merchantID {
-			return db.APIDelivery{}, nil, hookrelay.Errorf(hookrelay.ENOTFOUND, "delivery not found")
-		}
-	}
-	return d, attempts, nil
+	return s.ops.Delivery(c.Request().Context(), actorOf(c), id)
 }
 
 func (s *Server) getDelivery(c echo.Context) error {
@@ -125,26 +113,12 @@ func (s *Server) getDelivery(c echo.Context) error {
 }
 
 func (s *Server) retryDelivery(c echo.Context) error {
-	d, _, err := s.ownedDelivery(c)
+	id, err := pathID(c, "delivery")
 	if err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
-	switch d.State {
-	case db.DeliveryDelivered:
-		return hookrelay.Errorf(hookrelay.ECONFLICT, "delivery already delivered")
-	case db.DeliveryDead:
-		n, err := s.db.DeadLetterRetry(ctx, []int64{d.ID}, db.DeadLetterFilter{})
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return hookrelay.Errorf(hookrelay.ECONFLICT, "delivery changed state or its endpoint was deleted; reload it")
-		}
-	default:
-		if _, err := s.db.DeliveryRetryPending(ctx, d.ID); err != nil {
-			return err
-		}
+	if err := s.ops.RetryDelivery(c.Request().Context(), actorOf(c), id); err != nil {
+		return err
 	}
-	return c.JSON(http.StatusAccepted, map[string]any{"id": ID(d.ID), "status": db.DeliveryPending})
+	return c.JSON(http.StatusAccepted, map[string]any{"id": ID(id), "status": db.DeliveryPending})
 }

@@ -237,14 +237,7 @@ func (s *Server) ownedEndpoint(c echo.Context) (db.Endpoint, error) {
 	if err != nil {
 		return db.Endpoint{}, err
 	}
-	ep, err := s.db.EndpointGet(c.Request().Context(), id)
-	if err != nil {
-		return db.Endpoint{}, err
-	}
-	if p := principalOf(c); p.kind == kindMerchant && ep.MerchantID != p.merchantID {
-		return db.Endpoint{}, hookrelay.Errorf(hookrelay.ENOTFOUND, "endpoint not found")
-	}
-	return ep, nil
+	return s.ops.Endpoint(c.Request().Context(), actorOf(c), id)
 }
 
 func (s *Server) listEndpoints(c echo.Context) error {
@@ -304,31 +297,35 @@ func (s *Server) patchEndpoint(c echo.Context) error {
 }
 
 func (s *Server) deleteEndpoint(c echo.Context) error {
-	ep, err := s.ownedEndpoint(c)
+	id, err := pathID(c, "endpoint")
 	if err != nil {
 		return err
 	}
-	n, err := s.db.EndpointDelete(c.Request().Context(), ep.ID)
+	ctx := c.Request().Context()
+	n, err := s.ops.DeleteEndpoint(ctx, actorOf(c), id)
 	if err != nil {
 		return err
 	}
-	_, _ = s.cache.refresh(c.Request().Context())
-	return c.JSON(http.StatusOK, map[string]any{"id": ID(ep.ID), "status": db.EndpointDeleted, "deleted_deliveries": n})
+	_, _ = s.cache.refresh(ctx)
+	return c.JSON(http.StatusOK, map[string]any{"id": ID(id), "status": db.EndpointDeleted, "deleted_deliveries": n})
 }
 
 func (s *Server) enableEndpoint(c echo.Context) error {
-	ep, err := s.ownedEndpoint(c)
+	id, err := pathID(c, "endpoint")
 	if err != nil {
 		return err
 	}
-	if ep, err = s.db.EndpointEnable(c.Request().Context(), ep.ID); err != nil {
+	ctx := c.Request().Context()
+	ep, err := s.ops.EnableEndpoint(ctx, actorOf(c), id)
+	if err != nil {
 		return err
 	}
-	_, _ = s.cache.refresh(c.Request().Context())
+	_, _ = s.cache.refresh(ctx)
 	return c.JSON(http.StatusOK, endpointJSON(ep))
 }
 
 func (s *Server) disableEndpoint(c echo.Context) error {
+	// Another merchant's endpoint is 404 whatever the body says.
 	ep, err := s.ownedEndpoint(c)
 	if err != nil {
 		return err
@@ -339,40 +336,34 @@ func (s *Server) disableEndpoint(c echo.Context) error {
 	if err := decodeBody(c, &req); err != nil {
 		return err
 	}
-	if len(req.Reason) > 500 {
-		return invalidf("reason longer than 500 characters")
-	}
-	if ep, err = s.db.EndpointDisable(c.Request().Context(), ep.ID, req.Reason); err != nil {
+	ctx := c.Request().Context()
+	if ep, err = s.ops.DisableEndpoint(ctx, actorOf(c), ep.ID, req.Reason); err != nil {
 		return err
 	}
-	_, _ = s.cache.refresh(c.Request().Context())
+	_, _ = s.cache.refresh(ctx)
 	return c.JSON(http.StatusOK, endpointJSON(ep))
 }
 
 func (s *Server) rotateSecret(c echo.Context) error {
-	ep, err := s.ownedEndpoint(c)
+	id, err := pathID(c, "endpoint")
 	if err != nil {
 		return err
 	}
-	secret := hookrelay.NewSecret()
-	if err := s.db.EndpointSecretRotate(c.Request().Context(), ep.ID, secret); err != nil {
+	rot, err := s.ops.RotateSecret(c.Request().Context(), actorOf(c), id)
+	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, map[string]any{
-		"id": ID(ep.ID), "secret": secret,
-		"previous_secrets_expire_at": time.Now().Add(db.SecretOverlap).UTC().Truncate(time.Second),
+		"id": ID(id), "secret": rot.Secret, "previous_secrets_expire_at": rot.PreviousExpireAt,
 	})
 }
 
 func (s *Server) testEndpoint(c echo.Context) error {
-	ep, err := s.ownedEndpoint(c)
+	id, err := pathID(c, "endpoint")
 	if err != nil {
 		return err
 	}
-	if s.pinger == nil {
-		return hookrelay.Errorf(hookrelay.EUNAVAILABLE, "dispatch role not running in this process")
-	}
-	res, err := s.pinger.PingEndpoint(c.Request().Context(), ep.ID)
+	res, err := s.ops.SendTest(c.Request().Context(), actorOf(c), id)
 	if err != nil {
 		return err
 	}

@@ -19,7 +19,9 @@ import (
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/db/dbtest"
+	"github.com/hookrelay/hookrelay/httperr"
 	"github.com/hookrelay/hookrelay/ingest"
+	"github.com/hookrelay/hookrelay/ops"
 	"github.com/hookrelay/hookrelay/storage"
 )
 
@@ -60,8 +62,8 @@ func setup(t testing.TB, cfg ingest.Config) *bundle {
 	return setupWith(t, cfg, nil)
 }
 
-// setupWith is setup with a test-ping implementation.
-func setupWith(t testing.TB, cfg ingest.Config, pinger ingest.Pinger) *bundle {
+// setupWith is setup with a sender of test events.
+func setupWith(t testing.TB, cfg ingest.Config, pinger ops.Pinger) *bundle {
 	t.Helper()
 	ctx := context.Background()
 	store := dbtest.New(t)
@@ -77,8 +79,9 @@ func setupWith(t testing.TB, cfg ingest.Config, pinger ingest.Pinger) *bundle {
 	logs := &lockedBuffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, nil))
 	reg := prometheus.NewRegistry()
-	srv := ingest.New(logger, cfg, store, payloads, reg, pinger)
+	srv := ingest.New(logger, cfg, store, payloads, reg, ops.New(store, pinger))
 	e := echo.New()
+	httperr.New(logger).Install(e)
 	srv.Register(e)
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})

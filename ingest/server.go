@@ -14,6 +14,7 @@ import (
 
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db"
+	"github.com/hookrelay/hookrelay/ops"
 	"github.com/hookrelay/hookrelay/storage"
 )
 
@@ -80,19 +81,19 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
-// Pinger sends a signed test ping to an endpoint and reports the attempt. The
-// dispatch package implements it; cmd injects it.
-type Pinger interface {
-	PingEndpoint(ctx context.Context, endpointID int64) (TestResult, error)
-}
-
-// TestResult is the outcome of a test ping.
-type TestResult struct {
-	StatusCode      int    `json:"status_code"`
-	LatencyMS       int64  `json:"latency_ms"`
-	Error           string `json:"error,omitempty"`
-	ResponseExcerpt string `json:"response_excerpt,omitempty"`
-	Success         bool   `json:"success"`
+// Operations are the operator and merchant actions of the API, carried out
+// by package ops (the dashboard's are the same ones).
+type Operations interface {
+	Endpoint(ctx context.Context, a ops.Actor, id int64) (db.Endpoint, error)
+	Delivery(ctx context.Context, a ops.Actor, id int64) (db.APIDelivery, []db.APIAttempt, error)
+	RetryDeadLetters(ctx context.Context, sel ops.DeadLetters) (int64, error)
+	DiscardDeadLetters(ctx context.Context, sel ops.DeadLetters) (int64, error)
+	RetryDelivery(ctx context.Context, a ops.Actor, id int64) error
+	RotateSecret(ctx context.Context, a ops.Actor, id int64) (ops.Rotation, error)
+	EnableEndpoint(ctx context.Context, a ops.Actor, id int64) (db.Endpoint, error)
+	DisableEndpoint(ctx context.Context, a ops.Actor, id int64, reason string) (db.Endpoint, error)
+	DeleteEndpoint(ctx context.Context, a ops.Actor, id int64) (int64, error)
+	SendTest(ctx context.Context, a ops.Actor, id int64) (hookrelay.PingResult, error)
 }
 
 // Server is the API: handlers, caches, the rate limiters and the batcher.
@@ -101,7 +102,7 @@ type Server struct {
 	logger   *slog.Logger
 	db       *db.DB
 	payloads *storage.Store
-	pinger   Pinger
+	ops      Operations
 	cache    *cache
 	batcher  *batcher
 	announce *announcer // nil unless cfg.Announce
@@ -113,13 +114,13 @@ type Server struct {
 	adminLoaded time.Time
 }
 
-// New returns the API server. reg receives its metrics (may be nil);
-// pinger may be nil (test pings then answer 503).
-func New(logger *slog.Logger, cfg Config, store *db.DB, payloads *storage.Store, reg prometheus.Registerer, pinger Pinger) *Server {
+// New returns the API server; its operator and merchant actions go through
+// operations. reg receives its metrics (may be nil).
+func New(logger *slog.Logger, cfg Config, store *db.DB, payloads *storage.Store, reg prometheus.Registerer, operations Operations) *Server {
 	cfg = cfg.WithDefaults()
 	m := newMetrics(reg)
 	s := &Server{
-		cfg: cfg, logger: logger, db: store, payloads: payloads, pinger: pinger,
+		cfg: cfg, logger: logger, db: store, payloads: payloads, ops: operations,
 		cache: newCache(store, cfg.CacheTTL), metrics: m, limits: newLimiters(),
 	}
 	if cfg.Announce {
@@ -157,9 +158,9 @@ func (s *Server) Run(ctx context.Context) error {
 	return nil
 }
 
-// Register adds the API routes to e and installs the error handler.
+// Register adds the API routes to e. Their errors are answered by the
+// router's error handler (package httperr).
 func (s *Server) Register(e *echo.Echo) {
-	e.HTTPErrorHandler = NewHTTPErrorHandler(s.logger)
 	// Middleware per route rather than per group: echo gives a group with
 	// middleware a catch-all route, which would answer unknown paths with
 	// 401/403 instead of 404.

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/hookrelay/hookrelay"
 )
 
 // authed loads the session; without one, pages redirect to the login form
@@ -20,14 +22,14 @@ func (d *Dashboard) authed(next echo.HandlerFunc) echo.HandlerFunc {
 				return next(c)
 			}
 			if !errors.Is(err, errNoSession) {
-				return d.page(func(echo.Context) error { return err })(c)
+				return err
 			}
 			c.SetCookie(d.sessions.clear(sessionCookie))
 		}
 		if c.Request().Method == http.MethodGet {
 			return c.Redirect(http.StatusSeeOther, "/ui/login")
 		}
-		return d.renderError(c, http.StatusUnauthorized, "Log in first.")
+		return hookrelay.Errorf(hookrelay.EUNAUTHORIZED, "Log in first.")
 	}
 }
 
@@ -46,7 +48,7 @@ func (d *Dashboard) adminOnly(next echo.HandlerFunc) echo.HandlerFunc {
 		if c.Request().Method == http.MethodGet && c.Path() == "/ui/" {
 			return c.Redirect(http.StatusSeeOther, "/ui/m/")
 		}
-		return d.renderError(c, http.StatusForbidden, "This page is for operators.")
+		return hookrelay.Errorf(hookrelay.EFORBIDDEN, "This page is for operators.")
 	}
 }
 
@@ -56,7 +58,7 @@ func (d *Dashboard) merchantOnly(next echo.HandlerFunc) echo.HandlerFunc {
 		if session(c).Kind == kindMerchant {
 			return next(c)
 		}
-		return d.renderError(c, http.StatusForbidden, "This page is for merchants: log in with a merchant key.")
+		return hookrelay.Errorf(hookrelay.EFORBIDDEN, "This page is for merchants: log in with a merchant key.")
 	}
 }
 
@@ -68,7 +70,7 @@ func (d *Dashboard) csrf(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c)
 		}
 		if !d.sessions.validCSRF(session(c), c.FormValue("csrf")) {
-			return d.renderError(c, http.StatusForbidden, "The form expired or did not come from this dashboard; reload the page and try again.")
+			return hookrelay.Errorf(hookrelay.EFORBIDDEN, "The form expired or did not come from this dashboard; reload the page and try again.")
 		}
 		return next(c)
 	}
@@ -83,11 +85,11 @@ func (d *Dashboard) loginForm(c echo.Context) error {
 func (d *Dashboard) login(c echo.Context) error {
 	ck, err := c.Cookie(loginCookie)
 	if err != nil || ck.Value == "" || ck.Value != c.FormValue("csrf") {
-		return d.renderError(c, http.StatusForbidden, "The login form expired; reload it and try again.")
+		return hookrelay.Errorf(hookrelay.EFORBIDDEN, "The login form expired; reload it and try again.")
 	}
 	cookie, cl, err := d.sessions.login(c.Request().Context(), c.FormValue("token"))
 	if err != nil {
-		if statusOf(err) == http.StatusUnauthorized {
+		if hookrelay.HTTPStatus(err) == http.StatusUnauthorized {
 			token := randomToken()
 			c.SetCookie(d.sessions.cookie(loginCookie, token, 30*time.Minute))
 			return d.render(c, http.StatusUnauthorized, "login", view{Title: "Log in",

@@ -19,22 +19,10 @@ import (
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/db/dbtest"
+	"github.com/hookrelay/hookrelay/httperr"
+	"github.com/hookrelay/hookrelay/ops"
 	"github.com/hookrelay/hookrelay/web"
 )
-
-// refuseOperator enables the action pages; the benchmark never applies one.
-type refuseOperator struct{}
-
-var errRefused = hookrelay.Errorf(hookrelay.EFORBIDDEN, "not in benchmarks")
-
-func (refuseOperator) RetryDeadLetters(context.Context, []int64, db.DeadLetterQuery) (int64, error) {
-	return 0, errRefused
-}
-func (refuseOperator) DiscardDeadLetters(context.Context, []int64, db.DeadLetterQuery) (int64, error) {
-	return 0, errRefused
-}
-func (refuseOperator) RetryDelivery(context.Context, int64) error          { return errRefused }
-func (refuseOperator) RotateSecret(context.Context, int64) (string, error) { return "", errRefused }
 
 const benchToken = "hra_bench_admin_token_0123456789"
 
@@ -116,13 +104,15 @@ func BenchmarkPages(b *testing.B) {
 	}
 	b.Logf("fixture loaded in %s", time.Since(start).Round(time.Millisecond))
 
-	dash, err := web.New(ctx, web.Config{Store: store, Operator: refuseOperator{},
+	dash, err := web.New(ctx, web.Config{Store: store, Ops: ops.New(store, nil),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		b.Fatal(err)
 	}
 	e := echo.New()
-	dash.Mount(e, "/ui")
+	errs := httperr.New(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	errs.Install(e)
+	dash.Mount(e, "/ui", errs)
 	admin := loginCookie(b, e, benchToken)
 	mcookie := loginCookie(b, e, merchantKey)
 

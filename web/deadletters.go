@@ -12,6 +12,7 @@ import (
 
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db"
+	"github.com/hookrelay/hookrelay/ops"
 )
 
 // confirmCap bounds the count shown on the confirmation page ("more than").
@@ -37,6 +38,13 @@ func (f dlFilter) query() (db.DeadLetterQuery, error) {
 		}
 	}
 	return q, nil
+}
+
+// selection is the dead letters the form names: ids, or else the filter.
+func (a dlAction) selection() ops.DeadLetters {
+	q, _ := a.Filter.query()
+	return ops.DeadLetters{IDs: a.IDs, Filter: db.DeadLetterFilter{
+		EndpointID: q.EndpointID, CarrierID: q.CarrierID, MerchantID: q.MerchantID, Since: q.Since}}
 }
 
 // values renders the filter as query parameters.
@@ -105,7 +113,7 @@ func (d *Dashboard) deadLetters(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	data := deadLettersData{Filter: f, CanAct: d.cfg.Operator != nil}
+	data := deadLettersData{Filter: f, CanAct: d.cfg.Ops != nil}
 	if len(rows) > pageSize {
 		rows = rows[:pageSize]
 		lastRow := rows[len(rows)-1]
@@ -162,8 +170,8 @@ func actionFrom(c echo.Context) (dlAction, error) {
 }
 
 func (d *Dashboard) deadLettersConfirm(c echo.Context) error {
-	if d.cfg.Operator == nil {
-		return hookrelay.Errorf(hookrelay.EUNAVAILABLE, "dead-letter actions are not available in this process")
+	if _, err := d.operations(); err != nil {
+		return err
 	}
 	a, err := actionFrom(c)
 	if err != nil {
@@ -183,20 +191,20 @@ func (d *Dashboard) deadLettersConfirm(c echo.Context) error {
 }
 
 func (d *Dashboard) deadLettersApply(c echo.Context) error {
-	if d.cfg.Operator == nil {
-		return hookrelay.Errorf(hookrelay.EUNAVAILABLE, "dead-letter actions are not available in this process")
+	o, err := d.operations()
+	if err != nil {
+		return err
 	}
 	a, err := actionFrom(c)
 	if err != nil {
 		return err
 	}
-	q, _ := a.Filter.query()
 	ctx := c.Request().Context()
 	var n int64
 	if a.Action == "retry" {
-		n, err = d.cfg.Operator.RetryDeadLetters(ctx, a.IDs, q)
+		n, err = o.RetryDeadLetters(ctx, a.selection())
 	} else {
-		n, err = d.cfg.Operator.DiscardDeadLetters(ctx, a.IDs, q)
+		n, err = o.DiscardDeadLetters(ctx, a.selection())
 	}
 	if err != nil {
 		return err

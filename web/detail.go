@@ -10,6 +10,7 @@ import (
 
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db"
+	"github.com/hookrelay/hookrelay/ops"
 )
 
 // presignTTL is how long payload links on the message page stay valid.
@@ -28,7 +29,7 @@ func (d *Dashboard) loadDelivery(ctx context.Context, id int64) (deliveryData, e
 		return deliveryData{}, err
 	}
 	data := deliveryData{D: v}
-	if d.cfg.Operator != nil {
+	if d.cfg.Ops != nil {
 		p := v.Pending
 		data.CanRetry = v.State == "dead" ||
 			p != nil && p.VisibleAt.After(d.cfg.Now()) && !db.NeverDue(p.VisibleAt) && p.Attempt > 0
@@ -54,29 +55,23 @@ func (d *Dashboard) delivery(c echo.Context) error {
 	return d.render(c, http.StatusOK, "delivery", view{Title: "Delivery " + strconv.FormatInt(id, 10), Nav: "dead", Data: data})
 }
 
-// retryDelivery retries a dead letter (back into the queue) or asks for a
-// pending/finished delivery to be attempted again.
-func (d *Dashboard) retryDelivery(ctx context.Context, v db.DeliveryView) error {
-	if d.cfg.Operator == nil {
-		return hookrelay.Errorf(hookrelay.EUNAVAILABLE, "retry is not available in this process")
+// retryDelivery asks for delivery :id to be attempted as soon as possible
+// on behalf of a (see ops.Service.RetryDelivery).
+func (d *Dashboard) retryDelivery(c echo.Context, a ops.Actor) (int64, error) {
+	id, err := idParam(c, "id")
+	if err != nil {
+		return 0, err
 	}
-	if v.State == "dead" {
-		_, err := d.cfg.Operator.RetryDeadLetters(ctx, []int64{v.ID}, db.DeadLetterQuery{})
-		return err
+	o, err := d.operations()
+	if err != nil {
+		return 0, err
 	}
-	return d.cfg.Operator.RetryDelivery(ctx, v.ID)
+	return id, o.RetryDelivery(c.Request().Context(), a, id)
 }
 
 func (d *Dashboard) deliveryRetry(c echo.Context) error {
-	id, err := idParam(c, "id")
+	id, err := d.retryDelivery(c, ops.Actor{})
 	if err != nil {
-		return err
-	}
-	v, err := d.store.DashboardDelivery(c.Request().Context(), id)
-	if err != nil {
-		return err
-	}
-	if err := d.retryDelivery(c.Request().Context(), v); err != nil {
 		return err
 	}
 	return c.Redirect(http.StatusSeeOther, "/ui/deliveries/"+strconv.FormatInt(id, 10)+"?done=retry")

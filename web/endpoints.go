@@ -8,6 +8,7 @@ import (
 
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db"
+	"github.com/hookrelay/hookrelay/ops"
 )
 
 const pageSize = 50
@@ -94,7 +95,11 @@ func (d *Dashboard) endpointEnable(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := d.store.EndpointEnable(c.Request().Context(), id); err != nil {
+	o, err := d.operations()
+	if err != nil {
+		return err
+	}
+	if _, err := o.EnableEndpoint(c.Request().Context(), ops.Actor{}, id); err != nil {
 		return err
 	}
 	return c.Redirect(http.StatusSeeOther, "/ui/endpoints?done=enabled")
@@ -105,7 +110,11 @@ func (d *Dashboard) endpointDisable(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := d.store.EndpointDisable(c.Request().Context(), id, "disabled by an operator"); err != nil {
+	o, err := d.operations()
+	if err != nil {
+		return err
+	}
+	if _, err := o.DisableEndpoint(c.Request().Context(), ops.Actor{}, id, "disabled by an operator"); err != nil {
 		return err
 	}
 	return c.Redirect(http.StatusSeeOther, "/ui/endpoints?done=disabled")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db"
+	"github.com/hookrelay/hookrelay/ops"
 )
 
 // recentWindow is how far back the merchant view looks for attempts.
@@ -39,7 +40,7 @@ func (d *Dashboard) ownEndpoint(c echo.Context) (db.Endpoint, error) {
 	if err != nil {
 		return db.Endpoint{}, err
 	}
-	if ep.MerchantID != session(c).MerchantID {
+	if !ops.Merchant(session(c).MerchantID).Owns(ep) {
 		return db.Endpoint{}, hookrelay.Errorf(hookrelay.ENOTFOUND, "endpoint not found")
 	}
 	return ep, nil
@@ -52,14 +53,14 @@ type merchantEndpointData struct {
 	Attempts []db.AttemptView
 	Secrets  []db.EndpointSecret // shown only after reveal or rotate
 	Rotated  bool
-	Ping     *PingResult
+	Ping     *hookrelay.PingResult
 	PingErr  string
 	CanPing  bool
 	CanAct   bool
 }
 
 func (d *Dashboard) merchantEndpointData(ctx context.Context, ep db.Endpoint) (merchantEndpointData, error) {
-	data := merchantEndpointData{E: ep, CanPing: d.cfg.Pinger != nil, CanAct: d.cfg.Operator != nil}
+	data := merchantEndpointData{E: ep, CanPing: d.cfg.Ops != nil && d.cfg.Ops.CanSendTest(), CanAct: d.cfg.Ops != nil}
 	hs, err := d.store.DashboardEndpoints(ctx, ep.MerchantID, ep.ID-1, 1)
 	if err != nil {
 		return data, err
@@ -115,11 +116,12 @@ func (d *Dashboard) merchantRotate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if d.cfg.Operator == nil {
-		return hookrelay.Errorf(hookrelay.EUNAVAILABLE, "secret rotation is not available in this process")
+	o, err := d.operations()
+	if err != nil {
+		return err
 	}
 	ctx := c.Request().Context()
-	if _, err := d.cfg.Operator.RotateSecret(ctx, ep.ID); err != nil {
+	if _, err := o.RotateSecret(ctx, ops.Merchant(session(c).MerchantID), ep.ID); err != nil {
 		return err
 	}
 	data, err := d.merchantEndpointData(ctx, ep)
@@ -138,18 +140,19 @@ func (d *Dashboard) merchantTest(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if d.cfg.Pinger == nil {
-		return hookrelay.Errorf(hookrelay.EUNAVAILABLE, "test pings are not available in this process")
+	o, err := d.operations()
+	if err != nil {
+		return err
 	}
 	ctx := c.Request().Context()
-	res, perr := d.cfg.Pinger.PingEndpoint(ctx, ep.ID)
+	res, perr := o.SendTest(ctx, ops.Merchant(session(c).MerchantID), ep.ID)
 	data, err := d.merchantEndpointData(ctx, ep)
 	if err != nil {
 		return err
 	}
 	if perr != nil {
 		data.PingErr = hookrelay.ErrorMessage(perr)
-		if statusOf(perr) >= 500 {
+		if hookrelay.HTTPStatus(perr) >= 500 {
 			d.log.Warn("test ping failed", "endpoint_id", ep.ID, "error", perr)
 		}
 	} else {
@@ -184,12 +187,9 @@ func (d *Dashboard) merchantDelivery(c echo.Context) error {
 }
 
 func (d *Dashboard) merchantRetry(c echo.Context) error {
-	data, err := d.ownDelivery(c)
+	id, err := d.retryDelivery(c, ops.Merchant(session(c).MerchantID))
 	if err != nil {
 		return err
 	}
-	if err := d.retryDelivery(c.Request().Context(), data.D); err != nil {
-		return err
-	}
-	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/ui/m/deliveries/%d?done=retry", data.D.ID))
+	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/ui/m/deliveries/%d?done=retry", id))
 }

@@ -3,7 +3,6 @@ package web
 import (
 	"bytes"
 	"embed"
-	"errors"
 	"fmt"
 	"html/template"
 	"io/fs"
@@ -13,7 +12,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/httperr"
 )
 
 //go:embed templates/*.html
@@ -108,46 +107,10 @@ func flashText(code, n string) string {
 	return ""
 }
 
-// page wraps a handler: errors become an HTML error page with a status from
-// their kind; the cause goes to the log.
-func (d *Dashboard) page(h echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		err := h(c)
-		if err == nil {
-			return nil
-		}
-		var he *echo.HTTPError
-		if errors.As(err, &he) {
-			return d.renderError(c, he.Code, fmt.Sprint(he.Message))
-		}
-		status := statusOf(err)
-		if status >= 500 {
-			d.log.Error("dashboard page failed", "path", c.Request().URL.Path, "error", err)
-		}
-		return d.renderError(c, status, hookrelay.ErrorMessage(err))
-	}
-}
-
-func (d *Dashboard) renderError(c echo.Context, status int, msg string) error {
-	return d.render(c, status, "error", view{Title: http.StatusText(status), Data: map[string]any{"Status": status, "Message": msg}})
-}
-
-func statusOf(err error) int {
-	switch hookrelay.ErrorCode(err) {
-	case hookrelay.ENOTFOUND, hookrelay.EGONE:
-		return http.StatusNotFound
-	case hookrelay.EINVALID:
-		return http.StatusBadRequest
-	case hookrelay.EUNAUTHORIZED:
-		return http.StatusUnauthorized
-	case hookrelay.EFORBIDDEN:
-		return http.StatusForbidden
-	case hookrelay.ECONFLICT, hookrelay.EPRECONDITION:
-		return http.StatusConflict
-	case hookrelay.EUNAVAILABLE, hookrelay.ETIMEOUT:
-		return http.StatusServiceUnavailable
-	}
-	return http.StatusInternalServerError
+// renderError is the dashboard's renderer of failed requests (see Mount):
+// an error page with the status and the client-safe message.
+func (d *Dashboard) renderError(c echo.Context, a httperr.Answer) error {
+	return d.render(c, a.Status, "error", view{Title: http.StatusText(a.Status), Data: map[string]any{"Status": a.Status, "Message": a.Message}})
 }
 
 // securityHeaders sets the headers of every /ui response: a CSP without

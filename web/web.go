@@ -2,7 +2,7 @@
 // server-rendered html/template pages, assets embedded in the binary, a
 // signed session cookie and CSRF tokens on every form that changes something.
 // It reads through the db package's dashboard queries and acts through the
-// functions of the API and dispatch code, injected by cmd/hookrelay.
+// operations layer (package ops) that the API uses too.
 package web
 
 import (
@@ -15,10 +15,11 @@ import (
 
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db"
+	"github.com/hookrelay/hookrelay/httperr"
+	"github.com/hookrelay/hookrelay/ops"
 )
 
-// Store is what the pages read, plus the endpoint writes the db package
-// already offers. *db.DB implements it.
+// Store is what the pages read. *db.DB implements it.
 type Store interface {
 	SettingGet(ctx context.Context, name string) (string, error)
 	SettingPutIfAbsent(ctx context.Context, name, value string) (bool, error)
@@ -40,33 +41,20 @@ type Store interface {
 	PoolStats() (acquired, idle, max int32)
 
 	EndpointGet(ctx context.Context, id int64) (db.Endpoint, error)
-	EndpointEnable(ctx context.Context, id int64) (db.Endpoint, error)
-	EndpointDisable(ctx context.Context, id int64, reason string) (db.Endpoint, error)
 	EndpointSecretsActive(ctx context.Context, id int64) ([]db.EndpointSecret, error)
 }
 
-// Operator performs the operator actions implemented by the API code. ids
-// select dead letters one by one; when ids is empty the filter selects them.
-type Operator interface {
-	RetryDeadLetters(ctx context.Context, ids []int64, filter db.DeadLetterQuery) (int64, error)
-	DiscardDeadLetters(ctx context.Context, ids []int64, filter db.DeadLetterQuery) (int64, error)
-	RetryDelivery(ctx context.Context, id int64) error
-	// RotateSecret gives endpoint id a new signing secret (the old one keeps
-	// signing for 24 h) and returns it.
-	RotateSecret(ctx context.Context, endpointID int64) (string, error)
-}
-
-// PingResult is the outcome of a test ping.
-type PingResult struct {
-	StatusCode      int
-	Latency         time.Duration
-	Error           string // empty on success
-	ResponseExcerpt string
-}
-
-// Pinger sends a signed test ping to an endpoint (the dispatcher's sender).
-type Pinger interface {
-	PingEndpoint(ctx context.Context, endpointID int64) (PingResult, error)
+// Operations are the operator and merchant actions the pages take (package
+// ops; the API takes the same ones).
+type Operations interface {
+	RetryDeadLetters(ctx context.Context, sel ops.DeadLetters) (int64, error)
+	DiscardDeadLetters(ctx context.Context, sel ops.DeadLetters) (int64, error)
+	RetryDelivery(ctx context.Context, a ops.Actor, id int64) error
+	RotateSecret(ctx context.Context, a ops.Actor, id int64) (ops.Rotation, error)
+	EnableEndpoint(ctx context.Context, a ops.Actor, id int64) (db.Endpoint, error)
+	DisableEndpoint(ctx context.Context, a ops.Actor, id int64, reason string) (db.Endpoint, error)
+	CanSendTest() bool
+	SendTest(ctx context.Context, a ops.Actor, id int64) (hookrelay.PingResult, error)
 }
 
 // Presigner makes a time-limited GET link to a stored payload.
@@ -79,12 +67,12 @@ type Presigner interface {
 type Config struct {
 	// Logger receives failures of page handlers. Default slog.Default().
 	Logger *slog.Logger
-	// Store reads the pages and enables/disables endpoints. Required.
+	// Store reads the pages. Required.
 	Store Store
-	// Operator performs dead-letter and delivery actions; nil hides them.
-	Operator Operator
-	// Pinger sends test pings; nil hides "send test".
-	Pinger Pinger
+	// Ops takes the actions: enable and disable endpoints, retry and discard
+	// dead letters, retry deliveries, rotate secrets and send test events.
+	// Nil hides them.
+	Ops Operations
 	// Presigner links offloaded payloads; nil shows the object key only.
 	Presigner Presigner
 	// Queues is the number of logical queues. Default hookrelay.DefaultQueues.
@@ -133,34 +121,46 @@ func New(ctx context.Context, cfg Config) (*Dashboard, error) {
 	return &Dashboard{cfg: cfg, log: cfg.Logger, store: cfg.Store, sessions: sess, pages: pg}, nil
 }
 
-// Mount registers the pages under prefix (normally "/ui") on e.
-func (d *Dashboard) Mount(e *echo.Echo, prefix string) {
+// operations returns the actions, or hookrelay.EUNAVAILABLE when this
+// dashboard was built without them.
+func (d *Dashboard) operations() (Operations, error) {
+	if d.cfg.Ops == nil {
+		return nil, hookrelay.Errorf(hookrelay.EUNAVAILABLE, "operator actions are not available in this process")
+	}
+	return d.cfg.Ops, nil
+}
+
+// Mount registers the pages under prefix (normally "/ui") on e, and their
+// error page with errs, the router's error handler: the handlers only return
+// errors.
+func (d *Dashboard) Mount(e *echo.Echo, prefix string, errs *httperr.Handler) {
+	errs.Render(prefix, d.renderError)
 	e.GET(prefix, func(c echo.Context) error { return c.Redirect(302, prefix+"/") })
 	g := e.Group(prefix, d.securityHeaders)
 	g.GET("/static/*", d.static)
-	g.GET("/login", d.page(d.loginForm))
-	g.POST("/login", d.page(d.login))
-	g.POST("/logout", d.page(d.logout), d.authed, d.csrf)
+	g.GET("/login", d.loginForm)
+	g.POST("/login", d.login)
+	g.POST("/logout", d.logout, d.authed, d.csrf)
 
 	ops := g.Group("", d.authed, d.adminOnly, d.csrf)
-	ops.GET("/", d.page(d.overview))
-	ops.GET("/endpoints", d.page(d.endpoints))
-	ops.POST("/endpoints/:id/enable", d.page(d.endpointEnable))
-	ops.POST("/endpoints/:id/disable", d.page(d.endpointDisable))
-	ops.GET("/dead-letters", d.page(d.deadLetters))
-	ops.POST("/dead-letters/confirm", d.page(d.deadLettersConfirm))
-	ops.POST("/dead-letters/apply", d.page(d.deadLettersApply))
-	ops.GET("/deliveries/:id", d.page(d.delivery))
-	ops.POST("/deliveries/:id/retry", d.page(d.deliveryRetry))
-	ops.GET("/messages/:id", d.page(d.message))
-	ops.GET("/database", d.page(d.database))
+	ops.GET("/", d.overview)
+	ops.GET("/endpoints", d.endpoints)
+	ops.POST("/endpoints/:id/enable", d.endpointEnable)
+	ops.POST("/endpoints/:id/disable", d.endpointDisable)
+	ops.GET("/dead-letters", d.deadLetters)
+	ops.POST("/dead-letters/confirm", d.deadLettersConfirm)
+	ops.POST("/dead-letters/apply", d.deadLettersApply)
+	ops.GET("/deliveries/:id", d.delivery)
+	ops.POST("/deliveries/:id/retry", d.deliveryRetry)
+	ops.GET("/messages/:id", d.message)
+	ops.GET("/database", d.database)
 
 	m := g.Group("/m", d.authed, d.merchantOnly, d.csrf)
-	m.GET("/", d.page(d.merchantHome))
-	m.GET("/endpoints/:id", d.page(d.merchantEndpoint))
-	m.POST("/endpoints/:id/reveal", d.page(d.merchantReveal))
-	m.POST("/endpoints/:id/rotate", d.page(d.merchantRotate))
-	m.POST("/endpoints/:id/test", d.page(d.merchantTest))
-	m.GET("/deliveries/:id", d.page(d.merchantDelivery))
-	m.POST("/deliveries/:id/retry", d.page(d.merchantRetry))
+	m.GET("/", d.merchantHome)
+	m.GET("/endpoints/:id", d.merchantEndpoint)
+	m.POST("/endpoints/:id/reveal", d.merchantReveal)
+	m.POST("/endpoints/:id/rotate", d.merchantRotate)
+	m.POST("/endpoints/:id/test", d.merchantTest)
+	m.GET("/deliveries/:id", d.merchantDelivery)
+	m.POST("/deliveries/:id/retry", d.merchantRetry)
 }

@@ -21,12 +21,7 @@ func startAPI(ctx context.Context, s *service) (func(ctx context.Context) error,
 		d := s.dispatcher()
 		cfg.Batcher.OnStored = func(_ int, queues []int) { d.WakeQueues(queues) }
 	}
-	srv := ingest.New(s.logger, cfg, s.db, s.store, s.registry, pingerFor(s))
+	srv := ingest.New(s.logger, cfg, s.db, s.store, s.registry, s.operations())
 	srv.Register(s.echo)
 	return srv.Run, nil
 }
-
-// pingerFor returns the endpoint test ping of service s: the dispatcher's
-// own sender (see service.dispatcher), so a ping is signed and sent exactly
-// as a delivery is.
-func pingerFor(s *service) ingest.Pinger { return pingAdapter{s.dispatcher()} }

@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/hookrelay/hookrelay/dispatch"
-	"github.com/hookrelay/hookrelay/ingest"
+	"github.com/hookrelay/hookrelay/ops"
 )
 
 // startDispatch wires the dispatch role: a dispatcher that shares the
@@ -15,11 +15,20 @@ func startDispatch(ctx context.Context, s *service) (func(ctx context.Context) e
 }
 
 // dispatcher returns the process's one dispatcher, built on first use. The
-// dispatch role runs it; the API's and the dashboard's endpoint test pings use
-// its sender whether or not the role runs in this process.
+// dispatch role runs it; the test events of the operations (see
+// service.operations) use its sender whether or not the role runs in this
+// process.
 func (s *service) dispatcher() *dispatch.Dispatcher {
 	s.dispatchOnce.Do(func() { s.dispatch = newDispatcher(s) })
 	return s.dispatch
+}
+
+// operations returns the process's one operations layer, used by the API and
+// the dashboard alike; its test events are signed and sent by the
+// dispatcher's sender exactly as deliveries are.
+func (s *service) operations() *ops.Service {
+	s.opsOnce.Do(func() { s.ops = ops.New(s.db, s.dispatcher()) })
+	return s.ops
 }
 
 func newDispatcher(s *service) *dispatch.Dispatcher {
@@ -27,18 +36,4 @@ func newDispatcher(s *service) *dispatch.Dispatcher {
 	cfg.UserAgent = "hookrelay/" + version
 	cfg.SelfToken = s.announceToken
 	return dispatch.New(s.logger, cfg, s.db, s.store, s.registry)
-}
-
-// pingAdapter serves ingest's test ping with the dispatcher's sender.
-type pingAdapter struct{ d *dispatch.Dispatcher }
-
-func (p pingAdapter) PingEndpoint(ctx context.Context, endpointID int64) (ingest.TestResult, error) {
-	r, err := p.d.PingEndpoint(ctx, endpointID)
-	if err != nil {
-		return ingest.TestResult{}, err
-	}
-	return ingest.TestResult{
-		StatusCode: r.StatusCode, LatencyMS: r.Latency.Milliseconds(), Error: r.Error,
-		ResponseExcerpt: r.ResponseExcerpt, Success: r.Outcome == dispatch.OutcomeSuccess,
-	}, nil
 }

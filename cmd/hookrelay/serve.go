@@ -27,7 +27,8 @@ import (
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/dispatch"
-	"github.com/hookrelay/hookrelay/ingest"
+	"github.com/hookrelay/hookrelay/httperr"
+	"github.com/hookrelay/hookrelay/ops"
 	"github.com/hookrelay/hookrelay/storage"
 )
 
@@ -50,6 +51,10 @@ type service struct {
 
 	dispatchOnce sync.Once
 	dispatch     *dispatch.Dispatcher // see service.dispatcher
+	opsOnce      sync.Once
+	ops          *ops.Service // see service.operations
+	// errs answers every failed request of echo; roles register renderers.
+	errs *httperr.Handler
 	// roles are the roles this process runs.
 	roles []string
 	// announceToken names this process in its API's announcements of stored
@@ -327,8 +332,10 @@ func newLogger(cfg config, w io.Writer) *slog.Logger {
 func newRouter(s *service) *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
-	// One error shape for the whole router, whichever roles this process runs.
-	e.HTTPErrorHandler = ingest.NewHTTPErrorHandler(s.logger)
+	// One error handler for the whole router, whichever roles this process
+	// runs: JSON, or a page under the dashboard's prefix (see startWeb).
+	s.errs = httperr.New(s.logger)
+	s.errs.Install(e)
 	e.GET("/healthz", func(c echo.Context) error {
 		return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
 	})

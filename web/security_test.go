@@ -1,15 +1,19 @@
-package main
+package web_test
 
 import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/hookrelay/hookrelay/db/dbtest"
 )
 
 var secCSRFField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
@@ -103,17 +107,44 @@ func (s *secUISession) csrf(path string) string {
 	return m[1]
 }
 
+// dashboardAuthFixture is a carrier's callback delivered to the endpoints of
+// two merchants, A and B.
+type dashboardAuthFixture struct {
+	webFixture
+	merchantA, merchantB string // keys
+	endpointA            string // id
+	deliveryA            string // id of the delivery to endpointA
+	messageID            string // the message of deliveryA
+}
+
+func newDashboardAuthFixture(t *testing.T) dashboardAuthFixture {
+	t.Helper()
+	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+	t.Cleanup(sink.Close)
+	f := dashboardAuthFixture{webFixture: startWebFixture(t, fixtureOpts{})}
+	ma, keyA := dbtest.Merchant(t, f.store, nil)
+	mb, keyB := dbtest.Merchant(t, f.store, nil)
+	ea, _ := dbtest.Endpoint(t, f.store, &dbtest.EndpointOpts{MerchantID: ma.ID, URL: sink.URL + "/a"})
+	eb, _ := dbtest.Endpoint(t, f.store, &dbtest.EndpointOpts{MerchantID: mb.ID, URL: sink.URL + "/b"})
+	msg := dbtest.Message(t, f.store, &dbtest.MessageOpts{EndpointIDs: []int64{ea.ID, eb.ID}})
+	f.merchantA, f.merchantB = keyA, keyB
+	f.endpointA = strconv.FormatInt(ea.ID, 10)
+	f.deliveryA = strconv.FormatInt(msg.DeliveryIDs[0], 10)
+	f.messageID = strconv.FormatInt(msg.ID, 10)
+	return f
+}
+
 // TestDashboardAuth checks the dashboard's pages for every kind of visitor,
 // the session cookie's flags, and that state-changing forms without the
 // session's CSRF token are refused.
 func TestDashboardAuth(t *testing.T) {
 	t.Parallel()
-	f := newSecFixture(t, nil)
-	anon := &secUISession{t: t, base: f.srv.URL, client: secUIClient(t)}
-	admin := secUILogin(t, f.srv.URL, secAdminToken)
-	ma := secUILogin(t, f.srv.URL, f.merchantA)
-	mb := secUILogin(t, f.srv.URL, f.merchantB)
-	bad := &secUISession{t: t, base: f.srv.URL, client: anon.client,
+	f := newDashboardAuthFixture(t)
+	anon := &secUISession{t: t, base: f.URL, client: secUIClient(t)}
+	admin := secUILogin(t, f.URL, testAdminToken)
+	ma := secUILogin(t, f.URL, f.merchantA)
+	mb := secUILogin(t, f.URL, f.merchantB)
+	bad := &secUISession{t: t, base: f.URL, client: anon.client,
 		cookie: &http.Cookie{Name: "hr_session", Value: "eyJraW5kIjoiYWRtaW4ifQ.forged"}}
 
 	type page struct {

@@ -1,4 +1,4 @@
-package main
+package web_test
 
 import (
 	"context"
@@ -25,7 +25,7 @@ import (
 const chromiumPath = "/usr/bin/chromium"
 
 // screenshotDir receives one PNG per dashboard page (committed, shown in the README).
-var screenshotDir = filepath.Join("..", "..", "docs", "screenshots")
+var screenshotDir = filepath.Join("..", "docs", "screenshots")
 
 // newBrowser starts a headless chromium with a fresh profile; it fails the
 // test (never skips) when chromium is missing.
@@ -163,7 +163,8 @@ func TestWebBrowser(t *testing.T) {
 	hs := httptest.NewServer(snk)
 	t.Cleanup(hs.Close)
 
-	f := startWebFixture(t, map[string]string{"HOOKRELAY_STAT_INTERVAL": "250ms"})
+	f := startWebFixture(t, fixtureOpts{StatInterval: 250 * time.Millisecond})
+	waitForPartitionsAhead(t, f.store, 3)
 	ctx := context.Background()
 	m1, key1 := dbtest.Merchant(t, f.store, &dbtest.MerchantOpts{Name: "Acme Parcels"})
 	m2, _ := dbtest.Merchant(t, f.store, &dbtest.MerchantOpts{Name: "Other Shop"})
@@ -176,7 +177,7 @@ func TestWebBrowser(t *testing.T) {
 	// and one for the flaky endpoint that ends as a dead letter (two failed
 	// attempts).
 	post := func(key string, merchantID int64) error {
-		req, err := http.NewRequest(http.MethodPost, f.srv.URL+"/v1/callbacks",
+		req, err := http.NewRequest(http.MethodPost, f.URL+"/v1/callbacks",
 			strings.NewReader(fmt.Sprintf(`{"tracking_no":%q,"status":"in_transit"}`, key)))
 		if err != nil {
 			return err
@@ -209,7 +210,7 @@ func TestWebBrowser(t *testing.T) {
 			break
 		}
 		require.True(t, time.Now().Before(deadline), "%d dead letters and %d/%d deliveries after %s; warnings:\n%s",
-			len(rows), len(snk.received("/steady")), n, waitLimit, warnings(f.srv.Logs.String()))
+			len(rows), len(snk.received("/steady")), n, waitLimit, warnings(f.Logs.String()))
 		time.Sleep(50 * time.Millisecond)
 	}
 
@@ -235,7 +236,7 @@ func TestWebBrowser(t *testing.T) {
 	t.Cleanup(func() { stopTraffic(); wg.Wait() })
 
 	b := newBrowser(t)
-	base := f.srv.URL
+	base := f.URL
 	browse(t, b, chromedp.Navigate(base+"/ui/login"), chromedp.WaitVisible(chromedp.CSS("#token")))
 	screenshot(t, b, "login")
 	login(t, b, base, testAdminToken, "#overview-cards")

@@ -1,4 +1,4 @@
-package main
+package web_test
 
 import (
 	"context"
@@ -20,28 +20,6 @@ import (
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/db/dbtest"
 )
-
-const testAdminToken = "hra_test_admin_token_0123456789"
-
-// webFixture is a running service with a store on its database.
-type webFixture struct {
-	srv   *testServer
-	store *db.DB
-	url   string // the database
-}
-
-func startWebFixture(t *testing.T, env map[string]string) webFixture {
-	t.Helper()
-	u := dbtest.NewURL(t)
-	all := map[string]string{"DATABASE_URL": u}
-	for k, v := range env {
-		all[k] = v
-	}
-	srv := startServe(t, all)
-	store := dbtest.Open(t, u, db.Config{})
-	waitForPartitionsAhead(t, store, 3)
-	return webFixture{srv: srv, store: store, url: u}
-}
 
 // waitForPartitionsAhead waits until the maintenance role has created the day
 // partitions `ahead` days out: creating a partition locks its parent table,
@@ -99,8 +77,6 @@ func (c *uiClient) do(method, path string, form url.Values) (*http.Response, str
 	return resp, string(b)
 }
 
-var csrfRe = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
-
 func csrfOf(t *testing.T, page string) string {
 	t.Helper()
 	m := csrfRe.FindStringSubmatch(page)
@@ -121,8 +97,8 @@ func (c *uiClient) login(credential string) string {
 
 func TestWebLoginHeadersAndCSRF(t *testing.T) {
 	t.Parallel()
-	f := startWebFixture(t, nil)
-	c := newUIClient(t, f.srv.URL)
+	f := startWebFixture(t, fixtureOpts{})
+	c := newUIClient(t, f.URL)
 
 	resp, _ := c.do("GET", "/ui", nil)
 	require.Equal(t, http.StatusFound, resp.StatusCode)
@@ -154,7 +130,7 @@ func TestWebLoginHeadersAndCSRF(t *testing.T) {
 
 	csrf := c.login(testAdminToken)
 	var session *http.Cookie
-	u, _ := url.Parse(f.srv.URL + "/ui/")
+	u, _ := url.Parse(f.URL + "/ui/")
 	for _, ck := range c.hc.Jar.Cookies(u) {
 		if ck.Name == "hr_session" {
 			session = ck
@@ -199,7 +175,7 @@ func TestWebLoginHeadersAndCSRF(t *testing.T) {
 
 func TestWebMerchantIsolation(t *testing.T) {
 	t.Parallel()
-	f := startWebFixture(t, nil)
+	f := startWebFixture(t, fixtureOpts{})
 	m1, key1 := dbtest.Merchant(t, f.store, nil)
 	m2, _ := dbtest.Merchant(t, f.store, nil)
 	ep1, _ := dbtest.Endpoint(t, f.store, &dbtest.EndpointOpts{MerchantID: m1.ID, URL: "http://127.0.0.1:9/mine"})
@@ -207,7 +183,7 @@ func TestWebMerchantIsolation(t *testing.T) {
 	msg := dbtest.Message(t, f.store, &dbtest.MessageOpts{EndpointIDs: []int64{ep2.ID}})
 	_ = msg
 
-	c := newUIClient(t, f.srv.URL)
+	c := newUIClient(t, f.URL)
 	csrf := c.login(key1)
 	resp, page := c.do("GET", "/ui/m/", nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
@@ -262,7 +238,7 @@ var payloadLinkRe = regexp.MustCompile(`id="payload-link" href="([^"]+)"|href="(
 
 func TestWebMessagePayloadsAndSecretRotation(t *testing.T) {
 	t.Parallel()
-	f := startWebFixture(t, map[string]string{"HOOKRELAY_OFFLOAD_BYTES": "1024"})
+	f := startWebFixture(t, fixtureOpts{OffloadBytes: 1024})
 	ctx := context.Background()
 	m, key := dbtest.Merchant(t, f.store, nil)
 	ep, _ := dbtest.Endpoint(t, f.store, &dbtest.EndpointOpts{MerchantID: m.ID})
@@ -272,7 +248,7 @@ func TestWebMessagePayloadsAndSecretRotation(t *testing.T) {
 
 	small := dbtest.Message(t, f.store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID},
 		Payload: []byte(`{"tracking_no":"SF1","items":[1,2]}`)})
-	c := newUIClient(t, f.srv.URL)
+	c := newUIClient(t, f.URL)
 	c.login(testAdminToken)
 	resp, page := c.do("GET", "/ui/messages/"+strconv.FormatInt(small.ID, 10), nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode, page)
@@ -281,7 +257,7 @@ func TestWebMessagePayloadsAndSecretRotation(t *testing.T) {
 	// An offloaded payload is shown as a presigned link that serves its bytes.
 	_, carrierKey := dbtest.Carrier(t, f.store, nil)
 	big := `{"tracking_no":"SF2","label":"` + strings.Repeat("x", 4000) + `"}`
-	req, err := http.NewRequest(http.MethodPost, f.srv.URL+"/v1/callbacks", strings.NewReader(big))
+	req, err := http.NewRequest(http.MethodPost, f.URL+"/v1/callbacks", strings.NewReader(big))
 	require.NoError(t, err)
 	req.Header.Set("Authorization", "Bearer "+carrierKey)
 	req.Header.Set("Content-Type", "application/json")
@@ -309,7 +285,7 @@ func TestWebMessagePayloadsAndSecretRotation(t *testing.T) {
 	// A merchant rotates its secret: the new one is shown beside the old.
 	before, err := f.store.EndpointSecretsActive(ctx, ep.ID)
 	require.NoError(t, err)
-	mc := newUIClient(t, f.srv.URL)
+	mc := newUIClient(t, f.URL)
 	csrf := mc.login(key)
 	resp, page = mc.do("POST", "/ui/m/endpoints/"+strconv.FormatInt(ep.ID, 10)+"/rotate", url.Values{"csrf": {csrf}})
 	require.Equal(t, http.StatusOK, resp.StatusCode, page)
@@ -346,7 +322,7 @@ func TestWebMessagePayloadsAndSecretRotation(t *testing.T) {
 	require.Contains(t, page, "Delivery queued for retry.")
 	// Read the row itself: the views show a leased row as due at the end of
 	// its lease, and the dispatcher may already be attempting it again.
-	conn, err := pgx.Connect(ctx, f.url)
+	conn, err := pgx.Connect(ctx, f.dbURL)
 	require.NoError(t, err)
 	defer conn.Close(ctx)
 	var attempt int
@@ -364,7 +340,7 @@ func TestWebMessagePayloadsAndSecretRotation(t *testing.T) {
 // held on the operator's and the merchant's pages, not as a date.
 func TestWebParkedDelivery(t *testing.T) {
 	t.Parallel()
-	f := startWebFixture(t, nil)
+	f := startWebFixture(t, fixtureOpts{})
 	m, mkey := dbtest.Merchant(t, f.store, nil)
 	ep, _ := dbtest.Endpoint(t, f.store, &dbtest.EndpointOpts{MerchantID: m.ID, URL: "http://127.0.0.1:9/held", Disabled: true})
 	var ids []int64
@@ -378,14 +354,14 @@ func TestWebParkedDelivery(t *testing.T) {
 	}, 20*time.Second, 20*time.Millisecond, "the dispatcher never parked the second delivery")
 
 	parked := strconv.FormatInt(ids[1], 10)
-	c := newUIClient(t, f.srv.URL)
+	c := newUIClient(t, f.URL)
 	c.login(testAdminToken)
 	resp, page := c.do("GET", "/ui/deliveries/"+parked, nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode, page)
 	require.Contains(t, page, "held (behind an earlier delivery")
 	require.NotContains(t, page, "9000-01-01")
 
-	mc := newUIClient(t, f.srv.URL)
+	mc := newUIClient(t, f.URL)
 	mc.login(mkey)
 	resp, page = mc.do("GET", "/ui/m/endpoints/"+strconv.FormatInt(ep.ID, 10), nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode, page)

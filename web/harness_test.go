@@ -1,0 +1,115 @@
+package web_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"log/slog"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/db"
+	"github.com/hookrelay/hookrelay/db/dbtest"
+	"github.com/hookrelay/hookrelay/dispatch"
+	"github.com/hookrelay/hookrelay/httperr"
+	"github.com/hookrelay/hookrelay/ingest"
+	"github.com/hookrelay/hookrelay/maintenance"
+	"github.com/hookrelay/hookrelay/ops"
+	"github.com/hookrelay/hookrelay/storage"
+	"github.com/hookrelay/hookrelay/web"
+)
+
+const testAdminToken = "hra_test_admin_token_0123456789"
+
+// lockedBuffer is a log sink safe for concurrent writers.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// fixtureOpts are the settings a test changes; zero fields keep the defaults.
+type fixtureOpts struct {
+	OffloadBytes int           // ingest: payloads above this go to the S3 store
+	StatInterval time.Duration // maintenance: > 0 runs the stat sampler this often
+}
+
+// webFixture is the dashboard on a loopback server, on one echo router with
+// the API (for traffic), the real operations layer and a running dispatcher
+// (whose sender also sends the test events), all on a database of its own.
+type webFixture struct {
+	URL   string // the server
+	store *db.DB
+	dbURL string
+	Logs  *lockedBuffer
+}
+
+func startWebFixture(t *testing.T, o fixtureOpts) webFixture {
+	t.Helper()
+	ctx := context.Background()
+	u := dbtest.NewURL(t)
+	store := dbtest.Open(t, u, db.Config{})
+	require.NoError(t, store.SettingPut(ctx, "admin_token_sha256", hex.EncodeToString(hookrelay.HashKey(testAdminToken))))
+	emb, err := storage.StartEmbedded(ctx, nil, "127.0.0.1:0", t.TempDir())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = emb.Close() })
+	payloads, err := storage.New(ctx, emb.Config())
+	require.NoError(t, err)
+	t.Cleanup(payloads.Close)
+	require.NoError(t, payloads.EnsureBucket(ctx))
+
+	logs := &lockedBuffer{}
+	logger := slog.New(slog.NewJSONHandler(logs, nil))
+	d := dispatch.New(logger, dispatch.Config{AllowPrivateTargets: true, IdlePoll: 20 * time.Millisecond, DrainTimeout: time.Second}, store, payloads, nil)
+	operations := ops.New(store, d)
+	api := ingest.New(logger, ingest.Config{AllowPrivateTargets: true, OffloadBytes: o.OffloadBytes,
+		Batcher: ingest.BatcherConfig{OnStored: func(_ int, queues []int) { d.WakeQueues(queues) }}}, store, payloads, nil, operations)
+	dash, err := web.New(ctx, web.Config{Logger: logger, Store: store, Ops: operations, Presigner: payloads})
+	require.NoError(t, err)
+
+	e := echo.New()
+	errs := httperr.New(logger)
+	errs.Install(e)
+	api.Register(e)
+	dash.Mount(e, "/ui", errs)
+
+	runCtx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	run := func(f func(context.Context) error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = f(runCtx)
+		}()
+	}
+	run(api.Run)
+	run(d.Run)
+	if o.StatInterval > 0 {
+		mt := maintenance.New(logger, maintenance.Config{StatInterval: o.StatInterval, StatLag: time.Millisecond}, store, payloads, nil)
+		run(mt.Run)
+	}
+	hs := httptest.NewServer(e)
+	t.Cleanup(func() {
+		hs.Close()
+		cancel()
+		wg.Wait()
+	})
+	return webFixture{URL: hs.URL, store: store, dbURL: u, Logs: logs}
+}
