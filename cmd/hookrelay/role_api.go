@@ -8,9 +8,8 @@ import (
 )
 
 // startAPI wires the api role: the ingest server's routes on the shared
-// router, its error handler (the one handler of the whole router) and its
-// loop (group-commit batcher and configuration cache). Its settings are
-// read by loadConfig (loadIngest).
+// router and its loop (group-commit batcher and configuration cache). Its
+// settings are read by loadConfig (loadIngest).
 func startAPI(ctx context.Context, s *service) (func(ctx context.Context) error, error) {
 	cfg := s.cfg.Ingest
 	cfg.AnnounceToken = s.announceToken
