@@ -98,11 +98,7 @@ func (s *Server) createCarrier(c echo.Context) error {
 }
 
 func (s *Server) listCarriers(c echo.Context) error {
-	limit, err := pageLimit(c)
-	if err != nil {
-		return err
-	}
-	cur, err := decodeCursor(c.QueryParam("cursor"))
+	limit, cur, err := pageParams(c)
 	if err != nil {
 		return err
 	}
@@ -148,11 +144,7 @@ func (s *Server) createMerchant(c echo.Context) error {
 }
 
 func (s *Server) listMerchants(c echo.Context) error {
-	limit, err := pageLimit(c)
-	if err != nil {
-		return err
-	}
-	cur, err := decodeCursor(c.QueryParam("cursor"))
+	limit, cur, err := pageParams(c)
 	if err != nil {
 		return err
 	}

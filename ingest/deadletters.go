@@ -45,11 +45,7 @@ func parseSince(raw string) (time.Time, error) {
 }
 
 func (s *Server) listDeadLetters(c echo.Context) error {
-	limit, err := pageLimit(c)
-	if err != nil {
-		return err
-	}
-	cur, err := decodeCursor(c.QueryParam("cursor"))
+	limit, cur, err := pageParams(c)
 	if err != nil {
 		return err
 	}

@@ -49,11 +49,7 @@ func (s *Server) listDeliveries(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	limit, err := pageLimit(c)
-	if err != nil {
-		return err
-	}
-	cur, err := decodeCursor(c.QueryParam("cursor"))
+	limit, cur, err := pageParams(c)
 	if err != nil {
 		return err
 	}

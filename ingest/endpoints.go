@@ -241,11 +241,7 @@ func (s *Server) ownedEndpoint(c echo.Context) (db.Endpoint, error) {
 }
 
 func (s *Server) listEndpoints(c echo.Context) error {
-	limit, err := pageLimit(c)
-	if err != nil {
-		return err
-	}
-	cur, err := decodeCursor(c.QueryParam("cursor"))
+	limit, cur, err := pageParams(c)
 	if err != nil {
 		return err
 	}

@@ -125,17 +125,18 @@ func decodeCursor(s string) (cursor, error) {
 	return c, nil
 }
 
-// pageLimit reads ?limit= (default 100, at most 1000).
-func pageLimit(c echo.Context) (int, error) {
-	raw := c.QueryParam("limit")
-	if raw == "" {
-		return 100, nil
+// pageParams reads a list request's ?limit= (default 100, at most 1000) and
+// ?cursor= (where the previous page ended; empty for the first page).
+func pageParams(c echo.Context) (limit int, cur cursor, err error) {
+	limit = 100
+	if raw := c.QueryParam("limit"); raw != "" {
+		limit, err = strconv.Atoi(raw)
+		if err != nil || limit < 1 || limit > 1000 {
+			return 0, cursor{}, hookrelay.Errorf(hookrelay.EINVALID, "limit must be between 1 and 1000")
+		}
 	}
-	n, err := strconv.Atoi(raw)
-	if err != nil || n < 1 || n > 1000 {
-		return 0, hookrelay.Errorf(hookrelay.EINVALID, "limit must be between 1 and 1000")
-	}
-	return n, nil
+	cur, err = decodeCursor(c.QueryParam("cursor"))
+	return limit, cur, err
 }
 
 // page builds a list answer: with limit+1 items fetched, the extra one only
