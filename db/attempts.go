@@ -3,43 +3,64 @@ package db
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
+
+	"github.com/hookrelay/hookrelay/db/internal/dbsqlc"
 )
 
 // Attempt is one recorded delivery attempt.
 type Attempt struct {
-	DeliveryID      int64
-	MessageID       int64
-	EndpointID      int64
-	Attempt         int
-	AttemptedAt     time.Time
-	Outcome         string
-	StatusCode      int
-	Latency         time.Duration
-	Error           string
-	ResponseExcerpt string
-	DispatcherID    int64
+	DeliveryID        int64
+	MessageID         int64
+	MessageReceivedAt time.Time
+	EndpointID        int64
+	Attempt           int
+	AttemptedAt       time.Time
+	Outcome           string // success | failed | timeout | conn_error | gone | throttled | refused
+	StatusCode        int
+	Latency           time.Duration
+	Error             string
+	ResponseExcerpt   string
+	DispatcherID      int64 // 0 when not recorded
 }
 
-// AttemptsForDelivery returns the attempts of a delivery, oldest first.
-func (db *DB) AttemptsForDelivery(ctx context.Context, deliveryID int64) ([]Attempt, error) {
-	rows, err := db.q.AttemptListByDelivery(ctx, deliveryID)
-	if err != nil {
-		return nil, fmt.Errorf("attempts of delivery %d: %w", deliveryID, unavailable(err))
+func attemptFrom(r dbsqlc.DeliveryAttempt) Attempt {
+	a := Attempt{
+		DeliveryID: r.DeliveryID, MessageID: r.MessageID, MessageReceivedAt: r.MessageReceivedAt,
+		EndpointID: r.EndpointID, Attempt: int(r.Attempt), AttemptedAt: r.AttemptedAt, Outcome: r.Outcome,
+		StatusCode: int(r.StatusCode), Latency: time.Duration(r.LatencyMs) * time.Millisecond,
+		Error: r.Error, ResponseExcerpt: r.ResponseExcerpt,
 	}
+	if r.DispatcherID != nil {
+		a.DispatcherID = *r.DispatcherID
+	}
+	return a
+}
+
+func attemptsFrom(rows []dbsqlc.DeliveryAttempt) []Attempt {
 	out := make([]Attempt, len(rows))
 	for i, r := range rows {
-		out[i] = Attempt{
-			DeliveryID: r.DeliveryID, MessageID: r.MessageID, EndpointID: r.EndpointID,
-			Attempt: int(r.Attempt), AttemptedAt: r.AttemptedAt, Outcome: r.Outcome,
-			StatusCode: int(r.StatusCode), Latency: time.Duration(r.LatencyMs) * time.Millisecond,
-			Error: r.Error, ResponseExcerpt: r.ResponseExcerpt,
-		}
-		if r.DispatcherID != nil {
-			out[i].DispatcherID = *r.DispatcherID
-		}
+		out[i] = attemptFrom(r)
 	}
-	return out, nil
+	return out
+}
+
+// allAttempts as a limit reads every attempt of a delivery.
+const allAttempts = math.MaxInt32
+
+// attemptsOf returns the first limit attempts of delivery id, oldest first.
+func attemptsOf(ctx context.Context, q *dbsqlc.Queries, id int64, limit int32) ([]Attempt, error) {
+	rows, err := q.AttemptListByDelivery(ctx, dbsqlc.AttemptListByDeliveryParams{DeliveryID: id, Lim: limit})
+	if err != nil {
+		return nil, fmt.Errorf("attempts of delivery %d: %w", id, unavailable(err))
+	}
+	return attemptsFrom(rows), nil
+}
+
+// AttemptsForDelivery returns every attempt of a delivery, oldest first.
+func (db *DB) AttemptsForDelivery(ctx context.Context, deliveryID int64) ([]Attempt, error) {
+	return attemptsOf(ctx, db.q, deliveryID, allAttempts)
 }
 
 // AttemptsCountForEndpoint counts the recorded attempts to an endpoint.

@@ -60,9 +60,9 @@ func (db *DB) DashboardOverview(ctx context.Context, queues int, backlog bool) (
 	case !errors.Is(err, pgx.ErrNoRows): // nothing pending
 		return o, fmt.Errorf("oldest pending: %w", unavailable(err))
 	}
-	exact, err := db.q.DeadLetterCountCapped(ctx, deadLetterExactCap+1)
+	exact, err := db.DeadLetterCount(ctx, DeadLetterFilter{}, deadLetterExactCap+1)
 	if err != nil {
-		return o, fmt.Errorf("count dead letters: %w", unavailable(err))
+		return o, err
 	}
 	o.DeadLetters, o.DeadLettersExact = exact, exact <= deadLetterExactCap
 	if !o.DeadLettersExact {
@@ -126,98 +126,4 @@ func (db *DB) DashboardEndpointsPending(ctx context.Context, endpointIDs []int64
 		out[r.EndpointID] = r.N
 	}
 	return out, nil
-}
-
-// DeadLetterView is a dead letter as the dashboard shows it.
-type DeadLetterView struct {
-	ID                int64 // the delivery id
-	MessageID         int64
-	MessageReceivedAt time.Time
-	EndpointID        int64
-	MerchantID        int64
-	CarrierID         int64
-	Queue             int
-	OrderingKey       string
-	EventType         string
-	Attempts          int
-	LastStatus        *int
-	LastError         string
-	CreatedAt         time.Time
-}
-
-func deadLetterViewFrom(r dbsqlc.DeadLetter) DeadLetterView {
-	v := DeadLetterView{
-		ID: r.ID, MessageID: r.MessageID, MessageReceivedAt: r.MessageReceivedAt, EndpointID: r.EndpointID,
-		MerchantID: r.MerchantID, CarrierID: r.CarrierID, Queue: int(r.Queue), OrderingKey: r.OrderingKey,
-		EventType: r.EventType, Attempts: int(r.Attempts), LastError: r.LastError, CreatedAt: r.CreatedAt,
-	}
-	if r.LastStatus != nil {
-		s := int(*r.LastStatus)
-		v.LastStatus = &s
-	}
-	return v
-}
-
-// DeadLetterQuery filters dead letters: zero fields match anything.
-type DeadLetterQuery struct {
-	EndpointID int64
-	CarrierID  int64
-	MerchantID int64
-	Since      time.Time // created at or after
-	Until      time.Time // created before; zero = no bound
-}
-
-func (f DeadLetterQuery) bounds() (time.Time, time.Time) {
-	since, until := f.Since, f.Until
-	if since.IsZero() {
-		since = time.Unix(0, 0)
-	}
-	if until.IsZero() {
-		until = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
-	}
-	return since, until
-}
-
-// DashboardDeadLetters returns up to limit dead letters matching f, newest
-// first, strictly below the keyset cursor (beforeAt, beforeID); a zero
-// beforeAt starts at the newest.
-func (db *DB) DashboardDeadLetters(ctx context.Context, f DeadLetterQuery, beforeAt time.Time, beforeID int64, limit int) ([]DeadLetterView, error) {
-	since, until := f.bounds()
-	if beforeAt.IsZero() {
-		beforeAt, beforeID = until, 0
-	}
-	rows, err := db.q.DeadLetterListWindow(ctx, dbsqlc.DeadLetterListWindowParams{
-		EndpointID: f.EndpointID, CarrierID: f.CarrierID, MerchantID: f.MerchantID,
-		Since: since, Until: until, BeforeAt: beforeAt, BeforeID: beforeID, Lim: int32(limit),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list dead letters: %w", unavailable(err))
-	}
-	out := make([]DeadLetterView, len(rows))
-	for i, r := range rows {
-		out[i] = deadLetterViewFrom(r)
-	}
-	return out, nil
-}
-
-// DashboardDeadLettersCount counts the dead letters matching f up to limit.
-func (db *DB) DashboardDeadLettersCount(ctx context.Context, f DeadLetterQuery, limit int) (int64, error) {
-	since, until := f.bounds()
-	n, err := db.q.DeadLetterCountWindow(ctx, dbsqlc.DeadLetterCountWindowParams{
-		EndpointID: f.EndpointID, CarrierID: f.CarrierID, MerchantID: f.MerchantID,
-		Since: since, Until: until, Cap: int32(limit),
-	})
-	if err != nil {
-		return 0, fmt.Errorf("count dead letters: %w", unavailable(err))
-	}
-	return n, nil
-}
-
-// DashboardDeadLetter returns one dead letter, or hookrelay.ENOTFOUND.
-func (db *DB) DashboardDeadLetter(ctx context.Context, id int64) (DeadLetterView, error) {
-	r, err := db.q.DeadLetterGet(ctx, id)
-	if err != nil {
-		return DeadLetterView{}, notFound(unavailableUnlessNoRows(err), "dead letter")
-	}
-	return deadLetterViewFrom(r), nil
 }

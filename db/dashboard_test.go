@@ -125,10 +125,9 @@ func TestDashboardDeadLettersKeysetAndFilters(t *testing.T) {
 
 	// Pages of two, newest first, cover every dead letter once.
 	var seen []int64
-	var at time.Time
-	var id int64
+	cur := db.DeadLetterPage{Newest: true}
 	for {
-		page, err := store.DashboardDeadLetters(ctx, db.DeadLetterQuery{}, at, id, 2)
+		page, err := store.DeadLetterList(ctx, db.DeadLetterFilter{}, cur, 2)
 		require.NoError(t, err)
 		if len(page) == 0 {
 			break
@@ -140,29 +139,29 @@ func TestDashboardDeadLettersKeysetAndFilters(t *testing.T) {
 			}
 		}
 		last := page[len(page)-1]
-		at, id = last.CreatedAt, last.ID
+		cur.At, cur.ID = last.CreatedAt, last.ID
 	}
 	require.ElementsMatch(t, all, seen)
 	require.Len(t, seen, 5)
 
-	byA, err := store.DashboardDeadLetters(ctx, db.DeadLetterQuery{EndpointID: epA.ID}, time.Time{}, 0, 10)
+	byA, err := store.DeadLetterList(ctx, db.DeadLetterFilter{EndpointID: epA.ID}, db.DeadLetterPage{Newest: true}, 10)
 	require.NoError(t, err)
 	require.Len(t, byA, 3)
-	byMerchantB, err := store.DashboardDeadLetters(ctx, db.DeadLetterQuery{MerchantID: epB.MerchantID}, time.Time{}, 0, 10)
+	byMerchantB, err := store.DeadLetterList(ctx, db.DeadLetterFilter{MerchantID: epB.MerchantID}, db.DeadLetterPage{Newest: true}, 10)
 	require.NoError(t, err)
 	require.Len(t, byMerchantB, 2)
-	future, err := store.DashboardDeadLetters(ctx, db.DeadLetterQuery{Since: time.Now().Add(time.Hour)}, time.Time{}, 0, 10)
+	future, err := store.DeadLetterList(ctx, db.DeadLetterFilter{Since: time.Now().Add(time.Hour)}, db.DeadLetterPage{Newest: true}, 10)
 	require.NoError(t, err)
 	require.Empty(t, future)
 
-	n, err := store.DashboardDeadLettersCount(ctx, db.DeadLetterQuery{}, 3)
+	n, err := store.DeadLetterCount(ctx, db.DeadLetterFilter{}, 3)
 	require.NoError(t, err)
 	require.EqualValues(t, 3, n, "capped")
-	n, err = store.DashboardDeadLettersCount(ctx, db.DeadLetterQuery{EndpointID: epB.ID}, 100)
+	n, err = store.DeadLetterCount(ctx, db.DeadLetterFilter{EndpointID: epB.ID}, 100)
 	require.NoError(t, err)
 	require.EqualValues(t, 2, n)
 
-	got, err := store.DashboardDeadLetter(ctx, all[0])
+	got, err := store.DeadLetterGet(ctx, all[0])
 	require.NoError(t, err)
 	require.Equal(t, epA.ID, got.EndpointID)
 	require.Equal(t, 1, got.Attempts)

@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -34,57 +35,103 @@ type APIDelivery struct {
 	At                time.Time // pending: created; delivered: delivered; dead: dead since
 }
 
-// APIAttempt is one delivery attempt from the history.
-type APIAttempt struct {
-	Attempt         int
-	AttemptedAt     time.Time
-	Outcome         string // success | failed | timeout | conn_error | gone | throttled | refused
-	StatusCode      int
-	LatencyMS       int
-	Error           string
-	ResponseExcerpt string
+// PendingView is a delivery still in the queue.
+type PendingView struct {
+	ID                int64
+	Queue             int
+	EndpointID        int64
+	OrderingKey       string
+	Ordered           bool
+	MessageID         int64
+	MessageReceivedAt time.Time
+	Attempt           int       // attempts made so far
+	VisibleAt         time.Time // when it is next due: a leased row's lease end; 'infinity' (far future) when parked
+	LastStatus        *int
+	LastError         string
+	CreatedAt         time.Time
 }
 
-func pendingView(endpointID int64, r dbsqlc.DeliveryListByEndpointRow) APIDelivery {
-	v := APIDelivery{
-		ID: r.ID, EndpointID: endpointID, MessageID: r.MessageID, MessageReceivedAt: r.MessageReceivedAt,
-		State: DeliveryPending, OrderingKey: r.OrderingKey, Ordered: r.Ordered, Attempts: int(r.Attempt), At: r.CreatedAt,
+func pendingFrom(r dbsqlc.Delivery) PendingView {
+	p := PendingView{
+		ID: r.ID, Queue: int(r.Queue), EndpointID: r.EndpointID, OrderingKey: r.OrderingKey, Ordered: r.Ordered,
+		MessageID: r.MessageID, MessageReceivedAt: r.MessageReceivedAt, Attempt: int(r.Attempt),
+		VisibleAt: r.VisibleAt, CreatedAt: r.CreatedAt,
 	}
-	if !NeverDue(r.VisibleAt) {
-		t := r.VisibleAt
-		v.NextAttemptAt = &t
+	if r.LeasedUntil != nil && r.LeasedUntil.After(p.VisibleAt) {
+		p.VisibleAt = *r.LeasedUntil
 	}
 	if r.LastStatus != nil {
-		v.LastStatus = int(*r.LastStatus)
+		s := int(*r.LastStatus)
+		p.LastStatus = &s
 	}
 	if r.LastError != nil {
-		v.LastError = *r.LastError
+		p.LastError = *r.LastError
+	}
+	return p
+}
+
+func apiPending(p PendingView) APIDelivery {
+	v := APIDelivery{
+		ID: p.ID, EndpointID: p.EndpointID, MessageID: p.MessageID, MessageReceivedAt: p.MessageReceivedAt,
+		State: DeliveryPending, OrderingKey: p.OrderingKey, Ordered: p.Ordered, Attempts: p.Attempt,
+		LastError: p.LastError, At: p.CreatedAt,
+	}
+	if !NeverDue(p.VisibleAt) {
+		t := p.VisibleAt
+		v.NextAttemptAt = &t
+	}
+	if p.LastStatus != nil {
+		v.LastStatus = *p.LastStatus
 	}
 	return v
 }
 
-func deadView(r dbsqlc.DeadLetter) APIDelivery {
+func apiDead(d DeadLetter) APIDelivery {
 	v := APIDelivery{
-		ID: r.ID, EndpointID: r.EndpointID, MessageID: r.MessageID, MessageReceivedAt: r.MessageReceivedAt,
-		State: DeliveryDead, OrderingKey: r.OrderingKey, Ordered: true, Attempts: int(r.Attempts),
-		LastError: r.LastError, At: r.CreatedAt,
+		ID: d.ID, EndpointID: d.EndpointID, MessageID: d.MessageID, MessageReceivedAt: d.MessageReceivedAt,
+		State: DeliveryDead, OrderingKey: d.OrderingKey, Ordered: true, Attempts: d.Attempts,
+		LastError: d.LastError, At: d.CreatedAt,
 	}
-	if r.LastStatus != nil {
-		v.LastStatus = int(*r.LastStatus)
+	if d.LastStatus != nil {
+		v.LastStatus = *d.LastStatus
 	}
 	return v
+}
+
+// apiDelivered is the delivery that a successful attempt a delivered.
+func apiDelivered(a Attempt) APIDelivery {
+	return APIDelivery{
+		ID: a.DeliveryID, EndpointID: a.EndpointID, MessageID: a.MessageID, MessageReceivedAt: a.MessageReceivedAt,
+		State: DeliveryDelivered, Attempts: a.Attempt, LastStatus: a.StatusCode, At: a.AttemptedAt,
+	}
+}
+
+// pendingList returns up to limit pending deliveries of an endpoint by id,
+// ascending after cursorID or, with newest, descending below it.
+func (db *DB) pendingList(ctx context.Context, endpointID int64, newest bool, cursorID int64, limit int) ([]PendingView, error) {
+	rows, err := db.q.DeliveryListByEndpoint(ctx, dbsqlc.DeliveryListByEndpointParams{
+		EndpointID: endpointID, Newest: newest, CursorID: cursorID, Lim: int32(limit),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list pending deliveries: %w", unavailable(err))
+	}
+	out := make([]PendingView, len(rows))
+	for i, r := range rows {
+		out[i] = pendingFrom(dbsqlc.Delivery(r))
+	}
+	return out, nil
 }
 
 // DeliveryListPending returns up to limit pending deliveries of an endpoint
 // with ids above afterID, by id.
 func (db *DB) DeliveryListPending(ctx context.Context, endpointID, afterID int64, limit int) ([]APIDelivery, error) {
-	rows, err := db.q.DeliveryListByEndpoint(ctx, dbsqlc.DeliveryListByEndpointParams{EndpointID: endpointID, AfterID: afterID, Lim: int32(limit)})
+	rows, err := db.pendingList(ctx, endpointID, false, afterID, limit)
 	if err != nil {
-		return nil, fmt.Errorf("list pending deliveries: %w", unavailable(err))
+		return nil, err
 	}
 	out := make([]APIDelivery, len(rows))
-	for i, r := range rows {
-		out[i] = pendingView(endpointID, r)
+	for i, p := range rows {
+		out[i] = apiPending(p)
 	}
 	return out, nil
 }
@@ -104,67 +151,86 @@ func (db *DB) DeliveryListDelivered(ctx context.Context, endpointID int64, befor
 	}
 	out := make([]APIDelivery, len(rows))
 	for i, r := range rows {
-		out[i] = APIDelivery{
-			ID: r.DeliveryID, EndpointID: endpointID, MessageID: r.MessageID, MessageReceivedAt: r.MessageReceivedAt,
-			State: DeliveryDelivered, Attempts: int(r.Attempt), LastStatus: int(r.StatusCode), At: r.AttemptedAt,
-		}
+		out[i] = apiDelivered(attemptFrom(r))
 	}
 	return out, nil
+}
+
+// DeliveryListDead returns up to limit dead letters of an endpoint as
+// deliveries, oldest first, after (afterAt, afterID); pass the zero time for
+// the first page.
+func (db *DB) DeliveryListDead(ctx context.Context, endpointID int64, afterAt time.Time, afterID int64, limit int) ([]APIDelivery, error) {
+	rows, err := db.DeadLetterList(ctx, DeadLetterFilter{EndpointID: endpointID}, DeadLetterPage{At: afterAt, ID: afterID}, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]APIDelivery, len(rows))
+	for i, d := range rows {
+		out[i] = apiDead(d)
+	}
+	return out, nil
+}
+
+// deliveryRecord is what is stored about one delivery: its row in the queue
+// or its dead letter (neither once delivered, or gone), and its attempts.
+type deliveryRecord struct {
+	pending  *PendingView
+	dead     *DeadLetter
+	attempts []Attempt
+}
+
+// deliveryRead reads the record of delivery id with its first attemptLimit
+// attempts.
+//
+// Its reads share one snapshot: a delivery that finishes between two of them
+// (its row deleted and its attempt written in one transaction) would
+// otherwise be in none of them and answer "not found".
+func (db *DB) deliveryRead(ctx context.Context, id int64, attemptLimit int32) (deliveryRecord, error) {
+	var rec deliveryRecord
+	tx, err := db.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return rec, fmt.Errorf("get delivery: %w", unavailable(err))
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	q := dbsqlc.New(tx)
+	if rec.attempts, err = attemptsOf(ctx, q, id, attemptLimit); err != nil {
+		return rec, err
+	}
+	if db.hooks.deliveryGetRead != nil {
+		db.hooks.deliveryGetRead()
+	}
+	if r, err := q.DeliveryGet(ctx, id); err == nil {
+		p := pendingFrom(r)
+		rec.pending = &p
+		return rec, nil
+	} else if !errors.Is(err, pgx.ErrNoRows) {
+		return rec, fmt.Errorf("get delivery: %w", unavailable(err))
+	}
+	if r, err := q.DeadLetterGet(ctx, id); err == nil {
+		d := deadLetterFrom(r)
+		rec.dead = &d
+	} else if !errors.Is(err, pgx.ErrNoRows) {
+		return rec, fmt.Errorf("get dead letter: %w", unavailable(err))
+	}
+	return rec, nil
 }
 
 // DeliveryGet returns delivery id in whatever state it is (pending, dead,
 // or delivered according to its history) with every attempt, or
 // hookrelay.ENOTFOUND.
-//
-// Its reads share one snapshot: a delivery that finishes between two of them
-// (its row deleted and its attempt written in one transaction) would
-// otherwise be in none of them and answer "not found".
-func (db *DB) DeliveryGet(ctx context.Context, id int64) (APIDelivery, []APIAttempt, error) {
-	tx, err := db.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
-	if err != nil {
-		return APIDelivery{}, nil, fmt.Errorf("get delivery: %w", unavailable(err))
+func (db *DB) DeliveryGet(ctx context.Context, id int64) (APIDelivery, []Attempt, error) {
+	rec, err := db.deliveryRead(ctx, id, allAttempts)
+	switch {
+	case err != nil:
+		return APIDelivery{}, nil, err
+	case rec.pending != nil:
+		return apiPending(*rec.pending), rec.attempts, nil
+	case rec.dead != nil:
+		return apiDead(*rec.dead), rec.attempts, nil
 	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	q := dbsqlc.New(tx)
-	rows, err := q.AttemptListByDeliveryInTime(ctx, id)
-	if err != nil {
-		return APIDelivery{}, nil, fmt.Errorf("delivery attempts: %w", unavailable(err))
-	}
-	if db.hooks.deliveryGetRead != nil {
-		db.hooks.deliveryGetRead()
-	}
-	attempts := make([]APIAttempt, len(rows))
-	for i, r := range rows {
-		attempts[i] = APIAttempt{
-			Attempt: int(r.Attempt), AttemptedAt: r.AttemptedAt, Outcome: r.Outcome, StatusCode: int(r.StatusCode),
-			LatencyMS: int(r.LatencyMs), Error: r.Error, ResponseExcerpt: r.ResponseExcerpt,
-		}
-	}
-	if d, err := q.DeliveryGet(ctx, id); err == nil {
-		due := d.VisibleAt // a leased row is next due when its lease runs out
-		if d.LeasedUntil != nil && d.LeasedUntil.After(due) {
-			due = *d.LeasedUntil
-		}
-		v := pendingView(d.EndpointID, dbsqlc.DeliveryListByEndpointRow{
-			ID: d.ID, MessageID: d.MessageID, MessageReceivedAt: d.MessageReceivedAt, OrderingKey: d.OrderingKey,
-			Ordered: d.Ordered, Attempt: d.Attempt, VisibleAt: due, LastStatus: d.LastStatus,
-			LastError: d.LastError, CreatedAt: d.CreatedAt,
-		})
-		return v, attempts, nil
-	} else if err = unavailableUnlessNoRows(err); notFound(err, "") == err {
-		return APIDelivery{}, nil, fmt.Errorf("get delivery: %w", err)
-	}
-	if d, err := q.DeadLetterGet(ctx, id); err == nil {
-		return deadView(d), attempts, nil
-	} else if err = unavailableUnlessNoRows(err); notFound(err, "") == err {
-		return APIDelivery{}, nil, fmt.Errorf("get dead letter: %w", err)
-	}
-	for i := len(rows) - 1; i >= 0; i-- {
-		if r := rows[i]; r.Outcome == "success" {
-			return APIDelivery{
-				ID: id, EndpointID: r.EndpointID, MessageID: r.MessageID, MessageReceivedAt: r.MessageReceivedAt,
-				State: DeliveryDelivered, Attempts: int(r.Attempt), LastStatus: int(r.StatusCode), At: r.AttemptedAt,
-			}, attempts, nil
+	for i := len(rec.attempts) - 1; i >= 0; i-- {
+		if a := rec.attempts[i]; a.Outcome == "success" {
+			return apiDelivered(a), rec.attempts, nil
 		}
 	}
 	return APIDelivery{}, nil, hookrelay.Errorf(hookrelay.ENOTFOUND, "delivery not found")
@@ -180,7 +246,8 @@ func (db *DB) DeliveryRetryPending(ctx context.Context, id int64) (bool, error) 
 	return n > 0, nil
 }
 
-// were still ours.
+// DeliveryExtend extends by lease the leases of the rows ids still held under
+// tokens and returns how many were still ours.
 func (db *DB) DeliveryExtend(ctx context.Context, ids, tokens []int64, lease time.Duration) (int64, error) {
 	n, err := db.q.DeliveryExtend(ctx, dbsqlc.DeliveryExtendParams{Lease: lease, IDs: ids, Tokens: tokens})
 	if err != nil {

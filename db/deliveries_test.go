@@ -84,7 +84,7 @@ func TestDeliveryClaimOnlyHeadsThenPromote(t *testing.T) {
 	// Dead letter moves the row and promotes the next.
 	rep = ack(t, store, db.DeliveryResult{ID: ids[1], LeaseToken: 16, Kind: db.AckDead, Outcome: "failed", Status: 500, Error: "boom"})
 	require.EqualValues(t, 1, rep.Promoted)
-	dls, err := store.DeadLetterList(context.Background(), db.DeadLetterFilter{EndpointID: ep.ID}, time.Time{}, 0, 10)
+	dls, err := store.DeadLetterList(context.Background(), db.DeadLetterFilter{EndpointID: ep.ID}, db.DeadLetterPage{}, 10)
 	require.NoError(t, err)
 	require.Len(t, dls, 1)
 	dl := dls[0]
@@ -94,7 +94,8 @@ func TestDeliveryClaimOnlyHeadsThenPromote(t *testing.T) {
 	require.Equal(t, "K1", dl.OrderingKey)
 	require.Equal(t, "delivered", dl.EventType)
 	require.Equal(t, 2, dl.Attempts)
-	require.Equal(t, 500, dl.LastStatus)
+	require.NotNil(t, dl.LastStatus)
+	require.Equal(t, 500, *dl.LastStatus)
 	require.Equal(t, "boom", dl.LastError)
 	got = claimAll(t, store, q1, 17)
 	require.Len(t, got, 1)

@@ -352,7 +352,7 @@ func (db *DB) APIStatsGet(ctx context.Context) (APIStats, error) {
 	if s.PendingDeliveries, err = db.q.DeliveryCountCapped(ctx, StatsCap); err != nil {
 		return wrap(err)
 	}
-	if s.DeadLetters, err = db.q.DeadLetterCountCapped(ctx, StatsCap); err != nil {
+	if s.DeadLetters, err = db.q.DeadLetterCountCapped(ctx, dbsqlc.DeadLetterCountCappedParams{Cap: StatsCap}); err != nil {
 		return wrap(err)
 	}
 	today := time.Now().UTC().Truncate(24 * time.Hour)

@@ -25,12 +25,16 @@ type DeadLetterJSON struct {
 	CreatedAt   time.Time `json:"created_at"`
 }
 
-func deadLetterJSON(d db.APIDeadLetter) DeadLetterJSON {
-	return DeadLetterJSON{
+func deadLetterJSON(d db.DeadLetter) DeadLetterJSON {
+	out := DeadLetterJSON{
 		ID: ID(d.ID), MessageID: ID(d.MessageID), EndpointID: ID(d.EndpointID), MerchantID: ID(d.MerchantID),
 		CarrierID: ID(d.CarrierID), OrderingKey: d.OrderingKey, EventType: d.EventType, Attempts: d.Attempts,
-		LastStatus: d.LastStatus, LastError: d.LastError, CreatedAt: d.CreatedAt,
+		LastError: d.LastError, CreatedAt: d.CreatedAt,
 	}
+	if d.LastStatus != nil {
+		out.LastStatus = *d.LastStatus
+	}
+	return out
 }
 
 func parseSince(raw string) (time.Time, error) {
@@ -63,11 +67,11 @@ func (s *Server) listDeadLetters(c echo.Context) error {
 	if f.Since, err = parseSince(c.QueryParam("since")); err != nil {
 		return err
 	}
-	rows, err := s.db.DeadLetterList(c.Request().Context(), f, cur.At, cur.ID, limit+1)
+	rows, err := s.db.DeadLetterList(c.Request().Context(), f, db.DeadLetterPage{At: cur.At, ID: cur.ID}, limit+1)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, page(rows, limit, deadLetterJSON, func(d db.APIDeadLetter) cursor {
+	return c.JSON(http.StatusOK, page(rows, limit, deadLetterJSON, func(d db.DeadLetter) cursor {
 		return cursor{At: d.CreatedAt, ID: d.ID}
 	}))
 }

@@ -64,15 +64,7 @@ func (s *Server) listDeliveries(c echo.Context) error {
 		rows, err = s.db.DeliveryListDelivered(ctx, ep.ID, cur.At, cur.ID, limit+1)
 		at = func(d db.APIDelivery) cursor { return cursor{At: d.At, ID: d.ID} }
 	case db.DeliveryDead:
-		var dead []db.APIDeadLetter
-		dead, err = s.db.DeadLetterList(ctx, db.DeadLetterFilter{EndpointID: ep.ID}, cur.At, cur.ID, limit+1)
-		for _, d := range dead {
-			rows = append(rows, db.APIDelivery{
-				ID: d.ID, EndpointID: d.EndpointID, MessageID: d.MessageID, State: db.DeliveryDead,
-				OrderingKey: d.OrderingKey, Ordered: true, Attempts: d.Attempts, LastStatus: d.LastStatus,
-				LastError: d.LastError, At: d.CreatedAt,
-			})
-		}
+		rows, err = s.db.DeliveryListDead(ctx, ep.ID, cur.At, cur.ID, limit+1)
 		at = func(d db.APIDelivery) cursor { return cursor{At: d.At, ID: d.ID} }
 	default:
 		return invalidf("status must be pending, delivered or dead")
@@ -84,7 +76,7 @@ func (s *Server) listDeliveries(c echo.Context) error {
 }
 
 // ownedDelivery loads delivery :id, 404 when its endpoint is another merchant's.
-func (s *Server) ownedDelivery(c echo.Context) (db.APIDelivery, []db.APIAttempt, error) {
+func (s *Server) ownedDelivery(c echo.Context) (db.APIDelivery, []db.Attempt, error) {
 	id, err := pathID(c, "delivery")
 	if err != nil {
 		return db.APIDelivery{}, nil, err
@@ -102,7 +94,7 @@ func (s *Server) getDelivery(c echo.Context) error {
 	for i, a := range attempts {
 		out.AttemptList[i] = AttemptJSON{
 			Attempt: a.Attempt, AttemptedAt: a.AttemptedAt, Outcome: a.Outcome, StatusCode: a.StatusCode,
-			LatencyMS: a.LatencyMS, Error: a.Error, ResponseExcerpt: a.ResponseExcerpt,
+			LatencyMS: int(a.Latency.Milliseconds()), Error: a.Error, ResponseExcerpt: a.ResponseExcerpt,
 		}
 	}
 	return c.JSON(http.StatusOK, out)

@@ -10,31 +10,8 @@ import (
 
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db"
+	"github.com/hookrelay/hookrelay/db/dbtest"
 )
-
-// finish claims every due delivery of the message's queue and acknowledges
-// it with kind, through the dispatcher's own store functions.
-func finish(t *testing.T, store *db.DB, orderingKey string, kind db.AckKind) {
-	t.Helper()
-	ctx := context.Background()
-	q := hookrelay.QueueFor(orderingKey, hookrelay.DefaultQueues)
-	claimed, err := store.DeliveryClaim(ctx, []int{q}, 100, 100, 1, time.Now().UnixNano(), time.Minute)
-	require.NoError(t, err)
-	require.NotEmpty(t, claimed)
-	var results []db.DeliveryResult
-	for _, c := range claimed {
-		outcome, status := "success", 200
-		if kind == db.AckDead {
-			outcome, status = "failed", 500
-		}
-		results = append(results, db.DeliveryResult{
-			ID: c.ID, LeaseToken: c.LeaseToken, EndpointID: c.EndpointID, Kind: kind, Spend: true,
-			Outcome: outcome, Status: status, Latency: 3 * time.Millisecond, Error: "boom", Excerpt: "x",
-		})
-	}
-	_, err = store.DeliveryAckBatch(ctx, 1, results, nil, db.HealthPolicy{})
-	require.NoError(t, err)
-}
 
 func TestDeliveriesAndDeadLetters(t *testing.T) {
 	t.Parallel()
@@ -53,8 +30,8 @@ func TestDeliveriesAndDeadLetters(t *testing.T) {
 	send("P1")
 	send("D1")
 	send("X1")
-	finish(t, b.DB, "D1", db.AckSuccess)
-	finish(t, b.DB, "X1", db.AckDead)
+	dbtest.Finish(t, b.DB, "D1", db.AckSuccess)
+	dbtest.Finish(t, b.DB, "X1", db.AckDead)
 	pending, delivered, dead := list("pending"), list("delivered"), list("dead")
 	require.Len(t, pending, 1)
 	require.Len(t, delivered, 1)
@@ -101,7 +78,7 @@ func TestDeadLetterAPI(t *testing.T) {
 	for _, k := range []string{"A", "B", "C"} {
 		st, _ := b.call(t, http.MethodPost, "/v1/callbacks", w.CarrierKey, []byte(`{"tracking_no":"`+k+`"}`))
 		require.Equal(t, http.StatusAccepted, st)
-		finish(t, b.DB, k, db.AckDead)
+		dbtest.Finish(t, b.DB, k, db.AckDead)
 	}
 	// 3 callbacks × 2 endpoints.
 	st, out := b.call(t, http.MethodGet, "/v1/dead-letters?limit=4", adminToken, nil)

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"testing"
 
 	"github.com/labstack/echo/v4"
@@ -21,6 +20,7 @@ import (
 	"github.com/hookrelay/hookrelay/db/dbtest"
 	"github.com/hookrelay/hookrelay/httperr"
 	"github.com/hookrelay/hookrelay/ingest"
+	"github.com/hookrelay/hookrelay/internal/logtest"
 	"github.com/hookrelay/hookrelay/ops"
 	"github.com/hookrelay/hookrelay/storage"
 )
@@ -34,25 +34,8 @@ type bundle struct {
 	Payloads *storage.Store
 	S3       *storage.Embedded
 	Server   *ingest.Server
-	Logs     *lockedBuffer
+	Logs     *logtest.Buffer
 	Registry *prometheus.Registry
-}
-
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // setup runs the API on a real database, a real embedded S3 store and a
@@ -76,7 +59,7 @@ func setupWith(t testing.TB, cfg ingest.Config, pinger ops.Pinger) *bundle {
 	t.Cleanup(payloads.Close)
 	require.NoError(t, payloads.EnsureBucket(ctx))
 
-	logs := &lockedBuffer{}
+	logs := &logtest.Buffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, nil))
 	reg := prometheus.NewRegistry()
 	srv := ingest.New(logger, cfg, store, payloads, reg, ops.New(store, pinger))

@@ -85,7 +85,7 @@ func (c Config) WithDefaults() Config {
 // by package ops (the dashboard's are the same ones).
 type Operations interface {
 	Endpoint(ctx context.Context, a ops.Actor, id int64) (db.Endpoint, error)
-	Delivery(ctx context.Context, a ops.Actor, id int64) (db.APIDelivery, []db.APIAttempt, error)
+	Delivery(ctx context.Context, a ops.Actor, id int64) (db.APIDelivery, []db.Attempt, error)
 	RetryDeadLetters(ctx context.Context, sel ops.DeadLetters) (int64, error)
 	DiscardDeadLetters(ctx context.Context, sel ops.DeadLetters) (int64, error)
 	RetryDelivery(ctx context.Context, a ops.Actor, id int64) error

@@ -18,6 +18,7 @@ import (
 
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/db/dbtest"
+	"github.com/hookrelay/hookrelay/internal/logtest"
 	"github.com/hookrelay/hookrelay/storage"
 )
 
@@ -61,7 +62,7 @@ type bundle struct {
 	sql      *pgx.Conn
 	payloads *storage.Store
 	clock    *fakeClock
-	logs     *syncBuffer
+	logs     *logtest.Buffer
 	logger   *slog.Logger
 }
 
@@ -72,7 +73,7 @@ func setup(t *testing.T) *bundle {
 	conn, err := pgx.Connect(t.Context(), url)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close(context.Background()) })
-	logs := &syncBuffer{}
+	logs := &logtest.Buffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	emb, err := storage.StartEmbedded(t.Context(), logger, "127.0.0.1:0", t.TempDir())
 	require.NoError(t, err)
@@ -250,25 +251,6 @@ func (b *bundle) historyRowsDeleted(t *testing.T) int64 {
 	require.NoError(t, b.sql.QueryRow(t.Context(), `SELECT coalesce(sum(n_tup_del), 0)::bigint FROM pg_stat_user_tables
 		WHERE relname ~ '^(messages|delivery_attempts|idempotency_keys)_p[0-9]{8}$'`).Scan(&n))
 	return n
-}
-
-// syncBuffer is a bytes buffer safe for a logger's concurrent writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.buf = append(s.buf, p...)
-	return len(p), nil
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return string(s.buf)
 }
 
 // value reads a gauge's or counter's current value.

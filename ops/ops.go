@@ -61,7 +61,7 @@ func (s *Service) Endpoint(ctx context.Context, a Actor, id int64) (db.Endpoint,
 // Delivery returns delivery id with its attempts if a may act on it: the
 // operator always, a merchant while the delivery's endpoint is its own and
 // not deleted.
-func (s *Service) Delivery(ctx context.Context, a Actor, id int64) (db.APIDelivery, []db.APIAttempt, error) {
+func (s *Service) Delivery(ctx context.Context, a Actor, id int64) (db.APIDelivery, []db.Attempt, error) {
 	d, attempts, err := s.db.DeliveryGet(ctx, id)
 	if err != nil {
 		return db.APIDelivery{}, nil, err

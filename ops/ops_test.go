@@ -20,29 +20,6 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// finish claims every due delivery of orderingKey and records kind for it.
-func finish(t *testing.T, store *db.DB, orderingKey string, kind db.AckKind) {
-	t.Helper()
-	ctx := context.Background()
-	q := hookrelay.QueueFor(orderingKey, hookrelay.DefaultQueues)
-	claimed, err := store.DeliveryClaim(ctx, []int{q}, 100, 100, 1, time.Now().UnixNano(), time.Minute)
-	require.NoError(t, err)
-	require.NotEmpty(t, claimed)
-	var results []db.DeliveryResult
-	for _, c := range claimed {
-		outcome, status := "success", 200
-		if kind == db.AckDead {
-			outcome, status = "failed", 500
-		}
-		results = append(results, db.DeliveryResult{
-			ID: c.ID, LeaseToken: c.LeaseToken, EndpointID: c.EndpointID, Kind: kind, Spend: true,
-			Outcome: outcome, Status: status, Latency: time.Millisecond,
-		})
-	}
-	_, err = store.DeliveryAckBatch(ctx, 1, results, nil, db.HealthPolicy{})
-	require.NoError(t, err)
-}
-
 type fakePinger struct{ res hookrelay.PingResult }
 
 func (f fakePinger) PingEndpoint(context.Context, int64) (hookrelay.PingResult, error) {
@@ -123,8 +100,8 @@ func TestRetryDelivery(t *testing.T) {
 		return dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: key}).DeliveryIDs[0]
 	}
 	pending, delivered, dead := send("P1"), send("D1"), send("X1")
-	finish(t, store, "D1", db.AckSuccess)
-	finish(t, store, "X1", db.AckDead)
+	dbtest.Finish(t, store, "D1", db.AckSuccess)
+	dbtest.Finish(t, store, "X1", db.AckDead)
 
 	err := s.RetryDelivery(ctx, ops.Actor{}, delivered)
 	require.Equal(t, hookrelay.ECONFLICT, hookrelay.ErrorCode(err), "%v", err)
@@ -159,7 +136,7 @@ func TestDeadLetters(t *testing.T) {
 		if i == 0 {
 			first = id
 		}
-		finish(t, store, key, db.AckDead)
+		dbtest.Finish(t, store, key, db.AckDead)
 	}
 	n, err := s.RetryDeadLetters(ctx, ops.DeadLetters{IDs: []int64{}})
 	require.NoError(t, err)

@@ -118,7 +118,7 @@ func BenchmarkPages(b *testing.B) {
 
 	// A delivery in the history whose endpoint (eps[0]) belongs to merchant.
 	const histDelivery = 10_000_100
-	dead, err := store.DashboardDeadLetters(ctx, db.DeadLetterQuery{}, time.Time{}, 0, 1)
+	dead, err := store.DeadLetterList(ctx, db.DeadLetterFilter{}, db.DeadLetterPage{Newest: true}, 1)
 	if err != nil || len(dead) == 0 {
 		b.Fatalf("no dead letters: %v", err)
 	}

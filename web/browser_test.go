@@ -200,10 +200,10 @@ func TestWebBrowser(t *testing.T) {
 	for i := range n {
 		require.NoError(t, post(fmt.Sprintf("SF%04d", i+1), m2.ID))
 	}
-	var dead db.DeadLetterView
+	var dead db.DeadLetter
 	deadline := time.Now().Add(waitLimit)
 	for {
-		rows, err := f.store.DashboardDeadLetters(ctx, db.DeadLetterQuery{EndpointID: flaky.ID}, time.Time{}, 0, 10)
+		rows, err := f.store.DeadLetterList(ctx, db.DeadLetterFilter{EndpointID: flaky.ID}, db.DeadLetterPage{Newest: true}, 10)
 		require.NoError(t, err)
 		if len(rows) == 1 && len(snk.received("/steady")) == n {
 			dead = rows[0]

@@ -29,8 +29,8 @@ type dlFilter struct {
 	Since                 string // timeInput, UTC; empty = open
 }
 
-func (f dlFilter) query() (db.DeadLetterQuery, error) {
-	q := db.DeadLetterQuery{EndpointID: f.EndpointID, CarrierID: f.CarrierID}
+func (f dlFilter) query() (db.DeadLetterFilter, error) {
+	q := db.DeadLetterFilter{EndpointID: f.EndpointID, CarrierID: f.CarrierID}
 	var err error
 	if f.Since != "" {
 		if q.Since, err = time.Parse(timeInput, f.Since); err != nil {
@@ -43,8 +43,7 @@ func (f dlFilter) query() (db.DeadLetterQuery, error) {
 // selection is the dead letters the form names: ids, or else the filter.
 func (a dlAction) selection() ops.DeadLetters {
 	q, _ := a.Filter.query()
-	return ops.DeadLetters{IDs: a.IDs, Filter: db.DeadLetterFilter{
-		EndpointID: q.EndpointID, CarrierID: q.CarrierID, MerchantID: q.MerchantID, Since: q.Since}}
+	return ops.DeadLetters{IDs: a.IDs, Filter: q}
 }
 
 // values renders the filter as query parameters.
@@ -87,7 +86,7 @@ func firstNonEmpty(a, b string) string {
 
 type deadLettersData struct {
 	Filter dlFilter
-	Rows   []db.DeadLetterView
+	Rows   []db.DeadLetter
 	Next   string // query string of the next page; empty on the last
 	CanAct bool
 }
@@ -98,8 +97,7 @@ func (d *Dashboard) deadLetters(c echo.Context) error {
 		return err
 	}
 	q, _ := f.query()
-	var beforeAt time.Time
-	var beforeID int64
+	page := db.DeadLetterPage{Newest: true}
 	if cur := c.QueryParam("before"); cur != "" {
 		ns, id, ok := strings.Cut(cur, "_")
 		n, err1 := strconv.ParseInt(ns, 10, 64)
@@ -107,9 +105,9 @@ func (d *Dashboard) deadLetters(c echo.Context) error {
 		if !ok || err1 != nil || err2 != nil {
 			return hookrelay.Errorf(hookrelay.EINVALID, "bad page cursor")
 		}
-		beforeAt, beforeID = time.Unix(0, n).UTC(), i
+		page.At, page.ID = time.Unix(0, n).UTC(), i
 	}
-	rows, err := d.store.DashboardDeadLetters(c.Request().Context(), q, beforeAt, beforeID, pageSize+1)
+	rows, err := d.store.DeadLetterList(c.Request().Context(), q, page, pageSize+1)
 	if err != nil {
 		return err
 	}
@@ -181,7 +179,7 @@ func (d *Dashboard) deadLettersConfirm(c echo.Context) error {
 		a.Count = int64(len(a.IDs))
 	} else {
 		q, _ := a.Filter.query()
-		n, err := d.store.DashboardDeadLettersCount(c.Request().Context(), q, confirmCap+1)
+		n, err := d.store.DeadLetterCount(c.Request().Context(), q, confirmCap+1)
 		if err != nil {
 			return err
 		}

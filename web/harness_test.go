@@ -1,7 +1,6 @@
 package web_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/hex"
 	"log/slog"
@@ -19,6 +18,7 @@ import (
 	"github.com/hookrelay/hookrelay/dispatch"
 	"github.com/hookrelay/hookrelay/httperr"
 	"github.com/hookrelay/hookrelay/ingest"
+	"github.com/hookrelay/hookrelay/internal/logtest"
 	"github.com/hookrelay/hookrelay/maintenance"
 	"github.com/hookrelay/hookrelay/ops"
 	"github.com/hookrelay/hookrelay/storage"
@@ -26,24 +26,6 @@ import (
 )
 
 const testAdminToken = "hra_test_admin_token_0123456789"
-
-// lockedBuffer is a log sink safe for concurrent writers.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // fixtureOpts are the settings a test changes; zero fields keep the defaults.
 type fixtureOpts struct {
@@ -58,7 +40,7 @@ type webFixture struct {
 	URL   string // the server
 	store *db.DB
 	dbURL string
-	Logs  *lockedBuffer
+	Logs  *logtest.Buffer
 }
 
 func startWebFixture(t *testing.T, o fixtureOpts) webFixture {
@@ -75,7 +57,7 @@ func startWebFixture(t *testing.T, o fixtureOpts) webFixture {
 	t.Cleanup(payloads.Close)
 	require.NoError(t, payloads.EnsureBucket(ctx))
 
-	logs := &lockedBuffer{}
+	logs := &logtest.Buffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, nil))
 	d := dispatch.New(logger, dispatch.Config{AllowPrivateTargets: true, IdlePoll: 20 * time.Millisecond, DrainTimeout: time.Second}, store, payloads, nil)
 	operations := ops.New(store, d)

@@ -50,7 +50,7 @@ type merchantEndpointData struct {
 	E        db.Endpoint
 	Health   *db.EndpointStatus
 	Pending  []db.PendingView
-	Attempts []db.AttemptView
+	Attempts []db.Attempt
 	Secrets  []db.EndpointSecret // shown only after reveal or rotate
 	Rotated  bool
 	Ping     *hookrelay.PingResult

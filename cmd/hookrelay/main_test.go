@@ -7,38 +7,20 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookrelay/hookrelay/db/dbtest"
+	"github.com/hookrelay/hookrelay/internal/logtest"
 )
-
-// syncBuffer is a bytes.Buffer safe for the concurrent writes of a logger.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // testServer is a `hookrelay serve` running in-process through run().
 type testServer struct {
-	URL    string      // http://127.0.0.1:port
-	Logs   *syncBuffer // everything logged (JSON lines)
-	Stdout *syncBuffer
+	URL    string          // http://127.0.0.1:port
+	Logs   *logtest.Buffer // everything logged (JSON lines)
+	Stdout *logtest.Buffer
 	stop   context.CancelFunc
 	done   chan struct{} // closed when run returns
 	err    error         // run's result, set before done is closed
@@ -75,7 +57,7 @@ func startServe(t *testing.T, env map[string]string, args ...string) *testServer
 	}
 	getenv := func(k string) string { return base[k] }
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &testServer{Logs: &syncBuffer{}, Stdout: &syncBuffer{}, stop: cancel, done: make(chan struct{})}
+	s := &testServer{Logs: &logtest.Buffer{}, Stdout: &logtest.Buffer{}, stop: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
 		s.err = run(ctx, append([]string{"hookrelay", "serve"}, args...), getenv, s.Stdout, s.Logs)

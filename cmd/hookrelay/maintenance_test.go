@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookrelay/hookrelay/db/dbtest"
+	"github.com/hookrelay/hookrelay/internal/logtest"
 )
 
 // metricValue returns the value of an unlabelled series in /metrics (-1 when absent).
@@ -90,7 +91,7 @@ func TestMaintenanceConfigErrors(t *testing.T) {
 		"HOOKRELAY_PARTITIONS_AHEAD": "1",
 		"HOOKRELAY_VACUUM_INTERVAL":  "often",
 	}
-	var out, errOut syncBuffer
+	var out, errOut logtest.Buffer
 	err := run(t.Context(), []string{"hookrelay", "serve", "--roles", "maintenance"}, func(k string) string { return env[k] }, &out, &errOut)
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "HOOKRELAY_PARTITIONS_AHEAD")

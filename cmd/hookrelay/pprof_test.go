@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/hookrelay/hookrelay/internal/logtest"
 )
 
 func TestPprofOnlyWhenAsked(t *testing.T) {
@@ -17,7 +19,7 @@ func TestPprofOnlyWhenAsked(t *testing.T) {
 	require.NoError(t, err)
 	stop()
 
-	var logs syncBuffer
+	var logs logtest.Buffer
 	stop, err = startPprof("127.0.0.1:0", slog.New(slog.NewJSONHandler(&logs, nil)))
 	require.NoError(t, err)
 	defer stop()

@@ -118,7 +118,7 @@ func TestSSRFDNSRebinding(t *testing.T) {
 // (as if registration had seen a public address) and one delivery for it,
 // runs a dispatcher whose resolver now answers 127.0.0.1, and returns what
 // the loopback server received and the first attempt.
-func rebindDelivery(t *testing.T, allowPrivate bool) (int64, db.AttemptView, int64) {
+func rebindDelivery(t *testing.T, allowPrivate bool) (int64, db.Attempt, int64) {
 	store := dbtest.New(t)
 	sink := newSecSink(t, http.StatusNoContent)
 	_, port, err := net.SplitHostPort(sink.Listener.Addr().String())
@@ -147,7 +147,7 @@ func rebindDelivery(t *testing.T, allowPrivate bool) (int64, db.AttemptView, int
 		}
 	}()
 
-	var first db.AttemptView
+	var first db.Attempt
 	require.Eventually(t, func() bool {
 		as, err := store.DashboardRecentAttempts(context.Background(), ep.ID, time.Now().Add(-time.Hour), time.Now().Add(time.Hour), 10)
 		if err != nil || len(as) == 0 {

@@ -1,25 +1,15 @@
 -- name: AttemptListByDelivery :many
--- Every recorded attempt of one delivery, oldest first.
+-- The first @lim attempts of one delivery, oldest first. Time orders them, not
+-- the attempt number: a dead letter retried by an operator starts again at
+-- attempt 1. Each day partition's (delivery_id, attempt) index finds them.
 SELECT * FROM delivery_attempts
 WHERE delivery_id = sqlc.arg(delivery_id)::bigint
-ORDER BY attempt, attempted_at;
-
--- name: AttemptListByDeliveryInTime :many
-SELECT * FROM delivery_attempts WHERE delivery_id = $1 ORDER BY attempted_at, attempt;
-
--- name: AttemptListByDeliveryCapped :many
--- Every attempt of one delivery (the index on (delivery_id, attempt) of each
--- day partition), oldest first.
-SELECT delivery_id, message_id, message_received_at, endpoint_id, attempt, attempted_at,
-       outcome, status_code, latency_ms, error, response_excerpt
-FROM delivery_attempts WHERE delivery_id = $1
-ORDER BY attempted_at, attempt LIMIT 200;
+ORDER BY attempted_at, attempt
+LIMIT @lim;
 
 -- name: AttemptListRecentByEndpoint :many
 -- The newest attempts to one endpoint, keyset below (attempted_at, delivery_id).
-SELECT delivery_id, message_id, message_received_at, endpoint_id, attempt, attempted_at,
-       outcome, status_code, latency_ms, error, response_excerpt
-FROM delivery_attempts
+SELECT * FROM delivery_attempts
 WHERE endpoint_id = @endpoint_id
   AND attempted_at >= @since
   AND attempted_at < sqlc.arg(before_at)::timestamptz
@@ -27,8 +17,7 @@ ORDER BY attempted_at DESC LIMIT @lim;
 
 -- name: AttemptListDeliveredByEndpoint :many
 -- Successful attempts of an endpoint, newest first, keyset on (attempted_at, delivery_id).
-SELECT delivery_id, message_id, message_received_at, attempt, attempted_at, status_code, latency_ms
-FROM delivery_attempts
+SELECT * FROM delivery_attempts
 WHERE endpoint_id = @endpoint_id AND outcome = 'success'
   AND (attempted_at, delivery_id) < (@before_at::timestamptz, @before_id::bigint)
 ORDER BY attempted_at DESC, delivery_id DESC LIMIT @lim;

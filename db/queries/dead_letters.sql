@@ -30,48 +30,46 @@ ON CONFLICT (id) DO UPDATE SET
 SELECT * FROM dead_letters WHERE id = $1;
 
 -- name: DeadLetterList :many
--- Keyset on (created_at, id), oldest first; NULL filters match everything.
-SELECT * FROM dead_letters
-WHERE (sqlc.narg(endpoint_id)::bigint IS NULL OR endpoint_id = sqlc.narg(endpoint_id)::bigint)
-  AND (sqlc.narg(carrier_id)::bigint IS NULL OR carrier_id = sqlc.narg(carrier_id)::bigint)
-  AND (sqlc.narg(merchant_id)::bigint IS NULL OR merchant_id = sqlc.narg(merchant_id)::bigint)
-  AND (sqlc.narg(since)::timestamptz IS NULL OR created_at >= sqlc.narg(since)::timestamptz)
-  AND (created_at, id) > (@after_at::timestamptz, @after_id::bigint)
-ORDER BY created_at, id
-LIMIT @lim;
+-- Up to @lim dead letters matching the filter (NULL matches everything),
+-- keyset on (created_at, id): oldest first after the cursor, or with @newest
+-- newest first before it. Each direction is a branch of its own so that
+-- either walks an index in its order and stops at the limit; the branch of
+-- the other direction is cut by its one-time filter before it reads a row,
+-- and the outer sort orders at most @lim rows.
+WITH d AS NOT MATERIALIZED (
+    SELECT * FROM dead_letters
+    WHERE (sqlc.narg(endpoint_id)::bigint IS NULL OR endpoint_id = sqlc.narg(endpoint_id)::bigint)
+      AND (sqlc.narg(carrier_id)::bigint IS NULL OR carrier_id = sqlc.narg(carrier_id)::bigint)
+      AND (sqlc.narg(merchant_id)::bigint IS NULL OR merchant_id = sqlc.narg(merchant_id)::bigint)
+      AND (sqlc.narg(since)::timestamptz IS NULL OR created_at >= sqlc.narg(since)::timestamptz)
+)
+SELECT * FROM (
+    (SELECT * FROM d
+     WHERE NOT @newest::boolean AND (created_at, id) > (@cursor_at::timestamptz, @cursor_id::bigint)
+     ORDER BY created_at, id LIMIT @lim)
+    UNION ALL
+    (SELECT * FROM d
+     WHERE @newest::boolean AND (created_at, id) < (@cursor_at::timestamptz, @cursor_id::bigint)
+     ORDER BY created_at DESC, id DESC LIMIT @lim)
+) page
+ORDER BY CASE WHEN @newest::boolean THEN created_at END DESC,
+         CASE WHEN @newest::boolean THEN id END DESC,
+         created_at, id;
 
--- name: DeadLetterListWindow :many
--- Dead letters, newest first, filtered (0 / NULL = any), keyset on
--- (created_at, id) below the cursor.
-SELECT id, message_id, message_received_at, endpoint_id, merchant_id, carrier_id, queue,
-       ordering_key, event_type, attempts, last_status, last_error, created_at
-FROM dead_letters
-WHERE (sqlc.arg(endpoint_id)::bigint = 0 OR endpoint_id = sqlc.arg(endpoint_id)::bigint)
-  AND (sqlc.arg(carrier_id)::bigint = 0 OR carrier_id = sqlc.arg(carrier_id)::bigint)
-  AND (sqlc.arg(merchant_id)::bigint = 0 OR merchant_id = sqlc.arg(merchant_id)::bigint)
-  AND created_at >= sqlc.arg(since)::timestamptz
-  AND created_at < sqlc.arg(until)::timestamptz
-  AND (created_at, id) < (sqlc.arg(before_at)::timestamptz, sqlc.arg(before_id)::bigint)
-ORDER BY created_at DESC, id DESC
-LIMIT @lim;
-
--- name: DeadLetterCountWindow :one
--- Dead letters matching a filter, counted up to a cap (confirmation pages).
+-- name: DeadLetterCountCapped :one
+-- Dead letters matching the filter (NULL matches everything), counted up to
+-- @cap: exact while few, cheap however many.
 SELECT count(*)::bigint FROM (
     SELECT 1 FROM dead_letters
-    WHERE (sqlc.arg(endpoint_id)::bigint = 0 OR endpoint_id = sqlc.arg(endpoint_id)::bigint)
-      AND (sqlc.arg(carrier_id)::bigint = 0 OR carrier_id = sqlc.arg(carrier_id)::bigint)
-      AND (sqlc.arg(merchant_id)::bigint = 0 OR merchant_id = sqlc.arg(merchant_id)::bigint)
-      AND created_at >= sqlc.arg(since)::timestamptz
-      AND created_at < sqlc.arg(until)::timestamptz
+    WHERE (sqlc.narg(endpoint_id)::bigint IS NULL OR endpoint_id = sqlc.narg(endpoint_id)::bigint)
+      AND (sqlc.narg(carrier_id)::bigint IS NULL OR carrier_id = sqlc.narg(carrier_id)::bigint)
+      AND (sqlc.narg(merchant_id)::bigint IS NULL OR merchant_id = sqlc.narg(merchant_id)::bigint)
+      AND (sqlc.narg(since)::timestamptz IS NULL OR created_at >= sqlc.narg(since)::timestamptz)
     LIMIT @cap
 ) AS d;
 
 -- name: DeadLetterCountByEndpoint :one
 SELECT count(*)::bigint FROM dead_letters WHERE endpoint_id = sqlc.arg(endpoint_id)::bigint;
-
--- name: DeadLetterCountCapped :one
-SELECT count(*) FROM (SELECT 1 FROM dead_letters LIMIT sqlc.arg(cap)::bigint) AS d;
 
 -- name: DeadLetterCount :one
 SELECT count(*)::bigint AS n FROM dead_letters;

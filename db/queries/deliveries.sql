@@ -281,34 +281,21 @@ DELETE FROM deliveries WHERE endpoint_id = $1 AND id > 0; -- deliveries_endpoint
 -- name: DeliveryGet :one
 SELECT * FROM deliveries WHERE id = $1;
 
--- name: DeliveryGetDue :one
-SELECT d.id, d.queue::integer AS queue, d.endpoint_id, d.ordering_key, d.ordered, d.message_id,
-       d.message_received_at, d.attempt,
-       -- a leased row is next due when its lease runs out
-       greatest(d.visible_at, coalesce(d.leased_until, d.visible_at))::timestamptz AS visible_at, d.last_status,
-       COALESCE(d.last_error, '')::text AS last_error, d.created_at
-FROM deliveries d WHERE d.id = $1;
-
 -- name: DeliveryListByEndpoint :many
--- visible_at is when the row is next due: a leased row's lease end.
-SELECT id, message_id, message_received_at, ordering_key, ordered, attempt,
-       greatest(visible_at, coalesce(leased_until, visible_at))::timestamptz AS visible_at,
-       last_status, last_error, created_at
-FROM deliveries
-WHERE endpoint_id = @endpoint_id AND id > @after_id
-  AND id > 0 -- deliveries_endpoint_idx is partial on it (migration 00070)
-ORDER BY id LIMIT @lim;
-
--- name: DeliveryListNewestByEndpoint :many
--- The newest pending deliveries of one endpoint.
-SELECT d.id, d.queue::integer AS queue, d.endpoint_id, d.ordering_key, d.ordered, d.message_id,
-       d.message_received_at, d.attempt,
-       -- a leased row is next due when its lease runs out
-       greatest(d.visible_at, coalesce(d.leased_until, d.visible_at))::timestamptz AS visible_at, d.last_status,
-       COALESCE(d.last_error, '')::text AS last_error, d.created_at
-FROM deliveries d
-WHERE d.endpoint_id = @endpoint_id AND d.id > 0 -- deliveries_endpoint_idx (migration 00070)
-ORDER BY d.id DESC LIMIT @lim;
+-- Up to @lim pending deliveries of one endpoint by id: ascending after
+-- @cursor_id, or with @newest descending below it. As in DeadLetterList, each
+-- direction is a branch that walks deliveries_endpoint_idx (partial on
+-- id > 0, migration 00070) in its order; the other is cut before it reads a
+-- row, and the outer sort orders at most @lim rows.
+WITH d AS NOT MATERIALIZED (
+    SELECT * FROM deliveries WHERE endpoint_id = @endpoint_id AND id > 0
+)
+SELECT * FROM (
+    (SELECT * FROM d WHERE NOT @newest::boolean AND id > @cursor_id ORDER BY id LIMIT @lim)
+    UNION ALL
+    (SELECT * FROM d WHERE @newest::boolean AND id < @cursor_id ORDER BY id DESC LIMIT @lim)
+) page
+ORDER BY CASE WHEN @newest::boolean THEN id END DESC, id;
 
 -- name: DeliveryCountCapped :one
 -- Pending deliveries, counted up to the cap (cheap however long the backlog).

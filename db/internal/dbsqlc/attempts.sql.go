@@ -75,104 +75,20 @@ func (q *Queries) AttemptHistogram(ctx context.Context, arg AttemptHistogramPara
 const attemptListByDelivery = `-- name: AttemptListByDelivery :many
 SELECT delivery_id, message_id, message_received_at, endpoint_id, attempt, attempted_at, outcome, status_code, latency_ms, error, response_excerpt, dispatcher_id FROM delivery_attempts
 WHERE delivery_id = $1::bigint
-ORDER BY attempt, attempted_at
+ORDER BY attempted_at, attempt
+LIMIT $2
 `
 
-// Every recorded attempt of one delivery, oldest first.
-func (q *Queries) AttemptListByDelivery(ctx context.Context, deliveryID int64) ([]DeliveryAttempt, error) {
-	rows, err := q.db.Query(ctx, attemptListByDelivery, deliveryID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []DeliveryAttempt
-	for rows.Next() {
-		var i DeliveryAttempt
-		if err := rows.Scan(
-			&i.DeliveryID,
-			&i.MessageID,
-			&i.MessageReceivedAt,
-			&i.EndpointID,
-			&i.Attempt,
-			&i.AttemptedAt,
-			&i.Outcome,
-			&i.StatusCode,
-			&i.LatencyMs,
-			&i.Error,
-			&i.ResponseExcerpt,
-			&i.DispatcherID,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
+type AttemptListByDeliveryParams struct {
+	DeliveryID int64
+	Lim        int32
 }
 
-const attemptListByDeliveryCapped = `-- name: AttemptListByDeliveryCapped :many
-SELECT delivery_id, message_id, message_received_at, endpoint_id, attempt, attempted_at,
-       outcome, status_code, latency_ms, error, response_excerpt
-FROM delivery_attempts WHERE delivery_id = $1
-ORDER BY attempted_at, attempt LIMIT 200
-`
-
-type AttemptListByDeliveryCappedRow struct {
-	DeliveryID        int64
-	MessageID         int64
-	MessageReceivedAt time.Time
-	EndpointID        int64
-	Attempt           int32
-	AttemptedAt       time.Time
-	Outcome           string
-	StatusCode        int32
-	LatencyMs         int32
-	Error             string
-	ResponseExcerpt   string
-}
-
-// Every attempt of one delivery (the index on (delivery_id, attempt) of each
-// day partition), oldest first.
-func (q *Queries) AttemptListByDeliveryCapped(ctx context.Context, deliveryID int64) ([]AttemptListByDeliveryCappedRow, error) {
-	rows, err := q.db.Query(ctx, attemptListByDeliveryCapped, deliveryID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []AttemptListByDeliveryCappedRow
-	for rows.Next() {
-		var i AttemptListByDeliveryCappedRow
-		if err := rows.Scan(
-			&i.DeliveryID,
-			&i.MessageID,
-			&i.MessageReceivedAt,
-			&i.EndpointID,
-			&i.Attempt,
-			&i.AttemptedAt,
-			&i.Outcome,
-			&i.StatusCode,
-			&i.LatencyMs,
-			&i.Error,
-			&i.ResponseExcerpt,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const attemptListByDeliveryInTime = `-- name: AttemptListByDeliveryInTime :many
-SELECT delivery_id, message_id, message_received_at, endpoint_id, attempt, attempted_at, outcome, status_code, latency_ms, error, response_excerpt, dispatcher_id FROM delivery_attempts WHERE delivery_id = $1 ORDER BY attempted_at, attempt
-`
-
-func (q *Queries) AttemptListByDeliveryInTime(ctx context.Context, deliveryID int64) ([]DeliveryAttempt, error) {
-	rows, err := q.db.Query(ctx, attemptListByDeliveryInTime, deliveryID)
+// The first @lim attempts of one delivery, oldest first. Time orders them, not
+// the attempt number: a dead letter retried by an operator starts again at
+// attempt 1. Each day partition's (delivery_id, attempt) index finds them.
+func (q *Queries) AttemptListByDelivery(ctx context.Context, arg AttemptListByDeliveryParams) ([]DeliveryAttempt, error) {
+	rows, err := q.db.Query(ctx, attemptListByDelivery, arg.DeliveryID, arg.Lim)
 	if err != nil {
 		return nil, err
 	}
@@ -205,8 +121,7 @@ func (q *Queries) AttemptListByDeliveryInTime(ctx context.Context, deliveryID in
 }
 
 const attemptListDeliveredByEndpoint = `-- name: AttemptListDeliveredByEndpoint :many
-SELECT delivery_id, message_id, message_received_at, attempt, attempted_at, status_code, latency_ms
-FROM delivery_attempts
+SELECT delivery_id, message_id, message_received_at, endpoint_id, attempt, attempted_at, outcome, status_code, latency_ms, error, response_excerpt, dispatcher_id FROM delivery_attempts
 WHERE endpoint_id = $1 AND outcome = 'success'
   AND (attempted_at, delivery_id) < ($2::timestamptz, $3::bigint)
 ORDER BY attempted_at DESC, delivery_id DESC LIMIT $4
@@ -219,18 +134,8 @@ type AttemptListDeliveredByEndpointParams struct {
 	Lim        int32
 }
 
-type AttemptListDeliveredByEndpointRow struct {
-	DeliveryID        int64
-	MessageID         int64
-	MessageReceivedAt time.Time
-	Attempt           int32
-	AttemptedAt       time.Time
-	StatusCode        int32
-	LatencyMs         int32
-}
-
 // Successful attempts of an endpoint, newest first, keyset on (attempted_at, delivery_id).
-func (q *Queries) AttemptListDeliveredByEndpoint(ctx context.Context, arg AttemptListDeliveredByEndpointParams) ([]AttemptListDeliveredByEndpointRow, error) {
+func (q *Queries) AttemptListDeliveredByEndpoint(ctx context.Context, arg AttemptListDeliveredByEndpointParams) ([]DeliveryAttempt, error) {
 	rows, err := q.db.Query(ctx, attemptListDeliveredByEndpoint,
 		arg.EndpointID,
 		arg.BeforeAt,
@@ -241,17 +146,22 @@ func (q *Queries) AttemptListDeliveredByEndpoint(ctx context.Context, arg Attemp
 		return nil, err
 	}
 	defer rows.Close()
-	var items []AttemptListDeliveredByEndpointRow
+	var items []DeliveryAttempt
 	for rows.Next() {
-		var i AttemptListDeliveredByEndpointRow
+		var i DeliveryAttempt
 		if err := rows.Scan(
 			&i.DeliveryID,
 			&i.MessageID,
 			&i.MessageReceivedAt,
+			&i.EndpointID,
 			&i.Attempt,
 			&i.AttemptedAt,
+			&i.Outcome,
 			&i.StatusCode,
 			&i.LatencyMs,
+			&i.Error,
+			&i.ResponseExcerpt,
+			&i.DispatcherID,
 		); err != nil {
 			return nil, err
 		}
@@ -264,9 +174,7 @@ func (q *Queries) AttemptListDeliveredByEndpoint(ctx context.Context, arg Attemp
 }
 
 const attemptListRecentByEndpoint = `-- name: AttemptListRecentByEndpoint :many
-SELECT delivery_id, message_id, message_received_at, endpoint_id, attempt, attempted_at,
-       outcome, status_code, latency_ms, error, response_excerpt
-FROM delivery_attempts
+SELECT delivery_id, message_id, message_received_at, endpoint_id, attempt, attempted_at, outcome, status_code, latency_ms, error, response_excerpt, dispatcher_id FROM delivery_attempts
 WHERE endpoint_id = $1
   AND attempted_at >= $2
   AND attempted_at < $3::timestamptz
@@ -280,22 +188,8 @@ type AttemptListRecentByEndpointParams struct {
 	Lim        int32
 }
 
-type AttemptListRecentByEndpointRow struct {
-	DeliveryID        int64
-	MessageID         int64
-	MessageReceivedAt time.Time
-	EndpointID        int64
-	Attempt           int32
-	AttemptedAt       time.Time
-	Outcome           string
-	StatusCode        int32
-	LatencyMs         int32
-	Error             string
-	ResponseExcerpt   string
-}
-
 // The newest attempts to one endpoint, keyset below (attempted_at, delivery_id).
-func (q *Queries) AttemptListRecentByEndpoint(ctx context.Context, arg AttemptListRecentByEndpointParams) ([]AttemptListRecentByEndpointRow, error) {
+func (q *Queries) AttemptListRecentByEndpoint(ctx context.Context, arg AttemptListRecentByEndpointParams) ([]DeliveryAttempt, error) {
 	rows, err := q.db.Query(ctx, attemptListRecentByEndpoint,
 		arg.EndpointID,
 		arg.Since,
@@ -306,9 +200,9 @@ func (q *Queries) AttemptListRecentByEndpoint(ctx context.Context, arg AttemptLi
 		return nil, err
 	}
 	defer rows.Close()
-	var items []AttemptListRecentByEndpointRow
+	var items []DeliveryAttempt
 	for rows.Next() {
-		var i AttemptListRecentByEndpointRow
+		var i DeliveryAttempt
 		if err := rows.Scan(
 			&i.DeliveryID,
 			&i.MessageID,
@@ -321,6 +215,7 @@ func (q *Queries) AttemptListRecentByEndpoint(ctx context.Context, arg AttemptLi
 			&i.LatencyMs,
 			&i.Error,
 			&i.ResponseExcerpt,
+			&i.DispatcherID,
 		); err != nil {
 			return nil, err
 		}

@@ -33,45 +33,32 @@ func (q *Queries) DeadLetterCountByEndpoint(ctx context.Context, endpointID int6
 }
 
 const deadLetterCountCapped = `-- name: DeadLetterCountCapped :one
-SELECT count(*) FROM (SELECT 1 FROM dead_letters LIMIT $1::bigint) AS d
-`
-
-func (q *Queries) DeadLetterCountCapped(ctx context.Context, cap int64) (int64, error) {
-	row := q.db.QueryRow(ctx, deadLetterCountCapped, cap)
-	var count int64
-	err := row.Scan(&count)
-	return count, err
-}
-
-const deadLetterCountWindow = `-- name: DeadLetterCountWindow :one
 SELECT count(*)::bigint FROM (
     SELECT 1 FROM dead_letters
-    WHERE ($1::bigint = 0 OR endpoint_id = $1::bigint)
-      AND ($2::bigint = 0 OR carrier_id = $2::bigint)
-      AND ($3::bigint = 0 OR merchant_id = $3::bigint)
-      AND created_at >= $4::timestamptz
-      AND created_at < $5::timestamptz
-    LIMIT $6
+    WHERE ($1::bigint IS NULL OR endpoint_id = $1::bigint)
+      AND ($2::bigint IS NULL OR carrier_id = $2::bigint)
+      AND ($3::bigint IS NULL OR merchant_id = $3::bigint)
+      AND ($4::timestamptz IS NULL OR created_at >= $4::timestamptz)
+    LIMIT $5
 ) AS d
 `
 
-type DeadLetterCountWindowParams struct {
-	EndpointID int64
-	CarrierID  int64
-	MerchantID int64
-	Since      time.Time
-	Until      time.Time
+type DeadLetterCountCappedParams struct {
+	EndpointID *int64
+	CarrierID  *int64
+	MerchantID *int64
+	Since      *time.Time
 	Cap        int32
 }
 
-// Dead letters matching a filter, counted up to a cap (confirmation pages).
-func (q *Queries) DeadLetterCountWindow(ctx context.Context, arg DeadLetterCountWindowParams) (int64, error) {
-	row := q.db.QueryRow(ctx, deadLetterCountWindow,
+// Dead letters matching the filter (NULL matches everything), counted up to
+// @cap: exact while few, cheap however many.
+func (q *Queries) DeadLetterCountCapped(ctx context.Context, arg DeadLetterCountCappedParams) (int64, error) {
+	row := q.db.QueryRow(ctx, deadLetterCountCapped,
 		arg.EndpointID,
 		arg.CarrierID,
 		arg.MerchantID,
 		arg.Since,
-		arg.Until,
 		arg.Cap,
 	)
 	var column_1 int64
@@ -208,114 +195,78 @@ func (q *Queries) DeadLetterInsert(ctx context.Context, arg DeadLetterInsertPara
 }
 
 const deadLetterList = `-- name: DeadLetterList :many
-SELECT id, message_id, message_received_at, endpoint_id, merchant_id, carrier_id, queue, ordering_key, event_type, attempts, last_status, last_error, created_at FROM dead_letters
-WHERE ($1::bigint IS NULL OR endpoint_id = $1::bigint)
-  AND ($2::bigint IS NULL OR carrier_id = $2::bigint)
-  AND ($3::bigint IS NULL OR merchant_id = $3::bigint)
-  AND ($4::timestamptz IS NULL OR created_at >= $4::timestamptz)
-  AND (created_at, id) > ($5::timestamptz, $6::bigint)
-ORDER BY created_at, id
-LIMIT $7
+WITH d AS NOT MATERIALIZED (
+    SELECT id, message_id, message_received_at, endpoint_id, merchant_id, carrier_id, queue, ordering_key, event_type, attempts, last_status, last_error, created_at FROM dead_letters
+    WHERE ($5::bigint IS NULL OR endpoint_id = $5::bigint)
+      AND ($6::bigint IS NULL OR carrier_id = $6::bigint)
+      AND ($7::bigint IS NULL OR merchant_id = $7::bigint)
+      AND ($8::timestamptz IS NULL OR created_at >= $8::timestamptz)
+)
+SELECT id, message_id, message_received_at, endpoint_id, merchant_id, carrier_id, queue, ordering_key, event_type, attempts, last_status, last_error, created_at FROM (
+    (SELECT id, message_id, message_received_at, endpoint_id, merchant_id, carrier_id, queue, ordering_key, event_type, attempts, last_status, last_error, created_at FROM d
+     WHERE NOT $1::boolean AND (created_at, id) > ($2::timestamptz, $3::bigint)
+     ORDER BY created_at, id LIMIT $4)
+    UNION ALL
+    (SELECT id, message_id, message_received_at, endpoint_id, merchant_id, carrier_id, queue, ordering_key, event_type, attempts, last_status, last_error, created_at FROM d
+     WHERE $1::boolean AND (created_at, id) < ($2::timestamptz, $3::bigint)
+     ORDER BY created_at DESC, id DESC LIMIT $4)
+) page
+ORDER BY CASE WHEN $1::boolean THEN created_at END DESC,
+         CASE WHEN $1::boolean THEN id END DESC,
+         created_at, id
 `
 
 type DeadLetterListParams struct {
+	Newest     bool
+	CursorAt   time.Time
+	CursorID   int64
+	Lim        int32
 	EndpointID *int64
 	CarrierID  *int64
 	MerchantID *int64
 	Since      *time.Time
-	AfterAt    time.Time
-	AfterID    int64
-	Lim        int32
 }
 
-// Keyset on (created_at, id), oldest first; NULL filters match everything.
-func (q *Queries) DeadLetterList(ctx context.Context, arg DeadLetterListParams) ([]DeadLetter, error) {
+type DeadLetterListRow struct {
+	ID                int64
+	MessageID         int64
+	MessageReceivedAt time.Time
+	EndpointID        int64
+	MerchantID        int64
+	CarrierID         int64
+	Queue             int16
+	OrderingKey       string
+	EventType         string
+	Attempts          int32
+	LastStatus        *int32
+	LastError         string
+	CreatedAt         time.Time
+}
+
+// Up to @lim dead letters matching the filter (NULL matches everything),
+// keyset on (created_at, id): oldest first after the cursor, or with @newest
+// newest first before it. Each direction is a branch of its own so that
+// either walks an index in its order and stops at the limit; the branch of
+// the other direction is cut by its one-time filter before it reads a row,
+// and the outer sort orders at most @lim rows.
+func (q *Queries) DeadLetterList(ctx context.Context, arg DeadLetterListParams) ([]DeadLetterListRow, error) {
 	rows, err := q.db.Query(ctx, deadLetterList,
+		arg.Newest,
+		arg.CursorAt,
+		arg.CursorID,
+		arg.Lim,
 		arg.EndpointID,
 		arg.CarrierID,
 		arg.MerchantID,
 		arg.Since,
-		arg.AfterAt,
-		arg.AfterID,
-		arg.Lim,
 	)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []DeadLetter
+	var items []DeadLetterListRow
 	for rows.Next() {
-		var i DeadLetter
-		if err := rows.Scan(
-			&i.ID,
-			&i.MessageID,
-			&i.MessageReceivedAt,
-			&i.EndpointID,
-			&i.MerchantID,
-			&i.CarrierID,
-			&i.Queue,
-			&i.OrderingKey,
-			&i.EventType,
-			&i.Attempts,
-			&i.LastStatus,
-			&i.LastError,
-			&i.CreatedAt,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const deadLetterListWindow = `-- name: DeadLetterListWindow :many
-SELECT id, message_id, message_received_at, endpoint_id, merchant_id, carrier_id, queue,
-       ordering_key, event_type, attempts, last_status, last_error, created_at
-FROM dead_letters
-WHERE ($1::bigint = 0 OR endpoint_id = $1::bigint)
-  AND ($2::bigint = 0 OR carrier_id = $2::bigint)
-  AND ($3::bigint = 0 OR merchant_id = $3::bigint)
-  AND created_at >= $4::timestamptz
-  AND created_at < $5::timestamptz
-  AND (created_at, id) < ($6::timestamptz, $7::bigint)
-ORDER BY created_at DESC, id DESC
-LIMIT $8
-`
-
-type DeadLetterListWindowParams struct {
-	EndpointID int64
-	CarrierID  int64
-	MerchantID int64
-	Since      time.Time
-	Until      time.Time
-	BeforeAt   time.Time
-	BeforeID   int64
-	Lim        int32
-}
-
-// Dead letters, newest first, filtered (0 / NULL = any), keyset on
-// (created_at, id) below the cursor.
-func (q *Queries) DeadLetterListWindow(ctx context.Context, arg DeadLetterListWindowParams) ([]DeadLetter, error) {
-	rows, err := q.db.Query(ctx, deadLetterListWindow,
-		arg.EndpointID,
-		arg.CarrierID,
-		arg.MerchantID,
-		arg.Since,
-		arg.Until,
-		arg.BeforeAt,
-		arg.BeforeID,
-		arg.Lim,
-	)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []DeadLetter
-	for rows.Next() {
-		var i DeadLetter
+		var i DeadLetterListRow
 		if err := rows.Scan(
 			&i.ID,
 			&i.MessageID,

@@ -672,18 +672,28 @@ func (q *Queries) DeliveryGet(ctx context.Context, id int64) (Delivery, error) {
 	return i, err
 }
 
-const deliveryGetDue = `-- name: DeliveryGetDue :one
-SELECT d.id, d.queue::integer AS queue, d.endpoint_id, d.ordering_key, d.ordered, d.message_id,
-       d.message_received_at, d.attempt,
-       -- a leased row is next due when its lease runs out
-       greatest(d.visible_at, coalesce(d.leased_until, d.visible_at))::timestamptz AS visible_at, d.last_status,
-       COALESCE(d.last_error, '')::text AS last_error, d.created_at
-FROM deliveries d WHERE d.id = $1
+const deliveryListByEndpoint = `-- name: DeliveryListByEndpoint :many
+WITH d AS NOT MATERIALIZED (
+    SELECT id, queue, endpoint_id, ordering_key, ordered, message_id, message_received_at, attempt, visible_at, lease_owner, lease_token, last_status, last_error, created_at, leased_until FROM deliveries WHERE endpoint_id = $4 AND id > 0
+)
+SELECT id, queue, endpoint_id, ordering_key, ordered, message_id, message_received_at, attempt, visible_at, lease_owner, lease_token, last_status, last_error, created_at, leased_until FROM (
+    (SELECT id, queue, endpoint_id, ordering_key, ordered, message_id, message_received_at, attempt, visible_at, lease_owner, lease_token, last_status, last_error, created_at, leased_until FROM d WHERE NOT $1::boolean AND id > $2 ORDER BY id LIMIT $3)
+    UNION ALL
+    (SELECT id, queue, endpoint_id, ordering_key, ordered, message_id, message_received_at, attempt, visible_at, lease_owner, lease_token, last_status, last_error, created_at, leased_until FROM d WHERE $1::boolean AND id < $2 ORDER BY id DESC LIMIT $3)
+) page
+ORDER BY CASE WHEN $1::boolean THEN id END DESC, id
 `
 
-type DeliveryGetDueRow struct {
+type DeliveryListByEndpointParams struct {
+	Newest     bool
+	CursorID   int64
+	Lim        int32
+	EndpointID int64
+}
+
+type DeliveryListByEndpointRow struct {
 	ID                int64
-	Queue             int32
+	Queue             int16
 	EndpointID        int64
 	OrderingKey       string
 	Ordered           bool
@@ -691,63 +701,26 @@ type DeliveryGetDueRow struct {
 	MessageReceivedAt time.Time
 	Attempt           int32
 	VisibleAt         time.Time
-	LastStatus        *int32
-	LastError         string
-	CreatedAt         time.Time
-}
-
-func (q *Queries) DeliveryGetDue(ctx context.Context, id int64) (DeliveryGetDueRow, error) {
-	row := q.db.QueryRow(ctx, deliveryGetDue, id)
-	var i DeliveryGetDueRow
-	err := row.Scan(
-		&i.ID,
-		&i.Queue,
-		&i.EndpointID,
-		&i.OrderingKey,
-		&i.Ordered,
-		&i.MessageID,
-		&i.MessageReceivedAt,
-		&i.Attempt,
-		&i.VisibleAt,
-		&i.LastStatus,
-		&i.LastError,
-		&i.CreatedAt,
-	)
-	return i, err
-}
-
-const deliveryListByEndpoint = `-- name: DeliveryListByEndpoint :many
-SELECT id, message_id, message_received_at, ordering_key, ordered, attempt,
-       greatest(visible_at, coalesce(leased_until, visible_at))::timestamptz AS visible_at,
-       last_status, last_error, created_at
-FROM deliveries
-WHERE endpoint_id = $1 AND id > $2
-  AND id > 0 -- deliveries_endpoint_idx is partial on it (migration 00070)
-ORDER BY id LIMIT $3
-`
-
-type DeliveryListByEndpointParams struct {
-	EndpointID int64
-	AfterID    int64
-	Lim        int32
-}
-
-type DeliveryListByEndpointRow struct {
-	ID                int64
-	MessageID         int64
-	MessageReceivedAt time.Time
-	OrderingKey       string
-	Ordered           bool
-	Attempt           int32
-	VisibleAt         time.Time
+	LeaseOwner        *int64
+	LeaseToken        *int64
 	LastStatus        *int32
 	LastError         *string
 	CreatedAt         time.Time
+	LeasedUntil       *time.Time
 }
 
-// visible_at is when the row is next due: a leased row's lease end.
+// Up to @lim pending deliveries of one endpoint by id: ascending after
+// @cursor_id, or with @newest descending below it. As in DeadLetterList, each
+// direction is a branch that walks deliveries_endpoint_idx (partial on
+// id > 0, migration 00070) in its order; the other is cut before it reads a
+// row, and the outer sort orders at most @lim rows.
 func (q *Queries) DeliveryListByEndpoint(ctx context.Context, arg DeliveryListByEndpointParams) ([]DeliveryListByEndpointRow, error) {
-	rows, err := q.db.Query(ctx, deliveryListByEndpoint, arg.EndpointID, arg.AfterID, arg.Lim)
+	rows, err := q.db.Query(ctx, deliveryListByEndpoint,
+		arg.Newest,
+		arg.CursorID,
+		arg.Lim,
+		arg.EndpointID,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -755,69 +728,6 @@ func (q *Queries) DeliveryListByEndpoint(ctx context.Context, arg DeliveryListBy
 	var items []DeliveryListByEndpointRow
 	for rows.Next() {
 		var i DeliveryListByEndpointRow
-		if err := rows.Scan(
-			&i.ID,
-			&i.MessageID,
-			&i.MessageReceivedAt,
-			&i.OrderingKey,
-			&i.Ordered,
-			&i.Attempt,
-			&i.VisibleAt,
-			&i.LastStatus,
-			&i.LastError,
-			&i.CreatedAt,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const deliveryListNewestByEndpoint = `-- name: DeliveryListNewestByEndpoint :many
-SELECT d.id, d.queue::integer AS queue, d.endpoint_id, d.ordering_key, d.ordered, d.message_id,
-       d.message_received_at, d.attempt,
-       -- a leased row is next due when its lease runs out
-       greatest(d.visible_at, coalesce(d.leased_until, d.visible_at))::timestamptz AS visible_at, d.last_status,
-       COALESCE(d.last_error, '')::text AS last_error, d.created_at
-FROM deliveries d
-WHERE d.endpoint_id = $1 AND d.id > 0 -- deliveries_endpoint_idx (migration 00070)
-ORDER BY d.id DESC LIMIT $2
-`
-
-type DeliveryListNewestByEndpointParams struct {
-	EndpointID int64
-	Lim        int32
-}
-
-type DeliveryListNewestByEndpointRow struct {
-	ID                int64
-	Queue             int32
-	EndpointID        int64
-	OrderingKey       string
-	Ordered           bool
-	MessageID         int64
-	MessageReceivedAt time.Time
-	Attempt           int32
-	VisibleAt         time.Time
-	LastStatus        *int32
-	LastError         string
-	CreatedAt         time.Time
-}
-
-// The newest pending deliveries of one endpoint.
-func (q *Queries) DeliveryListNewestByEndpoint(ctx context.Context, arg DeliveryListNewestByEndpointParams) ([]DeliveryListNewestByEndpointRow, error) {
-	rows, err := q.db.Query(ctx, deliveryListNewestByEndpoint, arg.EndpointID, arg.Lim)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []DeliveryListNewestByEndpointRow
-	for rows.Next() {
-		var i DeliveryListNewestByEndpointRow
 		if err := rows.Scan(
 			&i.ID,
 			&i.Queue,
@@ -828,9 +738,12 @@ func (q *Queries) DeliveryListNewestByEndpoint(ctx context.Context, arg Delivery
 			&i.MessageReceivedAt,
 			&i.Attempt,
 			&i.VisibleAt,
+			&i.LeaseOwner,
+			&i.LeaseToken,
 			&i.LastStatus,
 			&i.LastError,
 			&i.CreatedAt,
+			&i.LeasedUntil,
 		); err != nil {
 			return nil, err
 		}
