@@ -6,7 +6,7 @@ TOOLS   := $(CURDIR)/tools/go.mod
 SQLC    := $(GO) tool -modfile=$(TOOLS) sqlc
 STATICCHECK := $(GO) tool -modfile=$(TOOLS) staticcheck
 
-.PHONY: help build run test lint test-faults bench soak generate check-generated vet fmt clean
+.PHONY: help build run test lint test-faults bench soak screenshots generate check-generated vet fmt clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{ printf "  %-16s %s\n", $$1, $$2 }'
@@ -33,6 +33,11 @@ bench: ## build bin/hookrelay and bin/hookrelay-bench, run the load benchmark (A
 
 soak: ## soak of the hot queue table through the real binary (scripts/soak.sh)
 	scripts/soak.sh
+
+screenshots: ## retake docs/screenshots/*.png with the dashboard's browser test (needs chromium)
+	scripts/browser-deps.sh
+	HOOKRELAY_SCREENSHOT_DIR=$(CURDIR)/docs/screenshots HOOKRELAY_TEST_DATABASE_URL=$$(scripts/pg-url.sh) \
+		$(GO) test -count=1 -run TestWebBrowser ./web/
 
 generate: ## regenerate the sqlc code from db/queries
 	$(SQLC) generate
