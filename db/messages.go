@@ -2,8 +2,12 @@ package db
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db/internal/dbsqlc"
@@ -62,8 +66,10 @@ type idemKey struct {
 // statement, synchronous commit) and returns one result per message, in
 // order. Messages with an idempotency key already used by the same carrier
 // within 24 h (in an earlier batch, or earlier in msgs) are duplicates and
-// store nothing. An error means nothing was stored; a result's Err means that
-// message alone was not stored (its key's holder vanished concurrently).
+// store nothing. An error means nothing was stored: hookrelay.EINVALID when
+// the database refused a value of one of msgs (the others may be stored
+// without it). A result's Err means that message alone was not stored (its
+// key's holder vanished concurrently).
 func (db *DB) MessageInsertMany(ctx context.Context, msgs []NewMessage) ([]StoredMessage, error) {
 	out := make([]StoredMessage, len(msgs))
 	if len(msgs) == 0 {
@@ -130,7 +136,7 @@ func (db *DB) MessageInsertMany(ctx context.Context, msgs []NewMessage) ([]Store
 	}
 	rows, err := q.MessageInsertMany(ctx, p)
 	if err != nil {
-		return nil, fmt.Errorf("store %d messages: %w", len(p.IDs), unavailable(err))
+		return nil, fmt.Errorf("store %d messages: %w", len(p.IDs), rowDataError(unavailable(err)))
 	}
 	stored := make([]bool, len(sent))
 	for _, r := range rows {
@@ -157,6 +163,28 @@ func (db *DB) MessageInsertMany(ctx context.Context, msgs []NewMessage) ([]Store
 		}
 	}
 	return out, nil
+}
+
+// rowDataError marks a statement refused for the data of a row (SQLSTATE
+// class 22, data exception, or 23, integrity constraint violation) as
+// hookrelay.EINVALID, so that a caller storing many rows at once can tell it
+// from an outage and find the row by storing fewer. A row that no partition
+// takes (23514 without a constraint: the day's partition is missing) stays
+// as it is: every row of that day fails alike, and a retry succeeds once
+// maintenance has created the partition.
+func rowDataError(err error) error {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return err
+	}
+	switch {
+	case pgErr.Code == "23514" && pgErr.ConstraintName == "":
+		return err
+	case strings.HasPrefix(pgErr.Code, "22"), strings.HasPrefix(pgErr.Code, "23"):
+		return hookrelay.WrapError(hookrelay.EINVALID,
+			fmt.Sprintf("a value of this callback cannot be stored (SQLSTATE %s)", pgErr.Code), err)
+	}
+	return err
 }
 
 // resolveDuplicates marks the messages lost (msgs indexes), whose

@@ -43,6 +43,9 @@ type createCarrierRequest struct {
 	RateLimitPerSec  int    `json:"rate_limit_per_sec"`
 }
 
+// maxSigningSecret bounds a carrier's signing secret.
+const maxSigningSecret = 1024
+
 func validName(name, what string) error {
 	if strings.TrimSpace(name) == "" {
 		return invalidf("%s is required", what)
@@ -50,7 +53,7 @@ func validName(name, what string) error {
 	if len(name) > 200 {
 		return invalidf("%s longer than 200 characters", what)
 	}
-	return nil
+	return hookrelay.CheckText(what, name, 0)
 }
 
 func validPath(p, what string) error {
@@ -60,7 +63,7 @@ func validPath(p, what string) error {
 	if len(p) > 200 || strings.HasPrefix(p, ".") || strings.HasSuffix(p, ".") || strings.Contains(p, "..") {
 		return invalidf("%s must be a dot path such as \"shipment.tracking_no\"", what)
 	}
-	return nil
+	return hookrelay.CheckText(what, p, 0)
 }
 
 func (s *Server) createCarrier(c echo.Context) error {
@@ -81,6 +84,9 @@ func (s *Server) createCarrier(c echo.Context) error {
 	}
 	if len(req.SigningSecret) > 0 && len(req.SigningSecret) < 16 {
 		return invalidf("signing_secret must be at least 16 characters")
+	}
+	if err := hookrelay.CheckText("signing_secret", req.SigningSecret, maxSigningSecret); err != nil {
+		return err
 	}
 	key := hookrelay.NewKey(hookrelay.CarrierKeyPrefix)
 	car, err := s.db.CarrierCreate(c.Request().Context(), db.CarrierCreateParams{

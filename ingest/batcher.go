@@ -51,7 +51,8 @@ func (c BatcherConfig) WithDefaults() BatcherConfig {
 	return c
 }
 
-// insertFunc stores one batch in one transaction (db.DB.MessageInsertMany).
+// insertFunc stores one batch in one transaction (db.DB.MessageInsertMany);
+// hookrelay.EINVALID says it refused a value of one of the messages.
 type insertFunc func(ctx context.Context, msgs []db.NewMessage) ([]db.StoredMessage, error)
 
 type batchResult struct {
@@ -187,14 +188,24 @@ func (b *batcher) drain(batch []*pendingMsg) []*pendingMsg {
 // flush stores one batch (one statement: atomic) and answers each of its
 // messages.
 func (b *batcher) flush(batch []*pendingMsg) {
-	msgs := make([]db.NewMessage, len(batch))
-	for i, p := range batch {
-		msgs[i] = p.msg
-	}
 	// The batch belongs to no single request: its requests wait for it even
 	// when one of them goes away, and shutdown lets it finish.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	b.commit(ctx, batch)
+}
+
+// commit stores batch in one statement and answers its messages. A
+// statement refused for a value of one of its rows (EINVALID) stores
+// nothing; the batch is then split in halves, committed one after the other
+// (so an idempotency key's first message still comes first), down to the
+// message at fault, which alone gets the error: a batch never fails for a
+// reason that belongs to one request. Only a refused statement costs more.
+func (b *batcher) commit(ctx context.Context, batch []*pendingMsg) {
+	msgs := make([]db.NewMessage, len(batch))
+	for i, p := range batch {
+		msgs[i] = p.msg
+	}
 	start := time.Now()
 	stored, err := b.insert(ctx, msgs)
 	if b.metrics != nil {
@@ -202,6 +213,16 @@ func (b *batcher) flush(batch []*pendingMsg) {
 		b.metrics.commitSeconds.Observe(time.Since(start).Seconds())
 	}
 	if err != nil {
+		if hookrelay.ErrorCode(err) == hookrelay.EINVALID {
+			if len(batch) > 1 {
+				half := len(batch) / 2
+				b.commit(ctx, batch[:half])
+				b.commit(ctx, batch[half:])
+				return
+			}
+			batch[0].done <- batchResult{err: err}
+			return
+		}
 		if hookrelay.ErrorCode(err) != hookrelay.EUNAVAILABLE {
 			err = hookrelay.WrapError(hookrelay.EUNAVAILABLE, "could not store the callback; retry", err)
 		}

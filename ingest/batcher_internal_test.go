@@ -164,3 +164,76 @@ func TestBatcherOnStoredAfterDeliveriesCommit(t *testing.T) {
 	require.Equal(t, []int{routed.Queue}, stored, "the delivery's queue")
 	mu.Unlock()
 }
+
+// A batch that the database refuses for a value of one of its messages is
+// split until that message is alone: it gets the 400, the others of the
+// batch are committed, and idempotency keys keep their meaning across the
+// split. A batch that is stored takes one statement, as before.
+func TestBatcherSplitsAroundARefusedMessage(t *testing.T) {
+	t.Parallel()
+	store := dbtest.New(t)
+	c, _ := dbtest.Carrier(t, store, nil)
+	var mu sync.Mutex
+	statements := 0
+	insert := func(ctx context.Context, msgs []db.NewMessage) ([]db.StoredMessage, error) {
+		mu.Lock()
+		statements++
+		mu.Unlock()
+		return store.MessageInsertMany(ctx, msgs)
+	}
+	b := newBatcher(BatcherConfig{}, insert, newMetrics(nil))
+	now := time.Now()
+	msg := func(key, idem string) db.NewMessage {
+		m := testMsg(c.ID, key, now)
+		m.IdempotencyKey = idem
+		return m
+	}
+	flush := func(msgs ...db.NewMessage) []batchResult {
+		batch := make([]*pendingMsg, len(msgs))
+		for i, m := range msgs {
+			batch[i] = &pendingMsg{msg: m, done: make(chan batchResult, 1)}
+		}
+		b.flush(batch)
+		out := make([]batchResult, len(batch))
+		for i, p := range batch {
+			out[i] = <-p.done
+		}
+		return out
+	}
+
+	badKey := msg("x\x00y", "K2") // past the door's check: only the database refuses it
+	badType := msg("t", "")
+	badType.EventType = "\xff"
+	res := flush(
+		msg("a", "K1"), msg("b", ""), badKey, msg("c", "K2"),
+		msg("d", "K1"), msg("e", ""), badType, msg("f", ""),
+	)
+	for _, i := range []int{2, 6} {
+		require.Equal(t, hookrelay.EINVALID, hookrelay.ErrorCode(res[i].err), "message %d: %v", i, res[i].err)
+	}
+	for _, i := range []int{0, 1, 3, 4, 5, 7} {
+		require.NoError(t, res[i].err, "message %d", i)
+	}
+	require.False(t, res[0].stored.Duplicate)
+	require.True(t, res[4].stored.Duplicate, "K1 again: a duplicate of the first, across the split")
+	require.Equal(t, res[0].stored.ID, res[4].stored.ID)
+	require.False(t, res[3].stored.Duplicate, "K2's first holder was refused: the key is free")
+	for _, i := range []int{0, 1, 3, 5, 7} {
+		_, err := store.MessageGetByID(context.Background(), res[i].stored.ID)
+		require.NoError(t, err, "message %d is stored", i)
+	}
+	st, err := store.APIStatsGet(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, int64(5), st.MessagesToday, "nothing of the refused messages")
+
+	mu.Lock()
+	statements = 0
+	mu.Unlock()
+	res = flush(msg("g", ""), msg("h", "K3"), msg("i", ""))
+	for i, r := range res {
+		require.NoError(t, r.err, "message %d", i)
+	}
+	mu.Lock()
+	require.Equal(t, 1, statements, "a stored batch takes one statement")
+	mu.Unlock()
+}

@@ -68,8 +68,8 @@ func (s *Server) acceptCallback(c echo.Context) (CallbackResponse, int, error) {
 		}
 	}
 	idem := req.Header.Get("Idempotency-Key")
-	if len(idem) > maxIdempotencyKey {
-		return CallbackResponse{}, 0, hookrelay.Errorf(hookrelay.EINVALID, "Idempotency-Key longer than %d bytes", maxIdempotencyKey)
+	if err := hookrelay.CheckText("Idempotency-Key", idem, maxIdempotencyKey); err != nil {
+		return CallbackResponse{}, 0, err
 	}
 	fields, err := ParseCallback(body, carrier.OrderingKeyField, carrier.EventTypeField, carrier.MerchantField)
 	if err != nil {
@@ -82,9 +82,8 @@ func (s *Server) acceptCallback(c echo.Context) (CallbackResponse, int, error) {
 	}
 	eventType := headerOr(req, "X-Event-Type", fields[1])
 	merchantRef := headerOr(req, "X-Merchant-Id", fields[2])
-	if len(orderingKey) > maxRoutingValue || len(eventType) > maxRoutingValue || len(merchantRef) > maxRoutingValue {
-		return CallbackResponse{}, 0, hookrelay.Errorf(hookrelay.EINVALID,
-			"ordering key, event type and merchant id are limited to %d bytes", maxRoutingValue)
+	if err := checkRouting(req, carrier, orderingKey, eventType, merchantRef); err != nil {
+		return CallbackResponse{}, 0, err
 	}
 
 	snap, err := s.cache.get(ctx)

@@ -72,6 +72,9 @@ type endpointRequest struct {
 func (s *Server) apply(c echo.Context, req endpointRequest, f *db.EndpointFields, carriersGiven, eventsGiven, scheduleGiven bool) error {
 	ctx := c.Request().Context()
 	if req.URL != nil {
+		if err := hookrelay.CheckText("url", *req.URL, 0); err != nil {
+			return err
+		}
 		u, err := s.validateURL(ctx, *req.URL)
 		if err != nil {
 			return err
@@ -81,6 +84,9 @@ func (s *Server) apply(c echo.Context, req endpointRequest, f *db.EndpointFields
 	if req.Description != nil {
 		if len(*req.Description) > 1000 {
 			return invalidf("description longer than 1000 characters")
+		}
+		if err := hookrelay.CheckText("description", *req.Description, 0); err != nil {
+			return err
 		}
 		f.Description = *req.Description
 	}
@@ -98,6 +104,9 @@ func (s *Server) apply(c echo.Context, req endpointRequest, f *db.EndpointFields
 		for _, e := range req.EventTypes {
 			if e == "" || len(e) > 200 {
 				return invalidf("event_types entries must be 1 to 200 characters")
+			}
+			if err := hookrelay.CheckText("event_types entry", e, 0); err != nil {
+				return err
 			}
 		}
 		f.EventTypes = append([]string{}, req.EventTypes...)

@@ -117,6 +117,9 @@ func (s *Service) DisableEndpoint(ctx context.Context, a Actor, id int64, reason
 	if len(reason) > MaxDisableReason {
 		return db.Endpoint{}, hookrelay.Errorf(hookrelay.EINVALID, "reason longer than %d characters", MaxDisableReason)
 	}
+	if err := hookrelay.CheckText("reason", reason, 0); err != nil {
+		return db.Endpoint{}, err
+	}
 	return s.db.EndpointDisable(ctx, ep.ID, reason)
 }
 
