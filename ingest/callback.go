@@ -59,9 +59,9 @@ func (s *Server) acceptCallback(c echo.Context) (CallbackResponse, int, error) {
 	}
 	var rb requestBody
 	if err := s.bodies.read(req, s.cfg.MaxBodyBytes, &rb); err != nil {
-		if hookrelay.ErrorCode(err) == hookrelay.EUNAVAILABLE {
+		if code := hookrelay.ErrorCode(err); code == hookrelay.EUNAVAILABLE || code == hookrelay.ETOOLARGE {
 			// The rest of the body is not wanted: without this the server
-			// would read up to 256 KiB more of it before answering.
+			// would wait for up to 256 KiB more of it before answering.
 			c.Response().Header().Set("Connection", "close")
 		}
 		return CallbackResponse{}, 0, err
