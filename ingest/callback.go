@@ -1,7 +1,6 @@
 package ingest
 
 import (
-	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -58,10 +57,19 @@ func (s *Server) acceptCallback(c echo.Context) (CallbackResponse, int, error) {
 	if !isJSON(req.Header.Get("Content-Type")) {
 		return CallbackResponse{}, 0, hookrelay.Errorf(hookrelay.EUNSUPPORTED, "Content-Type must be application/json")
 	}
-	body, err := readBody(req, s.cfg.MaxBodyBytes)
-	if err != nil {
+	var rb requestBody
+	if err := s.bodies.read(req, s.cfg.MaxBodyBytes, &rb); err != nil {
+		if code := hookrelay.ErrorCode(err); code == hookrelay.EUNAVAILABLE || code == hookrelay.ETOOLARGE {
+			// The rest of the body is not wanted: without this the server
+			// would wait for up to 256 KiB more of it before answering.
+			c.Response().Header().Set("Connection", "close")
+		}
 		return CallbackResponse{}, 0, err
 	}
+	// Until the batch answered: the batcher reads msg.Payload, which is
+	// body, until then.
+	defer rb.free()
+	body := rb.Bytes()
 	if carrier.SigningSecret != "" {
 		if err := verifySignature(req.Header.Get("X-Signature"), carrier.SigningSecret, body); err != nil {
 			return CallbackResponse{}, 0, err
@@ -99,9 +107,14 @@ func (s *Server) acceptCallback(c echo.Context) (CallbackResponse, int, error) {
 		EndpointIDs: snap.fanOut(carrier.ID, eventType, merchantRef),
 	}
 	if len(body) > s.cfg.OffloadBytes {
-		if err := s.offload(ctx, &msg, body); err != nil {
+		err := s.offload(ctx, &msg, body)
+		if err != nil {
+			// The store may still be reading it after giving up.
+			rb.lent = true
 			return CallbackResponse{}, 0, err
 		}
+		// The store has its copy.
+		rb.free()
 	} else {
 		msg.Payload = body
 	}
@@ -170,25 +183,22 @@ func isJSON(ct string) bool {
 	return mt == "application/json" || strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json")
 }
 
-// readBody reads at most limit bytes of the body; more is ETOOLARGE. It never
-// buffers more than limit+1 bytes.
+// readBody reads at most limit bytes of a small JSON body (an API request's,
+// not a callback's); more is ETOOLARGE. Its buffer grows with what arrives:
+// a declared Content-Length is only used to refuse early.
 func readBody(req *http.Request, limit int) ([]byte, error) {
 	tooLarge := func() error { return hookrelay.Errorf(hookrelay.ETOOLARGE, "body larger than %d bytes", limit) }
 	if req.ContentLength > int64(limit) {
 		return nil, tooLarge()
 	}
-	var buf bytes.Buffer
-	if req.ContentLength > 0 {
-		buf.Grow(int(req.ContentLength) + 1)
-	}
-	n, err := buf.ReadFrom(io.LimitReader(req.Body, int64(limit)+1))
+	body, err := io.ReadAll(io.LimitReader(req.Body, int64(limit)+1))
 	if err != nil {
 		return nil, hookrelay.WrapError(hookrelay.EINVALID, "could not read the body", err)
 	}
-	if n > int64(limit) {
+	if len(body) > limit {
 		return nil, tooLarge()
 	}
-	return buf.Bytes(), nil
+	return body, nil
 }
 
 var errBadSignature = hookrelay.Errorf(hookrelay.EBADSIGNATURE, "missing or invalid X-Signature (want sha256=<hex HMAC-SHA256 of the body>)")

@@ -25,6 +25,7 @@ const (
 	DefaultOffloadBytes     = 8192
 	DefaultCacheTTL         = time.Second
 	DefaultAnnounceInterval = 10 * time.Millisecond
+	DefaultMemoryBytes      = 256 << 20
 )
 
 // Config configures the API. Zero fields get the defaults named
@@ -36,6 +37,12 @@ type Config struct {
 	// MaxBodyBytes is the largest callback body taken; larger gets 413.
 	// Default DefaultMaxBodyBytes (10 MiB).
 	MaxBodyBytes int
+	// MemoryBytes bounds the memory that the bodies of the callbacks in
+	// flight hold together (their buffers grow with what arrives; while one
+	// grows, its old and new buffers both count). A callback whose body
+	// would take more gets 503 with Retry-After. Default
+	// DefaultMemoryBytes (256 MiB).
+	MemoryBytes int
 	// OffloadBytes: payloads larger than this go to the S3 store, the row
 	// keeps the key. Default DefaultOffloadBytes (8192).
 	OffloadBytes int
@@ -71,6 +78,7 @@ func (c Config) WithDefaults() Config {
 	c.Queues = cmp.Or(c.Queues, hookrelay.DefaultQueues)
 	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, DefaultMaxBodyBytes)
 	c.OffloadBytes = cmp.Or(c.OffloadBytes, DefaultOffloadBytes)
+	c.MemoryBytes = cmp.Or(c.MemoryBytes, DefaultMemoryBytes)
 	c.CacheTTL = cmp.Or(c.CacheTTL, DefaultCacheTTL)
 	c.AdminTokenTTL = cmp.Or(c.AdminTokenTTL, 5*time.Second)
 	c.Batcher = c.Batcher.WithDefaults()
@@ -108,6 +116,7 @@ type Server struct {
 	announce *announcer // nil unless cfg.Announce
 	metrics  *metrics
 	limits   *limiters
+	bodies   *bodyMemory
 
 	adminMu     sync.Mutex // guards adminHash and adminLoaded
 	adminHash   []byte
@@ -122,6 +131,7 @@ func New(logger *slog.Logger, cfg Config, store *db.DB, payloads *storage.Store,
 	s := &Server{
 		cfg: cfg, logger: logger, db: store, payloads: payloads, ops: operations,
 		cache: newCache(store, cfg.CacheTTL), metrics: m, limits: newLimiters(),
+		bodies: newBodyMemory(int64(cfg.MemoryBytes), reg),
 	}
 	if cfg.Announce {
 		s.announce = newAnnouncer(store.DueNotify, cfg.AnnounceToken, cfg.AnnounceInterval, logger, m.announcements)

@@ -52,6 +52,9 @@ const (
 	// idle dispatcher in another process claims them at once. Off is for
 	// pgbouncer in transaction mode, where LISTEN has no session to keep.
 	defaultNotify = true
+	// maxIngestMemory is HOOKRELAY_INGEST_MEMORY's upper bound, 64 GiB
+	// (less where int is 32 bits).
+	maxIngestMemory = min(64<<30, math.MaxInt)
 )
 
 // loadConfig reads and validates every variable, those of every role
@@ -123,6 +126,11 @@ func (c config) check(p *envParser) {
 	if c.Ingest.OffloadBytes > c.Ingest.MaxBodyBytes {
 		p.errs = append(p.errs, fmt.Errorf("HOOKRELAY_OFFLOAD_BYTES (%d) is larger than HOOKRELAY_MAX_BODY_BYTES (%d)", c.Ingest.OffloadBytes, c.Ingest.MaxBodyBytes))
 	}
+	// Reading a body of the largest size holds its buffer and the one it
+	// grew from: with less, such a callback would always get 503.
+	if int64(c.Ingest.MemoryBytes) < 2*(int64(c.Ingest.MaxBodyBytes)+1) {
+		p.errs = append(p.errs, fmt.Errorf("HOOKRELAY_INGEST_MEMORY (%d) is less than twice HOOKRELAY_MAX_BODY_BYTES (%d)", c.Ingest.MemoryBytes, c.Ingest.MaxBodyBytes))
+	}
 }
 
 // loadDB reads the database settings: the URL (the database is created
@@ -148,7 +156,10 @@ func loadIngest(p *envParser, queues int, allowPrivate, notify bool) ingest.Conf
 		// Larger callback bodies get 413.
 		MaxBodyBytes: p.int("HOOKRELAY_MAX_BODY_BYTES", ingest.DefaultMaxBodyBytes, 1, 1<<30),
 		// Larger payloads go to the S3 store.
-		OffloadBytes:        p.int("HOOKRELAY_OFFLOAD_BYTES", ingest.DefaultOffloadBytes, 0, 64<<20),
+		OffloadBytes: p.int("HOOKRELAY_OFFLOAD_BYTES", ingest.DefaultOffloadBytes, 0, 64<<20),
+		// What the bodies of the callbacks in flight may hold together;
+		// beyond it callbacks get 503 with Retry-After.
+		MemoryBytes:         p.int("HOOKRELAY_INGEST_MEMORY", ingest.DefaultMemoryBytes, 1<<20, maxIngestMemory),
 		AllowPrivateTargets: allowPrivate,
 		// Refuses http:// endpoint URLs.
 		RequireHTTPS: p.bool("HOOKRELAY_REQUIRE_HTTPS", false),

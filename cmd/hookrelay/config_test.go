@@ -69,6 +69,7 @@ func TestConfigDefaultsArePackageDefaults(t *testing.T) {
 
 		{"HOOKRELAY_MAX_BODY_BYTES", in.MaxBodyBytes, inDef.MaxBodyBytes},
 		{"HOOKRELAY_OFFLOAD_BYTES", in.OffloadBytes, inDef.OffloadBytes},
+		{"HOOKRELAY_INGEST_MEMORY", in.MemoryBytes, inDef.MemoryBytes},
 		{"HOOKRELAY_REQUIRE_HTTPS", in.RequireHTTPS, inDef.RequireHTTPS},
 		{"HOOKRELAY_INGEST_CACHE_TTL", in.CacheTTL, inDef.CacheTTL},
 		{"HOOKRELAY_INGEST_BATCH_WAIT", in.Batcher.MaxWait, inDef.Batcher.MaxWait},
@@ -158,4 +159,30 @@ func TestServeRejectsBadRoleSettingsBeforeDatabase(t *testing.T) {
 		}
 		require.NotContains(t, err.Error(), "connect", roles)
 	}
+}
+
+// TestConfigIngestMemory: HOOKRELAY_INGEST_MEMORY takes 1 MiB to 64 GiB and
+// must leave room for a body of HOOKRELAY_MAX_BODY_BYTES while it grows.
+func TestConfigIngestMemory(t *testing.T) {
+	t.Parallel()
+	load := func(env map[string]string) (config, error) {
+		return loadConfig(func(k string) string { return env[k] })
+	}
+	c, err := load(map[string]string{"HOOKRELAY_INGEST_MEMORY": "33554432"})
+	require.NoError(t, err)
+	require.Equal(t, 32<<20, c.Ingest.MemoryBytes)
+
+	for _, bad := range []map[string]string{
+		{"HOOKRELAY_INGEST_MEMORY": "1048575"},
+		{"HOOKRELAY_INGEST_MEMORY": "68719476737"},
+		{"HOOKRELAY_INGEST_MEMORY": "lots"},
+		{"HOOKRELAY_INGEST_MEMORY": "16777216", "HOOKRELAY_MAX_BODY_BYTES": "8388608"},
+		{"HOOKRELAY_MAX_BODY_BYTES": "268435456"},
+	} {
+		_, err := load(bad)
+		require.Error(t, err, "%v", bad)
+		require.Contains(t, err.Error(), "HOOKRELAY_INGEST_MEMORY", "%v", bad)
+	}
+	_, err = load(map[string]string{"HOOKRELAY_INGEST_MEMORY": "16777218", "HOOKRELAY_MAX_BODY_BYTES": "8388608"})
+	require.NoError(t, err)
 }

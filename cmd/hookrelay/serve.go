@@ -147,13 +147,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
 	s.listenAddr = ln.Addr().String()
-	srv := &http.Server{
-		Handler:           s.echo,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       60 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}
+	srv := newHTTPServer(cfg, s.echo, logger)
 	logger.Info("hookrelay serving", "addr", s.listenAddr, "roles", strings.Join(roles, ","),
 		"dashboard", "http://"+s.listenAddr+"/ui/", "version", version)
 
@@ -182,6 +176,35 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	err = g.Wait()
 	logger.Info("stopped", "error", err)
 	return err
+}
+
+// newHTTPServer returns the server of the API and the dashboard: every
+// phase of a request and of an idle connection has a deadline, so a client
+// that stops sending or reading cannot hold a connection forever.
+func newHTTPServer(cfg config, h http.Handler, logger *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		WriteTimeout:      writeTimeout(cfg),
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+}
+
+// minWriteTimeout is the shortest time a request gets from the end of its
+// headers to the last byte of its answer. The slowest calls that are not
+// bounded by a statement: an endpoint test (API and dashboard) waits up to
+// the longest endpoint timeout, 120 s; a callback up to 60 s for its body
+// (ReadTimeout), 15 s for the payload store and 30 s for its batch.
+const minWriteTimeout = 3 * time.Minute
+
+// writeTimeout is the server's WriteTimeout: a client that does not read
+// its answer holds a connection and its goroutine this long at most, and no
+// request that could still succeed is cut, operator calls and dashboard
+// pages whose statements may run up to HOOKRELAY_STATEMENT_TIMEOUT included.
+func writeTimeout(cfg config) time.Duration {
+	return max(minWriteTimeout, cfg.DB.StatementTimeout+time.Minute)
 }
 
 // newService connects to the database (creating and migrating it), starts the
