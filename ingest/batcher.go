@@ -86,6 +86,8 @@ var errShuttingDown = hookrelay.Errorf(hookrelay.EUNAVAILABLE, "shutting down")
 
 // Submit hands msg to the next batch and waits until that batch committed
 // (or failed). It never returns success for a message that is not stored.
+// Once msg is answered the batcher no longer reads it: the caller may reuse
+// msg.Payload's buffer at once (the callback handler returns it to a pool).
 func (b *batcher) Submit(ctx context.Context, msg db.NewMessage) (db.StoredMessage, error) {
 	p := &pendingMsg{msg: msg, done: make(chan batchResult, 1)}
 	b.mu.RLock()
