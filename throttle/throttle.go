@@ -71,15 +71,22 @@ type entry struct {
 	until    time.Time // no attempt before this
 }
 
+// WithDefaults returns c with every zero field set to its default. New
+// applies it.
+func (c Config) WithDefaults() Config {
+	c.Free = cmp.Or(c.Free, DefaultFree)
+	c.Base = cmp.Or(c.Base, DefaultBase)
+	c.Max = cmp.Or(c.Max, DefaultMax)
+	c.Entries = cmp.Or(c.Entries, DefaultEntries)
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
 // New returns an empty Throttle.
 func New(cfg Config) *Throttle {
-	cfg.Free = cmp.Or(cfg.Free, DefaultFree)
-	cfg.Base = cmp.Or(cfg.Base, DefaultBase)
-	cfg.Max = cmp.Or(cfg.Max, DefaultMax)
-	cfg.Entries = cmp.Or(cfg.Entries, DefaultEntries)
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
+	cfg = cfg.WithDefaults()
 	t := &Throttle{
 		cfg: cfg, byKey: map[string]*list.Element{}, order: list.New(),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
