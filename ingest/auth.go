@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"encoding/hex"
+	"math"
 	"strings"
 	"time"
 
@@ -11,11 +12,13 @@ import (
 
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db"
+	"github.com/hookrelay/hookrelay/httperr"
 	"github.com/hookrelay/hookrelay/ops"
+	"github.com/hookrelay/hookrelay/throttle"
 )
 
 // adminTokenSetting is the settings row holding the admin token's SHA-256 (hex).
-const adminTokenSetting = "admin_token_sha256"
+const adminTokenSetting = db.AdminTokenSetting
 
 type keyKind int
 
@@ -56,10 +59,19 @@ var (
 
 // auth authenticates the bearer token and lets the request through when its
 // kind is one of allowed. An unknown or malformed token is 401; a valid key
-// of another kind is 403 (consistently, on every route).
+// of another kind is 403 (consistently, on every route). A client address
+// whose tokens failed too often waits (throttle): 429 with Retry-After,
+// whatever it sends meanwhile.
 func (s *Server) auth(allowed keyKind) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
+			addr := throttle.ClientAddr(c.Request())
+			wait, failedBefore := s.cfg.Throttle.Wait(throttle.SurfaceAPI, addr)
+			if wait > 0 {
+				secs := int(math.Ceil(wait.Seconds()))
+				return httperr.WithRetryAfter(hookrelay.Errorf(hookrelay.ERATELIMIT,
+					"too many failed authentications from this address; retry in %d s", secs), secs)
+			}
 			h := c.Request().Header.Get("Authorization")
 			token, ok := strings.CutPrefix(h, "Bearer ")
 			if !ok || token == "" {
@@ -67,7 +79,13 @@ func (s *Server) auth(allowed keyKind) echo.MiddlewareFunc {
 			}
 			p, err := s.authenticate(c.Request().Context(), strings.TrimSpace(token))
 			if err != nil {
+				if hookrelay.ErrorCode(err) == hookrelay.EUNAUTHORIZED {
+					s.cfg.Throttle.Failed(throttle.SurfaceAPI, addr)
+				}
 				return err
+			}
+			if failedBefore {
+				s.cfg.Throttle.Succeeded(addr)
 			}
 			if p.kind&allowed == 0 {
 				return errWrongKey
@@ -97,15 +115,12 @@ func (s *Server) authenticate(ctx context.Context, token string) (principal, err
 		}
 		return principal{kind: kindCarrier, carrier: c}, nil
 	case strings.HasPrefix(token, hookrelay.MerchantKeyPrefix):
-		snap, err := s.cache.get(ctx)
+		// Read from the database, not the configuration cache: a rotated
+		// merchant key stops working at once in every process. Merchant
+		// requests manage endpoints; they are not the callback hot path.
+		m, err := s.db.MerchantByKeyHash(ctx, hash)
 		if err != nil {
-			return principal{}, err
-		}
-		m, ok := snap.merchantByHash[string(hash)]
-		if !ok {
-			if m, err = s.db.MerchantByKeyHash(ctx, hash); err != nil {
-				return principal{}, notFoundAs(err, errBadKey)
-			}
+			return principal{}, notFoundAs(err, errBadKey)
 		}
 		if hookrelay.KeyMatches(token, m.APIKeyHash) {
 			return principal{kind: kindMerchant, merchantID: m.ID}, nil

@@ -16,6 +16,7 @@ import (
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/ops"
 	"github.com/hookrelay/hookrelay/storage"
+	"github.com/hookrelay/hookrelay/throttle"
 )
 
 // Defaults of the settings an operator can change; cmd/hookrelay uses them
@@ -70,6 +71,10 @@ type Config struct {
 	Announce         bool
 	AnnounceInterval time.Duration
 	AnnounceToken    string
+	// Throttle delays bearer authentications from client addresses whose
+	// tokens failed too often. Default a Throttle of this server's own, with
+	// unregistered metrics; a process shares one with its dashboard.
+	Throttle *throttle.Throttle
 }
 
 // WithDefaults returns c with every zero field set to its default. New
@@ -86,6 +91,9 @@ func (c Config) WithDefaults() Config {
 		c.Resolver = defaultResolver{}
 	}
 	c.AnnounceInterval = cmp.Or(c.AnnounceInterval, DefaultAnnounceInterval)
+	if c.Throttle == nil {
+		c.Throttle = throttle.New(throttle.Config{})
+	}
 	return c
 }
 
@@ -102,6 +110,9 @@ type Operations interface {
 	DisableEndpoint(ctx context.Context, a ops.Actor, id int64, reason string) (db.Endpoint, error)
 	DeleteEndpoint(ctx context.Context, a ops.Actor, id int64) (int64, error)
 	SendTest(ctx context.Context, a ops.Actor, id int64) (hookrelay.PingResult, error)
+	RotateMerchantKey(ctx context.Context, id int64) (ops.KeyRotation, error)
+	Sessions(ctx context.Context, beforeID int64, limit int) ([]db.DashboardSessionView, error)
+	RevokeSession(ctx context.Context, id int64) error
 }
 
 // Server is the API: handlers, caches, the rate limiters and the batcher.
@@ -185,6 +196,9 @@ func (s *Server) Register(e *echo.Echo) {
 	route(http.MethodGet, "/v1/carriers", s.listCarriers, admin)
 	route(http.MethodPost, "/v1/merchants", s.createMerchant, admin)
 	route(http.MethodGet, "/v1/merchants", s.listMerchants, admin)
+	route(http.MethodPost, "/v1/merchants/:id/rotate-key", s.rotateMerchantKey, admin)
+	route(http.MethodGet, "/v1/sessions", s.listSessions, admin)
+	route(http.MethodDelete, "/v1/sessions/:id", s.revokeSession, admin)
 	route(http.MethodGet, "/v1/stats", s.stats, admin)
 	route(http.MethodGet, "/v1/dead-letters", s.listDeadLetters, admin)
 	route(http.MethodPost, "/v1/dead-letters/retry", s.retryDeadLetters, admin)

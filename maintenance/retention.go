@@ -26,8 +26,10 @@ type RetentionReport struct {
 	DeadLettersDiscarded int64
 	// PayloadObjectsDeleted counts S3 objects deleted with their days.
 	PayloadObjectsDeleted int
-	Took                  time.Duration // set by the caller
-	Err                   error         // set for OnRetention only
+	// SessionsDeleted counts the expired dashboard sessions deleted.
+	SessionsDeleted int64
+	Took            time.Duration // set by the caller
+	Err             error         // set for OnRetention only
 }
 
 const (
@@ -122,6 +124,10 @@ func (mt *Maintainer) retain(ctx context.Context, sess *db.Session, now time.Tim
 	}
 	// Rows of dispatchers stopped or silent for a day are history too.
 	if _, err := mt.db.DispatchersPrune(ctx, 24*time.Hour); err != nil {
+		errs = append(errs, err)
+	}
+	// Expired dashboard sessions: a small table of live logins, so a DELETE.
+	if rep.SessionsDeleted, err = mt.db.DashboardSessionsDeleteExpired(ctx, now); err != nil {
 		errs = append(errs, err)
 	}
 

@@ -238,3 +238,25 @@ func TestRetentionVacuumsClosedDays(t *testing.T) {
 	require.Equal(t, 4.0, value(t, r.mt.m.vacuums.WithLabelValues("messages"))+
 		value(t, r.mt.m.vacuums.WithLabelValues("delivery_attempts"))+value(t, r.mt.m.vacuums.WithLabelValues("idempotency_keys")))
 }
+
+// TestRetentionDeletesExpiredSessions: the retention pass deletes the
+// dashboard sessions that have expired, and only those.
+func TestRetentionDeletesExpiredSessions(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	now := time.Now().UTC()
+	for i, exp := range []time.Time{now.Add(-time.Minute), now.Add(time.Hour)} {
+		_, err := b.store.DashboardSessionCreate(t.Context(), db.NewDashboardSession{
+			TokenSHA256: []byte{byte(i), 1, 2, 3}, Kind: db.SessionAdmin, CredentialHash: make([]byte, 32),
+			Now: now.Add(-2 * time.Hour), ExpiresAt: exp,
+		})
+		require.NoError(t, err)
+	}
+	b.clock.Set(now)
+	r := b.start(t, Config{})
+	rep := r.pass(t, now)
+	require.EqualValues(t, 1, rep.SessionsDeleted)
+	var left int
+	require.NoError(t, b.sql.QueryRow(t.Context(), "SELECT count(*) FROM dashboard_sessions WHERE expires_at > $1", now).Scan(&left))
+	require.Equal(t, 1, left)
+}

@@ -2,12 +2,16 @@ package web
 
 import (
 	"errors"
+	"fmt"
+	"math"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/throttle"
 )
 
 // authed loads the session; without one, pages redirect to the login form
@@ -77,26 +81,45 @@ func (d *Dashboard) csrf(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 func (d *Dashboard) loginForm(c echo.Context) error {
-	token := randomToken()
-	c.SetCookie(d.sessions.cookie(loginCookie, token, 30*time.Minute))
-	return d.render(c, http.StatusOK, "login", view{Title: "Log in", Data: map[string]any{"LoginCSRF": token}})
+	return d.renderLogin(c, http.StatusOK, "")
 }
 
+// renderLogin shows the login form with a fresh double-submit CSRF token and
+// message msg (none when empty).
+func (d *Dashboard) renderLogin(c echo.Context, status int, msg string) error {
+	token := randomToken(18)
+	c.SetCookie(d.sessions.cookie(loginCookie, token, 30*time.Minute))
+	data := map[string]any{"LoginCSRF": token}
+	if msg != "" {
+		data["Error"] = msg
+	}
+	return d.render(c, status, "login", view{Title: "Log in", Data: data})
+}
+
+// login opens a session. A client address with too many failed logins
+// waits (throttle): 429 with Retry-After, whatever it sends meanwhile.
 func (d *Dashboard) login(c echo.Context) error {
 	ck, err := c.Cookie(loginCookie)
 	if err != nil || ck.Value == "" || ck.Value != c.FormValue("csrf") {
 		return hookrelay.Errorf(hookrelay.EFORBIDDEN, "The login form expired; reload it and try again.")
 	}
-	cookie, cl, err := d.sessions.login(c.Request().Context(), c.FormValue("token"))
+	addr := throttle.ClientAddr(c.Request())
+	if wait, _ := d.throttle.Wait(throttle.SurfaceDashboard, addr); wait > 0 {
+		secs := int(math.Ceil(wait.Seconds()))
+		c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
+		return d.renderLogin(c, http.StatusTooManyRequests,
+			fmt.Sprintf("Too many failed logins from your address; try again in %d s.", secs))
+	}
+	cookie, cl, err := d.sessions.login(c.Request().Context(), c.FormValue("token"),
+		client{Addr: addr, UserAgent: c.Request().UserAgent()})
 	if err != nil {
 		if hookrelay.HTTPStatus(err) == http.StatusUnauthorized {
-			token := randomToken()
-			c.SetCookie(d.sessions.cookie(loginCookie, token, 30*time.Minute))
-			return d.render(c, http.StatusUnauthorized, "login", view{Title: "Log in",
-				Data: map[string]any{"LoginCSRF": token, "Error": "Unknown admin token or merchant key."}})
+			d.throttle.Failed(throttle.SurfaceDashboard, addr)
+			return d.renderLogin(c, http.StatusUnauthorized, "Unknown admin token or merchant key.")
 		}
 		return err
 	}
+	d.throttle.Succeeded(addr)
 	c.SetCookie(cookie)
 	c.SetCookie(d.sessions.clear(loginCookie))
 	if cl.Kind == kindMerchant {
@@ -105,7 +128,12 @@ func (d *Dashboard) login(c echo.Context) error {
 	return c.Redirect(http.StatusSeeOther, "/ui/")
 }
 
+// logout ends the session: its row is revoked, so the cookie and its CSRF
+// token stop working in every process at once.
 func (d *Dashboard) logout(c echo.Context) error {
+	if err := d.sessions.end(c.Request().Context(), session(c)); err != nil {
+		return err
+	}
 	c.SetCookie(d.sessions.clear(sessionCookie))
 	return c.Redirect(http.StatusSeeOther, "/ui/login")
 }

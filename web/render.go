@@ -103,6 +103,8 @@ func flashText(code, n string) string {
 		return "Endpoint disabled."
 	case "retry":
 		return "Delivery queued for retry."
+	case "revoked":
+		return "Session revoked."
 	}
 	return ""
 }

@@ -8,7 +8,6 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -16,31 +15,40 @@ import (
 	"time"
 
 	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/db"
 )
 
-// Session cookie: base64url(JSON claims) "." base64url(HMAC-SHA256(key, claims)).
-// The key is random, stored in the settings table (shared by every process
-// running the web role). Claims carry a fingerprint of the credential used to
-// log in, so changing the admin token or a merchant key ends its sessions.
+// Sessions are rows of the dashboard_sessions table: the cookie carries only
+// a random token, the row its SHA-256. Every authenticated request looks the
+// row up (one indexed read), so a logout, a revocation by the operator or a
+// rotated admin token or merchant key ends the session at once in every
+// process. The CSRF token is a MAC of the session's token hash under a
+// random key stored in the settings table (shared by every process running
+// the web role).
 const (
 	sessionCookie     = "hr_session"
 	loginCookie       = "hr_login" // double-submit CSRF token of the login form
 	sessionKeySetting = "web_session_key"
-	adminTokenSetting = "admin_token_sha256"
+	// seenEvery is how stale a session's last_seen_at may get before a
+	// request updates it: the operator's list needs minutes, not a write
+	// per page.
+	seenEvery = time.Minute
+	// maxUserAgent bounds what a session row keeps of the User-Agent.
+	maxUserAgent = 200
 )
 
 // Session kinds.
 const (
-	kindAdmin    = "admin"
-	kindMerchant = "merchant"
+	kindAdmin    = db.SessionAdmin
+	kindMerchant = db.SessionMerchant
 )
 
+// claims is the session of a request.
 type claims struct {
-	Kind       string `json:"k"`
-	MerchantID int64  `json:"m,omitempty"`
-	Cred       string `json:"c"` // first 16 hex digits of the credential's SHA-256
-	Expires    int64  `json:"e"` // unix seconds
-	Nonce      string `json:"n"` // per-login random; the CSRF token derives from it
+	ID         int64 // the dashboard_sessions row
+	Kind       string
+	MerchantID int64
+	tokenHash  []byte // SHA-256 of the cookie's token; the CSRF token derives from it
 }
 
 type sessions struct {
@@ -77,43 +85,70 @@ func (s *sessions) mac(parts ...string) []byte {
 	return m.Sum(nil)
 }
 
-func fingerprint(hash []byte) string { return hex.EncodeToString(hash)[:16] }
+// client is who logs in, as the operator's list of sessions shows it.
+type client struct {
+	Addr      string
+	UserAgent string
+}
 
-// login checks a credential (admin token or merchant key) and returns the
-// session cookie for it.
-func (s *sessions) login(ctx context.Context, credential string) (*http.Cookie, claims, error) {
+var errBadCredential = hookrelay.Errorf(hookrelay.EUNAUTHORIZED, "unknown token or key")
+
+// login checks a credential (admin token or merchant key), records a session
+// for it and returns the session cookie.
+func (s *sessions) login(ctx context.Context, credential string, from client) (*http.Cookie, claims, error) {
 	credential = strings.TrimSpace(credential)
-	bad := hookrelay.Errorf(hookrelay.EUNAUTHORIZED, "unknown token or key")
 	if credential == "" {
-		return nil, claims{}, bad
+		return nil, claims{}, errBadCredential
 	}
 	hash := hookrelay.HashKey(credential)
-	c := claims{Cred: fingerprint(hash), Expires: s.now().Add(s.ttl).Unix(), Nonce: randomToken()}
+	var c claims
 	switch {
 	case strings.HasPrefix(credential, hookrelay.MerchantKeyPrefix):
 		m, err := s.store.MerchantByKeyHash(ctx, hash)
 		if err != nil {
 			if hookrelay.ErrorCode(err) == hookrelay.ENOTFOUND {
-				return nil, claims{}, bad
+				return nil, claims{}, errBadCredential
 			}
 			return nil, claims{}, err
 		}
 		c.Kind, c.MerchantID = kindMerchant, m.ID
 	default:
-		want, err := s.store.SettingGet(ctx, adminTokenSetting)
+		want, err := s.store.SettingGet(ctx, db.AdminTokenSetting)
 		if err != nil {
 			return nil, claims{}, err
 		}
-		got := hex.EncodeToString(hash)
-		if subtle.ConstantTimeCompare([]byte(got), []byte(want)) != 1 {
-			return nil, claims{}, bad
+		if subtle.ConstantTimeCompare([]byte(hex.EncodeToString(hash)), []byte(want)) != 1 {
+			return nil, claims{}, errBadCredential
 		}
 		c.Kind = kindAdmin
 	}
-	raw, _ := json.Marshal(c)
-	payload := base64.RawURLEncoding.EncodeToString(raw)
-	value := payload + "." + base64.RawURLEncoding.EncodeToString(s.mac("session", payload))
-	return s.cookie(sessionCookie, value, s.ttl), c, nil
+	token := randomToken(32)
+	c.tokenHash = tokenHash(token)
+	now := s.now()
+	id, err := s.store.DashboardSessionCreate(ctx, db.NewDashboardSession{
+		TokenSHA256: c.tokenHash, Kind: c.Kind, MerchantID: c.MerchantID, CredentialHash: hash,
+		Now: now, ExpiresAt: now.Add(s.ttl), UserAgent: cleanText(from.UserAgent, maxUserAgent), ClientAddr: from.Addr,
+	})
+	if err != nil {
+		return nil, claims{}, err
+	}
+	c.ID = id
+	return s.cookie(sessionCookie, token, s.ttl), c, nil
+}
+
+// cleanText makes header text storable: valid UTF-8 without NUL, at most n
+// bytes (cut at a character boundary).
+func cleanText(v string, n int) string {
+	v = strings.ReplaceAll(strings.ToValidUTF8(v, "\uFFFD"), "\x00", "")
+	if len(v) <= n {
+		return v
+	}
+	return strings.ToValidUTF8(v[:n], "")
+}
+
+func tokenHash(token string) []byte {
+	h := sha256.Sum256([]byte(token))
+	return h[:]
 }
 
 func (s *sessions) cookie(name, value string, ttl time.Duration) *http.Cookie {
@@ -129,63 +164,46 @@ func (s *sessions) clear(name string) *http.Cookie {
 
 var errNoSession = errors.New("no valid session")
 
-// check verifies the session cookie value and that its credential is still
-// the current one.
-func (s *sessions) check(ctx context.Context, value string) (claims, error) {
-	payload, sig, ok := strings.Cut(value, ".")
-	if !ok {
+// check returns the session of a cookie's token while it is valid.
+func (s *sessions) check(ctx context.Context, token string) (claims, error) {
+	if len(token) != base64.RawURLEncoding.EncodedLen(32) {
 		return claims{}, errNoSession
 	}
-	got, err := base64.RawURLEncoding.DecodeString(sig)
-	if err != nil || !hmac.Equal(got, s.mac("session", payload)) {
-		return claims{}, errNoSession
-	}
-	raw, err := base64.RawURLEncoding.DecodeString(payload)
+	h := tokenHash(token)
+	now := s.now()
+	row, err := s.store.DashboardSessionValid(ctx, h, now)
 	if err != nil {
-		return claims{}, errNoSession
-	}
-	var c claims
-	if json.Unmarshal(raw, &c) != nil || s.now().Unix() >= c.Expires {
-		return claims{}, errNoSession
-	}
-	switch c.Kind {
-	case kindAdmin:
-		want, err := s.store.SettingGet(ctx, adminTokenSetting)
-		if err != nil {
-			return claims{}, err
-		}
-		if len(want) < 16 || want[:16] != c.Cred {
+		if hookrelay.ErrorCode(err) == hookrelay.ENOTFOUND {
 			return claims{}, errNoSession
 		}
-	case kindMerchant:
-		m, err := s.store.MerchantGet(ctx, c.MerchantID)
-		if err != nil {
-			if hookrelay.ErrorCode(err) == hookrelay.ENOTFOUND {
-				return claims{}, errNoSession
-			}
-			return claims{}, err
-		}
-		if fingerprint(m.APIKeyHash) != c.Cred {
-			return claims{}, errNoSession
-		}
-	default:
-		return claims{}, errNoSession
+		return claims{}, err
 	}
-	return c, nil
+	if now.Sub(row.LastSeenAt) >= seenEvery {
+		// Only the operator's list reads last_seen_at: a failure to record
+		// it must not refuse the request.
+		_ = s.store.DashboardSessionSeen(ctx, row.ID, now)
+	}
+	return claims{ID: row.ID, Kind: row.Kind, MerchantID: row.MerchantID, tokenHash: h}, nil
+}
+
+// end revokes the session (logout).
+func (s *sessions) end(ctx context.Context, c claims) error {
+	return s.store.DashboardSessionEnd(ctx, c.tokenHash, s.now())
 }
 
 // csrfToken is the token forms of this session must carry.
 func (s *sessions) csrfToken(c claims) string {
-	return base64.RawURLEncoding.EncodeToString(s.mac("csrf", c.Nonce))
+	return base64.RawURLEncoding.EncodeToString(s.mac("csrf", hex.EncodeToString(c.tokenHash)))
 }
 
 // validCSRF reports whether token is the session's CSRF token.
 func (s *sessions) validCSRF(c claims, token string) bool {
-	return token != "" && hmac.Equal([]byte(token), []byte(s.csrfToken(c)))
+	return token != "" && len(c.tokenHash) > 0 && hmac.Equal([]byte(token), []byte(s.csrfToken(c)))
 }
 
-func randomToken() string {
-	b := make([]byte, 18)
+// randomToken returns n random bytes, base64url.
+func randomToken(n int) string {
+	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return base64.RawURLEncoding.EncodeToString(b)
 }

@@ -1,6 +1,7 @@
 // Package web is the ops dashboard and the merchant view under /ui/:
-// server-rendered html/template pages, assets embedded in the binary, a
-// signed session cookie and CSRF tokens on every form that changes something.
+// server-rendered html/template pages, assets embedded in the binary,
+// server-side sessions (revocable; see session.go) and CSRF tokens on every
+// form that changes something.
 // It reads through the db package's dashboard queries and acts through the
 // operations layer (package ops) that the API uses too.
 package web
@@ -17,6 +18,7 @@ import (
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/httperr"
 	"github.com/hookrelay/hookrelay/ops"
+	"github.com/hookrelay/hookrelay/throttle"
 )
 
 // Store is what the pages read. *db.DB implements it.
@@ -25,6 +27,10 @@ type Store interface {
 	SettingPutIfAbsent(ctx context.Context, name, value string) (bool, error)
 	MerchantByKeyHash(ctx context.Context, hash []byte) (db.Merchant, error)
 	MerchantGet(ctx context.Context, id int64) (db.Merchant, error)
+	DashboardSessionCreate(ctx context.Context, s db.NewDashboardSession) (int64, error)
+	DashboardSessionValid(ctx context.Context, tokenSHA256 []byte, now time.Time) (db.DashboardSession, error)
+	DashboardSessionSeen(ctx context.Context, id int64, now time.Time) error
+	DashboardSessionEnd(ctx context.Context, tokenSHA256 []byte, now time.Time) error
 
 	DashboardOverview(ctx context.Context, queues int, backlog bool) (db.DashboardOverview, error)
 	StatSamplesSince(ctx context.Context, since time.Time) ([]db.StatSample, error)
@@ -55,6 +61,8 @@ type Operations interface {
 	DisableEndpoint(ctx context.Context, a ops.Actor, id int64, reason string) (db.Endpoint, error)
 	CanSendTest() bool
 	SendTest(ctx context.Context, a ops.Actor, id int64) (hookrelay.PingResult, error)
+	Sessions(ctx context.Context, beforeID int64, limit int) ([]db.DashboardSessionView, error)
+	RevokeSession(ctx context.Context, id int64) error
 }
 
 // Presigner makes a time-limited GET link to a stored payload.
@@ -81,6 +89,10 @@ type Config struct {
 	SessionTTL time.Duration
 	// SecureCookie sets the Secure flag on cookies (serve over HTTPS). Default false.
 	SecureCookie bool
+	// Throttle delays logins from client addresses that failed too often.
+	// Default a Throttle of this dashboard's own, with unregistered metrics;
+	// a process shares one with its API (cmd/hookrelay).
+	Throttle *throttle.Throttle
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 }
@@ -94,6 +106,9 @@ func (c Config) WithDefaults() Config {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
+	if c.Throttle == nil {
+		c.Throttle = throttle.New(throttle.Config{})
+	}
 	return c
 }
 
@@ -103,6 +118,7 @@ type Dashboard struct {
 	log      *slog.Logger
 	store    Store
 	sessions *sessions
+	throttle *throttle.Throttle
 	pages    *pages
 }
 
@@ -118,7 +134,7 @@ func New(ctx context.Context, cfg Config) (*Dashboard, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Dashboard{cfg: cfg, log: cfg.Logger, store: cfg.Store, sessions: sess, pages: pg}, nil
+	return &Dashboard{cfg: cfg, log: cfg.Logger, store: cfg.Store, sessions: sess, throttle: cfg.Throttle, pages: pg}, nil
 }
 
 // operations returns the actions, or hookrelay.EUNAVAILABLE when this
@@ -154,6 +170,8 @@ func (d *Dashboard) Mount(e *echo.Echo, prefix string, errs *httperr.Handler) {
 	ops.POST("/deliveries/:id/retry", d.deliveryRetry)
 	ops.GET("/messages/:id", d.message)
 	ops.GET("/database", d.database)
+	ops.GET("/sessions", d.sessionList)
+	ops.POST("/sessions/:id/revoke", d.sessionRevoke)
 
 	m := g.Group("/m", d.authed, d.merchantOnly, d.csrf)
 	m.GET("/", d.merchantHome)

@@ -14,6 +14,7 @@ import (
 	"github.com/hookrelay/hookrelay/ingest"
 	"github.com/hookrelay/hookrelay/maintenance"
 	"github.com/hookrelay/hookrelay/storage"
+	"github.com/hookrelay/hookrelay/throttle"
 	"github.com/hookrelay/hookrelay/web"
 )
 
@@ -36,6 +37,9 @@ type config struct {
 	Dispatch    dispatch.Config    // the dispatch role (and the test pings of api and web)
 	Maintenance maintenance.Config // the maintenance role
 	Web         web.Config         // the web role
+	// AuthThrottle delays authentication from client addresses that failed
+	// too often, on the API and the dashboard (one per process, shared).
+	AuthThrottle throttle.Config
 }
 
 // Defaults of the settings that belong to the process rather than to a
@@ -91,6 +95,12 @@ func loadConfig(getenv func(string) string) (config, error) {
 		Queues: queues,
 		// Sets the Secure flag on the dashboard's cookies (serve it over HTTPS).
 		SecureCookie: p.bool("HOOKRELAY_UI_SECURE_COOKIE", false),
+	}
+	c.AuthThrottle = throttle.Config{
+		// Failed authentications a client address may have before it waits.
+		Free: p.int("HOOKRELAY_AUTH_THROTTLE_FREE", throttle.DefaultFree, 1, 1_000_000),
+		// The longest wait (each failure past the free ones doubles it).
+		Max: p.duration("HOOKRELAY_AUTH_THROTTLE_MAX", throttle.DefaultMax, time.Second, 24*time.Hour),
 	}
 	c.check(p)
 	if err := p.err(); err != nil {

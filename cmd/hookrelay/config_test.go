@@ -15,6 +15,7 @@ import (
 	"github.com/hookrelay/hookrelay/ingest"
 	"github.com/hookrelay/hookrelay/maintenance"
 	"github.com/hookrelay/hookrelay/storage"
+	"github.com/hookrelay/hookrelay/throttle"
 	"github.com/hookrelay/hookrelay/web"
 )
 
@@ -43,6 +44,7 @@ func TestConfigDefaultsArePackageDefaults(t *testing.T) {
 	m, mDef := c.Maintenance, maintenance.Config{}.WithDefaults()
 	w, wDef := c.Web, web.Config{}.WithDefaults()
 	s3Def := storage.Config{}.WithDefaults()
+	thDef := throttle.Config{}.WithDefaults()
 	rows := []struct {
 		name      string
 		got, want any
@@ -111,6 +113,9 @@ func TestConfigDefaultsArePackageDefaults(t *testing.T) {
 		{"HOOKRELAY_MAINTENANCE_LOCK_TIMEOUT", m.Session.LockTimeout, sessDef.LockTimeout},
 
 		{"HOOKRELAY_UI_SECURE_COOKIE", w.SecureCookie, wDef.SecureCookie},
+
+		{"HOOKRELAY_AUTH_THROTTLE_FREE", c.AuthThrottle.Free, thDef.Free},
+		{"HOOKRELAY_AUTH_THROTTLE_MAX", c.AuthThrottle.Max, thDef.Max},
 	}
 	checked := slices.Clone(processVariables)
 	for _, r := range rows {

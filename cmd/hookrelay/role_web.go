@@ -17,6 +17,7 @@ func startWeb(ctx context.Context, s *service) (func(ctx context.Context) error,
 		Presigner:    s.store,
 		Queues:       s.cfg.Web.Queues,
 		SecureCookie: s.cfg.Web.SecureCookie,
+		Throttle:     s.throttle,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("dashboard: %w", err)

@@ -30,6 +30,7 @@ import (
 	"github.com/hookrelay/hookrelay/httperr"
 	"github.com/hookrelay/hookrelay/ops"
 	"github.com/hookrelay/hookrelay/storage"
+	"github.com/hookrelay/hookrelay/throttle"
 )
 
 // allRoles lists the roles a process can run, in start order.
@@ -53,6 +54,9 @@ type service struct {
 	dispatch     *dispatch.Dispatcher // see service.dispatcher
 	opsOnce      sync.Once
 	ops          *ops.Service // see service.operations
+	// throttle delays authentication from client addresses that failed too
+	// often; the API and the dashboard share it.
+	throttle *throttle.Throttle
 	// errs answers every failed request of echo; roles register renderers.
 	errs *httperr.Handler
 	// roles are the roles this process runs.
@@ -255,7 +259,7 @@ func newService(ctx context.Context, cfg config, logger *slog.Logger, stdout io.
 		logger.Warn("S3 bucket check failed; will keep trying on use", "bucket", cfg.S3.Bucket, "error", err)
 	}
 
-	if err := ensureAdminToken(ctx, cfg, store, stdout); err != nil {
+	if err := ensureAdminToken(ctx, cfg, store, logger, stdout); err != nil {
 		return fail(err)
 	}
 
@@ -268,8 +272,10 @@ func newService(ctx context.Context, cfg config, logger *slog.Logger, stdout io.
 		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(collectors.MetricsScheduler)),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
+	th := cfg.AuthThrottle
+	th.Registerer = reg
 	s := &service{cfg: cfg, logger: logger, db: store, store: payloads, registry: reg, stdout: stdout,
-		announceToken: newAnnounceToken()}
+		announceToken: newAnnounceToken(), throttle: throttle.New(th)}
 	s.echo = newRouter(s)
 	return s, cleanup, nil
 }
@@ -311,14 +317,22 @@ func retryStartup(ctx context.Context, logger *slog.Logger, what string, fn func
 	}
 }
 
-const adminTokenSetting = "admin_token_sha256"
+const adminTokenSetting = db.AdminTokenSetting
 
 // ensureAdminToken makes the stored admin token hash match
-// HOOKRELAY_ADMIN_TOKEN, or on first start without it generates a token,
-// stores its hash and prints it once.
-func ensureAdminToken(ctx context.Context, cfg config, store *db.DB, stdout io.Writer) error {
+// HOOKRELAY_ADMIN_TOKEN, ending the dashboard sessions opened with another
+// token, or on first start without it generates a token, stores its hash and
+// prints it once.
+func ensureAdminToken(ctx context.Context, cfg config, store *db.DB, logger *slog.Logger, stdout io.Writer) error {
 	if cfg.AdminToken != "" {
-		return store.SettingPut(ctx, adminTokenSetting, hex.EncodeToString(hookrelay.HashKey(cfg.AdminToken)))
+		ended, err := ops.New(store, nil).SetAdminToken(ctx, cfg.AdminToken)
+		if err != nil {
+			return err
+		}
+		if ended > 0 {
+			logger.Info("admin token changed: ended the dashboard sessions opened with the previous one", "sessions", ended)
+		}
+		return nil
 	}
 	token := hookrelay.NewKey(hookrelay.AdminTokenPrefix)
 	stored, err := store.SettingPutIfAbsent(ctx, adminTokenSetting, hex.EncodeToString(hookrelay.HashKey(token)))

@@ -14,3 +14,8 @@ SELECT * FROM merchants WHERE id > @after_id ORDER BY id LIMIT @lim;
 
 -- name: MerchantCount :one
 SELECT count(*) FROM merchants;
+
+-- name: MerchantKeyUpdate :one
+UPDATE merchants SET api_key_hash = @api_key_hash, api_key_prefix = @api_key_prefix
+WHERE id = @id
+RETURNING *;

@@ -79,6 +79,31 @@ func (q *Queries) MerchantInsert(ctx context.Context, arg MerchantInsertParams) 
 	return i, err
 }
 
+const merchantKeyUpdate = `-- name: MerchantKeyUpdate :one
+UPDATE merchants SET api_key_hash = $1, api_key_prefix = $2
+WHERE id = $3
+RETURNING id, name, api_key_hash, api_key_prefix, created_at
+`
+
+type MerchantKeyUpdateParams struct {
+	APIKeyHash   []byte
+	APIKeyPrefix string
+	ID           int64
+}
+
+func (q *Queries) MerchantKeyUpdate(ctx context.Context, arg MerchantKeyUpdateParams) (Merchant, error) {
+	row := q.db.QueryRow(ctx, merchantKeyUpdate, arg.APIKeyHash, arg.APIKeyPrefix, arg.ID)
+	var i Merchant
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.APIKeyHash,
+		&i.APIKeyPrefix,
+		&i.CreatedAt,
+	)
+	return i, err
+}
+
 const merchantList = `-- name: MerchantList :many
 SELECT id, name, api_key_hash, api_key_prefix, created_at FROM merchants WHERE id > $1 ORDER BY id LIMIT $2
 `

@@ -21,6 +21,20 @@ type Carrier struct {
 	CreatedAt        time.Time
 }
 
+type DashboardSession struct {
+	ID           int64
+	TokenSHA256  []byte
+	Kind         string
+	MerchantID   *int64
+	CredentialFp []byte
+	CreatedAt    time.Time
+	LastSeenAt   time.Time
+	ExpiresAt    time.Time
+	RevokedAt    *time.Time
+	UserAgent    string
+	ClientAddr   string
+}
+
 type DeadLetter struct {
 	ID                int64
 	MessageID         int64

@@ -1,0 +1,190 @@
+package db
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hookrelay/hookrelay/db/internal/dbsqlc"
+)
+
+// Kinds of dashboard session.
+const (
+	SessionAdmin    = "admin"
+	SessionMerchant = "merchant"
+)
+
+// CredentialFingerprint is what a session keeps of the credential that
+// opened it: the first 8 bytes of its SHA-256 (hookrelay.HashKey), enough to
+// tell the current credential from a replaced one.
+func CredentialFingerprint(hash []byte) []byte { return hash[:8] }
+
+// NewDashboardSession is a login to record.
+type NewDashboardSession struct {
+	TokenSHA256 []byte // SHA-256 of the cookie's random token
+	Kind        string // SessionAdmin or SessionMerchant
+	MerchantID  int64  // SessionMerchant
+	// CredentialHash is the SHA-256 of the admin token or merchant key used.
+	CredentialHash []byte
+	Now            time.Time
+	ExpiresAt      time.Time
+	UserAgent      string
+	ClientAddr     string
+}
+
+// DashboardSessionCreate records a session and returns its id.
+func (db *DB) DashboardSessionCreate(ctx context.Context, s NewDashboardSession) (int64, error) {
+	var merchantID *int64
+	if s.Kind == SessionMerchant {
+		merchantID = &s.MerchantID
+	}
+	id, err := db.q.DashboardSessionInsert(ctx, dbsqlc.DashboardSessionInsertParams{
+		TokenSHA256: s.TokenSHA256, Kind: s.Kind, MerchantID: merchantID,
+		CredentialFp: CredentialFingerprint(s.CredentialHash), Now: s.Now, ExpiresAt: s.ExpiresAt,
+		UserAgent: s.UserAgent, ClientAddr: s.ClientAddr,
+	})
+	if err != nil {
+		return 0, fmt.Errorf("insert dashboard session: %w", unavailable(err))
+	}
+	return id, nil
+}
+
+// DashboardSession is a valid session as a request sees it.
+type DashboardSession struct {
+	ID         int64
+	Kind       string
+	MerchantID int64 // SessionMerchant
+	LastSeenAt time.Time
+	ExpiresAt  time.Time
+}
+
+// DashboardSessionValid returns the session of a cookie token's hash while
+// it is valid at now (not revoked, not expired, opened by the current admin
+// token or merchant key), else hookrelay.ENOTFOUND. One lookup by the unique
+// index on token_sha256, with the credential's row by its key.
+func (db *DB) DashboardSessionValid(ctx context.Context, tokenSHA256 []byte, now time.Time) (DashboardSession, error) {
+	r, err := db.q.DashboardSessionGet(ctx, dbsqlc.DashboardSessionGetParams{TokenSHA256: tokenSHA256, Now: now})
+	if err != nil {
+		return DashboardSession{}, notFound(unavailableUnlessNoRows(err), "session")
+	}
+	s := DashboardSession{ID: r.ID, Kind: r.Kind, LastSeenAt: r.LastSeenAt, ExpiresAt: r.ExpiresAt}
+	if r.MerchantID != nil {
+		s.MerchantID = *r.MerchantID
+	}
+	return s, nil
+}
+
+// DashboardSessionSeen records that session id was used at now.
+func (db *DB) DashboardSessionSeen(ctx context.Context, id int64, now time.Time) error {
+	if err := db.q.DashboardSessionSeen(ctx, dbsqlc.DashboardSessionSeenParams{ID: id, Now: now}); err != nil {
+		return fmt.Errorf("dashboard session seen: %w", unavailable(err))
+	}
+	return nil
+}
+
+// DashboardSessionEnd revokes the session of a cookie token's hash (logout).
+func (db *DB) DashboardSessionEnd(ctx context.Context, tokenSHA256 []byte, now time.Time) error {
+	err := db.q.DashboardSessionRevokeByToken(ctx, dbsqlc.DashboardSessionRevokeByTokenParams{TokenSHA256: tokenSHA256, Now: now})
+	if err != nil {
+		return fmt.Errorf("end dashboard session: %w", unavailable(err))
+	}
+	return nil
+}
+
+// DashboardSessionRevoke revokes session id at now and reports whether it
+// was there (revoked already counts; expired does not).
+func (db *DB) DashboardSessionRevoke(ctx context.Context, id int64, now time.Time) (bool, error) {
+	n, err := db.q.DashboardSessionRevoke(ctx, dbsqlc.DashboardSessionRevokeParams{ID: id, Now: now})
+	if err != nil {
+		return false, fmt.Errorf("revoke dashboard session: %w", unavailable(err))
+	}
+	return n > 0, nil
+}
+
+// DashboardSessionView is a live session as the operator's list shows it.
+type DashboardSessionView struct {
+	ID         int64
+	Kind       string
+	MerchantID int64 // SessionMerchant
+	CreatedAt  time.Time
+	LastSeenAt time.Time
+	ExpiresAt  time.Time
+	UserAgent  string
+	ClientAddr string
+}
+
+// DashboardSessionList returns up to limit live sessions at now, newest
+// first, with ids below beforeID (0: from the newest).
+func (db *DB) DashboardSessionList(ctx context.Context, now time.Time, beforeID int64, limit int) ([]DashboardSessionView, error) {
+	rows, err := db.q.DashboardSessionList(ctx, dbsqlc.DashboardSessionListParams{Now: now, BeforeID: beforeID, Lim: int32(limit)})
+	if err != nil {
+		return nil, fmt.Errorf("list dashboard sessions: %w", unavailable(err))
+	}
+	out := make([]DashboardSessionView, len(rows))
+	for i, r := range rows {
+		out[i] = DashboardSessionView{ID: r.ID, Kind: r.Kind, CreatedAt: r.CreatedAt, LastSeenAt: r.LastSeenAt,
+			ExpiresAt: r.ExpiresAt, UserAgent: r.UserAgent, ClientAddr: r.ClientAddr}
+		if r.MerchantID != nil {
+			out[i].MerchantID = *r.MerchantID
+		}
+	}
+	return out, nil
+}
+
+// DashboardSessionsDeleteExpired deletes the sessions that expired before
+// before and returns how many.
+func (db *DB) DashboardSessionsDeleteExpired(ctx context.Context, before time.Time) (int64, error) {
+	n, err := db.q.DashboardSessionDeleteExpired(ctx, before)
+	if err != nil {
+		return 0, fmt.Errorf("delete expired dashboard sessions: %w", unavailable(err))
+	}
+	return n, nil
+}
+
+// AdminTokenSetting is the settings row holding the admin token's SHA-256
+// (hex); DashboardSessionGet reads it by this name.
+const AdminTokenSetting = "admin_token_sha256"
+
+// AdminTokenSet stores the hash of a new admin token (AdminTokenSetting) and
+// revokes, in the same transaction, the admin sessions opened with any other
+// token. It returns how many it revoked.
+func (db *DB) AdminTokenSet(ctx context.Context, hash []byte, now time.Time) (int64, error) {
+	var n int64
+	err := db.inTx(ctx, func(q *dbsqlc.Queries, _ pgx.Tx) error {
+		if err := q.SettingPut(ctx, dbsqlc.SettingPutParams{Name: AdminTokenSetting, Value: hex.EncodeToString(hash)}); err != nil {
+			return err
+		}
+		var err error
+		n, err = q.DashboardSessionRevokeAdminExcept(ctx, dbsqlc.DashboardSessionRevokeAdminExceptParams{
+			Now: now, CredentialFp: CredentialFingerprint(hash)})
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("set admin token: %w", unavailable(err))
+	}
+	return n, nil
+}
+
+// MerchantKeyRotate gives merchant id a new API key hash and revokes, in the
+// same transaction, the merchant's dashboard sessions. It returns the
+// merchant and how many sessions it revoked, or hookrelay.ENOTFOUND.
+func (db *DB) MerchantKeyRotate(ctx context.Context, id int64, keyHash []byte, keyPrefix string, now time.Time) (Merchant, int64, error) {
+	var m Merchant
+	var n int64
+	err := db.inTx(ctx, func(q *dbsqlc.Queries, _ pgx.Tx) error {
+		r, err := q.MerchantKeyUpdate(ctx, dbsqlc.MerchantKeyUpdateParams{ID: id, APIKeyHash: keyHash, APIKeyPrefix: keyPrefix})
+		if err != nil {
+			return notFound(unavailableUnlessNoRows(err), "merchant")
+		}
+		m = merchantFrom(r)
+		n, err = q.DashboardSessionRevokeMerchant(ctx, dbsqlc.DashboardSessionRevokeMerchantParams{MerchantID: &id, Now: now})
+		return unavailable(err)
+	})
+	if err != nil {
+		return Merchant{}, 0, fmt.Errorf("rotate merchant key: %w", err)
+	}
+	return m, n, nil
+}

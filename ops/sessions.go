@@ -1,0 +1,55 @@
+package ops
+
+import (
+	"context"
+
+	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/db"
+)
+
+// The credential and session actions are the operator's: no merchant takes
+// them.
+
+// SetAdminToken makes token the admin token and ends the dashboard sessions
+// opened with any other one. It returns how many sessions it ended.
+func (s *Service) SetAdminToken(ctx context.Context, token string) (int64, error) {
+	return s.db.AdminTokenSet(ctx, hookrelay.HashKey(token), s.now())
+}
+
+// KeyRotation is a merchant's new API key.
+type KeyRotation struct {
+	Merchant db.Merchant
+	Key      string // shown once
+	// SessionsEnded counts the merchant's dashboard sessions it ended.
+	SessionsEnded int64
+}
+
+// RotateMerchantKey gives merchant id a new API key: the old one stops
+// working at once, and the merchant's dashboard sessions end.
+func (s *Service) RotateMerchantKey(ctx context.Context, id int64) (KeyRotation, error) {
+	key := hookrelay.NewKey(hookrelay.MerchantKeyPrefix)
+	m, n, err := s.db.MerchantKeyRotate(ctx, id, hookrelay.HashKey(key), hookrelay.KeyDisplayPrefix(key), s.now())
+	if err != nil {
+		return KeyRotation{}, err
+	}
+	return KeyRotation{Merchant: m, Key: key, SessionsEnded: n}, nil
+}
+
+// Sessions returns up to limit live dashboard sessions, newest first, with
+// ids below beforeID (0: from the newest).
+func (s *Service) Sessions(ctx context.Context, beforeID int64, limit int) ([]db.DashboardSessionView, error) {
+	return s.db.DashboardSessionList(ctx, s.now(), beforeID, limit)
+}
+
+// RevokeSession ends dashboard session id at once; an unknown or expired
+// session is hookrelay.ENOTFOUND (ending one already ended is not an error).
+func (s *Service) RevokeSession(ctx context.Context, id int64) error {
+	ok, err := s.db.DashboardSessionRevoke(ctx, id, s.now())
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return hookrelay.Errorf(hookrelay.ENOTFOUND, "session not found")
+	}
+	return nil
+}
