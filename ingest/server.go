@@ -153,7 +153,9 @@ func (s *Server) Run(ctx context.Context) error {
 			s.announce.run(ctx)
 		}()
 	}
-	if s.db != nil {
+	if s.announce != nil {
+		// The same switch as announcements: both need LISTEN/NOTIFY, which
+		// a pooler in transaction mode does not carry.
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
