@@ -30,6 +30,9 @@ type ClaimedDelivery struct {
 	// dropped): there is nothing to send.
 	MessageFound bool
 	LeaseToken   int64
+	// ConfigVersion is the configuration version the claim saw (migration
+	// 00120): settings cached before it must be reloaded before sending.
+	ConfigVersion int64
 }
 
 // DeliveryClaim claims up to batch due deliveries of the logical queues (at
@@ -86,7 +89,7 @@ func (db *DB) DeliveryClaimTimed(ctx context.Context, queues []int, perQueue, ba
 			Attempt: int(r.Attempt), CreatedAt: r.CreatedAt, CarrierID: r.CarrierID,
 			CarrierName: r.CarrierName, EventType: r.EventType, Payload: r.Payload,
 			PayloadSize: int(r.PayloadSize), PayloadSHA256: r.PayloadSHA256, MessageFound: r.MessageFound,
-			LeaseToken: token,
+			LeaseToken: token, ConfigVersion: r.ConfigVersion,
 		}
 		timing.Server = max(timing.Server, time.Duration(r.ServerUs)*time.Microsecond)
 		if r.PayloadKey != nil {

@@ -15,7 +15,15 @@ type Announcement struct {
 	// Queues are the logical queues that got deliveries, ascending; nil
 	// means any (too many to list, or an announcement that did not say).
 	Queues []int
+	// ConfigVersion, when not 0, makes this a configuration announcement
+	// instead: carriers, merchants, endpoints or secrets changed, and the
+	// configuration is now at this version (Token and Queues are empty).
+	ConfigVersion int64
 }
+
+// configChannel is the channel of configuration announcements (the trigger
+// of migration 00120 sends them).
+const configChannel = "hookrelay_config"
 
 // MaxAnnouncedQueues is the most queues an announcement lists; with more,
 // it names none (any queue may have rows), which costs a listener no more
@@ -86,15 +94,30 @@ type DueListener struct {
 	sess *Session
 }
 
-// ListenDue opens a session that receives DueNotify's announcements from
-// now on, with the pool's timeouts; appName is its application_name.
+// ListenDue opens a session that receives DueNotify's announcements and the
+// configuration announcements from now on, with the pool's timeouts;
+// appName is its application_name.
 func (db *DB) ListenDue(ctx context.Context, appName string) (*DueListener, error) {
+	return db.listen(ctx, appName, true)
+}
+
+// ListenConfig opens a session that receives only the configuration
+// announcements.
+func (db *DB) ListenConfig(ctx context.Context, appName string) (*DueListener, error) {
+	return db.listen(ctx, appName, false)
+}
+
+func (db *DB) listen(ctx context.Context, appName string, due bool) (*DueListener, error) {
 	sess, err := db.OpenSession(ctx, SessionConfig{AppName: appName, StatementTimeout: db.cfg.StatementTimeout,
 		LockTimeout: db.cfg.LockTimeout, IdleInTransactionTimeout: db.cfg.IdleInTransactionTimeout})
 	if err != nil {
 		return nil, fmt.Errorf("listen: %w", err)
 	}
-	if err := sess.q.DueListen(ctx); err != nil {
+	err = sess.q.ConfigListen(ctx)
+	if err == nil && due {
+		err = sess.q.DueListen(ctx)
+	}
+	if err != nil {
 		sess.Close()
 		return nil, fmt.Errorf("listen: %w", unavailable(err))
 	}
@@ -104,11 +127,27 @@ func (db *DB) ListenDue(ctx context.Context, appName string) (*DueListener, erro
 // Wait blocks until an announcement arrives and returns it. An error means
 // the session is lost (or ctx ended): close the listener and open another.
 func (l *DueListener) Wait(ctx context.Context) (Announcement, error) {
-	n, err := l.sess.conn.WaitForNotification(ctx)
-	if err != nil {
-		return Announcement{}, fmt.Errorf("wait for notification: %w", unavailable(err))
+	for {
+		n, err := l.sess.conn.WaitForNotification(ctx)
+		if err != nil {
+			return Announcement{}, fmt.Errorf("wait for notification: %w", unavailable(err))
+		}
+		if n.Channel != configChannel {
+			return ParseAnnouncement(n.Payload), nil
+		}
+		if v, err := strconv.ParseInt(n.Payload, 10, 64); err == nil && v > 0 {
+			return Announcement{ConfigVersion: v}, nil
+		}
 	}
-	return ParseAnnouncement(n.Payload), nil
+}
+
+// ConfigVersion returns the current configuration version (migration 00120).
+func (db *DB) ConfigVersion(ctx context.Context) (int64, error) {
+	v, err := db.q.ConfigVersionGet(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("read the configuration version: %w", unavailable(err))
+	}
+	return v, nil
 }
 
 // PID returns the server process id of the listening session.

@@ -146,7 +146,8 @@ func (d *Dispatcher) start(workCtx context.Context, rows []db.ClaimedDelivery) {
 		d.inflight[r.ID] = inflight{token: r.LeaseToken, claimedAt: now}
 	}
 	d.mu.Unlock()
-	eps, err := d.cache.get(workCtx, ids)
+	// Every row of a claim carries the version its statement saw.
+	eps, err := d.cache.get(workCtx, ids, rows[0].ConfigVersion)
 	if err != nil {
 		d.logger.Warn("loading endpoints failed; releasing claimed deliveries", "error", err)
 	}

@@ -20,8 +20,8 @@ func (d *Dispatcher) releaseItem(r db.ClaimedDelivery, delay time.Duration) ackI
 
 // deliver makes one attempt of r to ep (nil: the endpoint is gone) and
 // returns the result to acknowledge. The claim only leases rows of enabled
-// endpoints, so the cached status (which may be a little stale) is not
-// consulted.
+// endpoints and ep reflects the configuration version the claim saw, so the
+// cached status is consulted only when a newer version was announced since.
 func (d *Dispatcher) deliver(ctx context.Context, r db.ClaimedDelivery, ep *endpointState) ackItem {
 	if ep == nil {
 		d.metrics.deliveries.WithLabelValues("held").Inc()
@@ -39,6 +39,21 @@ func (d *Dispatcher) deliver(ctx context.Context, r db.ClaimedDelivery, ep *endp
 		return d.releaseItem(r, wait)
 	}
 	defer ep.release()
+	cfg := ep.cfg
+	if !d.cache.current(ep) {
+		// A change was announced since the claim (or while the slot was
+		// awaited): the attempt that starts now must reflect it.
+		eps, err := d.cache.get(ctx, []int64{r.EndpointID}, 0)
+		if err != nil {
+			return d.releaseItem(r, d.cfg.StoreRetryDelay)
+		}
+		cur := eps[r.EndpointID]
+		if cur == nil || cur.cfg.Status != "enabled" {
+			d.metrics.deliveries.WithLabelValues("held").Inc()
+			return d.releaseItem(r, d.cfg.HoldDelay)
+		}
+		cfg = cur.cfg
+	}
 
 	attemptedAt := d.cfg.Now()
 	res := db.ResultFor(r)
@@ -51,7 +66,7 @@ func (d *Dispatcher) deliver(ctx context.Context, r db.ClaimedDelivery, ep *endp
 		d.metrics.deliveries.WithLabelValues("dead").Inc()
 		return ackItem{res: res, circuitNeutral: true}
 	}
-	body, err := d.payload(ctx, r, ep.cfg.PayloadMode)
+	body, err := d.payload(ctx, r, cfg.PayloadMode)
 	if err != nil {
 		if ctx.Err() != nil {
 			return d.releaseItem(r, 0)
@@ -65,12 +80,12 @@ func (d *Dispatcher) deliver(ctx context.Context, r db.ClaimedDelivery, ep *endp
 	}
 
 	msgID := webhookID(r.MessageID)
-	h := d.headers(msgID, attemptedAt, body, ep.cfg.Secrets)
+	h := d.headers(msgID, attemptedAt, body, cfg.Secrets)
 	h.Set("X-Hookrelay-Carrier", r.CarrierName)
 	h.Set("X-Hookrelay-Event-Type", r.EventType)
 	h.Set("X-Hookrelay-Ordering-Key", r.OrderingKey)
 	h.Set("X-Hookrelay-Attempt", strconv.Itoa(r.Attempt+1))
-	resp := d.sender.Send(ctx, request{URL: ep.cfg.URL, Body: body, Header: h, Timeout: timeoutOf(ep.cfg)})
+	resp := d.sender.Send(ctx, request{URL: cfg.URL, Body: body, Header: h, Timeout: timeoutOf(cfg)})
 	if resp.Outcome != OutcomeSuccess && ctx.Err() != nil {
 		// Cut off by a forced shutdown: not the endpoint's fault.
 		return d.releaseItem(r, 0)
@@ -89,7 +104,7 @@ func (d *Dispatcher) deliver(ctx context.Context, r db.ClaimedDelivery, ep *endp
 		item.res.Kind, item.res.Delay, item.gone = db.AckRetry, d.cfg.HoldDelay, true
 		d.cache.forget(r.EndpointID)
 	default:
-		delay, more := retryDelay(ep.cfg.RetrySchedule, r.Attempt+1, d.cfg.RetryJitter, d.cfg.Rand)
+		delay, more := retryDelay(cfg.RetrySchedule, r.Attempt+1, d.cfg.RetryJitter, d.cfg.Rand)
 		if resp.hasRetryAfter {
 			delay = max(delay, resp.RetryAfter)
 		}

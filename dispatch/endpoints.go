@@ -15,6 +15,9 @@ import (
 type endpointState struct {
 	cfg      db.DispatchEndpoint
 	loadedAt time.Time
+	// version is the configuration version known before cfg was read, so
+	// cfg reflects every change up to it.
+	version int64
 	// slots bounds deliveries in flight to the endpoint (max_in_flight).
 	slots chan struct{}
 	// limiter enforces rate_limit_per_sec; nil when unlimited.
@@ -84,7 +87,10 @@ func (e *endpointState) release() {
 const maxStepAside = 10 * time.Second
 
 // endpointCache holds endpoint settings and secrets for ttl, loading all the
-// endpoints of a claimed batch that are missing or stale in one query.
+// endpoints of a claimed batch that are missing or stale in one query. An
+// entry is stale too once a newer configuration version is known (from a
+// claim, which reads it in its own snapshot, or from the configuration
+// channel): a change with a 2xx holds for every attempt that starts after.
 type endpointCache struct {
 	db  *db.DB
 	ttl time.Duration
@@ -94,8 +100,26 @@ type endpointCache struct {
 	// cannot take them all.
 	maxSlots int
 
+	// known is the newest configuration version seen.
+	known atomic.Int64
+
 	mu sync.Mutex // mu guards m
 	m  map[int64]*endpointState
+}
+
+// observe records that the configuration is at version v or later.
+func (c *endpointCache) observe(v int64) {
+	for {
+		cur := c.known.Load()
+		if v <= cur || c.known.CompareAndSwap(cur, v) {
+			return
+		}
+	}
+}
+
+// current reports whether st reflects every configuration change known.
+func (c *endpointCache) current(st *endpointState) bool {
+	return st.version >= c.known.Load()
 }
 
 func newEndpointCache(store *db.DB, ttl time.Duration, now func() time.Time, maxSlots int) *endpointCache {
@@ -103,8 +127,11 @@ func newEndpointCache(store *db.DB, ttl time.Duration, now func() time.Time, max
 }
 
 // get returns the states of ids (absent for endpoints that do not exist),
-// refreshing stale entries first.
-func (c *endpointCache) get(ctx context.Context, ids []int64) (map[int64]*endpointState, error) {
+// refreshing first the entries that are older than ttl or than version (the
+// configuration version the caller saw; 0 when it saw none).
+func (c *endpointCache) get(ctx context.Context, ids []int64, version int64) (map[int64]*endpointState, error) {
+	c.observe(version)
+	version = c.known.Load()
 	now := c.now()
 	out := make(map[int64]*endpointState, len(ids))
 	var load []int64
@@ -114,7 +141,7 @@ func (c *endpointCache) get(ctx context.Context, ids []int64) (map[int64]*endpoi
 			continue
 		}
 		st, ok := c.m[id]
-		if ok && now.Sub(st.loadedAt) < c.ttl {
+		if ok && now.Sub(st.loadedAt) < c.ttl && st.version >= version {
 			out[id] = st
 			continue
 		}
@@ -129,7 +156,7 @@ func (c *endpointCache) get(ctx context.Context, ids []int64) (map[int64]*endpoi
 		}
 		c.mu.Lock()
 		for _, r := range rows {
-			out[r.ID] = c.store(r, now)
+			out[r.ID] = c.store(r, now, version)
 		}
 		c.mu.Unlock()
 	}
@@ -141,11 +168,12 @@ func (c *endpointCache) get(ctx context.Context, ids []int64) (map[int64]*endpoi
 	return out, nil
 }
 
-// store caches cfg, keeping the old state's limits when they did not change
-// (so slots in use stay counted). c.mu must be held.
-func (c *endpointCache) store(cfg db.DispatchEndpoint, now time.Time) *endpointState {
+// store caches cfg, read at configuration version or later, keeping the old
+// state's limits when they did not change (so slots in use stay counted).
+// c.mu must be held.
+func (c *endpointCache) store(cfg db.DispatchEndpoint, now time.Time, version int64) *endpointState {
 	old := c.m[cfg.ID]
-	st := &endpointState{cfg: cfg, loadedAt: now}
+	st := &endpointState{cfg: cfg, loadedAt: now, version: version}
 	if old != nil && old.cfg.MaxInFlight == cfg.MaxInFlight {
 		st.slots, st.freed = old.slots, old.freed
 	} else {

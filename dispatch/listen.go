@@ -7,7 +7,8 @@ import (
 
 // listen keeps a LISTEN session for the announcements of other processes'
 // APIs and wakes the claim loops holding the queues each names, until ctx
-// ends. A lost session is opened again after ListenRetry (doubling while it
+// ends. Configuration announcements mark older cached endpoints stale, so
+// rows claimed before a change but sent after it reflect it too. A lost session is opened again after ListenRetry (doubling while it
 // keeps failing, up to 30 s); the claim loops are woken then too, since
 // announcements made while it was away were missed (the idle pause bounds
 // what that costs in any case: announcements are hints, never the only way
@@ -41,6 +42,10 @@ func (d *Dispatcher) listen(ctx context.Context) {
 			if err != nil {
 				lost = err
 				break
+			}
+			if ann.ConfigVersion != 0 {
+				d.cache.observe(ann.ConfigVersion)
+				continue
 			}
 			if ann.Token != d.cfg.SelfToken || ann.Token == "" {
 				d.metrics.notifications.Inc()

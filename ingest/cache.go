@@ -31,11 +31,11 @@ type routeStore interface {
 	EndpointRoutes(ctx context.Context) ([]db.EndpointRoute, error)
 }
 
-// cache holds the current snapshot. It is refreshed every TTL by Run and at
-// once after this process changes carriers, merchants or endpoints, so other
-// processes see a change within the TTL. A short TTL rather than
-// LISTEN/NOTIFY: it needs no extra connection, cannot miss a notification,
-// and the tables are small (one read of each per TTL per process).
+// cache holds the current snapshot. It is refreshed at once after this
+// process changes carriers, merchants or endpoints, when another process
+// announces a change (Server.watchConfig), and every TTL by Run in any case:
+// the TTL bounds what a missed notification costs (the tables are small,
+// one read of each per refresh).
 type cache struct {
 	store routeStore
 	ttl   time.Duration

@@ -158,8 +158,8 @@ func New(logger *slog.Logger, cfg Config, store *db.DB, payloads *storage.Store,
 	return s
 }
 
-// Run runs the batcher and the cache refresher until ctx ends; it returns
-// after every accepted callback has been answered.
+// Run runs the batcher, the cache refresher and its configuration watch
+// until ctx ends; it returns after every accepted callback has been answered.
 func (s *Server) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -172,6 +172,15 @@ func (s *Server) Run(ctx context.Context) error {
 		go func() {
 			defer wg.Done()
 			s.announce.run(ctx)
+		}()
+	}
+	if s.announce != nil {
+		// The same switch as announcements: both need LISTEN/NOTIFY, which
+		// a pooler in transaction mode does not carry.
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.watchConfig(ctx)
 		}()
 	}
 	s.batcher.run(ctx)

@@ -2,9 +2,7 @@ package web_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -89,18 +87,7 @@ func TestAdminTokenChangeEndsAdminSessions(t *testing.T) {
 // into out (when not nil).
 func apiCall(t *testing.T, client *http.Client, method, u, token string, out any) *http.Response {
 	t.Helper()
-	req, err := http.NewRequest(method, u, nil)
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := client.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	if out != nil && resp.StatusCode < 300 {
-		require.NoError(t, json.Unmarshal(body, out), "%s", body)
-	}
-	return resp
+	return apiDo(t, client, method, u, token, nil, out)
 }
 
 // Rotating a merchant's key through the API ends that merchant's sessions

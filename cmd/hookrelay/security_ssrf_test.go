@@ -50,6 +50,15 @@ var ssrfURLs = []string{
 	"http://[::ffff:7f00:1]/hook",    // the same in hex
 	"http://[::ffff:a9fe:a9fe]/",     // IPv4-mapped metadata
 	"http://[0:0:0:0:0:ffff:10.0.0.1]/hook",
+	"http://[::127.0.0.1]/",               // IPv4-compatible loopback
+	"http://[::a9fe:a9fe]/",               // IPv4-compatible metadata
+	"http://[::ffff:0:7f00:1]/",           // SIIT (IPv4-translated) loopback
+	"http://[2002:7f00:1::1]/",            // 6to4 of 127.0.0.1
+	"http://[2002:a9fe:a9fe::1]/",         // 6to4 of the metadata address
+	"http://[2001:0:808:808::80ff:fffe]/", // Teredo, client 127.0.0.1
+	"http://[2001:0:a00:1::f7f7:f7f7]/",   // Teredo, server 10.0.0.1
+	"http://[64:ff9b::7f00:1]/",           // NAT64 of 127.0.0.1
+	"http://[64:ff9b:1:7f00:0:100::]/",    // local-use NAT64 (/48 layout) of 127.0.0.1
 	"http://localhost/hook",
 	"http://LOCALHOST:8080/hook",
 	"http://localhost./hook", // trailing dot: a name the resolver maps to loopback
@@ -101,7 +110,7 @@ func TestSSRFDNSRebinding(t *testing.T) {
 	for _, allow := range []bool{false, true} {
 		t.Run(map[bool]string{false: "refused", true: "control-allowed"}[allow], func(t *testing.T) {
 			t.Parallel()
-			hits, attempt, lookups := rebindDelivery(t, allow)
+			hits, attempt, lookups := rebindDelivery(t, allow, netip.MustParseAddr("127.0.0.1"))
 			require.NotZero(t, lookups, "the dispatcher did not resolve the endpoint's name through the hook")
 			if allow {
 				require.Equal(t, "success", attempt.Outcome, "control: %+v", attempt)
@@ -114,11 +123,27 @@ func TestSSRFDNSRebinding(t *testing.T) {
 	}
 }
 
+// TestSSRFEmbeddedIPv4AtConnect: the endpoint's name resolves, by delivery
+// time, to an IPv6 address that carries a loopback or private IPv4 address.
+// The dialer judges the carried address and refuses the connection.
+func TestSSRFEmbeddedIPv4AtConnect(t *testing.T) {
+	t.Parallel()
+	for _, a := range []string{"::127.0.0.1", "::ffff:0:7f00:1", "2002:7f00:1::1", "2001:0:808:808::80ff:fffe", "64:ff9b::a00:1"} {
+		t.Run(a, func(t *testing.T) {
+			t.Parallel()
+			hits, attempt, lookups := rebindDelivery(t, false, netip.MustParseAddr(a))
+			require.NotZero(t, lookups, "the dispatcher did not resolve the endpoint's name through the hook")
+			require.Zero(t, hits)
+			require.Equal(t, "refused", attempt.Outcome, "attempt: %+v", attempt)
+		})
+	}
+}
+
 // rebindDelivery stores an endpoint at http://rebind.hookrelay.test:<port>
 // (as if registration had seen a public address) and one delivery for it,
-// runs a dispatcher whose resolver now answers 127.0.0.1, and returns what
-// the loopback server received and the first attempt.
-func rebindDelivery(t *testing.T, allowPrivate bool) (int64, db.Attempt, int64) {
+// runs a dispatcher whose resolver now answers to, and returns what the
+// loopback server received and the first attempt.
+func rebindDelivery(t *testing.T, allowPrivate bool, to netip.Addr) (int64, db.Attempt, int64) {
 	store := dbtest.New(t)
 	sink := newSecSink(t, http.StatusNoContent)
 	_, port, err := net.SplitHostPort(sink.Listener.Addr().String())
@@ -130,7 +155,7 @@ func rebindDelivery(t *testing.T, allowPrivate bool) (int64, db.Attempt, int64) 
 	var lookups atomic.Int64
 	resolve := func(ctx context.Context, host string) ([]netip.Addr, error) {
 		lookups.Add(1)
-		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+		return []netip.Addr{to}, nil
 	}
 	d := dispatch.New(slog.New(slog.DiscardHandler), dispatch.Config{
 		Lease: 2 * time.Second, IdlePoll: 20 * time.Millisecond, AllowPrivateTargets: allowPrivate, Resolve: resolve,

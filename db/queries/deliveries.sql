@@ -17,7 +17,8 @@
 --     migration 00060). Rows whose lease has not expired are skipped by the
 --     candidate scan: they are read, not locked.
 -- Only leased rows are returned, with what the sender needs from messages and
--- carriers, and the statement's own time so far (server_us).
+-- carriers, the statement's own time so far (server_us) and the configuration
+-- version it saw.
 --
 -- The statement's own transaction commits with synchronous_commit off
 -- (set_config(..., true) lasts until that commit; the session keeps its
@@ -137,7 +138,12 @@ SELECT u.id, u.queue, u.endpoint_id, u.ordering_key, u.ordered, u.message_id,
        -- plan, execution; statement_timestamp() would leave out the Bind).
        -- The caller's round trip less this is waiting: for the backend to
        -- be scheduled, for the network, for the caller to run again.
-       (extract(epoch FROM clock_timestamp() - transaction_timestamp()) * 1000000)::bigint AS server_us
+       (extract(epoch FROM clock_timestamp() - transaction_timestamp()) * 1000000)::bigint AS server_us,
+       -- The configuration version in this statement's snapshot (one read
+       -- of a one-row table): a delivery stored after a change is claimed
+       -- with the change's version or a later one, and the dispatcher
+       -- reloads what it cached before then (docs/dispatch.md).
+       (SELECT cv.version FROM config_version cv)::bigint AS config_version
 FROM upd u
 LEFT JOIN messages m ON m.id = u.message_id AND m.received_at = u.message_received_at
 LEFT JOIN carriers c ON c.id = m.carrier_id

@@ -17,3 +17,8 @@ SELECT set_config('synchronous_commit', 'off', true), pg_notify('hookrelay_due',
 
 -- name: DueListen :exec
 LISTEN hookrelay_due;
+
+-- name: ConfigListen :exec
+-- The configuration channel: the trigger of migration 00120 announces each
+-- new configuration version on it (the payload is the version).
+LISTEN hookrelay_config;

@@ -21,6 +21,11 @@ type Carrier struct {
 	CreatedAt        time.Time
 }
 
+type ConfigVersion struct {
+	One     bool
+	Version int64
+}
+
 type DashboardSession struct {
 	ID           int64
 	TokenSHA256  []byte

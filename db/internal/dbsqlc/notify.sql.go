@@ -9,6 +9,17 @@ import (
 	"context"
 )
 
+const configListen = `-- name: ConfigListen :exec
+LISTEN hookrelay_config
+`
+
+// The configuration channel: the trigger of migration 00120 announces each
+// new configuration version on it (the payload is the version).
+func (q *Queries) ConfigListen(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, configListen)
+	return err
+}
+
 const dueListen = `-- name: DueListen :exec
 LISTEN hookrelay_due
 `
