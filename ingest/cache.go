@@ -12,13 +12,12 @@ import (
 )
 
 // snapshot is an immutable copy of the small configuration tables the hot
-// path reads: carriers (by key hash), merchants and endpoint routes.
+// path reads: carriers (by key hash), merchants (by name) and endpoint routes.
 type snapshot struct {
 	loadedAt        time.Time
 	carrierByHash   map[string]db.Carrier
 	carrierByID     map[int64]db.Carrier
 	carrierByName   map[string]int64
-	merchantByHash  map[string]db.Merchant
 	merchantByName  map[string]int64
 	routesByCarrier map[int64][]db.EndpointRoute // endpoints whose carrier filter names the carrier
 	routesAll       []db.EndpointRoute           // endpoints with no carrier filter
@@ -103,7 +102,6 @@ func (c *cache) load(ctx context.Context) (*snapshot, error) {
 		carrierByHash:   make(map[string]db.Carrier, len(carriers)),
 		carrierByID:     make(map[int64]db.Carrier, len(carriers)),
 		carrierByName:   make(map[string]int64, len(carriers)),
-		merchantByHash:  make(map[string]db.Merchant, len(merchants)),
 		merchantByName:  make(map[string]int64, len(merchants)),
 		routesByCarrier: map[int64][]db.EndpointRoute{},
 	}
@@ -113,7 +111,6 @@ func (c *cache) load(ctx context.Context) (*snapshot, error) {
 		s.carrierByName[c.Name] = c.ID
 	}
 	for _, m := range merchants {
-		s.merchantByHash[string(m.APIKeyHash)] = m
 		s.merchantByName[m.Name] = m.ID
 	}
 	for _, r := range routes {
