@@ -73,13 +73,3 @@ func (db *DB) DashboardRecentAttempts(ctx context.Context, endpointID int64, sin
 func (db *DB) DashboardEndpointPendingList(ctx context.Context, endpointID int64, limit int) ([]PendingView, error) {
 	return db.pendingList(ctx, endpointID, true, math.MaxInt64, limit)
 }
-
-// DashboardMessage returns message id; receivedAt (optional) narrows the
-// look-up to one day partition. hookrelay.ENOTFOUND when absent.
-func (db *DB) DashboardMessage(ctx context.Context, id int64, receivedAt *time.Time) (Message, error) {
-	r, err := db.q.MessageLookup(ctx, dbsqlc.MessageLookupParams{ID: id, ReceivedAt: receivedAt})
-	if err != nil {
-		return Message{}, notFound(unavailableUnlessNoRows(err), "message")
-	}
-	return messageFrom(r), nil
-}

@@ -83,14 +83,14 @@ func TestDashboardOverviewAndDeliveryStates(t *testing.T) {
 	v, err = store.DashboardDelivery(ctx, pending[0].ID)
 	require.NoError(t, err)
 	require.Equal(t, "pending", v.State)
-	m, err := store.DashboardMessage(ctx, v.MessageID, &v.ReceivedAt)
+	m, err := store.MessageRead(ctx, v.MessageID, &v.ReceivedAt, 0)
 	require.NoError(t, err)
 	require.Equal(t, "C-3", m.OrderingKey)
 	require.JSONEq(t, `{"tracking_no":"C-3","status":"delivered"}`, string(m.Payload))
 
 	_, err = store.DashboardDelivery(ctx, 987654321)
 	require.Equal(t, hookrelay.ENOTFOUND, hookrelay.ErrorCode(err))
-	_, err = store.DashboardMessage(ctx, 987654321, nil)
+	_, err = store.MessageRead(ctx, 987654321, nil, 0)
 	require.Equal(t, hookrelay.ENOTFOUND, hookrelay.ErrorCode(err))
 
 	recent, err := store.DashboardRecentAttempts(ctx, ep.ID, time.Now().Add(-time.Hour), time.Now().Add(time.Minute), 10)

@@ -92,12 +92,16 @@ func (s *Server) getDelivery(c echo.Context) error {
 	out := deliveryJSON(d)
 	out.AttemptList = make([]AttemptJSON, len(attempts))
 	for i, a := range attempts {
-		out.AttemptList[i] = AttemptJSON{
-			Attempt: a.Attempt, AttemptedAt: a.AttemptedAt, Outcome: a.Outcome, StatusCode: a.StatusCode,
-			LatencyMS: int(a.Latency.Milliseconds()), Error: a.Error, ResponseExcerpt: a.ResponseExcerpt,
-		}
+		out.AttemptList[i] = attemptJSON(a)
 	}
 	return c.JSON(http.StatusOK, out)
+}
+
+func attemptJSON(a db.Attempt) AttemptJSON {
+	return AttemptJSON{
+		Attempt: a.Attempt, AttemptedAt: a.AttemptedAt, Outcome: a.Outcome, StatusCode: a.StatusCode,
+		LatencyMS: int(a.Latency.Milliseconds()), Error: a.Error, ResponseExcerpt: a.ResponseExcerpt,
+	}
 }
 
 func (s *Server) retryDelivery(c echo.Context) error {

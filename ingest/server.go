@@ -102,6 +102,8 @@ func (c Config) WithDefaults() Config {
 type Operations interface {
 	Endpoint(ctx context.Context, a ops.Actor, id int64) (db.Endpoint, error)
 	Delivery(ctx context.Context, a ops.Actor, id int64) (db.APIDelivery, []db.Attempt, error)
+	Messages(ctx context.Context, a ops.Actor, f db.MessageFilter, after db.MessagePosition, limit int) ([]db.MessageSummary, error)
+	Message(ctx context.Context, a ops.Actor, id int64, receivedAt *time.Time) (db.MessageRecord, error)
 	RetryDeadLetters(ctx context.Context, sel ops.DeadLetters) (int64, error)
 	DiscardDeadLetters(ctx context.Context, sel ops.DeadLetters) (int64, error)
 	RetryDelivery(ctx context.Context, a ops.Actor, id int64) error
@@ -225,6 +227,8 @@ func (s *Server) Register(e *echo.Echo) {
 	route(http.MethodGet, "/v1/endpoints/:id/deliveries", s.listDeliveries, merchant)
 	route(http.MethodGet, "/v1/deliveries/:id", s.getDelivery, merchant)
 	route(http.MethodPost, "/v1/deliveries/:id/retry", s.retryDelivery, merchant)
+	route(http.MethodGet, "/v1/messages", s.listMessages, merchant)
+	route(http.MethodGet, "/v1/messages/:id", s.getMessage, merchant)
 
 	route(http.MethodPost, "/v1/callbacks", s.callback, carrier)
 }

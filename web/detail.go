@@ -78,7 +78,7 @@ func (d *Dashboard) deliveryRetry(c echo.Context) error {
 }
 
 type messageData struct {
-	M       db.Message
+	M       db.MessageRecord
 	Pretty  string
 	IsJSON  bool
 	Link    string // presigned URL of an offloaded payload
@@ -100,7 +100,7 @@ func (d *Dashboard) message(c echo.Context) error {
 		at = &t
 	}
 	ctx := c.Request().Context()
-	m, err := d.store.DashboardMessage(ctx, id, at)
+	m, err := ops.ReadMessage(ctx, d.store, ops.Actor{}, id, at)
 	if err != nil {
 		return err
 	}

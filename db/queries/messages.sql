@@ -105,3 +105,54 @@ SELECT (SELECT count(*) FROM messages
         WHERE received_at >= sqlc.arg(from_time)::timestamptz
           AND received_at < sqlc.arg(to_time)::timestamptz)::bigint AS ingested,
        coalesce(pg_sequence_last_value('messages_id_seq'::regclass), 0)::bigint AS ingested_total;
+
+-- name: MessageSearch :many
+-- Up to @lim messages received in [since, until) and before the keyset
+-- position (before_at, before_id), newest first, matching the filters (NULL
+-- matches everything). With @scoped, only messages with a delivery (see
+-- hookrelay_message_deliveries, migration 00130) to endpoint_id, in state,
+-- and to an endpoint of merchant_id. As in DeadLetterList, the search by key
+-- and the search without are branches of their own, each planned for its
+-- index (messages_ordering_key_idx, or the primary key within the window);
+-- the other is cut by its one-time filter before it reads a row.
+WITH m AS NOT MATERIALIZED (
+    SELECT m.id, m.received_at, m.carrier_id, m.event_type, m.ordering_key, m.payload_size,
+           (m.payload_key IS NOT NULL)::boolean AS offloaded
+    FROM messages m
+    WHERE m.received_at >= sqlc.arg(since)::timestamptz
+      AND m.received_at < sqlc.arg(until)::timestamptz
+      AND (m.received_at, m.id) < (sqlc.arg(before_at)::timestamptz, sqlc.arg(before_id)::bigint)
+      AND (sqlc.narg(carrier_id)::bigint IS NULL OR m.carrier_id = sqlc.narg(carrier_id)::bigint)
+      AND (sqlc.narg(event_type)::text IS NULL OR m.event_type = sqlc.narg(event_type)::text)
+      AND (NOT sqlc.arg(scoped)::boolean OR EXISTS (
+          SELECT 1 FROM hookrelay_message_deliveries(m.id, m.received_at, m.ordering_key) d
+          WHERE (sqlc.narg(endpoint_id)::bigint IS NULL OR d.endpoint_id = sqlc.narg(endpoint_id)::bigint)
+            AND (sqlc.narg(state)::text IS NULL OR d.state = sqlc.narg(state)::text)
+            AND (sqlc.narg(merchant_id)::bigint IS NULL OR d.endpoint_id IN (
+                SELECT e.id FROM endpoints e WHERE e.merchant_id = sqlc.narg(merchant_id)::bigint))))
+)
+SELECT page.* FROM (
+    (SELECT * FROM m
+     WHERE sqlc.arg(by_key)::boolean AND m.ordering_key = sqlc.arg(ordering_key)::text
+     ORDER BY m.received_at DESC, m.id DESC LIMIT sqlc.arg(lim))
+    UNION ALL
+    (SELECT * FROM m
+     WHERE NOT sqlc.arg(by_key)::boolean
+     ORDER BY m.received_at DESC, m.id DESC LIMIT sqlc.arg(lim))
+) page
+ORDER BY page.received_at DESC, page.id DESC;
+
+-- name: MessageDeliveriesList :many
+-- The deliveries of each of the messages (id, received_at, ordering key),
+-- only those to endpoints of merchant_id when it is not NULL.
+SELECT x.message_id::bigint AS message_id, d.delivery_id::bigint AS delivery_id,
+       d.endpoint_id::bigint AS endpoint_id, d.state::text AS state, d.attempts::integer AS attempts,
+       coalesce(d.last_status, 0)::integer AS last_status,
+       coalesce(d.next_attempt_at, 'infinity')::timestamptz AS next_attempt_at -- infinity: none
+FROM (SELECT unnest(sqlc.arg(ids)::bigint[]) AS message_id,
+             unnest(sqlc.arg(received_ats)::timestamptz[]) AS received_at,
+             unnest(sqlc.arg(ordering_keys)::text[]) AS ordering_key) x
+CROSS JOIN LATERAL hookrelay_message_deliveries(x.message_id, x.received_at, x.ordering_key) d
+WHERE sqlc.narg(merchant_id)::bigint IS NULL OR d.endpoint_id IN (
+    SELECT e.id FROM endpoints e WHERE e.merchant_id = sqlc.narg(merchant_id)::bigint)
+ORDER BY x.message_id, d.delivery_id;

@@ -53,6 +53,72 @@ func (q *Queries) MessageCountWindow(ctx context.Context, arg MessageCountWindow
 	return i, err
 }
 
+const messageDeliveriesList = `-- name: MessageDeliveriesList :many
+SELECT x.message_id::bigint AS message_id, d.delivery_id::bigint AS delivery_id,
+       d.endpoint_id::bigint AS endpoint_id, d.state::text AS state, d.attempts::integer AS attempts,
+       coalesce(d.last_status, 0)::integer AS last_status,
+       coalesce(d.next_attempt_at, 'infinity')::timestamptz AS next_attempt_at -- infinity: none
+FROM (SELECT unnest($1::bigint[]) AS message_id,
+             unnest($2::timestamptz[]) AS received_at,
+             unnest($3::text[]) AS ordering_key) x
+CROSS JOIN LATERAL hookrelay_message_deliveries(x.message_id, x.received_at, x.ordering_key) d
+WHERE $4::bigint IS NULL OR d.endpoint_id IN (
+    SELECT e.id FROM endpoints e WHERE e.merchant_id = $4::bigint)
+ORDER BY x.message_id, d.delivery_id
+`
+
+type MessageDeliveriesListParams struct {
+	IDs          []int64
+	ReceivedAts  []time.Time
+	OrderingKeys []string
+	MerchantID   *int64
+}
+
+type MessageDeliveriesListRow struct {
+	MessageID     int64
+	DeliveryID    int64
+	EndpointID    int64
+	State         string
+	Attempts      int32
+	LastStatus    int32
+	NextAttemptAt time.Time
+}
+
+// The deliveries of each of the messages (id, received_at, ordering key),
+// only those to endpoints of merchant_id when it is not NULL.
+func (q *Queries) MessageDeliveriesList(ctx context.Context, arg MessageDeliveriesListParams) ([]MessageDeliveriesListRow, error) {
+	rows, err := q.db.Query(ctx, messageDeliveriesList,
+		arg.IDs,
+		arg.ReceivedAts,
+		arg.OrderingKeys,
+		arg.MerchantID,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []MessageDeliveriesListRow
+	for rows.Next() {
+		var i MessageDeliveriesListRow
+		if err := rows.Scan(
+			&i.MessageID,
+			&i.DeliveryID,
+			&i.EndpointID,
+			&i.State,
+			&i.Attempts,
+			&i.LastStatus,
+			&i.NextAttemptAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const messageGet = `-- name: MessageGet :one
 SELECT id, received_at, carrier_id, event_type, ordering_key, merchant_ref, queue, idempotency_key, payload, payload_key, payload_size, payload_sha256, deliveries FROM messages WHERE id = $1 AND received_at = $2
 `
@@ -309,4 +375,109 @@ func (q *Queries) MessageLookup(ctx context.Context, arg MessageLookupParams) (M
 		&i.Deliveries,
 	)
 	return i, err
+}
+
+const messageSearch = `-- name: MessageSearch :many
+WITH m AS NOT MATERIALIZED (
+    SELECT m.id, m.received_at, m.carrier_id, m.event_type, m.ordering_key, m.payload_size,
+           (m.payload_key IS NOT NULL)::boolean AS offloaded
+    FROM messages m
+    WHERE m.received_at >= $4::timestamptz
+      AND m.received_at < $5::timestamptz
+      AND (m.received_at, m.id) < ($6::timestamptz, $7::bigint)
+      AND ($8::bigint IS NULL OR m.carrier_id = $8::bigint)
+      AND ($9::text IS NULL OR m.event_type = $9::text)
+      AND (NOT $10::boolean OR EXISTS (
+          SELECT 1 FROM hookrelay_message_deliveries(m.id, m.received_at, m.ordering_key) d
+          WHERE ($11::bigint IS NULL OR d.endpoint_id = $11::bigint)
+            AND ($12::text IS NULL OR d.state = $12::text)
+            AND ($13::bigint IS NULL OR d.endpoint_id IN (
+                SELECT e.id FROM endpoints e WHERE e.merchant_id = $13::bigint))))
+)
+SELECT page.id, page.received_at, page.carrier_id, page.event_type, page.ordering_key, page.payload_size, page.offloaded FROM (
+    (SELECT id, received_at, carrier_id, event_type, ordering_key, payload_size, offloaded FROM m
+     WHERE $1::boolean AND m.ordering_key = $2::text
+     ORDER BY m.received_at DESC, m.id DESC LIMIT $3)
+    UNION ALL
+    (SELECT id, received_at, carrier_id, event_type, ordering_key, payload_size, offloaded FROM m
+     WHERE NOT $1::boolean
+     ORDER BY m.received_at DESC, m.id DESC LIMIT $3)
+) page
+ORDER BY page.received_at DESC, page.id DESC
+`
+
+type MessageSearchParams struct {
+	ByKey       bool
+	OrderingKey string
+	Lim         int32
+	Since       time.Time
+	Until       time.Time
+	BeforeAt    time.Time
+	BeforeID    int64
+	CarrierID   *int64
+	EventType   *string
+	Scoped      bool
+	EndpointID  *int64
+	State       *string
+	MerchantID  *int64
+}
+
+type MessageSearchRow struct {
+	ID          int64
+	ReceivedAt  time.Time
+	CarrierID   int64
+	EventType   string
+	OrderingKey string
+	PayloadSize int32
+	Offloaded   bool
+}
+
+// Up to @lim messages received in [since, until) and before the keyset
+// position (before_at, before_id), newest first, matching the filters (NULL
+// matches everything). With @scoped, only messages with a delivery (see
+// hookrelay_message_deliveries, migration 00130) to endpoint_id, in state,
+// and to an endpoint of merchant_id. As in DeadLetterList, the search by key
+// and the search without are branches of their own, each planned for its
+// index (messages_ordering_key_idx, or the primary key within the window);
+// the other is cut by its one-time filter before it reads a row.
+func (q *Queries) MessageSearch(ctx context.Context, arg MessageSearchParams) ([]MessageSearchRow, error) {
+	rows, err := q.db.Query(ctx, messageSearch,
+		arg.ByKey,
+		arg.OrderingKey,
+		arg.Lim,
+		arg.Since,
+		arg.Until,
+		arg.BeforeAt,
+		arg.BeforeID,
+		arg.CarrierID,
+		arg.EventType,
+		arg.Scoped,
+		arg.EndpointID,
+		arg.State,
+		arg.MerchantID,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []MessageSearchRow
+	for rows.Next() {
+		var i MessageSearchRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.ReceivedAt,
+			&i.CarrierID,
+			&i.EventType,
+			&i.OrderingKey,
+			&i.PayloadSize,
+			&i.Offloaded,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }

@@ -1,0 +1,185 @@
+package db
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hookrelay/hookrelay/db/internal/dbsqlc"
+)
+
+// DeliveryFailed is the state of a delivery gone from the queue without
+// success (its endpoint was deleted): known only from its attempts.
+const DeliveryFailed = "failed"
+
+// MessageFilter selects messages received in [Since, Until); zero fields
+// match everything.
+type MessageFilter struct {
+	Since, Until time.Time
+	OrderingKey  string // exact
+	CarrierID    int64
+	EventType    string
+	// EndpointID, State and MerchantID select the messages with a delivery
+	// to that endpoint, in that state (pending | delivered | dead | failed),
+	// to an endpoint of that merchant.
+	EndpointID int64
+	State      string
+	MerchantID int64
+}
+
+// MessagePosition is a keyset position in a search, newest first: the next
+// page holds the messages before it.
+type MessagePosition struct {
+	ReceivedAt time.Time
+	ID         int64
+}
+
+// MessageSummary is a message as a search lists it: without its payload,
+// with its deliveries (only those to the filter's merchant's endpoints when
+// it names one).
+type MessageSummary struct {
+	ID          int64
+	ReceivedAt  time.Time
+	CarrierID   int64
+	EventType   string
+	OrderingKey string
+	PayloadSize int
+	Offloaded   bool
+	Deliveries  []MessageDelivery
+}
+
+// MessageDelivery is one delivery of a message in whatever state it is.
+type MessageDelivery struct {
+	ID            int64
+	EndpointID    int64
+	State         string // pending | delivered | dead | failed
+	Attempts      int
+	LastStatus    int        // 0 when none was recorded
+	NextAttemptAt *time.Time // pending and not parked: when it is due
+	AttemptList   []Attempt  // MessageRead only
+}
+
+// MessageSearch returns up to limit messages matching f before position
+// after (the zero position: from the newest), newest first.
+func (db *DB) MessageSearch(ctx context.Context, f MessageFilter, after MessagePosition, limit int) ([]MessageSummary, error) {
+	p := dbsqlc.MessageSearchParams{
+		ByKey: f.OrderingKey != "", OrderingKey: f.OrderingKey, Lim: int32(limit),
+		Since: f.Since, Until: f.Until, BeforeAt: after.ReceivedAt, BeforeID: after.ID,
+		CarrierID: optID(f.CarrierID), EventType: optText(f.EventType),
+		Scoped:     f.EndpointID != 0 || f.State != "" || f.MerchantID != 0,
+		EndpointID: optID(f.EndpointID), State: optText(f.State), MerchantID: optID(f.MerchantID),
+	}
+	if after.ReceivedAt.IsZero() {
+		p.BeforeAt, p.BeforeID = farFuture, 0
+	}
+	tx, err := db.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return nil, fmt.Errorf("search messages: %w", unavailable(err))
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	q := dbsqlc.New(tx)
+	rows, err := q.MessageSearch(ctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("search messages: %w", unavailable(err))
+	}
+	out := make([]MessageSummary, len(rows))
+	for i, r := range rows {
+		out[i] = MessageSummary{
+			ID: r.ID, ReceivedAt: r.ReceivedAt, CarrierID: r.CarrierID, EventType: r.EventType,
+			OrderingKey: r.OrderingKey, PayloadSize: int(r.PayloadSize), Offloaded: r.Offloaded,
+		}
+	}
+	dels, err := messageDeliveries(ctx, q, out, f.MerchantID)
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		out[i].Deliveries = dels[out[i].ID]
+	}
+	return out, nil
+}
+
+// messageDeliveries returns the deliveries of msgs by message id, only those
+// to endpoints of merchantID when it is not 0.
+func messageDeliveries(ctx context.Context, q *dbsqlc.Queries, msgs []MessageSummary, merchantID int64) (map[int64][]MessageDelivery, error) {
+	if len(msgs) == 0 {
+		return nil, nil
+	}
+	var p dbsqlc.MessageDeliveriesListParams
+	for _, m := range msgs {
+		p.IDs = append(p.IDs, m.ID)
+		p.ReceivedAts = append(p.ReceivedAts, m.ReceivedAt)
+		p.OrderingKeys = append(p.OrderingKeys, m.OrderingKey)
+	}
+	p.MerchantID = optID(merchantID)
+	rows, err := q.MessageDeliveriesList(ctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("deliveries of messages: %w", unavailable(err))
+	}
+	out := make(map[int64][]MessageDelivery, len(msgs))
+	for _, r := range rows {
+		d := MessageDelivery{
+			ID: r.DeliveryID, EndpointID: r.EndpointID, State: r.State,
+			Attempts: int(r.Attempts), LastStatus: int(r.LastStatus),
+		}
+		if !NeverDue(r.NextAttemptAt) {
+			t := r.NextAttemptAt
+			d.NextAttemptAt = &t
+		}
+		out[r.MessageID] = append(out[r.MessageID], d)
+	}
+	return out, nil
+}
+
+// MessageRecord is everything known about one message: the message with its
+// payload, and each of its deliveries with its attempts.
+type MessageRecord struct {
+	Message
+	DeliveryList []MessageDelivery
+}
+
+// messageAttempts is how many attempts of each delivery MessageRead returns.
+const messageAttempts = 200
+
+// MessageRead returns message id with its deliveries and each one's first
+// attempts; receivedAt (optional) narrows the look-up to one day partition.
+// With merchantID not 0 only the deliveries to that merchant's endpoints
+// are returned, and a message with none is hookrelay.ENOTFOUND, as is one
+// that does not exist. The API's message and the dashboard's message page
+// both read through here.
+func (db *DB) MessageRead(ctx context.Context, id int64, receivedAt *time.Time, merchantID int64) (MessageRecord, error) {
+	tx, err := db.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return MessageRecord{}, fmt.Errorf("read message: %w", unavailable(err))
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	q := dbsqlc.New(tx)
+	r, err := q.MessageLookup(ctx, dbsqlc.MessageLookupParams{ID: id, ReceivedAt: receivedAt})
+	if err != nil {
+		return MessageRecord{}, notFound(unavailableUnlessNoRows(err), "message")
+	}
+	rec := MessageRecord{Message: messageFrom(r)}
+	dels, err := messageDeliveries(ctx, q, []MessageSummary{{ID: r.ID, ReceivedAt: r.ReceivedAt, OrderingKey: r.OrderingKey}}, merchantID)
+	if err != nil {
+		return MessageRecord{}, err
+	}
+	rec.DeliveryList = dels[r.ID]
+	if merchantID != 0 && len(rec.DeliveryList) == 0 {
+		return MessageRecord{}, notFound(pgx.ErrNoRows, "message")
+	}
+	for i := range rec.DeliveryList {
+		if rec.DeliveryList[i].AttemptList, err = attemptsOf(ctx, q, rec.DeliveryList[i].ID, messageAttempts); err != nil {
+			return MessageRecord{}, err
+		}
+	}
+	return rec, nil
+}
+
+func optText(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}

@@ -1,0 +1,99 @@
+package ops
+
+import (
+	"context"
+	"time"
+
+	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/db"
+)
+
+// UnkeyedSearchWindow is the longest window a message search may cover
+// without an ordering key: a day partition's worth of history. A search
+// by key reads one index entry per match on each day, and may cover any
+// window.
+const UnkeyedSearchWindow = 24 * time.Hour
+
+// DefaultSearchWindow is the window of a search that names neither end:
+// the last 24 hours.
+const DefaultSearchWindow = 24 * time.Hour
+
+// MaxSearchLimit bounds the messages of one search page.
+const MaxSearchLimit = 1000
+
+// MessageStates are the delivery states a search may select.
+var MessageStates = []string{db.DeliveryPending, db.DeliveryDelivered, db.DeliveryDead, db.DeliveryFailed}
+
+// MessageReader reads messages (*db.DB).
+type MessageReader interface {
+	MessageSearch(ctx context.Context, f db.MessageFilter, after db.MessagePosition, limit int) ([]db.MessageSummary, error)
+	MessageRead(ctx context.Context, id int64, receivedAt *time.Time, merchantID int64) (db.MessageRecord, error)
+}
+
+// SearchWindow resolves a search's window from the ends given (nil: not
+// given) at now: until defaults to now, since to DefaultSearchWindow before
+// until. It refuses an inverted window, and one longer than
+// UnkeyedSearchWindow when keyed is false.
+func SearchWindow(since, until *time.Time, keyed bool, now time.Time) (time.Time, time.Time, error) {
+	u := now
+	if until != nil {
+		u = *until
+	}
+	s := u.Add(-DefaultSearchWindow)
+	if since != nil {
+		s = *since
+	}
+	if s.After(u) {
+		return s, u, hookrelay.Errorf(hookrelay.EINVALID, "since is after until")
+	}
+	if !keyed && u.Sub(s) > UnkeyedSearchWindow {
+		return s, u, hookrelay.Errorf(hookrelay.EINVALID,
+			"a search without ordering_key may cover at most 24 hours (one day partition); narrow since/until or give ordering_key")
+	}
+	return s, u, nil
+}
+
+// SearchMessages returns up to limit messages matching f (whose window
+// SearchWindow resolved) before position after, newest first, as a sees
+// them: the operator every message; a merchant only those with a delivery
+// to one of its endpoints, and only those deliveries.
+func SearchMessages(ctx context.Context, r MessageReader, a Actor, f db.MessageFilter, after db.MessagePosition, limit int) ([]db.MessageSummary, error) {
+	if limit < 1 || limit > MaxSearchLimit {
+		return nil, hookrelay.Errorf(hookrelay.EINVALID, "limit must be between 1 and %d", MaxSearchLimit)
+	}
+	if f.State != "" && !validState(f.State) {
+		return nil, hookrelay.Errorf(hookrelay.EINVALID, "status must be pending, delivered, dead or failed")
+	}
+	if f.OrderingKey == "" && f.Until.Sub(f.Since) > UnkeyedSearchWindow {
+		return nil, hookrelay.Errorf(hookrelay.EINVALID, "a search without ordering_key may cover at most 24 hours")
+	}
+	f.MerchantID = a.MerchantID
+	return r.MessageSearch(ctx, f, after, limit)
+}
+
+// ReadMessage returns message id (receivedAt, when known, narrows the
+// look-up) with its deliveries and their attempts, if a may see it: a
+// merchant's view holds only its own deliveries, and a message with none
+// is "not found".
+func ReadMessage(ctx context.Context, r MessageReader, a Actor, id int64, receivedAt *time.Time) (db.MessageRecord, error) {
+	return r.MessageRead(ctx, id, receivedAt, a.MerchantID)
+}
+
+func validState(s string) bool {
+	for _, v := range MessageStates {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Messages is SearchMessages on the service's database.
+func (s *Service) Messages(ctx context.Context, a Actor, f db.MessageFilter, after db.MessagePosition, limit int) ([]db.MessageSummary, error) {
+	return SearchMessages(ctx, s.db, a, f, after, limit)
+}
+
+// Message is ReadMessage on the service's database.
+func (s *Service) Message(ctx context.Context, a Actor, id int64, receivedAt *time.Time) (db.MessageRecord, error) {
+	return ReadMessage(ctx, s.db, a, id, receivedAt)
+}
