@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -62,17 +63,17 @@ type MessageDelivery struct {
 }
 
 // MessageSearch returns up to limit messages matching f before position
-// after (the zero position: from the newest), newest first.
+// after (the zero position: from the newest), newest first by arrival (id).
 func (db *DB) MessageSearch(ctx context.Context, f MessageFilter, after MessagePosition, limit int) ([]MessageSummary, error) {
 	p := dbsqlc.MessageSearchParams{
 		ByKey: f.OrderingKey != "", OrderingKey: f.OrderingKey, Lim: int32(limit),
-		Since: f.Since, Until: f.Until, BeforeAt: after.ReceivedAt, BeforeID: after.ID,
+		Since: f.Since, Until: f.Until, BeforeID: after.ID,
 		CarrierID: optID(f.CarrierID), EventType: optText(f.EventType),
 		Scoped:     f.EndpointID != 0 || f.State != "" || f.MerchantID != 0,
 		EndpointID: optID(f.EndpointID), State: optText(f.State), MerchantID: optID(f.MerchantID),
 	}
-	if after.ReceivedAt.IsZero() {
-		p.BeforeAt, p.BeforeID = farFuture, 0
+	if after.ID == 0 {
+		p.BeforeID = math.MaxInt64
 	}
 	tx, err := db.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {

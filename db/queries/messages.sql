@@ -107,8 +107,11 @@ SELECT (SELECT count(*) FROM messages
        coalesce(pg_sequence_last_value('messages_id_seq'::regclass), 0)::bigint AS ingested_total;
 
 -- name: MessageSearch :many
--- Up to @lim messages received in [since, until) and before the keyset
--- position (before_at, before_id), newest first, matching the filters (NULL
+-- Up to @lim messages received in [since, until) with an id below
+-- before_id, newest first by arrival (ids are taken in arrival order; the
+-- primary key (id, received_at) of each day walked backwards serves a
+-- search without a key, which a sort by received_at could not: it would read
+-- and sort the whole window), matching the filters (NULL
 -- matches everything). With @scoped, only messages with a delivery (see
 -- hookrelay_message_deliveries, migration 00130) to endpoint_id, in state,
 -- and to an endpoint of merchant_id. As in DeadLetterList, the search by key
@@ -121,7 +124,7 @@ WITH m AS NOT MATERIALIZED (
     FROM messages m
     WHERE m.received_at >= sqlc.arg(since)::timestamptz
       AND m.received_at < sqlc.arg(until)::timestamptz
-      AND (m.received_at, m.id) < (sqlc.arg(before_at)::timestamptz, sqlc.arg(before_id)::bigint)
+      AND m.id < sqlc.arg(before_id)::bigint
       AND (sqlc.narg(carrier_id)::bigint IS NULL OR m.carrier_id = sqlc.narg(carrier_id)::bigint)
       AND (sqlc.narg(event_type)::text IS NULL OR m.event_type = sqlc.narg(event_type)::text)
       AND (NOT sqlc.arg(scoped)::boolean OR EXISTS (
@@ -134,13 +137,13 @@ WITH m AS NOT MATERIALIZED (
 SELECT page.* FROM (
     (SELECT * FROM m
      WHERE sqlc.arg(by_key)::boolean AND m.ordering_key = sqlc.arg(ordering_key)::text
-     ORDER BY m.received_at DESC, m.id DESC LIMIT sqlc.arg(lim))
+     ORDER BY m.id DESC LIMIT sqlc.arg(lim))
     UNION ALL
     (SELECT * FROM m
      WHERE NOT sqlc.arg(by_key)::boolean
-     ORDER BY m.received_at DESC, m.id DESC LIMIT sqlc.arg(lim))
+     ORDER BY m.id DESC LIMIT sqlc.arg(lim))
 ) page
-ORDER BY page.received_at DESC, page.id DESC;
+ORDER BY page.id DESC;
 
 -- name: MessageDeliveriesList :many
 -- The deliveries of each of the messages (id, received_at, ordering key),

@@ -384,26 +384,26 @@ WITH m AS NOT MATERIALIZED (
     FROM messages m
     WHERE m.received_at >= $4::timestamptz
       AND m.received_at < $5::timestamptz
-      AND (m.received_at, m.id) < ($6::timestamptz, $7::bigint)
-      AND ($8::bigint IS NULL OR m.carrier_id = $8::bigint)
-      AND ($9::text IS NULL OR m.event_type = $9::text)
-      AND (NOT $10::boolean OR EXISTS (
+      AND m.id < $6::bigint
+      AND ($7::bigint IS NULL OR m.carrier_id = $7::bigint)
+      AND ($8::text IS NULL OR m.event_type = $8::text)
+      AND (NOT $9::boolean OR EXISTS (
           SELECT 1 FROM hookrelay_message_deliveries(m.id, m.received_at, m.ordering_key) d
-          WHERE ($11::bigint IS NULL OR d.endpoint_id = $11::bigint)
-            AND ($12::text IS NULL OR d.state = $12::text)
-            AND ($13::bigint IS NULL OR d.endpoint_id IN (
-                SELECT e.id FROM endpoints e WHERE e.merchant_id = $13::bigint))))
+          WHERE ($10::bigint IS NULL OR d.endpoint_id = $10::bigint)
+            AND ($11::text IS NULL OR d.state = $11::text)
+            AND ($12::bigint IS NULL OR d.endpoint_id IN (
+                SELECT e.id FROM endpoints e WHERE e.merchant_id = $12::bigint))))
 )
 SELECT page.id, page.received_at, page.carrier_id, page.event_type, page.ordering_key, page.payload_size, page.offloaded FROM (
     (SELECT id, received_at, carrier_id, event_type, ordering_key, payload_size, offloaded FROM m
      WHERE $1::boolean AND m.ordering_key = $2::text
-     ORDER BY m.received_at DESC, m.id DESC LIMIT $3)
+     ORDER BY m.id DESC LIMIT $3)
     UNION ALL
     (SELECT id, received_at, carrier_id, event_type, ordering_key, payload_size, offloaded FROM m
      WHERE NOT $1::boolean
-     ORDER BY m.received_at DESC, m.id DESC LIMIT $3)
+     ORDER BY m.id DESC LIMIT $3)
 ) page
-ORDER BY page.received_at DESC, page.id DESC
+ORDER BY page.id DESC
 `
 
 type MessageSearchParams struct {
@@ -412,7 +412,6 @@ type MessageSearchParams struct {
 	Lim         int32
 	Since       time.Time
 	Until       time.Time
-	BeforeAt    time.Time
 	BeforeID    int64
 	CarrierID   *int64
 	EventType   *string
@@ -432,8 +431,11 @@ type MessageSearchRow struct {
 	Offloaded   bool
 }
 
-// Up to @lim messages received in [since, until) and before the keyset
-// position (before_at, before_id), newest first, matching the filters (NULL
+// Up to @lim messages received in [since, until) with an id below
+// before_id, newest first by arrival (ids are taken in arrival order; the
+// primary key (id, received_at) of each day walked backwards serves a
+// search without a key, which a sort by received_at could not: it would read
+// and sort the whole window), matching the filters (NULL
 // matches everything). With @scoped, only messages with a delivery (see
 // hookrelay_message_deliveries, migration 00130) to endpoint_id, in state,
 // and to an endpoint of merchant_id. As in DeadLetterList, the search by key
@@ -447,7 +449,6 @@ func (q *Queries) MessageSearch(ctx context.Context, arg MessageSearchParams) ([
 		arg.Lim,
 		arg.Since,
 		arg.Until,
-		arg.BeforeAt,
 		arg.BeforeID,
 		arg.CarrierID,
 		arg.EventType,
