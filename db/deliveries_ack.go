@@ -98,6 +98,9 @@ type AckReport struct {
 // another session holds are skipped rather than waited for (a dispatcher
 // stalled inside this transaction must not stop the others); their outcomes
 // come back in AckReport.HealthSkipped for the caller to carry over.
+// Dead letters and health transitions (a circuit opened or closed, an
+// endpoint disabled) add their operational webhook events to the outbox
+// (ops_events) in the same transaction; a batch without any adds nothing.
 //
 // A batch without dead letters whose results all know their chain
 // (ResultFor) takes one round trip: the statements go as one pipeline,
@@ -190,6 +193,10 @@ func (db *DB) DeliveryAckBatch(ctx context.Context, dispatcherID int64, results 
 			if len(dl.IDs) > 0 {
 				if err := q.DeadLetterInsert(ctx, dl); err != nil {
 					return fmt.Errorf("write dead letters: %w", unavailable(err))
+				}
+				if err := q.OpsEventDeadLettered(ctx, dbsqlc.OpsEventDeadLetteredParams{
+					EndpointIDs: dl.EndpointIDs, Errors: dl.Errors}); err != nil {
+					return fmt.Errorf("report dead letters: %w", unavailable(err))
 				}
 			}
 		}

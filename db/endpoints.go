@@ -3,10 +3,12 @@ package db
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db/internal/dbsqlc"
 )
 
@@ -191,13 +193,23 @@ func EndpointFieldsOf(ep Endpoint) EndpointFields {
 }
 
 // EndpointEnable enables endpoint id, resets its health (failures, circuit)
-// and makes its held deliveries visible at once.
+// and makes its held deliveries visible at once. An endpoint that was not
+// enabled reports endpoint.enabled in the same transaction.
 func (db *DB) EndpointEnable(ctx context.Context, id int64) (Endpoint, error) {
 	var ep Endpoint
 	err := db.inTx(ctx, func(q *dbsqlc.Queries, _ pgx.Tx) error {
+		was, err := q.EndpointStatusLock(ctx, id)
+		if err != nil {
+			return notFound(unavailableUnlessNoRows(err), "endpoint")
+		}
 		r, err := q.EndpointSetStatus(ctx, dbsqlc.EndpointSetStatusParams{ID: id, Status: EndpointEnabled})
 		if err != nil {
 			return notFound(unavailableUnlessNoRows(err), "endpoint")
+		}
+		if was != EndpointEnabled {
+			if err := opsEventAdd(ctx, q, hookrelay.OpsEndpointEnabled, id, endpointEventData(r)); err != nil {
+				return err
+			}
 		}
 		if err := q.EndpointHealthReset(ctx, id); err != nil {
 			return unavailable(err)
@@ -212,12 +224,35 @@ func (db *DB) EndpointEnable(ctx context.Context, id int64) (Endpoint, error) {
 }
 
 // EndpointDisable disables endpoint id; the dispatcher holds its deliveries.
+// An enabled endpoint disabled reports endpoint.disabled (trigger "manual")
+// in the same transaction.
 func (db *DB) EndpointDisable(ctx context.Context, id int64, reason string) (Endpoint, error) {
-	r, err := db.q.EndpointSetStatus(ctx, dbsqlc.EndpointSetStatusParams{ID: id, Status: EndpointDisabled, DisabledReason: reason})
-	if err != nil {
-		return Endpoint{}, notFound(unavailableUnlessNoRows(err), "endpoint")
-	}
-	return endpointFrom(r), nil
+	var ep Endpoint
+	err := db.inTx(ctx, func(q *dbsqlc.Queries, _ pgx.Tx) error {
+		was, err := q.EndpointStatusLock(ctx, id)
+		if err != nil {
+			return notFound(unavailableUnlessNoRows(err), "endpoint")
+		}
+		r, err := q.EndpointSetStatus(ctx, dbsqlc.EndpointSetStatusParams{ID: id, Status: EndpointDisabled, DisabledReason: reason})
+		if err != nil {
+			return notFound(unavailableUnlessNoRows(err), "endpoint")
+		}
+		if was == EndpointEnabled {
+			data := endpointEventData(r)
+			data["reason"], data["trigger"] = reason, "manual"
+			if err := opsEventAdd(ctx, q, hookrelay.OpsEndpointDisabled, id, data); err != nil {
+				return err
+			}
+		}
+		ep = endpointFrom(r)
+		return nil
+	})
+	return ep, err
+}
+
+// endpointEventData is the data every endpoint.* event carries.
+func endpointEventData(r dbsqlc.Endpoint) map[string]any {
+	return map[string]any{"endpoint_id": strconv.FormatInt(r.ID, 10), "merchant_id": strconv.FormatInt(r.MerchantID, 10)}
 }
 
 // EndpointDelete marks endpoint id deleted and deletes its pending

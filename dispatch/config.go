@@ -21,6 +21,13 @@ const (
 	DefaultAckBatch     = 100
 	DefaultAckFlushers  = 4
 	DefaultDrainTimeout = 10 * time.Second
+
+	DefaultOpsPoll      = time.Second
+	DefaultOpsTimeout   = 10 * time.Second
+	DefaultOpsRetryBase = 5 * time.Second
+	DefaultOpsRetryMax  = time.Hour
+	DefaultOpsAttempts  = 12
+	DefaultOpsCoalesce  = time.Minute
 )
 
 // Config configures a Dispatcher. Zero values get the defaults named
@@ -113,6 +120,22 @@ type Config struct {
 	DrainTimeout time.Duration
 	// PresignTTL is the validity of reference-mode payload URLs. Default 24h.
 	PresignTTL time.Duration
+	// OpsPoll is the pause between rounds of operational webhooks. Default
+	// DefaultOpsPoll (1s).
+	OpsPoll time.Duration
+	// OpsTimeout bounds one attempt to an ops endpoint. Default
+	// DefaultOpsTimeout (10s).
+	OpsTimeout time.Duration
+	// OpsRetryBase is the wait after an ops message's first failed attempt,
+	// doubling up to OpsRetryMax; after OpsAttempts attempts it is dropped.
+	// Defaults 5s, 1h and 12 (about 7 hours in all).
+	OpsRetryBase time.Duration
+	OpsRetryMax  time.Duration
+	OpsAttempts  int
+	// OpsCoalesce is the window in which an endpoint's dead letters make one
+	// delivery.dead_lettered event, from its first. Default
+	// DefaultOpsCoalesce (1m).
+	OpsCoalesce time.Duration
 	// Hostname and PID identify the process in the dispatchers table.
 	// Default os.Hostname() and os.Getpid().
 	Hostname string
@@ -154,6 +177,12 @@ func (c Config) WithDefaults() Config {
 	c.EndpointWait = cmp.Or(c.EndpointWait, 50*time.Millisecond)
 	c.SaturatedDelay = cmp.Or(c.SaturatedDelay, 200*time.Millisecond)
 	c.PresignTTL = cmp.Or(c.PresignTTL, 24*time.Hour)
+	c.OpsPoll = cmp.Or(c.OpsPoll, DefaultOpsPoll)
+	c.OpsTimeout = cmp.Or(c.OpsTimeout, DefaultOpsTimeout)
+	c.OpsRetryBase = cmp.Or(c.OpsRetryBase, DefaultOpsRetryBase)
+	c.OpsRetryMax = cmp.Or(c.OpsRetryMax, DefaultOpsRetryMax)
+	c.OpsAttempts = cmp.Or(c.OpsAttempts, DefaultOpsAttempts)
+	c.OpsCoalesce = cmp.Or(c.OpsCoalesce, DefaultOpsCoalesce)
 	if c.Hostname == "" {
 		c.Hostname, _ = os.Hostname()
 	}

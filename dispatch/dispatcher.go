@@ -31,7 +31,9 @@ type Dispatcher struct {
 	logger  *slog.Logger
 	metrics *metrics
 	sender  *httpSender
-	cache   *endpointCache
+	// opsSender sends operational webhooks, apart from merchant deliveries.
+	opsSender *httpSender
+	cache     *endpointCache
 
 	id atomic.Int64 // set by Run once registered
 
@@ -68,17 +70,18 @@ func New(logger *slog.Logger, cfg Config, store *db.DB, payloads PayloadStore, r
 		pace = newPacer(cfg.MaxRate, cfg.BatchSize, cfg.Now)
 	}
 	return &Dispatcher{
-		pace:     pace,
-		cfg:      cfg,
-		db:       store,
-		store:    payloads,
-		logger:   logger,
-		metrics:  newMetrics(reg),
-		sender:   newHTTPSender(cfg.AllowPrivateTargets, cfg.Resolve, cfg.Concurrency, cfg.Now),
-		cache:    newEndpointCache(store, cfg.EndpointCacheTTL, cfg.Now, cfg.Concurrency/4),
-		slots:    make(chan struct{}, cfg.Concurrency),
-		inflight: map[int64]inflight{},
-		due:      dueChannels(cfg.ClaimLoops),
+		pace:      pace,
+		cfg:       cfg,
+		db:        store,
+		store:     payloads,
+		logger:    logger,
+		metrics:   newMetrics(reg),
+		sender:    newHTTPSender(cfg.AllowPrivateTargets, cfg.Resolve, cfg.Concurrency, cfg.Now),
+		opsSender: newHTTPSender(cfg.AllowPrivateTargets, cfg.Resolve, opsBatch, cfg.Now),
+		cache:     newEndpointCache(store, cfg.EndpointCacheTTL, cfg.Now, cfg.Concurrency/4),
+		slots:     make(chan struct{}, cfg.Concurrency),
+		inflight:  map[int64]inflight{},
+		due:       dueChannels(cfg.ClaimLoops),
 	}
 }
 
@@ -137,7 +140,10 @@ func (d *Dispatcher) WakeQueues(queues []int) {
 
 // Close releases the delivery client's idle connections (Run does it when
 // it returns; a Dispatcher used only for PingEndpoint needs it).
-func (d *Dispatcher) Close() { d.sender.closeIdle() }
+func (d *Dispatcher) Close() {
+	d.sender.closeIdle()
+	d.opsSender.closeIdle()
+}
 
 // ID returns the dispatcher's id in the dispatchers table (0 before Run has
 // registered it).
@@ -182,6 +188,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	if d.cfg.Listen {
 		loops.Go(func() { d.listen(ctx) })
 	}
+	loops.Go(func() { d.opsLoop(ctx) })
 	d.manageLeases(ctx)
 
 	// Shutdown: no more claims, then drain or release work in flight.
@@ -213,6 +220,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	}
 	d.metrics.queuesHeld.Set(0)
 	d.sender.closeIdle()
+	d.opsSender.closeIdle()
 	d.logger.Info("dispatcher stopped", "dispatcher_id", id)
 	if len(errs) > 0 {
 		return fmt.Errorf("dispatcher shutdown: %v", errs)

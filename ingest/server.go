@@ -115,6 +115,9 @@ type Operations interface {
 	RotateMerchantKey(ctx context.Context, id int64) (ops.KeyRotation, error)
 	Sessions(ctx context.Context, beforeID int64, limit int) ([]db.DashboardSessionView, error)
 	RevokeSession(ctx context.Context, id int64) error
+	CreateOpsEndpoint(ctx context.Context, in ops.NewOpsEndpoint) (db.OpsEndpoint, error)
+	OpsEndpoints(ctx context.Context) ([]db.OpsEndpoint, error)
+	DeleteOpsEndpoint(ctx context.Context, id int64) error
 }
 
 // Server is the API: handlers, caches, the rate limiters and the batcher.
@@ -214,6 +217,9 @@ func (s *Server) Register(e *echo.Echo) {
 	route(http.MethodGet, "/v1/dead-letters", s.listDeadLetters, admin)
 	route(http.MethodPost, "/v1/dead-letters/retry", s.retryDeadLetters, admin)
 	route(http.MethodPost, "/v1/dead-letters/discard", s.discardDeadLetters, admin)
+	route(http.MethodPost, "/v1/ops-endpoints", s.createOpsEndpoint, admin)
+	route(http.MethodGet, "/v1/ops-endpoints", s.listOpsEndpoints, admin)
+	route(http.MethodDelete, "/v1/ops-endpoints/:id", s.deleteOpsEndpoint, admin)
 
 	route(http.MethodPost, "/v1/endpoints", s.createEndpoint, merchant)
 	route(http.MethodGet, "/v1/endpoints", s.listEndpoints, merchant)

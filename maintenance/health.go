@@ -24,7 +24,7 @@ func (mt *Maintainer) healthLoop(ctx context.Context) {
 		case err == nil:
 			mt.m.sampleSeconds.WithLabelValues("health").Set(time.Since(start).Seconds())
 			mt.publishHealth(h)
-			mt.warnLongTransactions(h, warned)
+			mt.warnLongTransactions(ctx, h, warned)
 			if h.Autovacuum {
 				autovacuumWarned = time.Time{}
 			} else if time.Since(autovacuumWarned) >= autovacuumRewarn {
@@ -50,8 +50,9 @@ type longXact struct {
 }
 
 // warnLongTransactions logs each transaction older than the threshold when
-// first seen and again every LongTransactionRewarn while it stays open.
-func (mt *Maintainer) warnLongTransactions(h db.Health, warned map[longXact]time.Time) {
+// first seen and again every LongTransactionRewarn while it stays open; the
+// first sighting is also a database.long_transaction operational webhook.
+func (mt *Maintainer) warnLongTransactions(ctx context.Context, h db.Health, warned map[longXact]time.Time) {
 	now := time.Now()
 	seen := map[longXact]bool{}
 	for _, s := range h.Sessions {
@@ -60,8 +61,17 @@ func (mt *Maintainer) warnLongTransactions(h db.Health, warned map[longXact]time
 		}
 		k := longXact{pid: s.PID, start: *s.XactStart}
 		seen[k] = true
-		if last, ok := warned[k]; ok && now.Sub(last) < mt.cfg.LongTransactionRewarn {
+		last, ok := warned[k]
+		if ok && now.Sub(last) < mt.cfg.LongTransactionRewarn {
 			continue
+		}
+		if !ok {
+			lt := db.LongTransaction{PID: s.PID, Database: s.Database, User: s.Username,
+				ApplicationName: s.ApplicationName, ClientAddr: s.ClientAddr, State: s.State,
+				XactStart: *s.XactStart, XactSeconds: s.XactSeconds, XminAge: s.XminAge, SameDatabase: s.SameDatabase}
+			if err := mt.db.OpsLongTransaction(ctx, lt); err != nil && ctx.Err() == nil {
+				mt.logger.Warn("maintenance: reporting a long transaction to the ops endpoints failed", "error", err)
+			}
 		}
 		warned[k] = now
 		msg := "maintenance: long transaction holds back vacuum of this database's tables"

@@ -10,15 +10,19 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db"
 )
 
 // TestHealthReportsIdleTransaction: a transaction left idle by another
 // connection shows in the metrics, the health snapshot and a warning log
-// within the sampling interval once it passes the threshold.
+// within the sampling interval once it passes the threshold, and in one
+// database.long_transaction operational webhook event.
 func TestHealthReportsIdleTransaction(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
+	_, err := b.store.OpsEndpointCreate(t.Context(), "http://127.0.0.1:9/ops", []string{hookrelay.OpsDatabaseLongXact}, "", hookrelay.NewSecret())
+	require.NoError(t, err)
 	r := b.start(t, Config{HealthInterval: 100 * time.Millisecond, LongTransaction: time.Second, RetentionInterval: -1})
 
 	other, err := pgx.Connect(t.Context(), b.url)
@@ -84,6 +88,14 @@ func TestHealthReportsIdleTransaction(t *testing.T) {
 	require.Positive(t, h.MaxConnections)
 	require.NotEmpty(t, h.Tables)
 	require.NotEmpty(t, h.Partitions)
+
+	// Its first sighting, and only that, is an operational webhook event.
+	time.Sleep(300 * time.Millisecond) // a few more samples
+	var events int
+	require.NoError(t, b.sql.QueryRow(t.Context(), `SELECT count(*) FROM ops_events
+		WHERE type = 'database.long_transaction' AND (data->>'pid')::int = $1
+		AND data->>'state' = 'idle in transaction' AND (data->>'same_database')::boolean`, pid).Scan(&events))
+	require.Equal(t, 1, events)
 
 	// Once it ends, this session is no longer listed.
 	require.NoError(t, tx.Rollback(t.Context()))

@@ -72,3 +72,8 @@ RETURNING *;
 
 -- name: EndpointCountByStatus :many
 SELECT status, count(*)::bigint AS n FROM endpoints GROUP BY status ORDER BY status;
+
+-- name: EndpointStatusLock :one
+-- The status before a change, locked until the change commits (so an
+-- enable or disable reports a transition once, whoever else changes it).
+SELECT status FROM endpoints WHERE id = @id AND status <> 'deleted' FOR UPDATE;

@@ -13,7 +13,7 @@ import (
 
 const endpointHealthApply = `-- name: EndpointHealthApply :many
 WITH lk AS MATERIALIZED (
-    SELECT h.endpoint_id FROM endpoint_health h
+    SELECT h.endpoint_id, h.circuit_state AS old_state FROM endpoint_health h
     WHERE h.endpoint_id = ANY($1::bigint[])
     ORDER BY h.endpoint_id
     FOR UPDATE SKIP LOCKED
@@ -70,7 +70,8 @@ hu AS (
         updated_at = now()
     FROM x AS n
     WHERE h.endpoint_id = n.endpoint_id AND h.endpoint_id IN (SELECT lk.endpoint_id FROM lk)
-    RETURNING h.endpoint_id, h.circuit_state, h.consecutive_failures, h.failing_since
+    RETURNING h.endpoint_id, h.circuit_state, h.consecutive_failures, h.failing_since,
+              h.circuit_open_until, h.last_error
 ),
 dis AS (
     UPDATE endpoints e SET status = 'disabled', updated_at = now(),
@@ -79,7 +80,31 @@ dis AS (
     FROM x JOIN hu ON hu.endpoint_id = x.endpoint_id
     WHERE e.id = x.endpoint_id AND e.status = 'enabled'
       AND (x.gone OR hu.failing_since < now() - $10::interval)
-    RETURNING e.id
+    RETURNING e.id, e.merchant_id, e.disabled_reason
+),
+ev AS (
+    INSERT INTO ops_events (type, endpoint_id, data)
+    SELECT t.type, t.endpoint_id, t.data FROM (
+        SELECT 'endpoint.circuit_opened' AS type, hu.endpoint_id,
+               jsonb_build_object('endpoint_id', hu.endpoint_id::text,
+                   'merchant_id', (SELECT e.merchant_id FROM endpoints e WHERE e.id = hu.endpoint_id)::text,
+                   'consecutive_failures', hu.consecutive_failures,
+                   'open_until', hu.circuit_open_until, 'last_error', hu.last_error) AS data
+        FROM hu JOIN lk ON lk.endpoint_id = hu.endpoint_id
+        WHERE lk.old_state = 'closed' AND hu.circuit_state <> 'closed'
+        UNION ALL
+        SELECT 'endpoint.circuit_closed', hu.endpoint_id,
+               jsonb_build_object('endpoint_id', hu.endpoint_id::text,
+                   'merchant_id', (SELECT e.merchant_id FROM endpoints e WHERE e.id = hu.endpoint_id)::text)
+        FROM hu JOIN lk ON lk.endpoint_id = hu.endpoint_id
+        WHERE lk.old_state <> 'closed' AND hu.circuit_state = 'closed'
+        UNION ALL
+        SELECT 'endpoint.disabled', dis.id,
+               jsonb_build_object('endpoint_id', dis.id::text, 'merchant_id', dis.merchant_id::text,
+                   'reason', dis.disabled_reason, 'trigger', 'automatic')
+        FROM dis
+    ) t
+    WHERE EXISTS (SELECT 1 FROM ops_endpoints o WHERE o.events = '{}' OR t.type = ANY(o.events))
 )
 SELECT hu.endpoint_id, hu.circuit_state::text AS circuit_state, hu.consecutive_failures,
        (hu.endpoint_id IN (SELECT id FROM dis))::boolean AS disabled
@@ -121,6 +146,10 @@ type EndpointHealthApplyRow struct {
 // waited for: a dispatcher stalled inside a transaction must not stop the
 // others. Only the endpoints returned were applied; the caller carries the
 // rest over to its next batch.
+// Transitions (a circuit opened or closed, an endpoint disabled) add their
+// operational webhook events to the outbox in the same statement, only while
+// some ops endpoint wants them: the state before is the one read under the
+// row lock (lk), so a batch that changes no state inserts nothing.
 func (q *Queries) EndpointHealthApply(ctx context.Context, arg EndpointHealthApplyParams) ([]EndpointHealthApplyRow, error) {
 	rows, err := q.db.Query(ctx, endpointHealthApply,
 		arg.EndpointIDs,

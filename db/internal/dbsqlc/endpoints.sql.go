@@ -384,6 +384,19 @@ func (q *Queries) EndpointSetStatus(ctx context.Context, arg EndpointSetStatusPa
 	return i, err
 }
 
+const endpointStatusLock = `-- name: EndpointStatusLock :one
+SELECT status FROM endpoints WHERE id = $1 AND status <> 'deleted' FOR UPDATE
+`
+
+// The status before a change, locked until the change commits (so an
+// enable or disable reports a transition once, whoever else changes it).
+func (q *Queries) EndpointStatusLock(ctx context.Context, id int64) (string, error) {
+	row := q.db.QueryRow(ctx, endpointStatusLock, id)
+	var status string
+	err := row.Scan(&status)
+	return status, err
+}
+
 const endpointUpdate = `-- name: EndpointUpdate :one
 UPDATE endpoints SET
     url                = $1,

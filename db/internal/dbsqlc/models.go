@@ -177,6 +177,35 @@ type Message struct {
 	Deliveries     int32
 }
 
+type OpsDelivery struct {
+	ID            int64
+	OpsEndpointID int64
+	MsgID         string
+	Payload       string
+	Attempts      int32
+	NextAttemptAt time.Time
+	LastError     string
+	CreatedAt     time.Time
+}
+
+type OpsEndpoint struct {
+	ID          int64
+	URL         string
+	Events      []string
+	Description string
+	Secret      string
+	CreatedAt   time.Time
+}
+
+type OpsEvent struct {
+	ID         int64
+	Type       string
+	EndpointID *int64
+	Count      int32
+	Data       []byte
+	CreatedAt  time.Time
+}
+
 type QueueLease struct {
 	Queue     int16
 	Owner     *int64

@@ -1,0 +1,243 @@
+package db
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/db/internal/dbsqlc"
+)
+
+// OpsEndpoint is an operator's receiver of operational webhooks.
+type OpsEndpoint struct {
+	ID          int64
+	URL         string
+	Events      []string // empty: every event type
+	Description string
+	Secret      string
+	CreatedAt   time.Time
+}
+
+func opsEndpointFrom(r dbsqlc.OpsEndpoint) OpsEndpoint {
+	return OpsEndpoint{ID: r.ID, URL: r.URL, Events: r.Events, Description: r.Description,
+		Secret: r.Secret, CreatedAt: r.CreatedAt}
+}
+
+// OpsEndpointCreate stores an ops endpoint.
+func (db *DB) OpsEndpointCreate(ctx context.Context, url string, events []string, description, secret string) (OpsEndpoint, error) {
+	if events == nil {
+		events = []string{}
+	}
+	r, err := db.q.OpsEndpointInsert(ctx, dbsqlc.OpsEndpointInsertParams{URL: url, Events: events,
+		Description: description, Secret: secret})
+	if err != nil {
+		return OpsEndpoint{}, fmt.Errorf("create ops endpoint: %w", unavailable(err))
+	}
+	return opsEndpointFrom(r), nil
+}
+
+// OpsEndpointList returns every ops endpoint, oldest first.
+func (db *DB) OpsEndpointList(ctx context.Context) ([]OpsEndpoint, error) {
+	rows, err := db.q.OpsEndpointList(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list ops endpoints: %w", unavailable(err))
+	}
+	out := make([]OpsEndpoint, len(rows))
+	for i, r := range rows {
+		out[i] = opsEndpointFrom(r)
+	}
+	return out, nil
+}
+
+// OpsEndpointDelete deletes ops endpoint id and the messages waiting for it.
+func (db *DB) OpsEndpointDelete(ctx context.Context, id int64) error {
+	n, err := db.q.OpsEndpointDelete(ctx, id)
+	if err != nil {
+		return fmt.Errorf("delete ops endpoint: %w", unavailable(err))
+	}
+	if n == 0 {
+		return hookrelay.Errorf(hookrelay.ENOTFOUND, "ops endpoint not found")
+	}
+	return nil
+}
+
+// OpsEventAdd puts an operational webhook event into the outbox (nothing
+// when no ops endpoint wants its type). data is the event's "data" object;
+// endpointID, when not 0, names the endpoint it is about.
+func (db *DB) OpsEventAdd(ctx context.Context, typ string, endpointID int64, data any) error {
+	return opsEventAdd(ctx, db.q, typ, endpointID, data)
+}
+
+func opsEventAdd(ctx context.Context, q *dbsqlc.Queries, typ string, endpointID int64, data any) error {
+	b, err := json.Marshal(data)
+	if err != nil {
+		return fmt.Errorf("ops event %s: %w", typ, err)
+	}
+	p := dbsqlc.OpsEventAddParams{Type: typ, Count: 1, Data: b}
+	if endpointID != 0 {
+		p.EndpointID = &endpointID
+	}
+	if err := q.OpsEventAdd(ctx, p); err != nil {
+		return fmt.Errorf("ops event %s: %w", typ, unavailable(err))
+	}
+	return nil
+}
+
+// ReplayFinished is the data of a replay.finished event.
+type ReplayFinished struct {
+	ReplayID   int64
+	EndpointID int64
+	State      string // completed | cancelled | failed
+	Total      int64
+	Done       int64
+	Failed     int64
+}
+
+// OpsReplayFinished reports a finished replay to the ops endpoints that want
+// replay.finished. Call it once, when the replay reaches its final state;
+// inside a transaction of package db, opsReplayFinished with its queries
+// writes the event in that transaction.
+func (db *DB) OpsReplayFinished(ctx context.Context, r ReplayFinished) error {
+	return opsReplayFinished(ctx, db.q, r)
+}
+
+func opsReplayFinished(ctx context.Context, q *dbsqlc.Queries, r ReplayFinished) error {
+	return opsEventAdd(ctx, q, hookrelay.OpsReplayFinished, r.EndpointID, map[string]any{
+		"replay_id": strconv.FormatInt(r.ReplayID, 10), "endpoint_id": strconv.FormatInt(r.EndpointID, 10),
+		"state": r.State, "total": r.Total, "done": r.Done, "failed": r.Failed,
+	})
+}
+
+// LongTransaction is the data of a database.long_transaction event.
+type LongTransaction struct {
+	PID             int       `json:"pid"`
+	Database        string    `json:"database"`
+	User            string    `json:"user"`
+	ApplicationName string    `json:"application_name"`
+	ClientAddr      string    `json:"client_addr"`
+	State           string    `json:"state"`
+	XactStart       time.Time `json:"xact_start"`
+	XactSeconds     float64   `json:"xact_seconds"`
+	XminAge         int       `json:"xmin_age"`
+	SameDatabase    bool      `json:"same_database"`
+}
+
+// OpsLongTransaction reports a long transaction to the ops endpoints that
+// want database.long_transaction.
+func (db *DB) OpsLongTransaction(ctx context.Context, lt LongTransaction) error {
+	return db.OpsEventAdd(ctx, hookrelay.OpsDatabaseLongXact, 0, lt)
+}
+
+// OpsOutboxEvent is an outbox row taken to be sent.
+type OpsOutboxEvent struct {
+	ID         int64
+	Type       string
+	EndpointID int64 // 0: none
+	Count      int
+	Data       json.RawMessage
+	CreatedAt  time.Time
+}
+
+// OpsMessage is a signed message to queue for every ops endpoint that wants
+// its type.
+type OpsMessage struct {
+	Type    string
+	MsgID   string
+	Payload []byte
+}
+
+// OpsFanout takes the outbox rows ready to be sent (dead letters once their
+// endpoint's first one is older than coalesce), lets build turn them into
+// messages and queues those for the ops endpoints, in one transaction. One
+// process at a time does it: in another, it returns at once (false).
+func (db *DB) OpsFanout(ctx context.Context, coalesce time.Duration, maxRows int,
+	build func([]OpsOutboxEvent) []OpsMessage) (bool, error) {
+	ran := false
+	err := db.inTx(ctx, func(q *dbsqlc.Queries, _ pgx.Tx) error {
+		locked, err := q.OpsFanoutLock(ctx)
+		if err != nil || !locked {
+			return unavailable(err)
+		}
+		ran = true
+		rows, err := q.OpsEventTake(ctx, dbsqlc.OpsEventTakeParams{Coalesce: coalesce, MaxRows: int32(maxRows)})
+		if err != nil || len(rows) == 0 {
+			return unavailable(err)
+		}
+		evs := make([]OpsOutboxEvent, len(rows))
+		for i, r := range rows {
+			evs[i] = OpsOutboxEvent{ID: r.ID, Type: r.Type, Count: int(r.Count), Data: r.Data, CreatedAt: r.CreatedAt}
+			if r.EndpointID != nil {
+				evs[i].EndpointID = *r.EndpointID
+			}
+		}
+		var p dbsqlc.OpsDeliveryInsertParams
+		for _, m := range build(evs) {
+			p.Types = append(p.Types, m.Type)
+			p.MsgIDs = append(p.MsgIDs, m.MsgID)
+			p.Payloads = append(p.Payloads, string(m.Payload))
+		}
+		if len(p.Types) == 0 {
+			return nil
+		}
+		return unavailable(q.OpsDeliveryInsert(ctx, p))
+	})
+	if err != nil {
+		return ran, fmt.Errorf("ops fan-out: %w", err)
+	}
+	return ran, nil
+}
+
+// OpsDelivery is a message to an ops endpoint claimed for one attempt.
+type OpsDelivery struct {
+	ID       int64
+	MsgID    string
+	Payload  []byte
+	Attempts int // this attempt included
+	URL      string
+	Secret   string
+}
+
+// OpsDeliveryClaim takes up to maxRows due messages for one attempt each;
+// they stay invisible for lease.
+func (db *DB) OpsDeliveryClaim(ctx context.Context, maxRows int, lease time.Duration) ([]OpsDelivery, error) {
+	rows, err := db.q.OpsDeliveryClaim(ctx, dbsqlc.OpsDeliveryClaimParams{Lease: lease, MaxRows: int32(maxRows)})
+	if err != nil {
+		return nil, fmt.Errorf("claim ops deliveries: %w", unavailable(err))
+	}
+	out := make([]OpsDelivery, len(rows))
+	for i, r := range rows {
+		out[i] = OpsDelivery{ID: r.ID, MsgID: r.MsgID, Payload: []byte(r.Payload), Attempts: int(r.Attempts),
+			URL: r.URL, Secret: r.Secret}
+	}
+	return out, nil
+}
+
+// OpsDeliveryDone deletes a message that was delivered or gave up.
+func (db *DB) OpsDeliveryDone(ctx context.Context, id int64) error {
+	if err := db.q.OpsDeliveryDelete(ctx, id); err != nil {
+		return fmt.Errorf("ops delivery done: %w", unavailable(err))
+	}
+	return nil
+}
+
+// OpsDeliveryRetry makes a failed message due again after delay.
+func (db *DB) OpsDeliveryRetry(ctx context.Context, id int64, delay time.Duration, lastError string) error {
+	if err := db.q.OpsDeliveryRetryLater(ctx, dbsqlc.OpsDeliveryRetryLaterParams{ID: id, Delay: delay, LastError: lastError}); err != nil {
+		return fmt.Errorf("ops delivery retry: %w", unavailable(err))
+	}
+	return nil
+}
+
+// OpsDeliveryCount counts the messages waiting for ops endpoints.
+func (db *DB) OpsDeliveryCount(ctx context.Context) (int64, error) {
+	n, err := db.q.OpsDeliveryCount(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("count ops deliveries: %w", unavailable(err))
+	}
+	return n, nil
+}

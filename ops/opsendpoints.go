@@ -1,0 +1,50 @@
+package ops
+
+import (
+	"context"
+	"slices"
+
+	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/db"
+)
+
+// MaxOpsDescription bounds an ops endpoint's description.
+const MaxOpsDescription = 500
+
+// NewOpsEndpoint is an ops endpoint to create. Its URL must have been
+// checked by the caller (the API applies the endpoints' SSRF rule).
+type NewOpsEndpoint struct {
+	URL         string
+	Events      []string // empty: every event type
+	Description string
+}
+
+// CreateOpsEndpoint stores an operator's receiver of operational webhooks
+// with a new Standard Webhooks secret (returned in it, shown once).
+func (s *Service) CreateOpsEndpoint(ctx context.Context, in NewOpsEndpoint) (db.OpsEndpoint, error) {
+	for i, ev := range in.Events {
+		if !hookrelay.IsOpsEventType(ev) {
+			return db.OpsEndpoint{}, hookrelay.Errorf(hookrelay.EINVALID, "events[%d]: unknown event type %q", i, ev)
+		}
+		if slices.Contains(in.Events[:i], ev) {
+			return db.OpsEndpoint{}, hookrelay.Errorf(hookrelay.EINVALID, "events[%d]: %q named twice", i, ev)
+		}
+	}
+	if len(in.Description) > MaxOpsDescription {
+		return db.OpsEndpoint{}, hookrelay.Errorf(hookrelay.EINVALID, "description longer than %d characters", MaxOpsDescription)
+	}
+	if err := hookrelay.CheckText("description", in.Description, 0); err != nil {
+		return db.OpsEndpoint{}, err
+	}
+	return s.db.OpsEndpointCreate(ctx, in.URL, in.Events, in.Description, hookrelay.NewSecret())
+}
+
+// OpsEndpoints lists the ops endpoints.
+func (s *Service) OpsEndpoints(ctx context.Context) ([]db.OpsEndpoint, error) {
+	return s.db.OpsEndpointList(ctx)
+}
+
+// DeleteOpsEndpoint deletes ops endpoint id and the messages waiting for it.
+func (s *Service) DeleteOpsEndpoint(ctx context.Context, id int64) error {
+	return s.db.OpsEndpointDelete(ctx, id)
+}
