@@ -215,3 +215,11 @@ func Client(t testing.TB) *http.Client {
 	t.Helper()
 	return &http.Client{Transport: Wrap(t, nil)}
 }
+
+// CloseIdleConnections closes Base's idle connections, as
+// http.Client.CloseIdleConnections does for a bare transport.
+func (t *Transport) CloseIdleConnections() {
+	if c, ok := t.Base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
