@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookrelay/hookrelay/ingest"
+	"github.com/hookrelay/hookrelay/internal/apitest"
 )
 
 // metricValue returns the value of a gauge or counter without labels.
@@ -174,7 +175,7 @@ func TestCallbackBodyOverLimit(t *testing.T) {
 		}
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Authorization", "Bearer "+w.CarrierKey)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := apitest.Client(t).Do(req)
 		require.NoError(t, err)
 		resp.Body.Close()
 		return resp.StatusCode

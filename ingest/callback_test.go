@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookrelay/hookrelay/ingest"
+	"github.com/hookrelay/hookrelay/internal/apitest"
 )
 
 func privateOK() ingest.Config { return ingest.Config{AllowPrivateTargets: true} }
@@ -134,7 +135,7 @@ func TestCallbackErrors(t *testing.T) {
 	req.ContentLength = -1
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+w.CarrierKey)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := apitest.Client(t).Do(req)
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode)

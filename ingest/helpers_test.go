@@ -20,6 +20,7 @@ import (
 	"github.com/hookrelay/hookrelay/db/dbtest"
 	"github.com/hookrelay/hookrelay/httperr"
 	"github.com/hookrelay/hookrelay/ingest"
+	"github.com/hookrelay/hookrelay/internal/apitest"
 	"github.com/hookrelay/hookrelay/internal/logtest"
 	"github.com/hookrelay/hookrelay/ops"
 	"github.com/hookrelay/hookrelay/storage"
@@ -119,7 +120,7 @@ func (b *bundle) do(t testing.TB, method, path, token string, body any, hdr ...s
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := apitest.Client(t).Do(req)
 	require.NoError(t, err)
 	return resp
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hookrelay/hookrelay/ingest"
+	"github.com/hookrelay/hookrelay/internal/apitest"
 )
 
 // FuzzIngestRequest sends whole callback requests (body and the headers a
@@ -24,8 +25,8 @@ func FuzzIngestRequest(f *testing.F) {
 		Batcher: ingest.BatcherConfig{MaxWait: 50 * time.Microsecond}})
 	w := b.world(f)
 	b.mustCreate(f, "/v1/merchants", adminToken, map[string]any{"name": "shop"})
-	client := &http.Client{Timeout: 30 * time.Second}
 	f.Fuzz(func(t *testing.T, body []byte, idem, orderingKey, eventType, merchant, contentType string) {
+		client := &http.Client{Timeout: 30 * time.Second, Transport: apitest.Wrap(t, nil)}
 		req, err := http.NewRequest(http.MethodPost, b.URL+"/v1/callbacks", bytes.NewReader(body))
 		if err != nil {
 			t.Fatal(err)

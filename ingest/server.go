@@ -14,6 +14,7 @@ import (
 
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db"
+	"github.com/hookrelay/hookrelay/openapi"
 	"github.com/hookrelay/hookrelay/ops"
 	"github.com/hookrelay/hookrelay/storage"
 	"github.com/hookrelay/hookrelay/throttle"
@@ -237,4 +238,6 @@ func (s *Server) Register(e *echo.Echo) {
 	route(http.MethodGet, "/v1/messages/:id", s.getMessage, merchant)
 
 	route(http.MethodPost, "/v1/callbacks", s.callback, carrier)
+
+	e.GET("/openapi.json", echo.WrapHandler(openapi.Handler()), rec)
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/db/dbtest"
+	"github.com/hookrelay/hookrelay/internal/apitest"
 )
 
 // chromiumPath is Debian's chromium; scripts/browser-deps.sh installs it.
@@ -194,7 +195,7 @@ func TestWebBrowser(t *testing.T) {
 		req.Header.Set("Authorization", "Bearer "+carrierKey)
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("X-Merchant-Id", strconv.FormatInt(merchantID, 10))
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := apitest.Client(t).Do(req)
 		if err != nil {
 			return err
 		}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/db/dbtest"
+	"github.com/hookrelay/hookrelay/internal/apitest"
 )
 
 // waitForPartitionsAhead waits until the maintenance role has created the day
@@ -53,7 +54,7 @@ func newUIClient(t *testing.T, base string) *uiClient {
 	jar, err := cookiejar.New(nil)
 	require.NoError(t, err)
 	return &uiClient{t: t, base: base, hc: &http.Client{
-		Jar: jar, Timeout: 20 * time.Second,
+		Jar: jar, Timeout: 20 * time.Second, Transport: apitest.Wrap(t, nil),
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}}
 }
@@ -262,7 +263,7 @@ func TestWebMessagePayloadsAndSecretRotation(t *testing.T) {
 	req.Header.Set("Authorization", "Bearer "+carrierKey)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-Merchant-Id", strconv.FormatInt(m.ID, 10))
-	presp, err := http.DefaultClient.Do(req)
+	presp, err := apitest.Client(t).Do(req)
 	require.NoError(t, err)
 	body, _ := io.ReadAll(presp.Body)
 	presp.Body.Close()

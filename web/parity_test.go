@@ -17,6 +17,7 @@ import (
 
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/db/dbtest"
+	"github.com/hookrelay/hookrelay/internal/apitest"
 )
 
 // The operations (retry a delivery, retry or discard dead letters, rotate a
@@ -53,7 +54,9 @@ func apiDo(t *testing.T, client *http.Client, method, u, token string, body, out
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := client.Do(req)
+	checked := *client
+	checked.Transport = apitest.Wrap(t, client.Transport)
+	resp, err := checked.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookrelay/hookrelay/db/dbtest"
+	"github.com/hookrelay/hookrelay/internal/apitest"
 )
 
 var secCSRFField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
@@ -52,7 +53,7 @@ func (s *secUISession) do(method, path string, form url.Values) (int, string, *h
 // connections are closed when the test ends.
 func secUIClient(t *testing.T) *http.Client {
 	c := &http.Client{
-		Transport:     &http.Transport{},
+		Transport:     apitest.Wrap(t, &http.Transport{}),
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 	t.Cleanup(c.CloseIdleConnections)

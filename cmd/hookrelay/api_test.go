@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/hookrelay/hookrelay/internal/apitest"
 )
 
 // ingestCall sends a JSON request to a running serve and decodes the answer.
@@ -31,7 +33,7 @@ func ingestCall(t *testing.T, s *testServer, method, path, token string, body an
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := apitest.Client(t).Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)

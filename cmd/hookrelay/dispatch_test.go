@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookrelay/hookrelay/db/dbtest"
+	"github.com/hookrelay/hookrelay/internal/apitest"
 )
 
 // apiCall sends a JSON request with a bearer token and decodes the answer.
@@ -31,7 +32,7 @@ func apiCall(t *testing.T, method, url, token string, body any, out any) int {
 	require.NoError(t, err)
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := apitest.Client(t).Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)

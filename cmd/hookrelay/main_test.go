@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookrelay/hookrelay/db/dbtest"
+	"github.com/hookrelay/hookrelay/internal/apitest"
 	"github.com/hookrelay/hookrelay/internal/logtest"
 )
 
@@ -156,7 +157,7 @@ func TestUnknownCommandAndRole(t *testing.T) {
 func TestErrorShapeWithoutAPIRole(t *testing.T) {
 	t.Parallel()
 	s := startServe(t, nil, "--roles", "maintenance")
-	resp, err := http.Get(s.URL + "/v1/nope")
+	resp, err := apitest.Client(t).Get(s.URL + "/v1/nope")
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusNotFound, resp.StatusCode)

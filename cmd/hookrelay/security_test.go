@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/hookrelay/hookrelay/internal/apitest"
 )
 
 // secAdminToken is the admin token of every security test's server.
@@ -31,7 +33,7 @@ type secAPI struct {
 
 func newSecAPI(t *testing.T, base string) *secAPI {
 	c := &secAPI{t: t, base: base, http: &http.Client{
-		Transport:     &http.Transport{},
+		Transport:     apitest.Wrap(t, &http.Transport{}),
 		Timeout:       30 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}}

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/hookrelay/hookrelay/internal/apitest"
 )
 
 // The web role mounts the dashboard on the router, whose one error handler
@@ -17,7 +19,7 @@ func TestServeMountsDashboardAndItsErrorPage(t *testing.T) {
 	t.Parallel()
 	s := startServe(t, nil, "--roles", "web")
 	get := func(path string) (*http.Response, string) {
-		resp, err := http.Get(s.URL + path)
+		resp, err := apitest.Client(t).Get(s.URL + path)
 		require.NoError(t, err)
 		defer resp.Body.Close()
 		b, err := io.ReadAll(resp.Body)

@@ -11,13 +11,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookrelay/hookrelay/db/dbtest"
+	"github.com/hookrelay/hookrelay/internal/apitest"
 )
 
 var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 
 // noRedirects is a client that keeps every answer as it comes.
 func noRedirects(t *testing.T) *http.Client {
-	c := &http.Client{Transport: &http.Transport{},
+	c := &http.Client{Transport: apitest.Wrap(t, &http.Transport{}),
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	t.Cleanup(c.CloseIdleConnections)
 	return c

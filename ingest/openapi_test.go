@@ -1,0 +1,89 @@
+package ingest_test
+
+import (
+	"io"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/labstack/echo/v4"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookrelay/hookrelay/ingest"
+	"github.com/hookrelay/hookrelay/internal/apitest"
+	"github.com/hookrelay/hookrelay/openapi"
+)
+
+// inFlight are the routes the document describes that other branches are
+// adding to the router at the same time. Remove each one once its handler
+// is registered: the test then holds the document and the router to each
+// other in both directions.
+var inFlight = map[string]bool{
+	"GET /v1/messages":               true,
+	"GET /v1/messages/{id}":          true,
+	"POST /v1/endpoints/{id}/replay": true,
+	"GET /v1/replays/{id}":           true,
+	"POST /v1/replays/{id}/cancel":   true,
+	"POST /v1/ops-endpoints":         true,
+	"GET /v1/ops-endpoints":          true,
+	"DELETE /v1/ops-endpoints/{id}":  true,
+}
+
+var echoParam = regexp.MustCompile(`:([A-Za-z_]+)`)
+
+// Every route the API registers is in the OpenAPI document, and every
+// operation of the document is a registered route: a route cannot be added
+// undocumented, nor documented and not served.
+func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
+	e := echo.New()
+	ingest.New(slog.New(slog.DiscardHandler), ingest.Config{}, nil, nil, nil, nil).Register(e)
+	registered := map[string]bool{}
+	for _, r := range e.Routes() {
+		if !apitest.IsAPI(r.Path) {
+			continue
+		}
+		registered[r.Method+" "+echoParam.ReplaceAllString(r.Path, "{$1}")] = true
+	}
+	c, err := apitest.Default()
+	require.NoError(t, err)
+	documented := map[string]bool{}
+	for path, item := range c.Document().Paths.Map() {
+		for method := range item.Operations() {
+			documented[strings.ToUpper(method)+" "+path] = true
+		}
+	}
+	var undocumented, unserved []string
+	for r := range registered {
+		if !documented[r] {
+			undocumented = append(undocumented, r)
+		}
+	}
+	for d := range documented {
+		if !registered[d] && !inFlight[d] {
+			unserved = append(unserved, d)
+		}
+	}
+	sort.Strings(undocumented)
+	sort.Strings(unserved)
+	require.Empty(t, undocumented, "routes missing from openapi/openapi.json")
+	require.Empty(t, unserved, "operations of openapi/openapi.json that the API does not serve")
+	for r := range inFlight {
+		require.True(t, documented[r], "%s is in the in-flight list but not in the document", r)
+	}
+}
+
+// GET /openapi.json serves the embedded document, without a token.
+func TestOpenAPIServed(t *testing.T) {
+	t.Parallel()
+	b := setup(t, ingest.Config{})
+	resp := b.do(t, http.MethodGet, "/openapi.json", "", nil)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "application/json", resp.Header.Get("Content-Type"))
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, openapi.Document, body)
+}
