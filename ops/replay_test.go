@@ -110,7 +110,7 @@ func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() boo
 func waitReplay(t *testing.T, s *ops.Service, id int64, state string) db.Replay {
 	t.Helper()
 	var rp db.Replay
-	waitUntil(t, 60*time.Second, "replay "+state, func() bool {
+	waitUntil(t, 3*time.Minute, "replay "+state, func() bool {
 		var err error
 		rp, err = s.Replay(context.Background(), ops.Actor{}, id)
 		require.NoError(t, err)
@@ -344,7 +344,7 @@ func TestReplayBesideLiveTraffic(t *testing.T) {
 	sk := newSink(t)
 	ep, _ := dbtest.Endpoint(t, store, &dbtest.EndpointOpts{URL: sk.srv.URL, MaxInFlight: 1})
 	carrier, _ := dbtest.Carrier(t, store, nil)
-	const n = 3000
+	const n = 1000
 	since := history(t, url, ep.ID, carrier.ID, 2_000_000, n, 1, "K")
 	runDispatcher(t, store)
 	rp, err := s.StartReplay(ctx, ops.Actor{}, ep.ID, ops.ReplayRequest{Since: since, Until: time.Now(), Status: db.ReplayDelivered})
