@@ -88,27 +88,17 @@ func opsEventAdd(ctx context.Context, q *dbsqlc.Queries, typ string, endpointID 
 	return nil
 }
 
-// ReplayFinished is the data of a replay.finished event.
-type ReplayFinished struct {
-	ReplayID   int64
-	EndpointID int64
-	State      string // completed | cancelled | failed
-	Total      int64
-	Done       int64
-	Failed     int64
-}
-
-// OpsReplayFinished reports a finished replay to the ops endpoints that want
-// replay.finished. Call it once, when the replay reaches its final state;
-// inside a transaction of package db, opsReplayFinished with its queries
-// writes the event in that transaction.
-func (db *DB) OpsReplayFinished(ctx context.Context, r ReplayFinished) error {
+// OpsReplayFinished reports a replay that reached its final state
+// (ReplayFinished or ReplayCancelled) to the ops endpoints that want
+// replay.finished. The replay's own statements call opsReplayFinished with
+// their queries, so the event is written in their transaction.
+func (db *DB) OpsReplayFinished(ctx context.Context, r Replay) error {
 	return opsReplayFinished(ctx, db.q, r)
 }
 
-func opsReplayFinished(ctx context.Context, q *dbsqlc.Queries, r ReplayFinished) error {
+func opsReplayFinished(ctx context.Context, q *dbsqlc.Queries, r Replay) error {
 	return opsEventAdd(ctx, q, hookrelay.OpsReplayFinished, r.EndpointID, map[string]any{
-		"replay_id": strconv.FormatInt(r.ReplayID, 10), "endpoint_id": strconv.FormatInt(r.EndpointID, 10),
+		"replay_id": strconv.FormatInt(r.ID, 10), "endpoint_id": strconv.FormatInt(r.EndpointID, 10),
 		"state": r.State, "total": r.Total, "done": r.Done, "failed": r.Failed,
 	})
 }

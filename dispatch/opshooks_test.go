@@ -102,7 +102,7 @@ func TestOpsEventsDeliveredSigned(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, store.OpsLongTransaction(ctx, db.LongTransaction{PID: 42, Database: "hookrelay", State: "idle in transaction",
 		XactStart: time.Now().Add(-time.Hour), XactSeconds: 3600, SameDatabase: true}))
-	require.NoError(t, store.OpsReplayFinished(ctx, db.ReplayFinished{ReplayID: 7, EndpointID: flakyEP.ID, State: "completed", Total: 10, Done: 10}))
+	require.NoError(t, store.OpsReplayFinished(ctx, db.Replay{ID: 7, ReplaySpec: db.ReplaySpec{EndpointID: flakyEP.ID}, State: db.ReplayFinished, Total: 10, Done: 10}))
 
 	byType := func() map[string][]opsEvent {
 		m := map[string][]opsEvent{}
@@ -144,7 +144,7 @@ func TestOpsEventsDeliveredSigned(t *testing.T) {
 	require.EqualValues(t, 1, dl["count"])
 	require.Equal(t, "HTTP 500", dl["last_error"])
 	require.EqualValues(t, 42, got[hookrelay.OpsDatabaseLongXact][0].Data["pid"])
-	require.Equal(t, "completed", got[hookrelay.OpsReplayFinished][0].Data["state"])
+	require.Equal(t, db.ReplayFinished, got[hookrelay.OpsReplayFinished][0].Data["state"])
 	require.Equal(t, "7", got[hookrelay.OpsReplayFinished][0].Data["replay_id"])
 
 	// The subscriber of endpoint.enabled alone got that one event.
@@ -215,7 +215,7 @@ func TestOpsReceiverHangingDoesNotSlowDeliveries(t *testing.T) {
 	cfg := opsConfig()
 	cfg.OpsTimeout = 2 * time.Second
 	runDispatcher(t, store, cfg)
-	require.NoError(t, store.OpsReplayFinished(ctx, db.ReplayFinished{ReplayID: 1, EndpointID: ep.ID, State: "completed"}))
+	require.NoError(t, store.OpsReplayFinished(ctx, db.Replay{ID: 1, ReplaySpec: db.ReplaySpec{EndpointID: ep.ID}, State: db.ReplayFinished}))
 	waitFor(t, 5*time.Second, "the ops receiver hanging", func() bool { return opsTries.Load() == 1 })
 
 	start := time.Now()

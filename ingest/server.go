@@ -119,6 +119,9 @@ type Operations interface {
 	CreateOpsEndpoint(ctx context.Context, in ops.NewOpsEndpoint) (db.OpsEndpoint, error)
 	OpsEndpoints(ctx context.Context) ([]db.OpsEndpoint, error)
 	DeleteOpsEndpoint(ctx context.Context, id int64) error
+	StartReplay(ctx context.Context, a ops.Actor, endpointID int64, req ops.ReplayRequest) (db.Replay, error)
+	Replay(ctx context.Context, a ops.Actor, id int64) (db.Replay, error)
+	CancelReplay(ctx context.Context, a ops.Actor, id int64) (db.Replay, error)
 }
 
 // Server is the API: handlers, caches, the rate limiters and the batcher.
@@ -232,6 +235,9 @@ func (s *Server) Register(e *echo.Echo) {
 	route(http.MethodPost, "/v1/endpoints/:id/rotate-secret", s.rotateSecret, merchant)
 	route(http.MethodPost, "/v1/endpoints/:id/test", s.testEndpoint, merchant)
 	route(http.MethodGet, "/v1/endpoints/:id/deliveries", s.listDeliveries, merchant)
+	route(http.MethodPost, "/v1/endpoints/:id/replay", s.startReplay, merchant)
+	route(http.MethodGet, "/v1/replays/:id", s.getReplay, merchant)
+	route(http.MethodPost, "/v1/replays/:id/cancel", s.cancelReplay, merchant)
 	route(http.MethodGet, "/v1/deliveries/:id", s.getDelivery, merchant)
 	route(http.MethodPost, "/v1/deliveries/:id/retry", s.retryDelivery, merchant)
 	route(http.MethodGet, "/v1/messages", s.listMessages, merchant)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db"
+	"github.com/hookrelay/hookrelay/ops"
 )
 
 // LockKey is the advisory lock key of the maintenance role.
@@ -165,6 +166,10 @@ type Config struct {
 	// Queues is the number of logical queues (HOOKRELAY_QUEUES). Default
 	// hookrelay.DefaultQueues.
 	Queues int
+
+	// Replay configures the replay runner (ops.ReplayRunner) the holder
+	// runs; a negative Replay.Interval switches it off.
+	Replay ops.ReplayConfig
 
 	// LockRetry is how often a standby process tries to take the role, and
 	// how often the holder checks its connection. Default DefaultLockRetry

@@ -11,5 +11,7 @@
 //     (vacuum.go);
 //   - samples table and cluster health into hookrelay_db_* metrics and warns
 //     about long transactions (health.go);
-//   - writes a stat sample for the dashboard charts every ~10 s (stats.go).
+//   - writes a stat sample for the dashboard charts every ~10 s (stats.go);
+//   - carries out the replays asked for through the API, a bounded batch at
+//     a time (ops.ReplayRunner).
 package maintenance

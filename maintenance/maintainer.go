@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/hookrelay/hookrelay/db"
+	"github.com/hookrelay/hookrelay/ops"
 )
 
 // PayloadStore is the part of the S3 payload store retention uses.
@@ -98,6 +99,10 @@ func (mt *Maintainer) lead(ctx context.Context) error {
 	}
 	if mt.cfg.StatInterval > 0 {
 		g.Go(func() error { mt.statLoop(gctx); return nil })
+	}
+	if mt.cfg.Replay.Interval >= 0 {
+		runner := ops.NewReplayRunner(mt.logger, mt.cfg.Replay, mt.db)
+		g.Go(func() error { return runner.Run(gctx) })
 	}
 	// The leadership loop owns sess; when it fails, the others stop.
 	g.Go(func() error { return mt.keep(gctx, sess) })

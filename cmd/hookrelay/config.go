@@ -13,6 +13,7 @@ import (
 	"github.com/hookrelay/hookrelay/dispatch"
 	"github.com/hookrelay/hookrelay/ingest"
 	"github.com/hookrelay/hookrelay/maintenance"
+	"github.com/hookrelay/hookrelay/ops"
 	"github.com/hookrelay/hookrelay/storage"
 	"github.com/hookrelay/hookrelay/throttle"
 	"github.com/hookrelay/hookrelay/web"
@@ -268,6 +269,12 @@ func loadMaintenance(p *envParser, queues int, idleInTx time.Duration) maintenan
 		// Time between stat samples.
 		StatInterval: p.duration("HOOKRELAY_STAT_INTERVAL", maintenance.DefaultStatInterval, 50*time.Millisecond, time.Hour),
 		Queues:       queues,
+		Replay: ops.ReplayConfig{
+			// Rows of a replay's window one transaction reads and queues again.
+			Batch: p.int("HOOKRELAY_REPLAY_BATCH", ops.DefaultReplayBatch, 10, 10_000),
+			// How often an idle replay runner looks for work.
+			Interval: p.duration("HOOKRELAY_REPLAY_INTERVAL", ops.DefaultReplayInterval, 10*time.Millisecond, time.Hour),
+		},
 		// How often a standby tries to take the role.
 		LockRetry: p.duration("HOOKRELAY_MAINTENANCE_LOCK_RETRY", maintenance.DefaultLockRetry, 50*time.Millisecond, 5*time.Minute),
 		Session: db.SessionConfig{

@@ -14,6 +14,7 @@ import (
 	"github.com/hookrelay/hookrelay/dispatch"
 	"github.com/hookrelay/hookrelay/ingest"
 	"github.com/hookrelay/hookrelay/maintenance"
+	"github.com/hookrelay/hookrelay/ops"
 	"github.com/hookrelay/hookrelay/storage"
 	"github.com/hookrelay/hookrelay/throttle"
 	"github.com/hookrelay/hookrelay/web"
@@ -108,6 +109,8 @@ func TestConfigDefaultsArePackageDefaults(t *testing.T) {
 		{"HOOKRELAY_HEALTH_INTERVAL", m.HealthInterval, mDef.HealthInterval},
 		{"HOOKRELAY_LONG_TRANSACTION", m.LongTransaction, mDef.LongTransaction},
 		{"HOOKRELAY_STAT_INTERVAL", m.StatInterval, mDef.StatInterval},
+		{"HOOKRELAY_REPLAY_BATCH", m.Replay.Batch, ops.DefaultReplayBatch},
+		{"HOOKRELAY_REPLAY_INTERVAL", m.Replay.Interval, ops.DefaultReplayInterval},
 		{"HOOKRELAY_MAINTENANCE_LOCK_RETRY", m.LockRetry, mDef.LockRetry},
 		{"HOOKRELAY_MAINTENANCE_STATEMENT_TIMEOUT", m.Session.StatementTimeout, sessDef.StatementTimeout},
 		{"HOOKRELAY_MAINTENANCE_LOCK_TIMEOUT", m.Session.LockTimeout, sessDef.LockTimeout},

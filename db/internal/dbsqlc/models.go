@@ -213,6 +213,24 @@ type QueueLease struct {
 	ExpiresAt time.Time
 }
 
+type Replay struct {
+	ID          int64
+	EndpointID  int64
+	Status      string
+	OrderingKey *string
+	Since       time.Time
+	Until       time.Time
+	State       string
+	CursorAt    time.Time
+	CursorID    int64
+	Total       int64
+	Done        int64
+	Failed      int64
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+	FinishedAt  *time.Time
+}
+
 type Setting struct {
 	Name      string
 	Value     string

@@ -1,0 +1,227 @@
+package ops
+
+import (
+	"cmp"
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/db"
+)
+
+// Defaults of the replay runner; cmd/hookrelay uses them for its environment
+// variables.
+const (
+	// DefaultReplayBatch is how many rows of a replay's window one batch
+	// (one transaction) reads and queues again.
+	DefaultReplayBatch = 1000
+	// DefaultReplayInterval is how often an idle runner looks for work.
+	DefaultReplayInterval = time.Second
+)
+
+// MaxReplayWindow bounds the window of one replay: history is kept for days
+// (HOOKRELAY_RETENTION), and a wider window would only read empty days.
+const MaxReplayWindow = 31 * 24 * time.Hour
+
+// maxOrderingKey is the longest ordering key ingest accepts.
+const maxOrderingKey = 1024
+
+// replayCountChunk is how many source rows one statement of the count at
+// creation reads.
+const replayCountChunk = 20_000
+
+// ReplayRequest is what to re-deliver to an endpoint: its past deliveries in
+// [Since, Until) of Status (db.ReplayDelivered, db.ReplayFailed or
+// db.ReplayAll), of OrderingKey only when it is not empty.
+type ReplayRequest struct {
+	Since       time.Time
+	Until       time.Time
+	Status      string
+	OrderingKey string
+}
+
+// StartReplay checks req, counts what it covers and stores a running replay
+// of endpoint id for the runner (ReplayRunner) to carry out. An Until after
+// now is taken as now: the replay covers what had happened when it was asked
+// for, never its own re-deliveries.
+func (s *Service) StartReplay(ctx context.Context, a Actor, endpointID int64, req ReplayRequest) (db.Replay, error) {
+	ep, err := s.Endpoint(ctx, a, endpointID)
+	if err != nil {
+		return db.Replay{}, err
+	}
+	switch req.Status {
+	case db.ReplayDelivered, db.ReplayFailed, db.ReplayAll:
+	default:
+		return db.Replay{}, hookrelay.Errorf(hookrelay.EINVALID, "status must be delivered, failed or all")
+	}
+	if req.Since.IsZero() || req.Until.IsZero() {
+		return db.Replay{}, hookrelay.Errorf(hookrelay.EINVALID, "since and until are required")
+	}
+	now := s.now()
+	if req.Until.After(now) {
+		req.Until = now
+	}
+	if !req.Since.Before(req.Until) {
+		return db.Replay{}, hookrelay.Errorf(hookrelay.EINVALID, "since must be before until (and before now)")
+	}
+	if req.Until.Sub(req.Since) > MaxReplayWindow {
+		return db.Replay{}, hookrelay.Errorf(hookrelay.EINVALID, "the window is longer than %s", MaxReplayWindow)
+	}
+	if err := hookrelay.CheckText("ordering_key", req.OrderingKey, maxOrderingKey); err != nil {
+		return db.Replay{}, err
+	}
+	sp := db.ReplaySpec{EndpointID: ep.ID, Status: req.Status, OrderingKey: req.OrderingKey,
+		Since: req.Since.UTC(), Until: req.Until.UTC()}
+	total, err := s.db.ReplayCount(ctx, sp, replayCountChunk)
+	if err != nil {
+		return db.Replay{}, err
+	}
+	return s.db.ReplayCreate(ctx, sp, total)
+}
+
+// Replay returns replay id if a may see it: the operator always, a merchant
+// when the replay's endpoint is its own.
+func (s *Service) Replay(ctx context.Context, a Actor, id int64) (db.Replay, error) {
+	rp, err := s.db.ReplayGet(ctx, id)
+	if err != nil {
+		return db.Replay{}, err
+	}
+	if a.MerchantID != 0 {
+		if _, err := s.Endpoint(ctx, a, rp.EndpointID); err != nil {
+			return db.Replay{}, hookrelay.Errorf(hookrelay.ENOTFOUND, "replay not found")
+		}
+	}
+	return rp, nil
+}
+
+// CancelReplay stops replay id: no batch starts after it returns (the
+// deliveries already queued, at most about a batch not yet sent, go out).
+// Cancelling a cancelled replay changes nothing; a finished one is a
+// conflict.
+func (s *Service) CancelReplay(ctx context.Context, a Actor, id int64) (db.Replay, error) {
+	if _, err := s.Replay(ctx, a, id); err != nil {
+		return db.Replay{}, err
+	}
+	rp, _, err := s.db.ReplayCancel(ctx, id)
+	if err != nil {
+		return db.Replay{}, err
+	}
+	if rp.State == db.ReplayFinished {
+		return rp, hookrelay.Errorf(hookrelay.ECONFLICT, "replay already finished")
+	}
+	return rp, nil
+}
+
+// ReplayConfig configures the replay runner. Zero fields take their
+// defaults.
+type ReplayConfig struct {
+	// Batch is how many rows of a replay's window one transaction reads and
+	// queues again. Default DefaultReplayBatch.
+	Batch int
+	// Interval is how often the runner looks for work when it has none.
+	// Default DefaultReplayInterval.
+	Interval time.Duration
+	// OnBatch, when set, is called after every committed batch with how
+	// long its transaction took.
+	OnBatch func(b db.ReplayBatch, took time.Duration)
+}
+
+func (c ReplayConfig) withDefaults() ReplayConfig {
+	c.Batch = cmp.Or(c.Batch, DefaultReplayBatch)
+	c.Interval = cmp.Or(c.Interval, DefaultReplayInterval)
+	return c
+}
+
+// maxRunningReplays is how many replays a runner advances side by side.
+const maxRunningReplays = 100
+
+// ReplayRunner carries out the running replays, a batch at a time: each
+// batch is one short transaction that queues up to Batch deliveries and
+// commits the replay's cursor with them, so a runner stopped anywhere (its
+// context ended, its process killed) resumes where the last commit left
+// off without queueing anything twice. The next batch of a replay waits
+// until at least half of its previous one has left the queue: a replay of a
+// million rows keeps about a batch of them queued at a time, and live
+// callbacks wait behind no more than that. Run one per deployment (the
+// maintenance role's holder does); two at once are safe (a batch locks its
+// replay) but gain nothing.
+type ReplayRunner struct {
+	cfg    ReplayConfig
+	db     *db.DB
+	logger *slog.Logger
+	// queued is the last batch each replay queued, while it is being sent.
+	// A runner that starts anew does not know it and starts a batch at once.
+	queued map[int64][]int64
+}
+
+// NewReplayRunner returns a runner of the replays stored in store.
+func NewReplayRunner(logger *slog.Logger, cfg ReplayConfig, store *db.DB) *ReplayRunner {
+	return &ReplayRunner{cfg: cfg.withDefaults(), db: store, logger: logger, queued: map[int64][]int64{}}
+}
+
+// Run advances the running replays until ctx ends, and returns nil then.
+func (r *ReplayRunner) Run(ctx context.Context) error {
+	for {
+		busy, err := r.Step(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			r.logger.Warn("replay: batch failed; retrying", "error", err, "retry_in", r.cfg.Interval)
+		}
+		wait := r.cfg.Interval
+		if busy {
+			// Some replay's deliveries are on their way: look again soon.
+			wait = min(wait, 20*time.Millisecond)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(wait):
+		}
+	}
+}
+
+// Step runs at most one batch of every running replay that may take one,
+// and reports whether any replay is still running.
+func (r *ReplayRunner) Step(ctx context.Context) (bool, error) {
+	running, err := r.db.ReplayListRunning(ctx, maxRunningReplays)
+	if err != nil {
+		return false, err
+	}
+	live := make(map[int64][]int64, len(running))
+	for _, rp := range running {
+		if prev := r.queued[rp.ID]; len(prev) > 0 {
+			n, err := r.db.DeliveryCountQueued(ctx, prev)
+			if err != nil {
+				return true, err
+			}
+			if 2*n > int64(len(prev)) {
+				live[rp.ID] = prev
+				continue
+			}
+		}
+		start := time.Now()
+		b, ok, err := r.db.ReplayStep(ctx, rp.ID, r.cfg.Batch)
+		took := time.Since(start)
+		if err != nil {
+			return true, err
+		}
+		if !ok {
+			continue
+		}
+		if r.cfg.OnBatch != nil {
+			r.cfg.OnBatch(b, took)
+		}
+		r.logger.Debug("replay: batch", "replay_id", rp.ID, "read", b.Read, "queued", len(b.Queued), "took", took)
+		if b.Replay.State == db.ReplayFinished {
+			r.logger.Info("replay: finished", "replay_id", rp.ID, "endpoint_id", b.Replay.EndpointID,
+				"total", b.Replay.Total, "done", b.Replay.Done, "failed", b.Replay.Failed)
+			continue
+		}
+		live[rp.ID] = b.Queued
+	}
+	r.queued = live
+	return len(running) > 0, nil
+}
