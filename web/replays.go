@@ -136,8 +136,10 @@ func (d *Dashboard) replayFormPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	now := d.cfg.Now().UTC()
-	f := replayForm{Since: now.Add(-replayDefaultWindow).Format(timeInput), Until: now.Format(timeInput), Status: db.ReplayDelivered}
+	// The inputs have minutes: until is the next minute (after now means
+	// now), so that the last minute's deliveries are in the window.
+	until := d.cfg.Now().UTC().Truncate(time.Minute).Add(time.Minute)
+	f := replayForm{Since: until.Add(-replayDefaultWindow).Format(timeInput), Until: until.Format(timeInput), Status: db.ReplayDelivered}
 	return d.renderReplayForm(c, http.StatusOK, sc, replayFormData{E: ep, Form: f, Base: sc.Base})
 }
 
