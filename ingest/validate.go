@@ -27,12 +27,29 @@ func invalidf(format string, args ...any) error {
 	return hookrelay.Errorf(hookrelay.EINVALID, format, args...)
 }
 
-// validateURL checks an endpoint URL: absolute http(s) (https only with
-// RequireHTTPS), no credentials, and unless private targets are allowed,
-// every address the host resolves to (or the literal address it is, in any
-// notation such as 2130706433 or 0x7f.1) must pass hookrelay.TargetAllowed.
-// The dispatcher checks the address again when it connects (DNS may change).
+// validateURL checks an endpoint URL by the server's settings (CheckURL).
 func (s *Server) validateURL(ctx context.Context, raw string) (string, error) {
+	return CheckURL(ctx, URLRule{AllowPrivateTargets: s.cfg.AllowPrivateTargets, RequireHTTPS: s.cfg.RequireHTTPS, Resolver: s.cfg.Resolver}, raw)
+}
+
+// URLRule is what CheckURL allows; the Config fields of the same names set
+// the API's.
+type URLRule struct {
+	AllowPrivateTargets bool
+	RequireHTTPS        bool
+	Resolver            Resolver // nil: net.DefaultResolver
+}
+
+// CheckURL checks an endpoint URL and returns it normalised: absolute
+// http(s) (https only with RequireHTTPS), no credentials, and unless private
+// targets are allowed, every address the host resolves to (or the literal
+// address it is, in any notation such as 2130706433 or 0x7f.1) must pass
+// hookrelay.TargetAllowed. The dispatcher checks the address again when it
+// connects (DNS may change). The dashboard applies it too.
+func CheckURL(ctx context.Context, rule URLRule, raw string) (string, error) {
+	if rule.Resolver == nil {
+		rule.Resolver = defaultResolver{}
+	}
 	if raw == "" {
 		return "", invalidf("url is required")
 	}
@@ -46,7 +63,7 @@ func (s *Server) validateURL(ctx context.Context, raw string) (string, error) {
 	switch u.Scheme {
 	case "https":
 	case "http":
-		if s.cfg.RequireHTTPS {
+		if rule.RequireHTTPS {
 			return "", invalidf("url must use https")
 		}
 	default:
@@ -63,7 +80,7 @@ func (s *Server) validateURL(ctx context.Context, raw string) (string, error) {
 			return "", invalidf("url has an invalid port")
 		}
 	}
-	if s.cfg.AllowPrivateTargets {
+	if rule.AllowPrivateTargets {
 		return u.String(), nil
 	}
 	host := u.Hostname()
@@ -84,7 +101,7 @@ func (s *Server) validateURL(ctx context.Context, raw string) (string, error) {
 	}
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	addrs, err := s.cfg.Resolver.LookupNetIP(rctx, "ip", host)
+	addrs, err := rule.Resolver.LookupNetIP(rctx, "ip", host)
 	if err != nil || len(addrs) == 0 {
 		return "", invalidf("url host %q does not resolve", host)
 	}

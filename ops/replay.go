@@ -46,38 +46,58 @@ type ReplayRequest struct {
 // now is taken as now: the replay covers what had happened when it was asked
 // for, never its own re-deliveries.
 func (s *Service) StartReplay(ctx context.Context, a Actor, endpointID int64, req ReplayRequest) (db.Replay, error) {
-	ep, err := s.Endpoint(ctx, a, endpointID)
+	sp, err := s.replaySpec(ctx, a, endpointID, req)
 	if err != nil {
 		return db.Replay{}, err
+	}
+	total, err := s.db.ReplayCount(ctx, sp, replayCountChunk)
+	if err != nil {
+		return db.Replay{}, err
+	}
+	return s.db.ReplayCreate(ctx, sp, total)
+}
+
+// CountReplay checks req as StartReplay does and returns how many
+// deliveries the replay would re-deliver if it started now, without starting
+// it (the dashboard's confirmation).
+func (s *Service) CountReplay(ctx context.Context, a Actor, endpointID int64, req ReplayRequest) (int64, error) {
+	sp, err := s.replaySpec(ctx, a, endpointID, req)
+	if err != nil {
+		return 0, err
+	}
+	return s.db.ReplayCount(ctx, sp, replayCountChunk)
+}
+
+// replaySpec checks req against endpoint id as a sees it and returns what
+// the replay covers, Until capped at now.
+func (s *Service) replaySpec(ctx context.Context, a Actor, endpointID int64, req ReplayRequest) (db.ReplaySpec, error) {
+	ep, err := s.Endpoint(ctx, a, endpointID)
+	if err != nil {
+		return db.ReplaySpec{}, err
 	}
 	switch req.Status {
 	case db.ReplayDelivered, db.ReplayFailed, db.ReplayAll:
 	default:
-		return db.Replay{}, hookrelay.Errorf(hookrelay.EINVALID, "status must be delivered, failed or all")
+		return db.ReplaySpec{}, hookrelay.Errorf(hookrelay.EINVALID, "status must be delivered, failed or all")
 	}
 	if req.Since.IsZero() || req.Until.IsZero() {
-		return db.Replay{}, hookrelay.Errorf(hookrelay.EINVALID, "since and until are required")
+		return db.ReplaySpec{}, hookrelay.Errorf(hookrelay.EINVALID, "since and until are required")
 	}
 	now := s.now()
 	if req.Until.After(now) {
 		req.Until = now
 	}
 	if !req.Since.Before(req.Until) {
-		return db.Replay{}, hookrelay.Errorf(hookrelay.EINVALID, "since must be before until (and before now)")
+		return db.ReplaySpec{}, hookrelay.Errorf(hookrelay.EINVALID, "since must be before until (and before now)")
 	}
 	if req.Until.Sub(req.Since) > MaxReplayWindow {
-		return db.Replay{}, hookrelay.Errorf(hookrelay.EINVALID, "the window is longer than %s", MaxReplayWindow)
+		return db.ReplaySpec{}, hookrelay.Errorf(hookrelay.EINVALID, "the window is longer than %s", MaxReplayWindow)
 	}
 	if err := hookrelay.CheckText("ordering_key", req.OrderingKey, maxOrderingKey); err != nil {
-		return db.Replay{}, err
+		return db.ReplaySpec{}, err
 	}
-	sp := db.ReplaySpec{EndpointID: ep.ID, Status: req.Status, OrderingKey: req.OrderingKey,
-		Since: req.Since.UTC(), Until: req.Until.UTC()}
-	total, err := s.db.ReplayCount(ctx, sp, replayCountChunk)
-	if err != nil {
-		return db.Replay{}, err
-	}
-	return s.db.ReplayCreate(ctx, sp, total)
+	return db.ReplaySpec{EndpointID: ep.ID, Status: req.Status, OrderingKey: req.OrderingKey,
+		Since: req.Since.UTC(), Until: req.Until.UTC()}, nil
 }
 
 // Replay returns replay id if a may see it: the operator always, a merchant

@@ -266,8 +266,12 @@ func TestReplayBadInput(t *testing.T) {
 	} {
 		_, err := s.StartReplay(ctx, ops.Actor{}, ep.ID, req)
 		require.Equal(t, hookrelay.EINVALID, hookrelay.ErrorCode(err), "%s: %v", name, err)
+		_, err = s.CountReplay(ctx, ops.Actor{}, ep.ID, req)
+		require.Equal(t, hookrelay.EINVALID, hookrelay.ErrorCode(err), "count: %s: %v", name, err)
 	}
 	_, err := s.StartReplay(ctx, ops.Merchant(m2.ID), ep.ID, ok)
+	require.Equal(t, hookrelay.ENOTFOUND, hookrelay.ErrorCode(err), "%v", err)
+	_, err = s.CountReplay(ctx, ops.Merchant(m2.ID), ep.ID, ok)
 	require.Equal(t, hookrelay.ENOTFOUND, hookrelay.ErrorCode(err), "%v", err)
 
 	rp, err := s.StartReplay(ctx, ops.Merchant(m1.ID), ep.ID, ok)
@@ -301,6 +305,12 @@ func TestReplayCancel(t *testing.T) {
 	ep, _ := dbtest.Endpoint(t, store, nil)
 	carrier, _ := dbtest.Carrier(t, store, nil)
 	since := history(t, url, ep.ID, carrier.ID, 1_000_000, 1000, 10, "C")
+	n, err := s.CountReplay(ctx, ops.Actor{}, ep.ID, ops.ReplayRequest{Since: since, Until: time.Now(), Status: db.ReplayDelivered})
+	require.NoError(t, err)
+	require.Equal(t, int64(1000), n, "the count without a start")
+	n, err = s.CountReplay(ctx, ops.Actor{}, ep.ID, ops.ReplayRequest{Since: since, Until: time.Now(), Status: db.ReplayDelivered, OrderingKey: "C3"})
+	require.NoError(t, err)
+	require.Equal(t, int64(100), n, "one key's")
 	rp, err := s.StartReplay(ctx, ops.Actor{}, ep.ID, ops.ReplayRequest{Since: since, Until: time.Now(), Status: db.ReplayDelivered})
 	require.NoError(t, err)
 	require.Equal(t, int64(1000), rp.Total)

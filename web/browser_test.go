@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -320,6 +321,27 @@ func TestWebBrowser(t *testing.T) {
 		require.Contains(t, text(t, b, "#autovacuum-warning"), "autovacuum off")
 	}
 	screenshot(t, b, "database")
+
+	// Replay: the steady endpoint's last day (the form's proposal) up to the
+	// confirmation, which counts what would be sent again.
+	browse(t, b, chromedp.Navigate(base+"/ui/endpoints/"+sid+"/replay"), chromedp.WaitVisible(chromedp.CSS("#replay-form")),
+		chromedp.Click(chromedp.CSS("#replay-count")), chromedp.WaitVisible(chromedp.CSS("#confirm-count")))
+	m := regexp.MustCompile(`This will send ([\d,]+) deliveries`).FindStringSubmatch(text(t, b, "#confirm-count"))
+	require.NotNil(t, m, text(t, b, "#confirm-count"))
+	count, err := strconv.Atoi(strings.ReplaceAll(m[1], ",", ""))
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, count, n)
+	screenshot(t, b, "replay-confirm")
+
+	// Operational webhooks: add one; its secret shows once.
+	browse(t, b, chromedp.Navigate(base+"/ui/ops-endpoints"), chromedp.WaitVisible(chromedp.CSS("#ops-form")),
+		chromedp.SendKeys(chromedp.CSS("#url"), hs.URL+"/ops"),
+		chromedp.Click(chromedp.CSS(`input[value="endpoint.disabled"]`)),
+		chromedp.SendKeys(chromedp.CSS("#description"), "on-call pager"),
+		chromedp.Click(chromedp.CSS("#ops-add")), chromedp.WaitVisible(chromedp.CSS("#ops-secret")))
+	require.True(t, strings.HasPrefix(text(t, b, "#ops-secret"), "whsec_"))
+	require.Contains(t, text(t, b, "#ops-endpoints"), "on-call pager")
+	screenshot(t, b, "ops-endpoints")
 	logout(t, b)
 
 	// Merchant view: own endpoints and secret; nothing of others, no ops pages.

@@ -26,6 +26,7 @@ type endpointsData struct {
 	Rows       []endpointRow
 	NextAfter  int64 // 0: last page
 	PendingCap int64
+	CanAct     bool // the operations are there (replay)
 }
 
 func idParam(c echo.Context, name string) (int64, error) {
@@ -63,7 +64,7 @@ func (d *Dashboard) endpointRows(c echo.Context, merchantID int64) (endpointsDat
 	if err != nil {
 		return endpointsData{}, err
 	}
-	data := endpointsData{PendingCap: pendingCap}
+	data := endpointsData{PendingCap: pendingCap, CanAct: d.cfg.Ops != nil}
 	if len(list) > pageSize {
 		list = list[:pageSize]
 		data.NextAfter = list[len(list)-1].ID

@@ -31,6 +31,7 @@ const testAdminToken = "hra_test_admin_token_0123456789"
 type fixtureOpts struct {
 	OffloadBytes int           // ingest: payloads above this go to the S3 store
 	StatInterval time.Duration // maintenance: > 0 runs the stat sampler this often
+	Replays      bool          // run a replay runner (the maintenance holder's) as well
 }
 
 // webFixture is the dashboard on a loopback server, on one echo router with
@@ -63,7 +64,10 @@ func startWebFixture(t *testing.T, o fixtureOpts) webFixture {
 	operations := ops.New(store, d)
 	api := ingest.New(logger, ingest.Config{AllowPrivateTargets: true, OffloadBytes: o.OffloadBytes,
 		Batcher: ingest.BatcherConfig{OnStored: func(_ int, queues []int) { d.WakeQueues(queues) }}}, store, payloads, nil, operations)
-	dash, err := web.New(ctx, web.Config{Logger: logger, Store: store, Ops: operations, Presigner: payloads})
+	dash, err := web.New(ctx, web.Config{Logger: logger, Store: store, Ops: operations, Presigner: payloads,
+		CheckURL: func(ctx context.Context, raw string) (string, error) {
+			return ingest.CheckURL(ctx, ingest.URLRule{AllowPrivateTargets: true}, raw)
+		}})
 	require.NoError(t, err)
 
 	e := echo.New()
@@ -83,6 +87,9 @@ func startWebFixture(t *testing.T, o fixtureOpts) webFixture {
 	}
 	run(api.Run)
 	run(d.Run)
+	if o.Replays {
+		run(ops.NewReplayRunner(logger, ops.ReplayConfig{Interval: 20 * time.Millisecond}, store).Run)
+	}
 	if o.StatInterval > 0 {
 		mt := maintenance.New(logger, maintenance.Config{StatInterval: o.StatInterval, StatLag: time.Millisecond}, store, payloads, nil)
 		run(mt.Run)

@@ -105,6 +105,10 @@ func flashText(code, n string) string {
 		return "Delivery queued for retry."
 	case "revoked":
 		return "Session revoked."
+	case "cancelled":
+		return "Replay cancelled."
+	case "opsdeleted":
+		return "Ops endpoint deleted."
 	}
 	return ""
 }

@@ -194,6 +194,11 @@ func TestDashboardAuth(t *testing.T) {
 		{ma, "/ui/m/endpoints/" + f.endpointA + "/rotate", maCSRF},
 		{ma, "/ui/m/endpoints/" + f.endpointA + "/reveal", maCSRF},
 		{ma, "/ui/m/endpoints/" + f.endpointA + "/test", maCSRF},
+		{admin, "/ui/endpoints/" + f.endpointA + "/replay/confirm", adminCSRF},
+		{admin, "/ui/endpoints/" + f.endpointA + "/replay", adminCSRF},
+		{admin, "/ui/ops-endpoints", adminCSRF},
+		{ma, "/ui/m/endpoints/" + f.endpointA + "/replay/confirm", maCSRF},
+		{ma, "/ui/m/endpoints/" + f.endpointA + "/replay", maCSRF},
 	}
 	for _, p := range posts {
 		st, _, _ := anon.do("POST", p.path, url.Values{"csrf": {p.good}})

@@ -64,6 +64,13 @@ type Operations interface {
 	SendTest(ctx context.Context, a ops.Actor, id int64) (hookrelay.PingResult, error)
 	Sessions(ctx context.Context, beforeID int64, limit int) ([]db.DashboardSessionView, error)
 	RevokeSession(ctx context.Context, id int64) error
+	CountReplay(ctx context.Context, a ops.Actor, endpointID int64, req ops.ReplayRequest) (int64, error)
+	StartReplay(ctx context.Context, a ops.Actor, endpointID int64, req ops.ReplayRequest) (db.Replay, error)
+	Replay(ctx context.Context, a ops.Actor, id int64) (db.Replay, error)
+	CancelReplay(ctx context.Context, a ops.Actor, id int64) (db.Replay, error)
+	CreateOpsEndpoint(ctx context.Context, in ops.NewOpsEndpoint) (db.OpsEndpoint, error)
+	OpsEndpoints(ctx context.Context) ([]db.OpsEndpoint, error)
+	DeleteOpsEndpoint(ctx context.Context, id int64) error
 }
 
 // Presigner makes a time-limited GET link to a stored payload.
@@ -84,6 +91,10 @@ type Config struct {
 	Ops Operations
 	// Presigner links offloaded payloads; nil shows the object key only.
 	Presigner Presigner
+	// CheckURL checks and normalises an ops endpoint's URL as the API does
+	// (ingest.CheckURL with the API's settings). Nil refuses adding ops
+	// endpoints.
+	CheckURL func(ctx context.Context, raw string) (string, error)
 	// Queues is the number of logical queues. Default hookrelay.DefaultQueues.
 	Queues int
 	// SessionTTL is how long a login lasts. Default 12h.
@@ -174,6 +185,15 @@ func (d *Dashboard) Mount(e *echo.Echo, prefix string, errs *httperr.Handler) {
 	ops.GET("/database", d.database)
 	ops.GET("/sessions", d.sessionList)
 	ops.POST("/sessions/:id/revoke", d.sessionRevoke)
+	ops.GET("/endpoints/:id/replay", d.replayFormPage)
+	ops.POST("/endpoints/:id/replay/confirm", d.replayConfirm)
+	ops.POST("/endpoints/:id/replay", d.replayStart)
+	ops.GET("/replays/:id", d.replayPage)
+	ops.POST("/replays/:id/cancel", d.replayCancel)
+	ops.GET("/ops-endpoints", d.opsEndpointList)
+	ops.POST("/ops-endpoints", d.opsEndpointCreate)
+	ops.GET("/ops-endpoints/:id/delete", d.opsEndpointDeleteConfirm)
+	ops.POST("/ops-endpoints/:id/delete", d.opsEndpointDelete)
 
 	m := g.Group("/m", d.authed, d.merchantOnly, d.csrf)
 	m.GET("/", d.merchantHome)
@@ -184,4 +204,9 @@ func (d *Dashboard) Mount(e *echo.Echo, prefix string, errs *httperr.Handler) {
 	m.GET("/deliveries/:id", d.merchantDelivery)
 	m.GET("/messages", d.merchantMessageSearch)
 	m.POST("/deliveries/:id/retry", d.merchantRetry)
+	m.GET("/endpoints/:id/replay", d.replayFormPage)
+	m.POST("/endpoints/:id/replay/confirm", d.replayConfirm)
+	m.POST("/endpoints/:id/replay", d.replayStart)
+	m.GET("/replays/:id", d.replayPage)
+	m.POST("/replays/:id/cancel", d.replayCancel)
 }

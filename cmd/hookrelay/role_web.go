@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/hookrelay/hookrelay/ingest"
 	"github.com/hookrelay/hookrelay/web"
 )
 
@@ -18,6 +19,9 @@ func startWeb(ctx context.Context, s *service) (func(ctx context.Context) error,
 		Queues:       s.cfg.Web.Queues,
 		SecureCookie: s.cfg.Web.SecureCookie,
 		Throttle:     s.throttle,
+		CheckURL: func(ctx context.Context, raw string) (string, error) {
+			return ingest.CheckURL(ctx, ingest.URLRule{AllowPrivateTargets: s.cfg.Ingest.AllowPrivateTargets, RequireHTTPS: s.cfg.Ingest.RequireHTTPS}, raw)
+		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("dashboard: %w", err)
