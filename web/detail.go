@@ -29,11 +29,9 @@ func (d *Dashboard) loadDelivery(ctx context.Context, id int64) (deliveryData, e
 		return deliveryData{}, err
 	}
 	data := deliveryData{D: v}
-	if d.cfg.Ops != nil {
-		p := v.Pending
-		data.CanRetry = v.State == "dead" ||
-			p != nil && p.VisibleAt.After(d.cfg.Now()) && !db.NeverDue(p.VisibleAt) && p.Attempt > 0
-	}
+	p := v.Pending
+	data.CanRetry = v.State == "dead" ||
+		p != nil && p.VisibleAt.After(d.cfg.Now()) && !db.NeverDue(p.VisibleAt) && p.Attempt > 0
 	if ep, err := d.store.EndpointGet(ctx, v.EndpointID); err == nil {
 		data.Endpoint = &ep
 	} else if hookrelay.ErrorCode(err) != hookrelay.ENOTFOUND {
@@ -62,11 +60,7 @@ func (d *Dashboard) retryDelivery(c echo.Context, a ops.Actor) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	o, err := d.operations()
-	if err != nil {
-		return 0, err
-	}
-	return id, o.RetryDelivery(c.Request().Context(), a, id)
+	return id, d.cfg.Ops.RetryDelivery(c.Request().Context(), a, id)
 }
 
 func (d *Dashboard) deliveryRetry(c echo.Context) error {

@@ -56,11 +56,10 @@ type merchantEndpointData struct {
 	Ping     *hookrelay.PingResult
 	PingErr  string
 	CanPing  bool
-	CanAct   bool
 }
 
 func (d *Dashboard) merchantEndpointData(ctx context.Context, ep db.Endpoint) (merchantEndpointData, error) {
-	data := merchantEndpointData{E: ep, CanPing: d.cfg.Ops != nil && d.cfg.Ops.CanSendTest(), CanAct: d.cfg.Ops != nil}
+	data := merchantEndpointData{E: ep, CanPing: d.cfg.Ops.CanSendTest()}
 	hs, err := d.store.DashboardEndpoints(ctx, ep.MerchantID, ep.ID-1, 1)
 	if err != nil {
 		return data, err
@@ -116,10 +115,7 @@ func (d *Dashboard) merchantRotate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	o, err := d.operations()
-	if err != nil {
-		return err
-	}
+	o := d.cfg.Ops
 	ctx := c.Request().Context()
 	if _, err := o.RotateSecret(ctx, ops.Merchant(session(c).MerchantID), ep.ID); err != nil {
 		return err
@@ -140,10 +136,7 @@ func (d *Dashboard) merchantTest(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	o, err := d.operations()
-	if err != nil {
-		return err
-	}
+	o := d.cfg.Ops
 	ctx := c.Request().Context()
 	res, perr := o.SendTest(ctx, ops.Merchant(session(c).MerchantID), ep.ID)
 	data, err := d.merchantEndpointData(ctx, ep)

@@ -31,11 +31,8 @@ type opsEndpointsData struct {
 }
 
 func (d *Dashboard) renderOpsEndpoints(c echo.Context, status int, data opsEndpointsData) error {
-	o, err := d.operations()
-	if err != nil {
-		return err
-	}
-	if data.Rows, err = o.OpsEndpoints(c.Request().Context()); err != nil {
+	var err error
+	if data.Rows, err = d.cfg.Ops.OpsEndpoints(c.Request().Context()); err != nil {
 		return err
 	}
 	data.EventTypes = hookrelay.OpsEventTypes
@@ -51,10 +48,7 @@ func (d *Dashboard) opsEndpointList(c echo.Context) error {
 // opsEndpointCreate adds one; the page shows its secret once, in the
 // response to this POST (never in a URL).
 func (d *Dashboard) opsEndpointCreate(c echo.Context) error {
-	o, err := d.operations()
-	if err != nil {
-		return err
-	}
+	o := d.cfg.Ops
 	form, err := c.FormParams()
 	if err != nil {
 		return hookrelay.Errorf(hookrelay.EINVALID, "bad form")
@@ -95,11 +89,7 @@ func (d *Dashboard) opsEndpoint(c echo.Context) (db.OpsEndpoint, error) {
 	if err != nil {
 		return db.OpsEndpoint{}, err
 	}
-	o, err := d.operations()
-	if err != nil {
-		return db.OpsEndpoint{}, err
-	}
-	rows, err := o.OpsEndpoints(c.Request().Context())
+	rows, err := d.cfg.Ops.OpsEndpoints(c.Request().Context())
 	if err != nil {
 		return db.OpsEndpoint{}, err
 	}
@@ -126,10 +116,7 @@ func (d *Dashboard) opsEndpointDelete(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	o, err := d.operations()
-	if err != nil {
-		return err
-	}
+	o := d.cfg.Ops
 	if err := o.DeleteOpsEndpoint(c.Request().Context(), id); err != nil {
 		return err
 	}

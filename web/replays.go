@@ -151,10 +151,7 @@ func (d *Dashboard) replayConfirm(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	o, err := d.operations()
-	if err != nil {
-		return err
-	}
+	o := d.cfg.Ops
 	data := replayFormData{E: ep, Form: replayFormFrom(c), Base: sc.Base}
 	req, ok := data.Form.request()
 	if ok {
@@ -178,10 +175,7 @@ func (d *Dashboard) replayStart(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	o, err := d.operations()
-	if err != nil {
-		return err
-	}
+	o := d.cfg.Ops
 	data := replayFormData{E: ep, Form: replayFormFrom(c), Base: sc.Base}
 	req, ok := data.Form.request()
 	if ok {
@@ -208,11 +202,7 @@ func (d *Dashboard) loadReplay(ctx context.Context, c echo.Context, sc replaySco
 	if err != nil {
 		return db.Replay{}, err
 	}
-	o, err := d.operations()
-	if err != nil {
-		return db.Replay{}, err
-	}
-	return o.Replay(ctx, sc.Actor, id)
+	return d.cfg.Ops.Replay(ctx, sc.Actor, id)
 }
 
 // replayPage shows a replay's progress; it refreshes itself while running.
@@ -235,8 +225,7 @@ func (d *Dashboard) replayCancel(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	o, _ := d.operations()
-	if _, err := o.CancelReplay(ctx, sc.Actor, rp.ID); err != nil {
+	if _, err := d.cfg.Ops.CancelReplay(ctx, sc.Actor, rp.ID); err != nil {
 		return err
 	}
 	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("%s/replays/%d?done=cancelled", sc.Base, rp.ID))

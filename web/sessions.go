@@ -21,10 +21,8 @@ type sessionsData struct {
 // sessionList shows the live dashboard sessions, newest first, each with a
 // revoke button (a plain form: it works without JavaScript).
 func (d *Dashboard) sessionList(c echo.Context) error {
-	o, err := d.operations()
-	if err != nil {
-		return err
-	}
+	o := d.cfg.Ops
+	var err error
 	var before int64
 	if raw := c.QueryParam("before"); raw != "" {
 		if before, err = strconv.ParseInt(raw, 10, 64); err != nil || before < 0 {
@@ -49,10 +47,7 @@ func (d *Dashboard) sessionRevoke(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	o, err := d.operations()
-	if err != nil {
-		return err
-	}
+	o := d.cfg.Ops
 	if err := o.RevokeSession(c.Request().Context(), id); err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ package web
 import (
 	"cmp"
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -86,8 +87,8 @@ type Config struct {
 	// Store reads the pages. Required.
 	Store Store
 	// Ops takes the actions: enable and disable endpoints, retry and discard
-	// dead letters, retry deliveries, rotate secrets and send test events.
-	// Nil hides them.
+	// dead letters, retry deliveries, rotate secrets, send test events,
+	// replay, manage sessions and ops endpoints. Required.
 	Ops Operations
 	// Presigner links offloaded payloads; nil shows the object key only.
 	Presigner Presigner
@@ -138,6 +139,9 @@ type Dashboard struct {
 // stored in the settings table.
 func New(ctx context.Context, cfg Config) (*Dashboard, error) {
 	cfg = cfg.WithDefaults()
+	if cfg.Store == nil || cfg.Ops == nil {
+		return nil, errors.New("dashboard: Store and Ops are required")
+	}
 	sess, err := newSessions(ctx, cfg.Store, cfg.SessionTTL, cfg.SecureCookie, cfg.Now)
 	if err != nil {
 		return nil, err
@@ -147,15 +151,6 @@ func New(ctx context.Context, cfg Config) (*Dashboard, error) {
 		return nil, err
 	}
 	return &Dashboard{cfg: cfg, log: cfg.Logger, store: cfg.Store, sessions: sess, throttle: cfg.Throttle, pages: pg}, nil
-}
-
-// operations returns the actions, or hookrelay.EUNAVAILABLE when this
-// dashboard was built without them.
-func (d *Dashboard) operations() (Operations, error) {
-	if d.cfg.Ops == nil {
-		return nil, hookrelay.Errorf(hookrelay.EUNAVAILABLE, "operator actions are not available in this process")
-	}
-	return d.cfg.Ops, nil
 }
 
 // Mount registers the pages under prefix (normally "/ui") on e, and their
