@@ -30,11 +30,10 @@ type MessageFilter struct {
 	MerchantID int64
 }
 
-// MessagePosition is a keyset position in a search, newest first: the next
-// page holds the messages before it.
+// MessagePosition is a keyset position in a search, newest first by
+// arrival: the next page holds the messages of lower id.
 type MessagePosition struct {
-	ReceivedAt time.Time
-	ID         int64
+	ID int64
 }
 
 // MessageSummary is a message as a search lists it: without its payload,

@@ -80,8 +80,8 @@ type messageCursor struct {
 }
 
 func (c messageCursor) encode() string {
-	return base64.RawURLEncoding.EncodeToString(fmt.Appendf(nil, "m1:%d:%d:%d:%d:%s",
-		c.pos.ReceivedAt.UnixNano(), c.pos.ID, c.since.UnixNano(), c.until.UnixNano(), c.scope))
+	return base64.RawURLEncoding.EncodeToString(fmt.Appendf(nil, "m2:%d:%d:%d:%s",
+		c.pos.ID, c.since.UnixNano(), c.until.UnixNano(), c.scope))
 }
 
 func decodeMessageCursor(s string) (messageCursor, error) {
@@ -90,18 +90,18 @@ func decodeMessageCursor(s string) (messageCursor, error) {
 		return messageCursor{}, errBadCursor
 	}
 	parts := strings.Split(string(b), ":")
-	if len(parts) != 6 || parts[0] != "m1" {
+	if len(parts) != 5 || parts[0] != "m2" {
 		return messageCursor{}, errBadCursor
 	}
-	var n [4]int64
+	var n [3]int64
 	for i := range n {
 		if n[i], err = strconv.ParseInt(parts[i+1], 10, 64); err != nil {
 			return messageCursor{}, errBadCursor
 		}
 	}
 	return messageCursor{
-		pos:   db.MessagePosition{ReceivedAt: time.Unix(0, n[0]).UTC(), ID: n[1]},
-		since: time.Unix(0, n[2]).UTC(), until: time.Unix(0, n[3]).UTC(), scope: parts[5],
+		pos:   db.MessagePosition{ID: n[0]},
+		since: time.Unix(0, n[1]).UTC(), until: time.Unix(0, n[2]).UTC(), scope: parts[4],
 	}, nil
 }
 
@@ -210,7 +210,7 @@ func (s *Server) listMessages(c echo.Context) error {
 		if i == limit {
 			last := rows[limit-1]
 			out.NextCursor = messageCursor{
-				pos:   db.MessagePosition{ReceivedAt: last.ReceivedAt, ID: last.ID},
+				pos:   db.MessagePosition{ID: last.ID},
 				since: f.Since, until: f.Until, scope: searchScope(f, a),
 			}.encode()
 			break
