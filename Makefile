@@ -6,13 +6,22 @@ TOOLS   := $(CURDIR)/tools/go.mod
 SQLC    := $(GO) tool -modfile=$(TOOLS) sqlc
 STATICCHECK := $(GO) tool -modfile=$(TOOLS) staticcheck
 
-.PHONY: help build run test lint test-faults bench soak screenshots generate check-generated vet fmt clean
+.PHONY: help build run test lint test-faults bench soak screenshots generate check-generated vet fmt clean image
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{ printf "  %-16s %s\n", $$1, $$2 }'
 
 build: ## build the product binary bin/hookrelay
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/hookrelay ./cmd/hookrelay
+
+IMAGE_ARCH ?= $(shell $(GO) env GOARCH)
+
+image: ## container image build/hookrelay-image.tar from a static binary, no network (docker load -i ...)
+	mkdir -p build/image
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" \
+		-o build/image/hookrelay ./cmd/hookrelay
+	cd deploy && $(GO) run ./cmd/hookrelay-image -binary $(CURDIR)/build/image/hookrelay -arch $(IMAGE_ARCH) \
+		-version $(VERSION) -out $(CURDIR)/build/hookrelay-image.tar
 
 run: build ## run hookrelay locally against a PostgreSQL (scripts/run.sh)
 	scripts/run.sh
@@ -53,5 +62,5 @@ vet: ## go vet every module (the fault suite with its build tag)
 fmt: ## gofmt every Go file
 	gofmt -w $$(git ls-files '*.go' | grep -v '^tools/')
 
-clean: ## remove bin/
-	rm -rf bin
+clean: ## remove bin/ and build/
+	rm -rf bin build
