@@ -19,6 +19,13 @@ const (
 	EndpointDeleted  = "deleted"
 )
 
+// Endpoint orderings: "key" delivers one ordering key's callbacks to the
+// endpoint one after another (SPEC §5.3); "none" lets them go at once.
+const (
+	OrderingKey  = "key"
+	OrderingNone = "none"
+)
+
 // SecretOverlap is how long a rotated-out endpoint secret keeps signing.
 const SecretOverlap = 24 * time.Hour
 
@@ -37,6 +44,7 @@ type Endpoint struct {
 	PayloadMode     string // inline | reference
 	RetrySchedule   []time.Duration
 	Timeout         time.Duration
+	Ordering        string // key | none
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
 }
@@ -52,6 +60,7 @@ type EndpointFields struct {
 	PayloadMode     string          // default inline
 	RetrySchedule   []time.Duration // empty = the default schedule
 	Timeout         time.Duration   // default 15 s
+	Ordering        string          // default key
 }
 
 func (f EndpointFields) withDefaults() EndpointFields {
@@ -63,6 +72,9 @@ func (f EndpointFields) withDefaults() EndpointFields {
 	}
 	if f.Timeout == 0 {
 		f.Timeout = 15 * time.Second
+	}
+	if f.Ordering == "" {
+		f.Ordering = OrderingKey
 	}
 	if f.CarrierIDs == nil {
 		f.CarrierIDs = []int64{}
@@ -92,7 +104,7 @@ func endpointFrom(r dbsqlc.Endpoint) Endpoint {
 		DisabledReason: r.DisabledReason, MaxInFlight: int(r.MaxInFlight),
 		RateLimitPerSec: int(r.RateLimitPerSec), PayloadMode: r.PayloadMode,
 		RetrySchedule: sched, Timeout: time.Duration(r.TimeoutMs) * time.Millisecond,
-		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		Ordering: r.Ordering, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 	}
 }
 
@@ -107,6 +119,7 @@ func (db *DB) EndpointCreate(ctx context.Context, merchantID int64, f EndpointFi
 			CarrierIDs: f.CarrierIDs, EventTypes: f.EventTypes, MaxInFlight: int32(f.MaxInFlight),
 			RateLimitPerSec: int32(f.RateLimitPerSec), PayloadMode: f.PayloadMode,
 			RetryScheduleMs: msList(f.RetrySchedule), TimeoutMs: int32(f.Timeout.Milliseconds()),
+			Ordering: f.Ordering,
 		})
 		if err != nil {
 			return unavailable(err)
@@ -153,6 +166,9 @@ type EndpointRoute struct {
 	CarrierIDs []int64  // empty = every carrier
 	EventTypes []string // empty = every event type
 	Status     string
+	// Unordered reports whether the endpoint's ordering is "none": its
+	// deliveries are stored unordered.
+	Unordered bool
 }
 
 // EndpointRoutes returns every endpoint that is not deleted.
@@ -163,7 +179,8 @@ func (db *DB) EndpointRoutes(ctx context.Context) ([]EndpointRoute, error) {
 	}
 	out := make([]EndpointRoute, len(rows))
 	for i, r := range rows {
-		out[i] = EndpointRoute{ID: r.ID, MerchantID: r.MerchantID, CarrierIDs: r.CarrierIDs, EventTypes: r.EventTypes, Status: r.Status}
+		out[i] = EndpointRoute{ID: r.ID, MerchantID: r.MerchantID, CarrierIDs: r.CarrierIDs, EventTypes: r.EventTypes, Status: r.Status,
+			Unordered: r.Ordering == OrderingNone}
 	}
 	return out, nil
 }
@@ -176,6 +193,7 @@ func (db *DB) EndpointUpdate(ctx context.Context, id int64, f EndpointFields) (E
 		ID: id, URL: f.URL, Description: f.Description, CarrierIDs: f.CarrierIDs, EventTypes: f.EventTypes,
 		MaxInFlight: int32(f.MaxInFlight), RateLimitPerSec: int32(f.RateLimitPerSec), PayloadMode: f.PayloadMode,
 		RetryScheduleMs: msList(f.RetrySchedule), TimeoutMs: int32(f.Timeout.Milliseconds()),
+		Ordering: f.Ordering,
 	})
 	if err != nil {
 		return Endpoint{}, notFound(unavailableUnlessNoRows(err), "endpoint")
@@ -188,7 +206,7 @@ func EndpointFieldsOf(ep Endpoint) EndpointFields {
 	return EndpointFields{
 		URL: ep.URL, Description: ep.Description, CarrierIDs: ep.CarrierIDs, EventTypes: ep.EventTypes,
 		MaxInFlight: ep.MaxInFlight, RateLimitPerSec: ep.RateLimitPerSec, PayloadMode: ep.PayloadMode,
-		RetrySchedule: ep.RetrySchedule, Timeout: ep.Timeout,
+		RetrySchedule: ep.RetrySchedule, Timeout: ep.Timeout, Ordering: ep.Ordering,
 	}
 }
 

@@ -104,7 +104,7 @@ func (d *Dispatcher) deliver(ctx context.Context, r db.ClaimedDelivery, ep *endp
 		item.res.Kind, item.res.Delay, item.gone = db.AckRetry, d.cfg.HoldDelay, true
 		d.cache.forget(r.EndpointID)
 	default:
-		delay, more := retryDelay(cfg.RetrySchedule, r.Attempt+1, d.cfg.RetryJitter, d.cfg.Rand)
+		delay, more := retryDelay(cfg.RetrySchedule, d.cfg.QuickRetries, r.Attempt+1, d.cfg.RetryJitter, d.cfg.Rand)
 		if resp.hasRetryAfter {
 			delay = max(delay, resp.RetryAfter)
 		}

@@ -21,6 +21,7 @@ type snapshot struct {
 	merchantByName  map[string]int64
 	routesByCarrier map[int64][]db.EndpointRoute // endpoints whose carrier filter names the carrier
 	routesAll       []db.EndpointRoute           // endpoints with no carrier filter
+	unordered       map[int64]bool               // endpoints whose ordering is "none"
 }
 
 // routeStore is what the cache reads.
@@ -114,6 +115,12 @@ func (c *cache) load(ctx context.Context) (*snapshot, error) {
 		s.merchantByName[m.Name] = m.ID
 	}
 	for _, r := range routes {
+		if r.Unordered {
+			if s.unordered == nil {
+				s.unordered = map[int64]bool{}
+			}
+			s.unordered[r.ID] = true
+		}
 		if len(r.CarrierIDs) == 0 {
 			s.routesAll = append(s.routesAll, r)
 			continue
@@ -139,6 +146,24 @@ func (c *cache) run(ctx context.Context) {
 			_, _ = c.refresh(ctx)
 		}
 	}
+}
+
+// orderings returns, parallel to endpoints, which of them take unordered
+// deliveries; nil when all take ordered ones (the usual case: no allocation).
+func (s *snapshot) orderings(endpoints []int64) []bool {
+	if len(s.unordered) == 0 {
+		return nil
+	}
+	var out []bool
+	for i, id := range endpoints {
+		if s.unordered[id] {
+			if out == nil {
+				out = make([]bool, len(endpoints))
+			}
+			out[i] = true
+		}
+	}
+	return out
 }
 
 // fanOut returns the endpoints a callback of carrierID with eventType goes

@@ -106,6 +106,7 @@ func (s *Server) acceptCallback(c echo.Context) (CallbackResponse, int, error) {
 		IdempotencyKey: idem, PayloadSize: len(body), PayloadSHA256: sum[:],
 		EndpointIDs: snap.fanOut(carrier.ID, eventType, merchantRef),
 	}
+	msg.Unordered = snap.orderings(msg.EndpointIDs)
 	if len(body) > s.cfg.OffloadBytes {
 		err := s.offload(ctx, &msg, body)
 		if err != nil {

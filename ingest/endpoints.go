@@ -28,6 +28,7 @@ type EndpointJSON struct {
 	PayloadMode     string    `json:"payload_mode"`
 	RetrySchedule   []string  `json:"retry_schedule"`
 	Timeout         string    `json:"timeout"`
+	Ordering        string    `json:"ordering"`
 	Secret          string    `json:"secret,omitempty"`
 	CreatedAt       time.Time `json:"created_at"`
 	UpdatedAt       time.Time `json:"updated_at"`
@@ -39,7 +40,7 @@ func endpointJSON(ep db.Endpoint) EndpointJSON {
 		Carriers: make([]ID, len(ep.CarrierIDs)), EventTypes: ep.EventTypes, Status: ep.Status,
 		DisabledReason: ep.DisabledReason, MaxInFlight: ep.MaxInFlight, RateLimitPerSec: ep.RateLimitPerSec,
 		PayloadMode: ep.PayloadMode, RetrySchedule: make([]string, len(ep.RetrySchedule)),
-		Timeout: ep.Timeout.String(), CreatedAt: ep.CreatedAt, UpdatedAt: ep.UpdatedAt,
+		Timeout: ep.Timeout.String(), Ordering: ep.Ordering, CreatedAt: ep.CreatedAt, UpdatedAt: ep.UpdatedAt,
 	}
 	for i, id := range ep.CarrierIDs {
 		out.Carriers[i] = ID(id)
@@ -66,6 +67,7 @@ type endpointRequest struct {
 	PayloadMode     *string           `json:"payload_mode"`
 	RetrySchedule   []string          `json:"retry_schedule"`
 	Timeout         *string           `json:"timeout"`
+	Ordering        *string           `json:"ordering"`
 }
 
 // apply merges req into f, validating every field given.
@@ -148,6 +150,12 @@ func (s *Server) apply(c echo.Context, req endpointRequest, f *db.EndpointFields
 			return invalidf("timeout must be a duration between 100ms and 120s, such as \"15s\"")
 		}
 		f.Timeout = d
+	}
+	if req.Ordering != nil {
+		if *req.Ordering != db.OrderingKey && *req.Ordering != db.OrderingNone {
+			return invalidf(`ordering must be "key" (one ordering key's callbacks in order) or "none"`)
+		}
+		f.Ordering = *req.Ordering
 	}
 	return nil
 }

@@ -222,6 +222,10 @@ func loadDispatch(p *envParser, queues int, lease time.Duration, allowPrivate, n
 		// How long shutdown lets deliveries in flight finish before
 		// releasing them.
 		DrainTimeout: p.duration("HOOKRELAY_DISPATCH_DRAIN_TIMEOUT", dispatch.DefaultDrainTimeout, time.Millisecond, 10*time.Minute),
+		// Waits after a delivery's first failures, before its endpoint's
+		// retry_schedule (extra attempts); "none" turns them off.
+		QuickRetries: p.durations("HOOKRELAY_DISPATCH_QUICK_RETRIES", dispatch.DefaultQuickRetries,
+			dispatch.MaxQuickRetries, 10*time.Millisecond, time.Minute),
 		// LISTEN for the announcements of the APIs in other processes.
 		Listen: notify,
 	}

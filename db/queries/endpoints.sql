@@ -1,8 +1,8 @@
 -- name: EndpointInsert :one
 INSERT INTO endpoints (merchant_id, url, description, carrier_ids, event_types, max_in_flight,
-                       rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms)
+                       rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, ordering)
 VALUES (@merchant_id, @url, @description, @carrier_ids, @event_types, @max_in_flight,
-        @rate_limit_per_sec, @payload_mode, @retry_schedule_ms, @timeout_ms)
+        @rate_limit_per_sec, @payload_mode, @retry_schedule_ms, @timeout_ms, @ordering)
 RETURNING *;
 
 -- name: EndpointGet :one
@@ -18,7 +18,7 @@ ORDER BY id LIMIT @lim;
 -- name: EndpointListWithHealth :many
 -- Endpoints (not deleted) with their health, keyset by id; merchant_id 0 = all.
 SELECT e.id, e.merchant_id, e.url, e.description, e.status, e.disabled_reason,
-       e.payload_mode, e.created_at,
+       e.payload_mode, e.ordering, e.created_at,
        COALESCE(h.consecutive_failures, 0)::integer AS consecutive_failures,
        COALESCE(h.circuit_state, 'closed')::text AS circuit_state,
        h.circuit_open_until, h.failing_since, h.last_success_at, h.last_failure_at,
@@ -32,8 +32,8 @@ ORDER BY e.id LIMIT @lim;
 
 -- name: EndpointListLive :many
 -- Every endpoint that can receive deliveries (enabled or disabled): the ingest
--- fan-out cache.
-SELECT id, merchant_id, carrier_ids, event_types, status FROM endpoints
+-- fan-out cache (ordering: whether its deliveries are stored ordered).
+SELECT id, merchant_id, carrier_ids, event_types, status, ordering FROM endpoints
 WHERE status <> 'deleted' ORDER BY id;
 
 -- name: EndpointListForDispatch :many
@@ -61,6 +61,7 @@ UPDATE endpoints SET
     payload_mode       = @payload_mode,
     retry_schedule_ms  = @retry_schedule_ms,
     timeout_ms         = @timeout_ms,
+    ordering           = @ordering,
     updated_at         = now()
 WHERE id = @id AND status <> 'deleted'
 RETURNING *;

@@ -40,7 +40,7 @@ func (q *Queries) EndpointCountByStatus(ctx context.Context) ([]EndpointCountByS
 }
 
 const endpointGet = `-- name: EndpointGet :one
-SELECT id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at FROM endpoints WHERE id = $1 AND status <> 'deleted'
+SELECT id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering FROM endpoints WHERE id = $1 AND status <> 'deleted'
 `
 
 func (q *Queries) EndpointGet(ctx context.Context, id int64) (Endpoint, error) {
@@ -62,16 +62,17 @@ func (q *Queries) EndpointGet(ctx context.Context, id int64) (Endpoint, error) {
 		&i.TimeoutMs,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Ordering,
 	)
 	return i, err
 }
 
 const endpointInsert = `-- name: EndpointInsert :one
 INSERT INTO endpoints (merchant_id, url, description, carrier_ids, event_types, max_in_flight,
-                       rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms)
+                       rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, ordering)
 VALUES ($1, $2, $3, $4, $5, $6,
-        $7, $8, $9, $10)
-RETURNING id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at
+        $7, $8, $9, $10, $11)
+RETURNING id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering
 `
 
 type EndpointInsertParams struct {
@@ -85,6 +86,7 @@ type EndpointInsertParams struct {
 	PayloadMode     string
 	RetryScheduleMs []int64
 	TimeoutMs       int32
+	Ordering        string
 }
 
 func (q *Queries) EndpointInsert(ctx context.Context, arg EndpointInsertParams) (Endpoint, error) {
@@ -99,6 +101,7 @@ func (q *Queries) EndpointInsert(ctx context.Context, arg EndpointInsertParams) 
 		arg.PayloadMode,
 		arg.RetryScheduleMs,
 		arg.TimeoutMs,
+		arg.Ordering,
 	)
 	var i Endpoint
 	err := row.Scan(
@@ -117,12 +120,13 @@ func (q *Queries) EndpointInsert(ctx context.Context, arg EndpointInsertParams) 
 		&i.TimeoutMs,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Ordering,
 	)
 	return i, err
 }
 
 const endpointList = `-- name: EndpointList :many
-SELECT id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at FROM endpoints
+SELECT id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering FROM endpoints
 WHERE status <> 'deleted'
   AND ($1::bigint = 0 OR merchant_id = $1::bigint)
   AND id > $2
@@ -160,6 +164,7 @@ func (q *Queries) EndpointList(ctx context.Context, arg EndpointListParams) ([]E
 			&i.TimeoutMs,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.Ordering,
 		); err != nil {
 			return nil, err
 		}
@@ -233,7 +238,7 @@ func (q *Queries) EndpointListForDispatch(ctx context.Context, ids []int64) ([]E
 }
 
 const endpointListLive = `-- name: EndpointListLive :many
-SELECT id, merchant_id, carrier_ids, event_types, status FROM endpoints
+SELECT id, merchant_id, carrier_ids, event_types, status, ordering FROM endpoints
 WHERE status <> 'deleted' ORDER BY id
 `
 
@@ -243,10 +248,11 @@ type EndpointListLiveRow struct {
 	CarrierIDs []int64
 	EventTypes []string
 	Status     string
+	Ordering   string
 }
 
 // Every endpoint that can receive deliveries (enabled or disabled): the ingest
-// fan-out cache.
+// fan-out cache (ordering: whether its deliveries are stored ordered).
 func (q *Queries) EndpointListLive(ctx context.Context) ([]EndpointListLiveRow, error) {
 	rows, err := q.db.Query(ctx, endpointListLive)
 	if err != nil {
@@ -262,6 +268,7 @@ func (q *Queries) EndpointListLive(ctx context.Context) ([]EndpointListLiveRow, 
 			&i.CarrierIDs,
 			&i.EventTypes,
 			&i.Status,
+			&i.Ordering,
 		); err != nil {
 			return nil, err
 		}
@@ -275,7 +282,7 @@ func (q *Queries) EndpointListLive(ctx context.Context) ([]EndpointListLiveRow, 
 
 const endpointListWithHealth = `-- name: EndpointListWithHealth :many
 SELECT e.id, e.merchant_id, e.url, e.description, e.status, e.disabled_reason,
-       e.payload_mode, e.created_at,
+       e.payload_mode, e.ordering, e.created_at,
        COALESCE(h.consecutive_failures, 0)::integer AS consecutive_failures,
        COALESCE(h.circuit_state, 'closed')::text AS circuit_state,
        h.circuit_open_until, h.failing_since, h.last_success_at, h.last_failure_at,
@@ -302,6 +309,7 @@ type EndpointListWithHealthRow struct {
 	Status              string
 	DisabledReason      string
 	PayloadMode         string
+	Ordering            string
 	CreatedAt           time.Time
 	ConsecutiveFailures int32
 	CircuitState        string
@@ -330,6 +338,7 @@ func (q *Queries) EndpointListWithHealth(ctx context.Context, arg EndpointListWi
 			&i.Status,
 			&i.DisabledReason,
 			&i.PayloadMode,
+			&i.Ordering,
 			&i.CreatedAt,
 			&i.ConsecutiveFailures,
 			&i.CircuitState,
@@ -352,7 +361,7 @@ func (q *Queries) EndpointListWithHealth(ctx context.Context, arg EndpointListWi
 const endpointSetStatus = `-- name: EndpointSetStatus :one
 UPDATE endpoints SET status = $1, disabled_reason = $2, updated_at = now()
 WHERE id = $3 AND status <> 'deleted'
-RETURNING id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at
+RETURNING id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering
 `
 
 type EndpointSetStatusParams struct {
@@ -380,6 +389,7 @@ func (q *Queries) EndpointSetStatus(ctx context.Context, arg EndpointSetStatusPa
 		&i.TimeoutMs,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Ordering,
 	)
 	return i, err
 }
@@ -408,9 +418,10 @@ UPDATE endpoints SET
     payload_mode       = $7,
     retry_schedule_ms  = $8,
     timeout_ms         = $9,
+    ordering           = $10,
     updated_at         = now()
-WHERE id = $10 AND status <> 'deleted'
-RETURNING id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at
+WHERE id = $11 AND status <> 'deleted'
+RETURNING id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering
 `
 
 type EndpointUpdateParams struct {
@@ -423,6 +434,7 @@ type EndpointUpdateParams struct {
 	PayloadMode     string
 	RetryScheduleMs []int64
 	TimeoutMs       int32
+	Ordering        string
 	ID              int64
 }
 
@@ -437,6 +449,7 @@ func (q *Queries) EndpointUpdate(ctx context.Context, arg EndpointUpdateParams) 
 		arg.PayloadMode,
 		arg.RetryScheduleMs,
 		arg.TimeoutMs,
+		arg.Ordering,
 		arg.ID,
 	)
 	var i Endpoint
@@ -456,6 +469,7 @@ func (q *Queries) EndpointUpdate(ctx context.Context, arg EndpointUpdateParams) 
 		&i.TimeoutMs,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Ordering,
 	)
 	return i, err
 }

@@ -225,10 +225,11 @@ WITH input AS MATERIALIZED (
                  unnest($14::integer[])     AS deliveries) AS x
     ORDER BY x.ord
 ), dels AS MATERIALIZED (
-    SELECT y.ord, y.message_ord, y.endpoint_id, nextval('deliveries_id_seq') AS id
+    SELECT y.ord, y.message_ord, y.endpoint_id, y.ordered, nextval('deliveries_id_seq') AS id
     FROM (SELECT unnest($15::integer[])        AS ord,
                  unnest($16::integer[]) AS message_ord,
-                 unnest($17::bigint[])  AS endpoint_id) AS y
+                 unnest($17::bigint[])  AS endpoint_id,
+                 unnest($18::boolean[])      AS ordered) AS y
     ORDER BY y.ord
 ), claimed AS (
     INSERT INTO idempotency_keys (carrier_id, idem_key, day, message_id, message_received_at, deliveries)
@@ -254,8 +255,8 @@ WITH input AS MATERIALIZED (
     FROM stored s
     RETURNING 1
 ), inserted_deliveries AS (
-    INSERT INTO deliveries (id, queue, endpoint_id, ordering_key, message_id, message_received_at)
-    SELECT d.id, s.queue, d.endpoint_id, s.ordering_key, s.id, s.received_at
+    INSERT INTO deliveries (id, queue, endpoint_id, ordering_key, ordered, message_id, message_received_at)
+    SELECT d.id, s.queue, d.endpoint_id, s.ordering_key, d.ordered, s.id, s.received_at
     FROM dels d
     JOIN stored s ON s.ord = d.message_ord
     RETURNING 1
@@ -285,6 +286,7 @@ type MessageInsertManyParams struct {
 	DeliveryOrds        []int32
 	DeliveryMessageOrds []int32
 	DeliveryEndpointIDs []int64
+	DeliveryOrdered     []bool
 }
 
 type MessageInsertManyRow struct {
@@ -301,7 +303,8 @@ type MessageInsertManyRow struct {
 // today (unless held today or within 24 h yesterday; sorted so concurrent
 // batches lock in one order), inserts the messages that need no key or won
 // theirs, and their deliveries. A delivery names its message by its place in
-// the input (1-based). Returns, for each message stored, its place, its id
+// the input (1-based) and whether it is ordered (its endpoint's ordering, as
+// the caller's fan-out saw it). Returns, for each message stored, its place, its id
 // and its deliveries' ids in input order; the others lost their key.
 // Taking the ids here rather than in a statement of their own saves a round
 // trip per group commit.
@@ -324,6 +327,7 @@ func (q *Queries) MessageInsertMany(ctx context.Context, arg MessageInsertManyPa
 		arg.DeliveryOrds,
 		arg.DeliveryMessageOrds,
 		arg.DeliveryEndpointIDs,
+		arg.DeliveryOrdered,
 	)
 	if err != nil {
 		return nil, err

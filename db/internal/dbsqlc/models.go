@@ -114,6 +114,7 @@ type Endpoint struct {
 	TimeoutMs       int32
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
+	Ordering        string
 }
 
 type EndpointHealth struct {
