@@ -17,7 +17,11 @@ type DispatchEndpoint struct {
 	RetrySchedule   []time.Duration
 	Timeout         time.Duration
 	// Secrets are every secret that may sign now, newest first.
-	Secrets             []string
+	Secrets []string
+	// Headers are the custom request headers (nil when none).
+	Headers map[string]string
+	// Auth is the credentials requests carry (nil when none).
+	Auth                *EndpointAuth
 	ConsecutiveFailures int
 	CircuitState        string // closed | open | half_open
 }
@@ -35,11 +39,25 @@ func (db *DB) EndpointsDispatchLoad(ctx context.Context, ids []int64) ([]Dispatc
 		for j, ms := range r.RetryScheduleMs {
 			sched[j] = time.Duration(ms) * time.Millisecond
 		}
+		secrets := make([]string, len(r.Secrets))
+		for j, s := range r.Secrets {
+			if secrets[j], err = db.open(purposeSecret, s); err != nil {
+				return nil, fmt.Errorf("endpoint %d secret: %w", r.ID, err)
+			}
+		}
+		headers, err := db.openHeaders(r.Headers)
+		if err != nil {
+			return nil, fmt.Errorf("endpoint %d: %w", r.ID, err)
+		}
+		auth, err := db.openAuth(r.Auth)
+		if err != nil {
+			return nil, fmt.Errorf("endpoint %d: %w", r.ID, err)
+		}
 		out[i] = DispatchEndpoint{
 			ID: r.ID, URL: r.URL, Status: r.Status, MaxInFlight: int(r.MaxInFlight),
 			RateLimitPerSec: int(r.RateLimitPerSec), PayloadMode: r.PayloadMode,
 			RetrySchedule: sched, Timeout: time.Duration(r.TimeoutMs) * time.Millisecond,
-			Secrets: r.Secrets, ConsecutiveFailures: int(r.ConsecutiveFailures), CircuitState: r.CircuitState,
+			Secrets: secrets, Headers: headers, Auth: auth, ConsecutiveFailures: int(r.ConsecutiveFailures), CircuitState: r.CircuitState,
 		}
 	}
 	return out, nil

@@ -94,6 +94,8 @@ func newProc(t testing.TB, name, roles string, env map[string]string) *proc {
 		"HOOKRELAY_ADDR":       p.addr,
 		"HOOKRELAY_LOG_FORMAT": "json",
 		"HOOKRELAY_DATA_DIR":   t.TempDir(),
+		// One key for every process of a scenario, as in a deployment.
+		"HOOKRELAY_ENCRYPTION_KEY": dbtest.TestEncryptionKey,
 	}
 	for k, v := range env {
 		base[k] = v

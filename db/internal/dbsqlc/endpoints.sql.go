@@ -40,7 +40,7 @@ func (q *Queries) EndpointCountByStatus(ctx context.Context) ([]EndpointCountByS
 }
 
 const endpointGet = `-- name: EndpointGet :one
-SELECT id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at FROM endpoints WHERE id = $1 AND status <> 'deleted'
+SELECT id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, headers, auth, filter FROM endpoints WHERE id = $1 AND status <> 'deleted'
 `
 
 func (q *Queries) EndpointGet(ctx context.Context, id int64) (Endpoint, error) {
@@ -62,16 +62,21 @@ func (q *Queries) EndpointGet(ctx context.Context, id int64) (Endpoint, error) {
 		&i.TimeoutMs,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Headers,
+		&i.Auth,
+		&i.Filter,
 	)
 	return i, err
 }
 
 const endpointInsert = `-- name: EndpointInsert :one
 INSERT INTO endpoints (merchant_id, url, description, carrier_ids, event_types, max_in_flight,
-                       rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms)
+                       rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms,
+                       headers, auth, filter)
 VALUES ($1, $2, $3, $4, $5, $6,
-        $7, $8, $9, $10)
-RETURNING id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at
+        $7, $8, $9, $10,
+        $11, $12, $13)
+RETURNING id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, headers, auth, filter
 `
 
 type EndpointInsertParams struct {
@@ -85,6 +90,9 @@ type EndpointInsertParams struct {
 	PayloadMode     string
 	RetryScheduleMs []int64
 	TimeoutMs       int32
+	Headers         []byte
+	Auth            string
+	Filter          string
 }
 
 func (q *Queries) EndpointInsert(ctx context.Context, arg EndpointInsertParams) (Endpoint, error) {
@@ -99,6 +107,9 @@ func (q *Queries) EndpointInsert(ctx context.Context, arg EndpointInsertParams) 
 		arg.PayloadMode,
 		arg.RetryScheduleMs,
 		arg.TimeoutMs,
+		arg.Headers,
+		arg.Auth,
+		arg.Filter,
 	)
 	var i Endpoint
 	err := row.Scan(
@@ -117,12 +128,15 @@ func (q *Queries) EndpointInsert(ctx context.Context, arg EndpointInsertParams) 
 		&i.TimeoutMs,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Headers,
+		&i.Auth,
+		&i.Filter,
 	)
 	return i, err
 }
 
 const endpointList = `-- name: EndpointList :many
-SELECT id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at FROM endpoints
+SELECT id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, headers, auth, filter FROM endpoints
 WHERE status <> 'deleted'
   AND ($1::bigint = 0 OR merchant_id = $1::bigint)
   AND id > $2
@@ -160,6 +174,9 @@ func (q *Queries) EndpointList(ctx context.Context, arg EndpointListParams) ([]E
 			&i.TimeoutMs,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.Headers,
+			&i.Auth,
+			&i.Filter,
 		); err != nil {
 			return nil, err
 		}
@@ -173,7 +190,7 @@ func (q *Queries) EndpointList(ctx context.Context, arg EndpointListParams) ([]E
 
 const endpointListForDispatch = `-- name: EndpointListForDispatch :many
 SELECT e.id, e.url, e.status, e.max_in_flight, e.rate_limit_per_sec, e.payload_mode,
-       e.retry_schedule_ms, e.timeout_ms,
+       e.retry_schedule_ms, e.timeout_ms, e.headers, e.auth,
        coalesce((SELECT array_agg(s.secret ORDER BY s.id DESC) FROM endpoint_secrets s
                  WHERE s.endpoint_id = e.id AND (s.expires_at IS NULL OR s.expires_at > now())),
                 '{}')::text[] AS secrets,
@@ -193,6 +210,8 @@ type EndpointListForDispatchRow struct {
 	PayloadMode         string
 	RetryScheduleMs     []int64
 	TimeoutMs           int32
+	Headers             []byte
+	Auth                string
 	Secrets             []string
 	ConsecutiveFailures int32
 	CircuitState        string
@@ -218,6 +237,8 @@ func (q *Queries) EndpointListForDispatch(ctx context.Context, ids []int64) ([]E
 			&i.PayloadMode,
 			&i.RetryScheduleMs,
 			&i.TimeoutMs,
+			&i.Headers,
+			&i.Auth,
 			&i.Secrets,
 			&i.ConsecutiveFailures,
 			&i.CircuitState,
@@ -233,7 +254,7 @@ func (q *Queries) EndpointListForDispatch(ctx context.Context, ids []int64) ([]E
 }
 
 const endpointListLive = `-- name: EndpointListLive :many
-SELECT id, merchant_id, carrier_ids, event_types, status FROM endpoints
+SELECT id, merchant_id, carrier_ids, event_types, status, filter FROM endpoints
 WHERE status <> 'deleted' ORDER BY id
 `
 
@@ -243,6 +264,7 @@ type EndpointListLiveRow struct {
 	CarrierIDs []int64
 	EventTypes []string
 	Status     string
+	Filter     string
 }
 
 // Every endpoint that can receive deliveries (enabled or disabled): the ingest
@@ -262,7 +284,51 @@ func (q *Queries) EndpointListLive(ctx context.Context) ([]EndpointListLiveRow, 
 			&i.CarrierIDs,
 			&i.EventTypes,
 			&i.Status,
+			&i.Filter,
 		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const endpointListUnsealed = `-- name: EndpointListUnsealed :many
+SELECT id, headers, auth FROM endpoints
+WHERE id > $1
+  AND ((auth <> '' AND NOT starts_with(auth, $2::text))
+       OR EXISTS (SELECT 1 FROM jsonb_each_text(headers) h WHERE NOT starts_with(h.value, $2::text)))
+ORDER BY id LIMIT $3
+`
+
+type EndpointListUnsealedParams struct {
+	AfterID int64
+	Prefix  string
+	Lim     int32
+}
+
+type EndpointListUnsealedRow struct {
+	ID      int64
+	Headers []byte
+	Auth    string
+}
+
+// Endpoints, by id after after_id, holding a header value or credentials
+// not sealed under the key whose sealed values start with prefix
+// (plaintext, or an older key): what a re-seal pass rewrites.
+func (q *Queries) EndpointListUnsealed(ctx context.Context, arg EndpointListUnsealedParams) ([]EndpointListUnsealedRow, error) {
+	rows, err := q.db.Query(ctx, endpointListUnsealed, arg.AfterID, arg.Prefix, arg.Lim)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []EndpointListUnsealedRow
+	for rows.Next() {
+		var i EndpointListUnsealedRow
+		if err := rows.Scan(&i.ID, &i.Headers, &i.Auth); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -349,10 +415,44 @@ func (q *Queries) EndpointListWithHealth(ctx context.Context, arg EndpointListWi
 	return items, nil
 }
 
+const endpointResealMany = `-- name: EndpointResealMany :execrows
+UPDATE endpoints e SET headers = u.new_headers, auth = u.new_auth
+FROM (SELECT unnest($1::bigint[]) AS id,
+             unnest($2::jsonb[]) AS old_headers,
+             unnest($3::text[]) AS old_auth,
+             unnest($4::jsonb[]) AS new_headers,
+             unnest($5::text[]) AS new_auth) u
+WHERE e.id = u.id AND e.headers = u.old_headers AND e.auth = u.old_auth
+`
+
+type EndpointResealManyParams struct {
+	IDs        []int64
+	OldHeaders [][]byte
+	OldAuth    []string
+	NewHeaders [][]byte
+	NewAuth    []string
+}
+
+// Replaces headers and auth of each endpoint still holding what the re-seal
+// pass read (a concurrent change wins: the pass sees that row again).
+func (q *Queries) EndpointResealMany(ctx context.Context, arg EndpointResealManyParams) (int64, error) {
+	result, err := q.db.Exec(ctx, endpointResealMany,
+		arg.IDs,
+		arg.OldHeaders,
+		arg.OldAuth,
+		arg.NewHeaders,
+		arg.NewAuth,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const endpointSetStatus = `-- name: EndpointSetStatus :one
 UPDATE endpoints SET status = $1, disabled_reason = $2, updated_at = now()
 WHERE id = $3 AND status <> 'deleted'
-RETURNING id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at
+RETURNING id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, headers, auth, filter
 `
 
 type EndpointSetStatusParams struct {
@@ -380,6 +480,9 @@ func (q *Queries) EndpointSetStatus(ctx context.Context, arg EndpointSetStatusPa
 		&i.TimeoutMs,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Headers,
+		&i.Auth,
+		&i.Filter,
 	)
 	return i, err
 }
@@ -408,9 +511,12 @@ UPDATE endpoints SET
     payload_mode       = $7,
     retry_schedule_ms  = $8,
     timeout_ms         = $9,
+    headers            = $10,
+    auth               = $11,
+    filter             = $12,
     updated_at         = now()
-WHERE id = $10 AND status <> 'deleted'
-RETURNING id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at
+WHERE id = $13 AND status <> 'deleted'
+RETURNING id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, headers, auth, filter
 `
 
 type EndpointUpdateParams struct {
@@ -423,6 +529,9 @@ type EndpointUpdateParams struct {
 	PayloadMode     string
 	RetryScheduleMs []int64
 	TimeoutMs       int32
+	Headers         []byte
+	Auth            string
+	Filter          string
 	ID              int64
 }
 
@@ -437,6 +546,9 @@ func (q *Queries) EndpointUpdate(ctx context.Context, arg EndpointUpdateParams) 
 		arg.PayloadMode,
 		arg.RetryScheduleMs,
 		arg.TimeoutMs,
+		arg.Headers,
+		arg.Auth,
+		arg.Filter,
 		arg.ID,
 	)
 	var i Endpoint
@@ -456,6 +568,9 @@ func (q *Queries) EndpointUpdate(ctx context.Context, arg EndpointUpdateParams) 
 		&i.TimeoutMs,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Headers,
+		&i.Auth,
+		&i.Filter,
 	)
 	return i, err
 }

@@ -114,6 +114,9 @@ type Endpoint struct {
 	TimeoutMs       int32
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
+	Headers         []byte
+	Auth            string
+	Filter          string
 }
 
 type EndpointHealth struct {
