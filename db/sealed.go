@@ -16,6 +16,10 @@ const (
 	purposeSecret = "endpoint_secret"
 	purposeHeader = "endpoint_header"
 	purposeAuth   = "endpoint_auth"
+	// A carrier's secret verifies its callbacks; an ops endpoint's signs
+	// operational webhooks.
+	purposeCarrierSecret = "carrier_signing_secret"
+	purposeOpsSecret     = "ops_endpoint_secret"
 )
 
 var errNoKeyring = hookrelay.Errorf(hookrelay.EINTERNAL, "no encryption key configured (HOOKRELAY_ENCRYPTION_KEY)")
@@ -118,10 +122,17 @@ func (db *DB) openAuth(stored string) (*EndpointAuth, error) {
 	return &a, nil
 }
 
-// ResealCounts is what a re-seal pass rewrote.
+// ResealCounts is what a re-seal pass rewrote, in rows.
 type ResealCounts struct {
-	Secrets   int64 // endpoint_secrets rows
-	Endpoints int64 // endpoints rows (header values, credentials)
+	Secrets        int64 // endpoint_secrets
+	Endpoints      int64 // endpoints (header values, credentials)
+	CarrierSecrets int64 // carriers (signing_secret)
+	OpsSecrets     int64 // ops_endpoints
+}
+
+// Total is every row rewritten.
+func (n ResealCounts) Total() int64 {
+	return n.Secrets + n.Endpoints + n.CarrierSecrets + n.OpsSecrets
 }
 
 // Reseal seals under the current key every stored secret that is not:
@@ -151,29 +162,52 @@ func (db *DB) SealPlaintext(ctx context.Context, batch int) (ResealCounts, error
 // that does not start with prefix.
 func (db *DB) reseal(ctx context.Context, batch int, prefix string) (ResealCounts, error) {
 	var n ResealCounts
-	for after := int64(0); ; {
-		rows, err := db.q.EndpointSecretListUnsealed(ctx, dbsqlc.EndpointSecretListUnsealedParams{AfterID: after, Prefix: prefix, Lim: int32(batch)})
-		if err != nil {
-			return n, fmt.Errorf("reseal secrets: %w", unavailable(err))
-		}
-		if len(rows) == 0 {
-			break
-		}
-		p := dbsqlc.EndpointSecretResealManyParams{}
-		for _, r := range rows {
-			plain, err := db.open(purposeSecret, r.Secret)
-			if err != nil {
-				return n, fmt.Errorf("endpoint_secrets id %d: %w", r.ID, err)
+	var err error
+	lim := int32(batch)
+	n.Secrets, err = db.resealColumn(ctx, "endpoint_secrets", purposeSecret,
+		func(after int64) ([]sealedRow, error) {
+			rows, err := db.q.EndpointSecretListUnsealed(ctx, dbsqlc.EndpointSecretListUnsealedParams{AfterID: after, Prefix: prefix, Lim: lim})
+			out := make([]sealedRow, len(rows))
+			for i, r := range rows {
+				out[i] = sealedRow{r.ID, r.Secret}
 			}
-			sealed, _ := db.seal(purposeSecret, plain)
-			p.IDs, p.OldSecrets, p.NewSecrets = append(p.IDs, r.ID), append(p.OldSecrets, r.Secret), append(p.NewSecrets, sealed)
-		}
-		c, err := db.q.EndpointSecretResealMany(ctx, p)
-		if err != nil {
-			return n, fmt.Errorf("reseal secrets: %w", unavailable(err))
-		}
-		n.Secrets += c
-		after = rows[len(rows)-1].ID
+			return out, err
+		},
+		func(ids []int64, old, new []string) (int64, error) {
+			return db.q.EndpointSecretResealMany(ctx, dbsqlc.EndpointSecretResealManyParams{IDs: ids, OldSecrets: old, NewSecrets: new})
+		})
+	if err != nil {
+		return n, err
+	}
+	n.CarrierSecrets, err = db.resealColumn(ctx, "carriers", purposeCarrierSecret,
+		func(after int64) ([]sealedRow, error) {
+			rows, err := db.q.CarrierSecretListUnsealed(ctx, dbsqlc.CarrierSecretListUnsealedParams{AfterID: after, Prefix: prefix, Lim: lim})
+			out := make([]sealedRow, len(rows))
+			for i, r := range rows {
+				out[i] = sealedRow{r.ID, r.Secret}
+			}
+			return out, err
+		},
+		func(ids []int64, old, new []string) (int64, error) {
+			return db.q.CarrierSecretResealMany(ctx, dbsqlc.CarrierSecretResealManyParams{IDs: ids, OldSecrets: old, NewSecrets: new})
+		})
+	if err != nil {
+		return n, err
+	}
+	n.OpsSecrets, err = db.resealColumn(ctx, "ops_endpoints", purposeOpsSecret,
+		func(after int64) ([]sealedRow, error) {
+			rows, err := db.q.OpsEndpointSecretListUnsealed(ctx, dbsqlc.OpsEndpointSecretListUnsealedParams{AfterID: after, Prefix: prefix, Lim: lim})
+			out := make([]sealedRow, len(rows))
+			for i, r := range rows {
+				out[i] = sealedRow{r.ID, r.Secret}
+			}
+			return out, err
+		},
+		func(ids []int64, old, new []string) (int64, error) {
+			return db.q.OpsEndpointSecretResealMany(ctx, dbsqlc.OpsEndpointSecretResealManyParams{IDs: ids, OldSecrets: old, NewSecrets: new})
+		})
+	if err != nil {
+		return n, err
 	}
 	for after := int64(0); ; {
 		rows, err := db.q.EndpointListUnsealed(ctx, dbsqlc.EndpointListUnsealedParams{AfterID: after, Prefix: prefix, Lim: int32(batch)})
@@ -212,4 +246,45 @@ func (db *DB) reseal(ctx context.Context, batch int, prefix string) (ResealCount
 		after = rows[len(rows)-1].ID
 	}
 	return n, nil
+}
+
+// sealedRow is one row's id and stored value of a sealed column.
+type sealedRow struct {
+	id    int64
+	value string
+}
+
+// resealColumn rewrites, batch by batch, the values list returns (each
+// batch after the last id of the previous one) sealed under the current key
+// with write; table names the rows in errors.
+func (db *DB) resealColumn(ctx context.Context, table, purpose string,
+	list func(after int64) ([]sealedRow, error), write func(ids []int64, old, new []string) (int64, error),
+) (int64, error) {
+	var n int64
+	for after := int64(0); ; {
+		rows, err := list(after)
+		if err != nil {
+			return n, fmt.Errorf("reseal %s: %w", table, unavailable(err))
+		}
+		if len(rows) == 0 {
+			return n, nil
+		}
+		ids, old, sealed := make([]int64, len(rows)), make([]string, len(rows)), make([]string, len(rows))
+		for i, r := range rows {
+			plain, err := db.open(purpose, r.value)
+			if err != nil {
+				return n, fmt.Errorf("%s id %d: %w", table, r.id, err)
+			}
+			ids[i], old[i] = r.id, r.value
+			if sealed[i], err = db.seal(purpose, plain); err != nil {
+				return n, err
+			}
+		}
+		c, err := write(ids, old, sealed)
+		if err != nil {
+			return n, fmt.Errorf("reseal %s: %w", table, unavailable(err))
+		}
+		n += c
+		after = rows[len(rows)-1].id
+	}
 }

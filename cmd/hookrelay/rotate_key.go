@@ -40,6 +40,7 @@ func runRotateKey(ctx context.Context, args []string, getenv func(string) string
 	if err != nil {
 		return fmt.Errorf("rotate encryption key: %w", err)
 	}
-	fmt.Fprintf(stdout, "re-encrypted %d signing secrets and %d endpoints' headers and credentials under the current key\n", n.Secrets, n.Endpoints)
+	fmt.Fprintf(stdout, "re-encrypted under the current key: %d endpoint signing secrets, %d endpoints' headers and credentials, %d carrier signing secrets, %d ops endpoint secrets\n",
+		n.Secrets, n.Endpoints, n.CarrierSecrets, n.OpsSecrets)
 	return nil
 }

@@ -3,7 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"net/http"
 	"strings"
 	"testing"
@@ -155,7 +158,26 @@ func TestNoSecretInClearTextInDatabase(t *testing.T) {
 		"headers": map[string]any{"X-Extra": "patched-header-6e2d"},
 	}, nil))
 
-	needles := append(secretNeedles(secret, rot.Secret),
+	// A carrier that signs its callbacks, and an operator's webhook receiver.
+	const carrierSecret = "carrier-signing-secret-2b7e91d4"
+	var signed struct {
+		APIKey string `json:"api_key"`
+	}
+	require.Equal(t, http.StatusCreated, apiCall(t, "POST", s.URL+"/v1/carriers", restAdmin,
+		map[string]any{"name": "signed", "signing_secret": carrierSecret}, &signed))
+	body := []byte(`{"tracking_no":"TN-2","status":"x"}`)
+	mac := hmac.New(sha256.New, []byte(carrierSecret))
+	mac.Write(body)
+	st, _, out := ingestCall(t, s, "POST", "/v1/callbacks", signed.APIKey, body, "X-Signature", "sha256="+hex.EncodeToString(mac.Sum(nil)))
+	require.Equal(t, http.StatusAccepted, st, "the sealed carrier secret still verifies: %v", out)
+	var ops struct {
+		Secret string `json:"secret"`
+	}
+	require.Equal(t, http.StatusCreated, apiCall(t, "POST", s.URL+"/v1/ops-endpoints", restAdmin,
+		map[string]any{"url": sink.URL + "/ops"}, &ops))
+	require.NotEmpty(t, ops.Secret)
+
+	needles := append(secretNeedles(secret, rot.Secret, ops.Secret), carrierSecret,
 		"hdr-value-7d1f0c2b9e", "tenant-value-44aa", "user-name-5c3e", "pass-word-9b8a7c", "patched-header-6e2d")
 	require.Empty(t, clearTextHits(t, url, needles))
 	// The check can fail: the header names are stored in clear and found.
@@ -173,6 +195,8 @@ func TestRotateEncryptionKey(t *testing.T) {
 	s := startServe(t, map[string]string{"DATABASE_URL": url})
 	sink := newChangeSink(t)
 	carrierKey, _, _, secret := receiverEndpoint(t, s, sink.URL+"/hook")
+	require.Equal(t, http.StatusCreated, apiCall(t, "POST", s.URL+"/v1/carriers", restAdmin,
+		map[string]any{"name": "signed", "signing_secret": "carrier-signing-secret-2b7e91d4"}, nil))
 	require.NoError(t, s.Stop(t))
 
 	ctx := context.Background()
@@ -195,12 +219,13 @@ func TestRotateEncryptionKey(t *testing.T) {
 	require.ErrorContains(t, err, "does not have")
 	require.Contains(t, errOut.String(), "sealed secrets stored in plaintext")
 	require.NoError(t, run(ctx, []string{"hookrelay", "rotate-encryption-key", "--batch", "1"}, env(newKey, oldKey), &out, &errOut), errOut.String())
-	require.Contains(t, out.String(), "re-encrypted 1 signing secrets and 1 endpoints'")
+	require.Contains(t, out.String(), "re-encrypted under the current key: 1 endpoint signing secrets, 1 endpoints' headers and credentials, 1 carrier signing secrets, 0 ops endpoint secrets")
 
 	newRing, err := keyring.Parse(newKey, "")
 	require.NoError(t, err)
 	rows, err := conn.Query(ctx, `SELECT secret FROM endpoint_secrets UNION ALL SELECT auth FROM endpoints WHERE auth <> ''
-		UNION ALL SELECT h.value FROM endpoints, jsonb_each_text(headers) h`)
+		UNION ALL SELECT h.value FROM endpoints, jsonb_each_text(headers) h
+		UNION ALL SELECT signing_secret FROM carriers WHERE signing_secret IS NOT NULL`)
 	require.NoError(t, err)
 	n := 0
 	for rows.Next() {
@@ -210,7 +235,7 @@ func TestRotateEncryptionKey(t *testing.T) {
 		n++
 	}
 	require.NoError(t, rows.Err())
-	require.Equal(t, 5, n, "two secrets, one auth, two header values")
+	require.Equal(t, 6, n, "two secrets, one auth, two header values, a carrier's secret")
 	require.Empty(t, clearTextHits(t, url, secretNeedles(secret, plainSecret)))
 
 	s2 := startServe(t, map[string]string{"DATABASE_URL": url, "HOOKRELAY_ENCRYPTION_KEY": newKey})

@@ -302,8 +302,9 @@ func openDatabase(ctx context.Context, cfg config, logger *slog.Logger) (*db.DB,
 		store.Close()
 		return nil, err
 	}
-	if n.Secrets+n.Endpoints > 0 {
-		logger.Info("sealed secrets stored in plaintext", "secrets", n.Secrets, "endpoints", n.Endpoints)
+	if n.Total() > 0 {
+		logger.Info("sealed secrets stored in plaintext", "endpoint_secrets", n.Secrets, "endpoints", n.Endpoints,
+			"carriers", n.CarrierSecrets, "ops_endpoints", n.OpsSecrets)
 	}
 	return store, nil
 }
