@@ -17,13 +17,14 @@ type DispatchEndpoint struct {
 	RetrySchedule   []time.Duration
 	Timeout         time.Duration
 	// Secrets are every secret that may sign now, newest first.
-	Secrets []string
+	Secrets             []string
+	ConsecutiveFailures int
+	CircuitState        string // closed | open | half_open
+
 	// Headers are the custom request headers (nil when none).
 	Headers map[string]string
 	// Auth is the credentials requests carry (nil when none).
-	Auth                *EndpointAuth
-	ConsecutiveFailures int
-	CircuitState        string // closed | open | half_open
+	Auth *EndpointAuth
 }
 
 // EndpointsDispatchLoad returns the dispatch settings of the given endpoints

@@ -37,16 +37,17 @@ type Endpoint struct {
 	PayloadMode     string // inline | reference
 	RetrySchedule   []time.Duration
 	Timeout         time.Duration
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+
 	// Headers are custom request headers (name → value), nil when none;
 	// stored sealed.
 	Headers map[string]string
 	// Auth is the credentials requests carry, nil when none; stored sealed.
 	Auth *EndpointAuth
 	// Filter is the content filter callbacks must pass ("" = every
-	// callback), in the language of ingest/filter.
-	Filter    string
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	// callback), in the language of package filter.
+	Filter string
 }
 
 // EndpointFields are the settable fields of an endpoint.

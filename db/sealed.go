@@ -94,7 +94,7 @@ type EndpointAuth struct {
 	Token    string `json:"token,omitempty"`
 }
 
-// sealAuth returns the stored form of credentials (” for none).
+// sealAuth returns the stored form of credentials ("" for none).
 func (db *DB) sealAuth(a *EndpointAuth) (string, error) {
 	if a == nil {
 		return "", nil

@@ -15,27 +15,28 @@ import (
 // EndpointJSON is an endpoint as the API shows it. Secret appears only in
 // the answers to creation and rotation.
 type EndpointJSON struct {
-	ID              ID       `json:"id"`
-	MerchantID      ID       `json:"merchant_id"`
-	URL             string   `json:"url"`
-	Description     string   `json:"description"`
-	Carriers        []ID     `json:"carriers"`
-	EventTypes      []string `json:"event_types"`
-	Status          string   `json:"status"`
-	DisabledReason  string   `json:"disabled_reason,omitempty"`
-	MaxInFlight     int      `json:"max_in_flight"`
-	RateLimitPerSec int      `json:"rate_limit_per_sec"`
-	PayloadMode     string   `json:"payload_mode"`
-	RetrySchedule   []string `json:"retry_schedule"`
-	Timeout         string   `json:"timeout"`
-	Secret          string   `json:"secret,omitempty"`
+	ID              ID        `json:"id"`
+	MerchantID      ID        `json:"merchant_id"`
+	URL             string    `json:"url"`
+	Description     string    `json:"description"`
+	Carriers        []ID      `json:"carriers"`
+	EventTypes      []string  `json:"event_types"`
+	Status          string    `json:"status"`
+	DisabledReason  string    `json:"disabled_reason,omitempty"`
+	MaxInFlight     int       `json:"max_in_flight"`
+	RateLimitPerSec int       `json:"rate_limit_per_sec"`
+	PayloadMode     string    `json:"payload_mode"`
+	RetrySchedule   []string  `json:"retry_schedule"`
+	Timeout         string    `json:"timeout"`
+	Secret          string    `json:"secret,omitempty"`
+	CreatedAt       time.Time `json:"created_at"`
+	UpdatedAt       time.Time `json:"updated_at"`
+
 	// Headers maps each custom header's name to HeaderMask: values are
 	// write-only.
-	Headers   map[string]string `json:"headers"`
-	Auth      *AuthJSON         `json:"auth"`
-	Filter    string            `json:"filter"`
-	CreatedAt time.Time         `json:"created_at"`
-	UpdatedAt time.Time         `json:"updated_at"`
+	Headers map[string]string `json:"headers"`
+	Auth    *AuthJSON         `json:"auth"`
+	Filter  string            `json:"filter"`
 }
 
 func endpointJSON(ep db.Endpoint) EndpointJSON {
@@ -72,6 +73,7 @@ type endpointRequest struct {
 	PayloadMode     *string           `json:"payload_mode"`
 	RetrySchedule   []string          `json:"retry_schedule"`
 	Timeout         *string           `json:"timeout"`
+
 	// Headers: a name with a value sets it, with null removes it (PATCH
 	// merges into the current headers).
 	Headers map[string]*string `json:"headers"`
