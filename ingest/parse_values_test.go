@@ -28,3 +28,23 @@ func TestParseCallbackValuesKinds(t *testing.T) {
 	}
 	require.Equal(t, want, vals)
 }
+
+// BenchmarkParseCallbackValues is BenchmarkParseCallback's body read with
+// the paths of a content filter too (compare the two).
+func BenchmarkParseCallbackValues(b *testing.B) {
+	body := []byte(`{"tracking_no":"SF1234567890","status":"in_transit","merchant_id":"42","carrier":"sf","events":[{"at":"2026-11-29T10:00:00Z","where":"Shenzhen hub","code":"ARR"},{"at":"2026-11-29T12:00:00Z","where":"Guangzhou","code":"DEP"}],"weight_kg":1.25,"recipient":{"name":"Li Lei","city":"Beijing"}}`)
+	f, err := filter.Parse(`status == "in_transit" && weight_kg > 1 && recipient.city in ["Beijing", "Shanghai"]`)
+	require.NoError(b, err)
+	paths := append([]string{"tracking_no", "status", "merchant_id"}, f.Paths()...)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		_, vals, err := ParseCallbackValues(body, paths...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if !f.Match(vals[3:]) {
+			b.Fatal("no match")
+		}
+	}
+}
