@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hookrelay/hookrelay/db/dbtest"
 )
 
 // binPath is the hookrelay binary built once by TestMain.
