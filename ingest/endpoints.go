@@ -32,6 +32,12 @@ type EndpointJSON struct {
 	Secret          string    `json:"secret,omitempty"`
 	CreatedAt       time.Time `json:"created_at"`
 	UpdatedAt       time.Time `json:"updated_at"`
+
+	// Headers maps each custom header's name to HeaderMask: values are
+	// write-only.
+	Headers map[string]string `json:"headers"`
+	Auth    *AuthJSON         `json:"auth"`
+	Filter  string            `json:"filter"`
 }
 
 func endpointJSON(ep db.Endpoint) EndpointJSON {
@@ -41,6 +47,7 @@ func endpointJSON(ep db.Endpoint) EndpointJSON {
 		DisabledReason: ep.DisabledReason, MaxInFlight: ep.MaxInFlight, RateLimitPerSec: ep.RateLimitPerSec,
 		PayloadMode: ep.PayloadMode, RetrySchedule: make([]string, len(ep.RetrySchedule)),
 		Timeout: ep.Timeout.String(), Ordering: ep.Ordering, CreatedAt: ep.CreatedAt, UpdatedAt: ep.UpdatedAt,
+		Headers: headersJSON(ep.Headers), Auth: authJSON(ep.Auth), Filter: ep.Filter,
 	}
 	for i, id := range ep.CarrierIDs {
 		out.Carriers[i] = ID(id)
@@ -68,6 +75,41 @@ type endpointRequest struct {
 	RetrySchedule   []string          `json:"retry_schedule"`
 	Timeout         *string           `json:"timeout"`
 	Ordering        *string           `json:"ordering"`
+
+	// Headers: a name with a value sets it, with null removes it (PATCH
+	// merges into the current headers).
+	Headers map[string]*string `json:"headers"`
+	// Auth: an object replaces the credentials, null removes them.
+	Auth   *authRequest `json:"auth"`
+	Filter *string      `json:"filter"` // "" removes the filter
+}
+
+// applyReceiver merges the receiver-facing fields of req (headers, auth,
+// filter) into f, validating them; raw tells an explicit null from absence.
+func applyReceiver(raw map[string]json.RawMessage, req endpointRequest, f *db.EndpointFields) error {
+	if req.Headers != nil {
+		if err := applyHeaders(req.Headers, f); err != nil {
+			return err
+		}
+	}
+	if hasKey(raw, "auth") {
+		if req.Auth == nil {
+			f.Auth = nil
+		} else {
+			a, err := req.Auth.toAuth()
+			if err != nil {
+				return err
+			}
+			f.Auth = a
+		}
+	}
+	if req.Filter != nil {
+		if err := checkFilter(*req.Filter); err != nil {
+			return err
+		}
+		f.Filter = *req.Filter
+	}
+	return nil
 }
 
 // apply merges req into f, validating every field given.
@@ -222,6 +264,9 @@ func (s *Server) createEndpoint(c echo.Context) error {
 	if err := s.apply(c, req, &f, hasKey(raw, "carriers"), hasKey(raw, "event_types"), hasKey(raw, "retry_schedule")); err != nil {
 		return err
 	}
+	if err := applyReceiver(raw, req, &f); err != nil {
+		return err
+	}
 	secret := hookrelay.NewSecret()
 	ep, err := s.db.EndpointCreate(ctx, merchantID, f, secret)
 	if err != nil {
@@ -299,6 +344,9 @@ func (s *Server) patchEndpoint(c echo.Context) error {
 	}
 	f := db.EndpointFieldsOf(ep)
 	if err := s.apply(c, req, &f, hasKey(raw, "carriers"), hasKey(raw, "event_types"), hasKey(raw, "retry_schedule")); err != nil {
+		return err
+	}
+	if err := applyReceiver(raw, req, &f); err != nil {
 		return err
 	}
 	up, err := s.db.EndpointUpdate(c.Request().Context(), ep.ID, f)

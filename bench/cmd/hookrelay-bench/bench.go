@@ -16,6 +16,7 @@ import (
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/bench/load"
 	"github.com/hookrelay/hookrelay/db"
+	"github.com/hookrelay/hookrelay/keyring"
 )
 
 // benchOptions are the flags of hookrelay-bench (docs/benchmarks.md).
@@ -248,6 +249,7 @@ func (b *benchRun) startServices(ctx context.Context, getenv func(string) string
 		"HOOKRELAY_S3_EMBED_ADDR":         "127.0.0.1:0",
 		"HOOKRELAY_DATA_DIR":              dir,
 		"HOOKRELAY_ADMIN_TOKEN":           b.adminToken,
+		"HOOKRELAY_ENCRYPTION_KEY":        keyring.Generate(),
 		"HOOKRELAY_LOG_FORMAT":            "json",
 		"HOOKRELAY_ALLOW_PRIVATE_TARGETS": "true",
 	}

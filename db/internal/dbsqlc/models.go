@@ -115,6 +115,9 @@ type Endpoint struct {
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
 	Ordering        string
+	Headers         []byte
+	Auth            string
+	Filter          string
 }
 
 type EndpointHealth struct {
