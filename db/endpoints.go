@@ -249,7 +249,7 @@ func (db *DB) EndpointUpdate(ctx context.Context, id int64, f EndpointFields) (E
 		ID: id, URL: f.URL, Description: f.Description, CarrierIDs: f.CarrierIDs, EventTypes: f.EventTypes,
 		MaxInFlight: int32(f.MaxInFlight), RateLimitPerSec: int32(f.RateLimitPerSec), PayloadMode: f.PayloadMode,
 		RetryScheduleMs: msList(f.RetrySchedule), TimeoutMs: int32(f.Timeout.Milliseconds()),
-		Headers: sf.headers, Auth: sf.auth, Filter: f.Filter,
+		Ordering: f.Ordering, Headers: sf.headers, Auth: sf.auth, Filter: f.Filter,
 	})
 	if err != nil {
 		return Endpoint{}, notFound(unavailableUnlessNoRows(err), "endpoint")
