@@ -14,9 +14,11 @@ import (
 
 // FillReport is how long each step of a fill took.
 type FillReport struct {
-	Load, Attach, Rest, Vacuum, Total time.Duration
-	Days                              []string
-	Bytes                             int64 // the database's size after the fill
+	// Load: the day partitions written; Attach: attached (their indexes
+	// built) and vacuumed; Rest: the dead letters, the queue, ANALYZE.
+	Load, Attach, Rest, Total time.Duration
+	Days                      []string
+	Bytes                     int64 // the database's size after the fill
 }
 
 // Fill writes s into the migrated, empty database of pool with workers
@@ -25,8 +27,7 @@ type FillReport struct {
 // hookrelay_ensure_partitions creates and attaches a day: the partitioned
 // indexes are then built once per day, sorted, instead of entry by entry,
 // and under wal_level=minimal a table filled in the transaction that
-// created it writes no WAL. Then the dead letters and the still queued
-// deliveries, the sequences, and a VACUUM ANALYZE of everything.
+// created it writes no WAL. Finish does the rest.
 func Fill(ctx context.Context, pool *pgxpool.Pool, s Shape, workers int, log io.Writer) (FillReport, error) {
 	var rep FillReport
 	t0 := time.Now()
@@ -58,39 +59,61 @@ func Fill(ctx context.Context, pool *pgxpool.Pool, s Shape, workers int, log io.
 		return rep, err
 	}
 	rep.Load = time.Since(t0)
+	fin, err := Finish(ctx, pool, s, workers, log)
+	rep.Attach, rep.Rest, rep.Bytes = fin.Attach, fin.Rest, fin.Bytes
+	rep.Total = time.Since(t0)
+	return rep, err
+}
+
+// Finish is the end of a fill, after the day partitions were loaded (and
+// where an interrupted fill resumes): it attaches the partitions not yet
+// attached, messages' and delivery_attempts' side by side (ATTACH locks
+// the parent), each VACUUM ANALYZEd once attached; then it writes the
+// dead letters and the queue, and analyzes the rest.
+func Finish(ctx context.Context, pool *pgxpool.Pool, s Shape, workers int, log io.Writer) (FillReport, error) {
+	var rep FillReport
 	t := time.Now()
-	for _, d := range days {
-		for _, tb := range []string{"messages", "delivery_attempts"} {
-			ta := time.Now()
-			lo, hi := d, d.Add(24*time.Hour)
-			if _, err := pool.Exec(ctx, fmt.Sprintf(`ALTER TABLE %s ATTACH PARTITION %s FOR VALUES FROM (%s) TO (%s)`,
-				tb, partName(tb, d), quoteTime(lo), quoteTime(hi))); err != nil {
-				return rep, fmt.Errorf("attach %s: %w", partName(tb, d), err)
+	g, gctx := errgroup.WithContext(ctx)
+	for _, tb := range []string{"messages", "delivery_attempts"} {
+		g.Go(func() error {
+			for _, d := range s.days() {
+				part := partName(tb, d)
+				var attached bool
+				if err := pool.QueryRow(gctx, `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_inherits
+                    WHERE inhrelid = to_regclass($1))`, part).Scan(&attached); err != nil {
+					return err
+				}
+				ta := time.Now()
+				if !attached {
+					if _, err := pool.Exec(gctx, fmt.Sprintf(`ALTER TABLE %s ATTACH PARTITION %s FOR VALUES FROM (%s) TO (%s)`,
+						tb, part, quoteTime(d), quoteTime(d.Add(24*time.Hour)))); err != nil {
+						return fmt.Errorf("attach %s: %w", part, err)
+					}
+				}
+				// Again when resuming: a VACUUM of a vacuumed table skips
+				// its all-visible pages.
+				tv := time.Now()
+				if _, err := pool.Exec(gctx, "VACUUM (ANALYZE) "+part); err != nil {
+					return fmt.Errorf("vacuum %s: %w", part, err)
+				}
+				fmt.Fprintf(log, "attached %s (its indexes built) in %s, vacuumed in %s\n", part,
+					tv.Sub(ta).Round(time.Second), time.Since(tv).Round(time.Second))
 			}
-			fmt.Fprintf(log, "attached %s (its indexes built) in %s\n", partName(tb, d), time.Since(ta).Round(time.Second))
-		}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return rep, err
 	}
 	rep.Attach = time.Since(t)
 	t = time.Now()
 	if err := s.loadRest(ctx, pool); err != nil {
 		return rep, err
 	}
-	rep.Rest = time.Since(t)
-	t = time.Now()
-	g, gctx = errgroup.WithContext(ctx)
-	g.SetLimit(workers)
-	tables := []string{"dead_letters", "deliveries", "carriers", "merchants", "endpoints"}
-	for _, d := range days {
-		tables = append(tables, partName("messages", d), partName("delivery_attempts", d))
-	}
-	for _, tb := range tables {
-		g.Go(func() error {
-			_, err := pool.Exec(gctx, "VACUUM (ANALYZE) "+tb)
-			return err
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return rep, fmt.Errorf("vacuum: %w", err)
+	for _, tb := range []string{"dead_letters", "deliveries", "carriers", "merchants", "endpoints"} {
+		if _, err := pool.Exec(ctx, "VACUUM (ANALYZE) "+tb); err != nil {
+			return rep, fmt.Errorf("vacuum %s: %w", tb, err)
+		}
 	}
 	// The parents' statistics are the planner's estimate for a plan over
 	// several partitions; ANALYZE of a partitioned table samples its
@@ -98,8 +121,7 @@ func Fill(ctx context.Context, pool *pgxpool.Pool, s Shape, workers int, log io.
 	if _, err := pool.Exec(ctx, "ANALYZE messages, delivery_attempts"); err != nil {
 		return rep, fmt.Errorf("analyze parents: %w", err)
 	}
-	rep.Vacuum = time.Since(t)
-	rep.Total = time.Since(t0)
+	rep.Rest = time.Since(t)
 	err := pool.QueryRow(ctx, "SELECT pg_database_size(current_database())").Scan(&rep.Bytes)
 	return rep, err
 }

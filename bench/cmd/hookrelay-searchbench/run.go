@@ -59,6 +59,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	server := getenv("DATABASE_URL")
 	out := json.NewEncoder(stdout)
 	switch cmd {
+	case "finish":
+		rep, err := finish(ctx, server, o, stderr)
+		if err != nil {
+			return err
+		}
+		return out.Encode(map[string]any{"finish": rep})
 	case "fill", "all":
 		rep, err := fill(ctx, server, o, stderr)
 		if err != nil {
@@ -95,18 +101,41 @@ func fill(ctx context.Context, server string, o options, log io.Writer) (searchb
 	if err != nil {
 		return searchbench.FillReport{}, err
 	}
-	cfg, err := pgxpool.ParseConfig(dbURL)
-	if err != nil {
-		return searchbench.FillReport{}, err
-	}
-	cfg.MaxConns = int32(o.workers) + 1
-	// A day's load is one long statement; the index builds get memory.
-	cfg.ConnConfig.RuntimeParams["maintenance_work_mem"] = "1GB"
-	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	pool, err := fillPool(ctx, dbURL, o.workers)
 	if err != nil {
 		return searchbench.FillReport{}, err
 	}
 	defer pool.Close()
 	return searchbench.Fill(ctx, pool, o.shape, o.workers, log)
+}
+
+// finish resumes an interrupted fill after its loads.
+func finish(ctx context.Context, server string, o options, log io.Writer) (searchbench.FillReport, error) {
+	dbURL, err := searchbench.DatabaseURL(server, o.database)
+	if err != nil {
+		return searchbench.FillReport{}, err
+	}
+	pool, err := fillPool(ctx, dbURL, o.workers)
+	if err != nil {
+		return searchbench.FillReport{}, err
+	}
+	defer pool.Close()
+	var end time.Time
+	if err := pool.QueryRow(ctx, `SELECT max(received_at) FROM messages_p`+time.Now().UTC().Format("20060102")).Scan(&end); err != nil {
+		return searchbench.FillReport{}, fmt.Errorf("the fill's end (today's messages): %w", err)
+	}
+	o.shape.End = end.Truncate(time.Minute).Add(time.Minute)
+	return searchbench.Finish(ctx, pool, o.shape, o.workers, log)
+}
+
+func fillPool(ctx context.Context, dbURL string, workers int) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(dbURL)
+	if err != nil {
+		return nil, err
+	}
+	cfg.MaxConns = int32(workers) + 1
+	// The index builds and VACUUMs get memory.
+	cfg.ConnConfig.RuntimeParams["maintenance_work_mem"] = "1GB"
+	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
+	return pgxpool.NewWithConfig(ctx, cfg)
 }
