@@ -115,7 +115,8 @@ SELECT (SELECT count(*) FROM messages
 -- everything). With @scoped, the candidates for a delivery to endpoint_id,
 -- in state, to an endpoint of merchant_id: a message has such a delivery
 -- (hookrelay_messages_deliveries, migration 00165, says which) only if it
--- has an attempt to that endpoint (successful for delivered), a dead letter
+-- has an attempt to that endpoint (successful for delivered, unsuccessful
+-- for failed: its last one was not a success), a dead letter
 -- (dead), or a row in the queue (pending). These are tested here because
 -- they are cheap: an index probe of the message's attempts, and two sets,
 -- the window's dead letters and the queue, each read once and hashed;
@@ -141,7 +142,8 @@ WITH m AS NOT MATERIALIZED (
               AND (sqlc.narg(endpoint_id)::bigint IS NULL OR a.endpoint_id = sqlc.narg(endpoint_id)::bigint)
               AND (sqlc.narg(merchant_id)::bigint IS NULL OR a.endpoint_id IN (
                   SELECT e.id FROM endpoints e WHERE e.merchant_id = sqlc.narg(merchant_id)::bigint))
-              AND (sqlc.narg(state)::text IS DISTINCT FROM 'delivered' OR a.outcome = 'success'))
+              AND (sqlc.narg(state)::text IS DISTINCT FROM 'delivered' OR a.outcome = 'success')
+              AND (sqlc.narg(state)::text IS DISTINCT FROM 'failed' OR a.outcome <> 'success'))
         OR coalesce(sqlc.narg(state)::text = 'dead', true) AND m.id IN (
             SELECT dl.message_id FROM dead_letters dl
             WHERE dl.message_received_at >= sqlc.arg(since)::timestamptz

@@ -394,7 +394,8 @@ WITH m AS NOT MATERIALIZED (
               AND ($11::bigint IS NULL OR a.endpoint_id = $11::bigint)
               AND ($12::bigint IS NULL OR a.endpoint_id IN (
                   SELECT e.id FROM endpoints e WHERE e.merchant_id = $12::bigint))
-              AND ($10::text IS DISTINCT FROM 'delivered' OR a.outcome = 'success'))
+              AND ($10::text IS DISTINCT FROM 'delivered' OR a.outcome = 'success')
+              AND ($10::text IS DISTINCT FROM 'failed' OR a.outcome <> 'success'))
         OR coalesce($10::text = 'dead', true) AND m.id IN (
             SELECT dl.message_id FROM dead_letters dl
             WHERE dl.message_received_at >= $4::timestamptz
@@ -455,7 +456,8 @@ type MessageSearchRow struct {
 // everything). With @scoped, the candidates for a delivery to endpoint_id,
 // in state, to an endpoint of merchant_id: a message has such a delivery
 // (hookrelay_messages_deliveries, migration 00165, says which) only if it
-// has an attempt to that endpoint (successful for delivered), a dead letter
+// has an attempt to that endpoint (successful for delivered, unsuccessful
+// for failed: its last one was not a success), a dead letter
 // (dead), or a row in the queue (pending). These are tested here because
 // they are cheap: an index probe of the message's attempts, and two sets,
 // the window's dead letters and the queue, each read once and hashed;
