@@ -45,6 +45,11 @@ func (r *runner) explain(ctx context.Context, pool *pgxpool.Pool, dbURL, bin str
 			_, _ = pool.Exec(context.WithoutCancel(ctx), fmt.Sprintf("ALTER DATABASE %s RESET %s", ident, s[0]))
 		}
 	}()
+	// A data directory of its own: the API timed is still running.
+	dir = filepath.Join(dir, "explain")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return err
+	}
 	a, err := startAPI(ctx, bin, dbURL, r.admin, dir)
 	if err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"time"
@@ -32,6 +33,8 @@ type MeasureConfig struct {
 	// Budget bounds the time spent timing one kind: a kind whose searches
 	// are slow is timed fewer times (Latency.Count says how many).
 	Budget time.Duration
+	// Only, when set, keeps the kinds whose name it matches.
+	Only *regexp.Regexp
 }
 
 // DefaultMeasureConfig times 1,000 searches by key and 100 of each listing.
@@ -105,6 +108,9 @@ func Measure(ctx context.Context, dbURL, bin string, s Shape, c MeasureConfig, l
 	kinds, err := r.kinds(ctx, c)
 	if err != nil {
 		return res, err
+	}
+	if c.Only != nil {
+		kinds = slices.DeleteFunc(kinds, func(k search) bool { return !c.Only.MatchString(k.name) })
 	}
 	for _, k := range kinds {
 		l, err := r.time(ctx, k, c.Budget)

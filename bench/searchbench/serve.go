@@ -67,7 +67,8 @@ func startAPI(ctx context.Context, bin, dbURL, adminToken, dir string) (*api, er
 			a.stop()
 			return nil, ctx.Err()
 		case <-a.exited:
-			return nil, errors.New("API exited before it was ready (log: " + logFile.Name() + ")")
+			b, _ := os.ReadFile(logFile.Name())
+			return nil, errors.New("API exited before it was ready: " + string(b[max(0, len(b)-2000):]))
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"regexp"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -38,9 +39,17 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (string,
 	fs.StringVar(&o.measure.OutDir, "out", o.measure.OutDir, "directory for results.json and plans.log (empty: none)")
 	fs.StringVar(&o.measure.PGLog, "pg-log", o.measure.PGLog, "the server's log file: its plans go to plans.log (auto_explain; needs a superuser)")
 	fs.DurationVar(&o.measure.Budget, "budget", o.measure.Budget, "time spent timing one kind of search at most")
+	only := fs.String("only", "", "time only the kinds of search whose name matches this regular expression")
 	fs.StringVar(&o.hookrelay, "hookrelay", "", "hookrelay binary to serve the API (default: beside this one, then PATH)")
 	if err := fs.Parse(args); err != nil {
 		return "", o, err
+	}
+	if *only != "" {
+		re, err := regexp.Compile(*only)
+		if err != nil {
+			return "", o, fmt.Errorf("-only: %w", err)
+		}
+		o.measure.Only = re
 	}
 	if fs.NArg() != 1 {
 		return "", o, errors.New("give one command: fill, measure or all")
