@@ -6,7 +6,7 @@ TOOLS   := $(CURDIR)/tools/go.mod
 SQLC    := $(GO) tool -modfile=$(TOOLS) sqlc
 STATICCHECK := $(GO) tool -modfile=$(TOOLS) staticcheck
 
-.PHONY: help build run test lint test-faults bench soak screenshots generate check-generated vet fmt clean image
+.PHONY: help build run test lint test-faults bench bench-search soak screenshots generate check-generated vet fmt clean image
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{ printf "  %-16s %s\n", $$1, $$2 }'
@@ -40,6 +40,9 @@ test-faults: ## the end-to-end fault suite, e2e module (docs/reliability.md)
 
 bench: ## build bin/hookrelay and bin/hookrelay-bench, run the load benchmark (ARGS="--phases max ...")
 	scripts/bench.sh $(ARGS)
+
+bench-search: ## message search on 50 million messages in a private cluster (scripts/bench-search.sh; ARGS="measure", "--drop")
+	scripts/bench-search.sh $(ARGS)
 
 soak: ## soak of the hot queue table through the real binary (scripts/soak.sh)
 	scripts/soak.sh
