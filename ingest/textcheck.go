@@ -22,7 +22,11 @@ func checkRouting(req *http.Request, carrier db.Carrier, orderingKey, eventType,
 		if req.Header.Get(v.header) == "" {
 			field = fmt.Sprintf("%s (body field %q)", v.what, v.path)
 		}
-		if err := hookrelay.CheckText(field, v.value, maxRoutingValue); err != nil {
+		check := hookrelay.CheckText
+		if v.header == "X-Ordering-Key" {
+			check = hookrelay.CheckOrderingKey
+		}
+		if err := check(field, v.value, maxRoutingValue); err != nil {
 			return err
 		}
 	}

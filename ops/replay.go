@@ -93,7 +93,7 @@ func (s *Service) replaySpec(ctx context.Context, a Actor, endpointID int64, req
 	if req.Until.Sub(req.Since) > MaxReplayWindow {
 		return db.ReplaySpec{}, hookrelay.Errorf(hookrelay.EINVALID, "the window is longer than %s", MaxReplayWindow)
 	}
-	if err := hookrelay.CheckText("ordering_key", req.OrderingKey, maxOrderingKey); err != nil {
+	if err := hookrelay.CheckOrderingKey("ordering_key", req.OrderingKey, maxOrderingKey); err != nil {
 		return db.ReplaySpec{}, err
 	}
 	return db.ReplaySpec{EndpointID: ep.ID, Status: req.Status, OrderingKey: req.OrderingKey,
@@ -234,7 +234,8 @@ func (r *ReplayRunner) Step(ctx context.Context) (bool, error) {
 		if r.cfg.OnBatch != nil {
 			r.cfg.OnBatch(b, took)
 		}
-		r.logger.Debug("replay: batch", "replay_id", rp.ID, "read", b.Read, "queued", len(b.Queued), "took", took)
+		r.logger.Debug("replay: batch", "replay_id", rp.ID, "read", b.Read, "queued", len(b.Queued),
+			"waiting", b.Waiting, "took", took)
 		if b.Replay.State == db.ReplayFinished {
 			r.logger.Info("replay: finished", "replay_id", rp.ID, "endpoint_id", b.Replay.EndpointID,
 				"total", b.Replay.Total, "done", b.Replay.Done, "failed", b.Replay.Failed)
