@@ -192,3 +192,113 @@ func TestReplayOrderPerKeyBesideLiveStream(t *testing.T) {
 	}
 	t.Logf("%d replayed over %d keys beside %d live; live during the replay per key: %v", n, keys, nLive, liveDuring)
 }
+
+// Two replays of one key's window: the second waits until the first one's
+// deliveries of the key are sent, then sends them again, in order, one at a
+// time; meanwhile the queued rows show the key itself, not their chain.
+func TestReplayOfAKeyStillBeingReplayedWaits(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := dbtest.NewURL(t)
+	store := dbtest.Open(t, url, db.Config{})
+	s := ops.New(store, nil)
+	const base, n = 6_000_000, 6
+	sk := newOrderSink(t, func(int64) bool { return true })
+	// Disabled: the first replay's deliveries stay queued.
+	ep, _ := dbtest.Endpoint(t, store, &dbtest.EndpointOpts{URL: sk.srv.URL, MaxInFlight: 100, Disabled: true})
+	carrier, _ := dbtest.Carrier(t, store, nil)
+	since := history(t, url, ep.ID, carrier.ID, base, n, 1, "W")
+	req := ops.ReplayRequest{Since: since, Until: time.Now(), Status: db.ReplayDelivered}
+	runner := ops.NewReplayRunner(quietLogger(), ops.ReplayConfig{}, store)
+
+	first, err := s.StartReplay(ctx, ops.Actor{}, ep.ID, req)
+	require.NoError(t, err)
+	_, err = runner.Step(ctx)
+	require.NoError(t, err)
+	first, err = s.Replay(ctx, ops.Actor{}, first.ID)
+	require.NoError(t, err)
+	require.Equal(t, db.ReplayFinished, first.State)
+	require.Equal(t, int64(n), first.Done)
+	d, _, err := s.Delivery(ctx, ops.Actor{}, base+1)
+	require.NoError(t, err)
+	require.Equal(t, db.DeliveryPending, d.State)
+	require.Equal(t, "W0", d.OrderingKey, "a queued replayed delivery shows its key")
+	msgs, err := s.Messages(ctx, ops.Actor{}, db.MessageFilter{OrderingKey: "W0", Since: since.Add(-time.Hour), Until: time.Now().Add(time.Minute)}, db.MessagePosition{}, 10)
+	require.NoError(t, err)
+	require.Len(t, msgs, n)
+	for _, m := range msgs {
+		require.Len(t, m.Deliveries, 1)
+		require.Equal(t, db.DeliveryPending, m.Deliveries[0].State, "message %d", m.ID)
+	}
+
+	second, err := s.StartReplay(ctx, ops.Actor{}, ep.ID, req)
+	require.NoError(t, err)
+	require.Equal(t, int64(n), second.Total)
+	for range 3 {
+		_, err = runner.Step(ctx)
+		require.NoError(t, err)
+	}
+	second, err = s.Replay(ctx, ops.Actor{}, second.ID)
+	require.NoError(t, err)
+	require.Equal(t, db.ReplayRunning, second.State, "the second replay waits for the first one's deliveries")
+	require.Zero(t, second.Done)
+	require.Zero(t, second.Failed)
+
+	_, err = s.EnableEndpoint(ctx, ops.Actor{}, ep.ID)
+	require.NoError(t, err)
+	runDispatcher(t, store)
+	runRunner(t, store, ops.ReplayConfig{Interval: 20 * time.Millisecond})
+	second = waitReplay(t, s, second.ID, db.ReplayFinished)
+	require.Equal(t, int64(n), second.Done)
+	require.Zero(t, second.Failed)
+	waitUntil(t, 30*time.Second, "both replays", func() bool { return sk.count() >= 2*n })
+	var order []int64
+	for _, a := range sk.received() {
+		require.Equal(t, "W0", a.key)
+		order = append(order, a.msgID-base)
+	}
+	require.Equal(t, []int64{1, 2, 3, 4, 5, 6, 1, 2, 3, 4, 5, 6}, order)
+	require.Equal(t, map[string]int{"replay W0": 1}, sk.maxInFlight())
+}
+
+// A replayed delivery that runs out of attempts becomes a dead letter of
+// its key (not of its chain), and a retry of it goes back unordered under
+// that key, like any retried dead letter.
+func TestReplayedDeadLetterKeepsItsKey(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := dbtest.NewURL(t)
+	store := dbtest.Open(t, url, db.Config{})
+	s := ops.New(store, nil)
+	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusInternalServerError)
+	}))
+	t.Cleanup(failing.Close)
+	const base, n = 7_000_000, 2
+	ep, _ := dbtest.Endpoint(t, store, &dbtest.EndpointOpts{URL: failing.URL, RetrySchedule: []time.Duration{time.Second}})
+	carrier, _ := dbtest.Carrier(t, store, nil)
+	since := history(t, url, ep.ID, carrier.ID, base, n, 1, "D")
+	runDispatcher(t, store)
+	rp, err := s.StartReplay(ctx, ops.Actor{}, ep.ID, ops.ReplayRequest{Since: since, Until: time.Now(), Status: db.ReplayDelivered})
+	require.NoError(t, err)
+	runRunner(t, store, ops.ReplayConfig{Interval: 20 * time.Millisecond})
+	waitReplay(t, s, rp.ID, db.ReplayFinished)
+	for id := base + 1; id <= base+n; id++ {
+		waitUntil(t, 30*time.Second, "a dead letter", func() bool {
+			d, _, err := s.Delivery(ctx, ops.Actor{}, int64(id))
+			require.NoError(t, err)
+			return d.State == db.DeliveryDead
+		})
+		d, _, err := s.Delivery(ctx, ops.Actor{}, int64(id))
+		require.NoError(t, err)
+		require.Equal(t, "D0", d.OrderingKey, "dead letter %d", id)
+	}
+	retried, err := s.RetryDeadLetters(ctx, ops.DeadLetters{IDs: []int64{base + 1}})
+	require.NoError(t, err)
+	require.Equal(t, int64(1), retried)
+	d, _, err := s.Delivery(ctx, ops.Actor{}, base+1)
+	require.NoError(t, err)
+	require.Equal(t, db.DeliveryPending, d.State)
+	require.Equal(t, "D0", d.OrderingKey)
+	require.False(t, d.Ordered, "a retried dead letter goes back unordered")
+}
