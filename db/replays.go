@@ -174,6 +174,20 @@ func (db *DB) ReplayListRunning(ctx context.Context, limit int) ([]Replay, error
 	return out, nil
 }
 
+// ReplayListByEndpoint returns the latest limit replays of endpoint id,
+// newest first.
+func (db *DB) ReplayListByEndpoint(ctx context.Context, endpointID int64, limit int) ([]Replay, error) {
+	rows, err := db.q.ReplayListByEndpoint(ctx, dbsqlc.ReplayListByEndpointParams{EndpointID: endpointID, Lim: int32(limit)})
+	if err != nil {
+		return nil, fmt.Errorf("list replays of endpoint %d: %w", endpointID, unavailable(err))
+	}
+	out := make([]Replay, len(rows))
+	for i, r := range rows {
+		out[i] = replayFrom(r)
+	}
+	return out, nil
+}
+
 // ReplayBatch is what one batch of a replay did.
 type ReplayBatch struct {
 	Replay Replay  // the replay after the batch

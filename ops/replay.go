@@ -115,6 +115,16 @@ func (s *Service) Replay(ctx context.Context, a Actor, id int64) (db.Replay, err
 	return rp, nil
 }
 
+// EndpointReplays returns the latest limit replays of endpoint id, newest
+// first, if a may see the endpoint.
+func (s *Service) EndpointReplays(ctx context.Context, a Actor, endpointID int64, limit int) ([]db.Replay, error) {
+	ep, err := s.Endpoint(ctx, a, endpointID)
+	if err != nil {
+		return nil, err
+	}
+	return s.db.ReplayListByEndpoint(ctx, ep.ID, limit)
+}
+
 // CancelReplay stops replay id: no batch starts after it returns (the
 // deliveries already queued, at most about a batch not yet sent, go out).
 // Cancelling a cancelled replay changes nothing; a finished one is a

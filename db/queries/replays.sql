@@ -122,3 +122,7 @@ SELECT c.chain::text AS chain,
                  WHERE d.endpoint_id = @endpoint_id::bigint AND d.ordering_key = c.chain AND d.ordered
                  ORDER BY d.endpoint_id DESC, d.ordering_key DESC, d.id DESC LIMIT 1), 0)::bigint AS tail
 FROM unnest(sqlc.arg(chains)::text[]) AS c(chain);
+
+-- name: ReplayListByEndpoint :many
+-- An endpoint's latest replays, newest first (replays_endpoint_idx).
+SELECT * FROM replays WHERE endpoint_id = @endpoint_id ORDER BY id DESC LIMIT @lim;

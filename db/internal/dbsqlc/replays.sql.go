@@ -271,6 +271,52 @@ func (q *Queries) ReplayInsert(ctx context.Context, arg ReplayInsertParams) (Rep
 	return i, err
 }
 
+const replayListByEndpoint = `-- name: ReplayListByEndpoint :many
+SELECT id, endpoint_id, status, ordering_key, since, until, state, cursor_at, cursor_id, total, done, failed, created_at, updated_at, finished_at FROM replays WHERE endpoint_id = $1 ORDER BY id DESC LIMIT $2
+`
+
+type ReplayListByEndpointParams struct {
+	EndpointID int64
+	Lim        int32
+}
+
+// An endpoint's latest replays, newest first (replays_endpoint_idx).
+func (q *Queries) ReplayListByEndpoint(ctx context.Context, arg ReplayListByEndpointParams) ([]Replay, error) {
+	rows, err := q.db.Query(ctx, replayListByEndpoint, arg.EndpointID, arg.Lim)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Replay
+	for rows.Next() {
+		var i Replay
+		if err := rows.Scan(
+			&i.ID,
+			&i.EndpointID,
+			&i.Status,
+			&i.OrderingKey,
+			&i.Since,
+			&i.Until,
+			&i.State,
+			&i.CursorAt,
+			&i.CursorID,
+			&i.Total,
+			&i.Done,
+			&i.Failed,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.FinishedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const replayListRunning = `-- name: ReplayListRunning :many
 SELECT id, endpoint_id, status, ordering_key, since, until, state, cursor_at, cursor_id, total, done, failed, created_at, updated_at, finished_at FROM replays WHERE state = 'running' ORDER BY id LIMIT $1
 `
