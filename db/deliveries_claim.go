@@ -5,15 +5,21 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db/internal/dbsqlc"
 )
 
 // ClaimedDelivery is a leased delivery with what the sender needs.
 type ClaimedDelivery struct {
-	ID                int64
-	Queue             int
-	EndpointID        int64
-	OrderingKey       string
+	ID         int64
+	Queue      int
+	EndpointID int64
+	// OrderingKey is the message's ordering key (X-Hookrelay-Ordering-Key).
+	OrderingKey string
+	// Chain is the row's chain value: the ordering key for a live delivery,
+	// hookrelay.ReplayChain of it for a replayed one. The acknowledgement
+	// promotes the chain's next row by it.
+	Chain             string
 	Ordered           bool
 	MessageID         int64
 	MessageReceivedAt time.Time
@@ -84,7 +90,7 @@ func (db *DB) DeliveryClaimTimed(ctx context.Context, queues []int, perQueue, ba
 	out := make([]ClaimedDelivery, len(rows))
 	for i, r := range rows {
 		out[i] = ClaimedDelivery{
-			ID: r.ID, Queue: int(r.Queue), EndpointID: r.EndpointID, OrderingKey: r.OrderingKey,
+			ID: r.ID, Queue: int(r.Queue), EndpointID: r.EndpointID, Chain: r.OrderingKey,
 			Ordered: r.Ordered, MessageID: r.MessageID, MessageReceivedAt: r.MessageReceivedAt,
 			Attempt: int(r.Attempt), CreatedAt: r.CreatedAt, CarrierID: r.CarrierID,
 			CarrierName: r.CarrierName, EventType: r.EventType, Payload: r.Payload,
@@ -94,6 +100,10 @@ func (db *DB) DeliveryClaimTimed(ctx context.Context, queues []int, perQueue, ba
 		timing.Server = max(timing.Server, time.Duration(r.ServerUs)*time.Microsecond)
 		if r.PayloadKey != nil {
 			out[i].PayloadKey = *r.PayloadKey
+		}
+		out[i].OrderingKey, _ = hookrelay.ChainKey(r.OrderingKey)
+		if r.MessageOrderingKey != nil {
+			out[i].OrderingKey = *r.MessageOrderingKey
 		}
 	}
 	return out, timing, nil

@@ -128,6 +128,7 @@ upd AS (
 )
 SELECT u.id, u.queue, u.endpoint_id, u.ordering_key, u.ordered, u.message_id,
        u.message_received_at, u.attempt, u.created_at,
+       m.ordering_key AS message_ordering_key, -- the key itself; u's is the chain
        coalesce(m.carrier_id, 0)::bigint AS carrier_id, coalesce(m.event_type, '')::text AS event_type,
        m.payload, m.payload_key, coalesce(m.payload_size, 0)::integer AS payload_size,
        coalesce(m.payload_sha256, ''::bytea)::bytea AS payload_sha256,

@@ -333,6 +333,7 @@ upd AS (
 )
 SELECT u.id, u.queue, u.endpoint_id, u.ordering_key, u.ordered, u.message_id,
        u.message_received_at, u.attempt, u.created_at,
+       m.ordering_key AS message_ordering_key, -- the key itself; u's is the chain
        coalesce(m.carrier_id, 0)::bigint AS carrier_id, coalesce(m.event_type, '')::text AS event_type,
        m.payload, m.payload_key, coalesce(m.payload_size, 0)::integer AS payload_size,
        coalesce(m.payload_sha256, ''::bytea)::bytea AS payload_sha256,
@@ -366,25 +367,26 @@ type DeliveryClaimParams struct {
 }
 
 type DeliveryClaimRow struct {
-	ID                int64
-	Queue             int16
-	EndpointID        int64
-	OrderingKey       string
-	Ordered           bool
-	MessageID         int64
-	MessageReceivedAt time.Time
-	Attempt           int32
-	CreatedAt         time.Time
-	CarrierID         int64
-	EventType         string
-	Payload           []byte
-	PayloadKey        *string
-	PayloadSize       int32
-	PayloadSHA256     []byte
-	MessageFound      bool
-	CarrierName       string
-	ServerUs          int64
-	ConfigVersion     int64
+	ID                 int64
+	Queue              int16
+	EndpointID         int64
+	OrderingKey        string
+	Ordered            bool
+	MessageID          int64
+	MessageReceivedAt  time.Time
+	Attempt            int32
+	CreatedAt          time.Time
+	MessageOrderingKey *string
+	CarrierID          int64
+	EventType          string
+	Payload            []byte
+	PayloadKey         *string
+	PayloadSize        int32
+	PayloadSHA256      []byte
+	MessageFound       bool
+	CarrierName        string
+	ServerUs           int64
+	ConfigVersion      int64
 }
 
 // Claims up to @batch due rows of the given logical queues in ONE statement:
@@ -451,6 +453,7 @@ func (q *Queries) DeliveryClaim(ctx context.Context, arg DeliveryClaimParams) ([
 			&i.MessageReceivedAt,
 			&i.Attempt,
 			&i.CreatedAt,
+			&i.MessageOrderingKey,
 			&i.CarrierID,
 			&i.EventType,
 			&i.Payload,
