@@ -64,7 +64,7 @@ type ClaimTiming struct {
 // for a connection and how long the statement took. after[i] (nil: all 0)
 // is queue i's round-robin cursor: its endpoints are served from the first
 // above after[i], wrapping round; callers pass the last endpoint they were
-// served in the queue (ClaimCursors).
+// served in the queue.
 func (db *DB) DeliveryClaimTimed(ctx context.Context, queues []int, after []int64, perQueue, batch int, owner, token int64, lease time.Duration) ([]ClaimedDelivery, ClaimTiming, error) {
 	var timing ClaimTiming
 	qs := make([]int16, len(queues))
