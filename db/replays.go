@@ -197,6 +197,8 @@ type ReplayBatch struct {
 	// key's replay chain still holds or holds a later one of (see
 	// firstBelowTail): the replay goes on from there once they are sent.
 	Waiting bool
+	// Tx is how long the batch's transaction took (its reads come before).
+	Tx time.Duration
 }
 
 // ReplayStep runs the next batch of replay id in one transaction: it reads
@@ -205,7 +207,39 @@ type ReplayBatch struct {
 // the rows read and the counters; a batch that reads fewer than batch rows
 // finishes the replay. ok is false when there was nothing to do: the replay
 // is not running (finished, cancelled) or another runner holds it.
+//
+// The batch's reads — the window after the cursor and its keys' replay chain
+// tails, the bulk of its time — run before its transaction, each a statement
+// of its own; the transaction then locks the replay, checks that its cursor
+// is still where the reads began (else another runner moved it: nothing is
+// done), queues and commits. Rows read early can only be more cautious: a
+// delivery pending since is skipped by the insert, and a chain tail only
+// shrinks meanwhile (this replay's runner is the only one adding to its
+// chains). b.Tx is how long the transaction took.
 func (db *DB) ReplayStep(ctx context.Context, id int64, batch int) (b ReplayBatch, ok bool, err error) {
+	r, err := db.q.ReplayGet(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ReplayBatch{}, false, nil
+	}
+	if err != nil {
+		return ReplayBatch{}, false, fmt.Errorf("replay batch: %w", unavailable(err))
+	}
+	pre := replayFrom(r)
+	if pre.State != ReplayRunning {
+		return ReplayBatch{}, false, nil
+	}
+	rows, err := pre.source(db.q, ctx, pre.cursorAt, pre.cursorID, batch)
+	if err != nil {
+		return ReplayBatch{}, false, fmt.Errorf("replay batch: read the window: %w", unavailable(err))
+	}
+	read := len(rows)
+	wait, err := pre.firstBelowTail(ctx, db.q, rows)
+	if err != nil {
+		return ReplayBatch{}, false, fmt.Errorf("replay batch: read the chain tails: %w", unavailable(err))
+	}
+	rows = rows[:wait]
+	waiting := wait < read
+	start := time.Now()
 	err = db.inTx(ctx, func(q *dbsqlc.Queries, _ pgx.Tx) error {
 		r, err := q.ReplayLock(ctx, id)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -215,17 +249,9 @@ func (db *DB) ReplayStep(ctx context.Context, id int64, batch int) (b ReplayBatc
 			return err
 		}
 		rp := replayFrom(r)
-		rows, err := rp.source(q, ctx, rp.cursorAt, rp.cursorID, batch)
-		if err != nil {
-			return err
+		if !rp.cursorAt.Equal(pre.cursorAt) || rp.cursorID != pre.cursorID {
+			return nil
 		}
-		read := len(rows)
-		wait, err := rp.firstBelowTail(ctx, q, rows)
-		if err != nil {
-			return err
-		}
-		rows = rows[:wait]
-		waiting := wait < read
 		var p dbsqlc.ReplayEnqueueParams
 		p.EndpointID = rp.EndpointID
 		dead := map[int64]bool{}
@@ -287,6 +313,7 @@ func (db *DB) ReplayStep(ctx context.Context, id int64, batch int) (b ReplayBatc
 		b, ok = ReplayBatch{Replay: rp, Queued: queued, Read: len(rows), Waiting: waiting}, true
 		return nil
 	})
+	b.Tx = time.Since(start)
 	if err != nil {
 		return ReplayBatch{}, false, fmt.Errorf("replay batch: %w", unavailable(err))
 	}

@@ -153,7 +153,8 @@ type ReplayConfig struct {
 	// Default DefaultReplayInterval.
 	Interval time.Duration
 	// OnBatch, when set, is called after every committed batch with how
-	// long its transaction took.
+	// long the whole batch took (its reads and its transaction; b.Tx is the
+	// transaction alone).
 	OnBatch func(b db.ReplayBatch, took time.Duration)
 }
 

@@ -443,7 +443,7 @@ func TestReplayResumesAfterRunnerStops(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		batches++
-		worst, sum = max(worst, took), sum+took
+		worst, sum = max(worst, b.Tx), sum+b.Tx
 	}}
 	stop := runRunner(t, store, cfg)
 	waitUntil(t, 5*time.Minute, "half the replay", func() bool {
