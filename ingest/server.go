@@ -112,6 +112,8 @@ type Operations interface {
 	EnableEndpoint(ctx context.Context, a ops.Actor, id int64) (db.Endpoint, error)
 	DisableEndpoint(ctx context.Context, a ops.Actor, id int64, reason string) (db.Endpoint, error)
 	DeleteEndpoint(ctx context.Context, a ops.Actor, id int64) (int64, error)
+	CreateEndpoint(ctx context.Context, a ops.Actor, merchantID int64, in ops.EndpointInput, check ops.URLCheck) (ops.NewEndpoint, error)
+	UpdateEndpoint(ctx context.Context, a ops.Actor, id int64, in ops.EndpointInput, check ops.URLCheck) (db.Endpoint, error)
 	SendTest(ctx context.Context, a ops.Actor, id int64) (hookrelay.PingResult, error)
 	RotateMerchantKey(ctx context.Context, id int64) (ops.KeyRotation, error)
 	Sessions(ctx context.Context, beforeID int64, limit int) ([]db.DashboardSessionView, error)
