@@ -116,6 +116,7 @@ type Operations interface {
 	UpdateEndpoint(ctx context.Context, a ops.Actor, id int64, in ops.EndpointInput, check ops.URLCheck) (db.Endpoint, error)
 	SendTest(ctx context.Context, a ops.Actor, id int64) (hookrelay.PingResult, error)
 	RotateMerchantKey(ctx context.Context, id int64) (ops.KeyRotation, error)
+	CreatePortalLink(ctx context.Context, merchantID int64, ttl time.Duration, readOnly bool) (ops.PortalLink, error)
 	Sessions(ctx context.Context, beforeID int64, limit int) ([]db.DashboardSessionView, error)
 	RevokeSession(ctx context.Context, id int64) error
 	CreateOpsEndpoint(ctx context.Context, in ops.NewOpsEndpoint) (db.OpsEndpoint, error)
@@ -217,6 +218,7 @@ func (s *Server) Register(e *echo.Echo) {
 	route(http.MethodPost, "/v1/merchants", s.createMerchant, admin)
 	route(http.MethodGet, "/v1/merchants", s.listMerchants, admin)
 	route(http.MethodPost, "/v1/merchants/:id/rotate-key", s.rotateMerchantKey, admin)
+	route(http.MethodPost, "/v1/merchants/:id/portal-links", s.createPortalLink, admin)
 	route(http.MethodGet, "/v1/sessions", s.listSessions, admin)
 	route(http.MethodDelete, "/v1/sessions/:id", s.revokeSession, admin)
 	route(http.MethodGet, "/v1/stats", s.stats, admin)
