@@ -71,6 +71,14 @@ func strPtr(vals []string) *string {
 	return &v
 }
 
+// optional is the value given, nil when empty (unchanged, or the default).
+func optional(vals []string) *string {
+	if v := strings.TrimSpace(first(vals)); v != "" {
+		return &v
+	}
+	return nil
+}
+
 func listPtr(vals []string) *[]string {
 	out := []string{}
 	for _, v := range vals {
@@ -127,7 +135,7 @@ var endpointForm = []formField{
 			return []formOption{{ops.PayloadInline, "inline (the callback's bytes)"}, {ops.PayloadReference, "reference (a link for large payloads)"}}
 		},
 		Value: func(ep db.Endpoint, _ formChoices) []string { return one(ep.PayloadMode) },
-		Set:   func(in *ops.EndpointInput, v []string) { in.PayloadMode = strPtr(v) }},
+		Set:   func(in *ops.EndpointInput, v []string) { in.PayloadMode = optional(v) }},
 	{Name: "retry_schedule", Label: "Retry schedule", Kind: inputList,
 		Hint: "Delays between attempts, such as 5s, 5m, 30m; empty for the default (5s 5m 30m 2h 5h 10h 10h).",
 		Value: func(ep db.Endpoint, _ formChoices) []string {
@@ -149,11 +157,7 @@ var endpointForm = []formField{
 	{Name: "timeout", Label: "Timeout", Kind: inputText,
 		Hint:  "How long an attempt may take, such as 15s (100ms to 120s; default 15s).",
 		Value: func(ep db.Endpoint, _ formChoices) []string { return one(ep.Timeout.String()) },
-		Set: func(in *ops.EndpointInput, v []string) {
-			if t := strings.TrimSpace(first(v)); t != "" {
-				in.Timeout = &t
-			}
-		}},
+		Set:   func(in *ops.EndpointInput, v []string) { in.Timeout = optional(v) }},
 }
 
 // notANumber stands for a number input that holds no whole number: the
