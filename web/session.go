@@ -171,15 +171,21 @@ func (s *sessions) clear(name string) *http.Cookie {
 
 // portalCookie is the session cookie of a session a portal link opened
 // (value "" with ttl < 0 clears it). Where the portal may be framed it is
-// SameSite=None (sent inside an iframe on another site) and so Secure, as
-// browsers require; elsewhere it is the dashboard's own cookie.
+// SameSite=None (sent inside an iframe on another site), so Secure, as
+// browsers require, and Partitioned; elsewhere it is the dashboard's own
+// cookie.
 func (s *sessions) portalCookie(value string, ttl time.Duration) *http.Cookie {
 	ck := s.cookie(sessionCookie, value, ttl)
 	if ttl < 0 {
 		ck.MaxAge = -1
 	}
 	if s.framed {
-		ck.SameSite, ck.Secure = http.SameSiteNoneMode, true
+		// Partitioned (CHIPS): the browser keeps the cookie for this
+		// top-level site only, which it allows where it blocks
+		// third-party cookies (Chromium's default now, Safari's, Firefox's
+		// partitioning); the link opens inside the iframe, so the session
+		// lives in that partition.
+		ck.SameSite, ck.Secure, ck.Partitioned = http.SameSiteNoneMode, true, true
 	}
 	return ck
 }
