@@ -117,7 +117,12 @@ func eventually(t *testing.T, bctx context.Context, what string, cond func() boo
 
 func screenshot(t *testing.T, bctx context.Context, name string) {
 	t.Helper()
-	png := value(t, bctx, chromedp.FullScreenshot(100))
+	saveScreenshot(t, name, value(t, bctx, chromedp.FullScreenshot(100)))
+}
+
+// saveScreenshot writes png as name.png (see screenshotDirEnv).
+func saveScreenshot(t *testing.T, name string, png []byte) {
+	t.Helper()
 	require.NotEmpty(t, png, "screenshot of %s", name)
 	dir := os.Getenv(screenshotDirEnv)
 	if dir == "" {
