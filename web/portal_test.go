@@ -110,8 +110,9 @@ func TestPortalLinkOpensOneSession(t *testing.T) {
 	resp.Body.Close()
 	require.Equal(t, http.StatusForbidden, resp.StatusCode)
 
-	csrf := c.openPortal(link)
+	c.openPortal(link)
 	resp, page := c.do("GET", "/ui/m/", nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Contains(t, page, "Link Shop")
 	ck := sessionCookieOf(t, c, f.URL)
 	require.NotNil(t, ck)
@@ -139,7 +140,7 @@ func TestPortalLinkOpensOneSession(t *testing.T) {
 
 	// Logout ends on a portal page, and the session is dead.
 	c2 := newUIClient(t, f.URL)
-	csrf = c2.openPortal(portalLink(t, f.URL, m.ID, false))
+	csrf := c2.openPortal(portalLink(t, f.URL, m.ID, false))
 	resp, _ = c2.do("POST", "/ui/logout", url.Values{"csrf": {csrf}})
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 	require.Equal(t, "/ui/portal/ended", resp.Header.Get("Location"))
