@@ -6,7 +6,7 @@ TOOLS   := $(CURDIR)/tools/go.mod
 SQLC    := $(GO) tool -modfile=$(TOOLS) sqlc
 STATICCHECK := $(GO) tool -modfile=$(TOOLS) staticcheck
 
-.PHONY: help build run test lint test-faults bench soak screenshots generate check-generated vet fmt clean
+.PHONY: help build run test lint test-faults bench bench-search soak screenshots generate check-generated vet fmt clean image
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{ printf "  %-16s %s\n", $$1, $$2 }'
@@ -14,22 +14,35 @@ help: ## list the targets
 build: ## build the product binary bin/hookrelay
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o bin/hookrelay ./cmd/hookrelay
 
+IMAGE_ARCH ?= $(shell $(GO) env GOARCH)
+
+image: ## container image build/hookrelay-image.tar from a static binary, no network (docker load -i ...)
+	mkdir -p build/image
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" \
+		-o build/image/hookrelay ./cmd/hookrelay
+	cd deploy && $(GO) run ./cmd/hookrelay-image -binary $(CURDIR)/build/image/hookrelay -arch $(IMAGE_ARCH) \
+		-version $(VERSION) -out $(CURDIR)/build/hookrelay-image.tar
+
 run: build ## run hookrelay locally against a PostgreSQL (scripts/run.sh)
 	scripts/run.sh
 
-test: ## vet, gofmt and race tests of the product and bench modules; vet of the fault suite
+test: ## vet, gofmt and race tests of the product, bench and deploy modules; vet of the fault suite
 	scripts/test.sh
 
-lint: ## staticcheck the product, bench and e2e modules (tools/go.mod pins it)
+lint: ## staticcheck the product, bench, e2e and deploy modules (tools/go.mod pins it)
 	$(STATICCHECK) ./...
 	cd bench && $(STATICCHECK) ./...
 	cd e2e && $(STATICCHECK) -tags faults ./...
+	cd deploy && $(STATICCHECK) ./...
 
 test-faults: ## the end-to-end fault suite, e2e module (docs/reliability.md)
 	scripts/test-faults.sh
 
 bench: ## build bin/hookrelay and bin/hookrelay-bench, run the load benchmark (ARGS="--phases max ...")
 	scripts/bench.sh $(ARGS)
+
+bench-search: ## message search on 50 million messages in a private cluster (scripts/bench-search.sh; ARGS="measure", "--drop")
+	scripts/bench-search.sh $(ARGS)
 
 soak: ## soak of the hot queue table through the real binary (scripts/soak.sh)
 	scripts/soak.sh
@@ -49,9 +62,10 @@ vet: ## go vet every module (the fault suite with its build tag)
 	$(GO) vet ./...
 	cd bench && $(GO) vet ./...
 	cd e2e && $(GO) vet -tags faults ./...
+	cd deploy && $(GO) vet ./...
 
 fmt: ## gofmt every Go file
 	gofmt -w $$(git ls-files '*.go' | grep -v '^tools/')
 
-clean: ## remove bin/
-	rm -rf bin
+clean: ## remove bin/ and build/
+	rm -rf bin build

@@ -36,16 +36,21 @@ type CarrierCreateParams struct {
 	RateLimitPerSec  int
 }
 
-func carrierFrom(r dbsqlc.Carrier) Carrier {
+// carrierFrom turns a row into a Carrier, opening its signing secret.
+func (db *DB) carrierFrom(r dbsqlc.Carrier) (Carrier, error) {
 	c := Carrier{
 		ID: r.ID, Name: r.Name, APIKeyHash: r.APIKeyHash, APIKeyPrefix: r.APIKeyPrefix,
 		OrderingKeyField: r.OrderingKeyField, EventTypeField: r.EventTypeField,
 		MerchantField: r.MerchantField, RateLimitPerSec: int(r.RateLimitPerSec), CreatedAt: r.CreatedAt,
 	}
 	if r.SigningSecret != nil {
-		c.SigningSecret = *r.SigningSecret
+		s, err := db.open(purposeCarrierSecret, *r.SigningSecret)
+		if err != nil {
+			return Carrier{}, fmt.Errorf("carrier %d signing secret: %w", r.ID, err)
+		}
+		c.SigningSecret = s
 	}
-	return c
+	return c, nil
 }
 
 func orDefault(v, def string) string {
@@ -59,7 +64,11 @@ func orDefault(v, def string) string {
 func (db *DB) CarrierCreate(ctx context.Context, p CarrierCreateParams) (Carrier, error) {
 	var secret *string
 	if p.SigningSecret != "" {
-		secret = &p.SigningSecret
+		sealed, err := db.seal(purposeCarrierSecret, p.SigningSecret)
+		if err != nil {
+			return Carrier{}, fmt.Errorf("insert carrier: %w", err)
+		}
+		secret = &sealed
 	}
 	r, err := db.q.CarrierInsert(ctx, dbsqlc.CarrierInsertParams{
 		Name: p.Name, APIKeyHash: p.APIKeyHash, APIKeyPrefix: p.APIKeyPrefix,
@@ -74,7 +83,7 @@ func (db *DB) CarrierCreate(ctx context.Context, p CarrierCreateParams) (Carrier
 	if err != nil {
 		return Carrier{}, fmt.Errorf("insert carrier: %w", unavailable(err))
 	}
-	return carrierFrom(r), nil
+	return db.carrierFrom(r)
 }
 
 // CarrierGet returns the carrier with id, or hookrelay.ENOTFOUND.
@@ -83,7 +92,7 @@ func (db *DB) CarrierGet(ctx context.Context, id int64) (Carrier, error) {
 	if err != nil {
 		return Carrier{}, notFound(unavailableUnlessNoRows(err), "carrier")
 	}
-	return carrierFrom(r), nil
+	return db.carrierFrom(r)
 }
 
 // CarrierByKeyHash returns the carrier whose API key hashes to hash, or
@@ -93,7 +102,7 @@ func (db *DB) CarrierByKeyHash(ctx context.Context, hash []byte) (Carrier, error
 	if err != nil {
 		return Carrier{}, notFound(unavailableUnlessNoRows(err), "carrier")
 	}
-	return carrierFrom(r), nil
+	return db.carrierFrom(r)
 }
 
 // CarrierList returns up to limit carriers with ids above afterID, by id.
@@ -104,7 +113,9 @@ func (db *DB) CarrierList(ctx context.Context, afterID int64, limit int) ([]Carr
 	}
 	out := make([]Carrier, len(rows))
 	for i, r := range rows {
-		out[i] = carrierFrom(r)
+		if out[i], err = db.carrierFrom(r); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }
@@ -117,7 +128,9 @@ func (db *DB) CarrierAll(ctx context.Context) ([]Carrier, error) {
 	}
 	out := make([]Carrier, len(rows))
 	for i, r := range rows {
-		out[i] = carrierFrom(r)
+		if out[i], err = db.carrierFrom(r); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }

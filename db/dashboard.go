@@ -84,6 +84,7 @@ type EndpointStatus struct {
 	Status              string // enabled | disabled
 	DisabledReason      string
 	PayloadMode         string
+	Ordering            string // key | none
 	CreatedAt           time.Time
 	ConsecutiveFailures int
 	CircuitState        string // closed | open | half_open
@@ -105,8 +106,8 @@ func (db *DB) DashboardEndpoints(ctx context.Context, merchantID, afterID int64,
 	for i, r := range rows {
 		out[i] = EndpointStatus{
 			ID: r.ID, MerchantID: r.MerchantID, URL: r.URL, Description: r.Description, Status: r.Status,
-			DisabledReason: r.DisabledReason, PayloadMode: r.PayloadMode, CreatedAt: r.CreatedAt,
-			ConsecutiveFailures: int(r.ConsecutiveFailures), CircuitState: r.CircuitState,
+			DisabledReason: r.DisabledReason, PayloadMode: r.PayloadMode, Ordering: r.Ordering,
+			CreatedAt: r.CreatedAt, ConsecutiveFailures: int(r.ConsecutiveFailures), CircuitState: r.CircuitState,
 			CircuitOpenUntil: r.CircuitOpenUntil, FailingSince: r.FailingSince,
 			LastSuccessAt: r.LastSuccessAt, LastFailureAt: r.LastFailureAt, LastError: r.LastError,
 		}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db/internal/dbsqlc"
+	"github.com/hookrelay/hookrelay/keyring"
 )
 
 // Defaults of the settings an operator can change; cmd/hookrelay uses them
@@ -61,6 +62,11 @@ type Config struct {
 	// results are redelivered — instead of holding the chains behind those
 	// rows past its lease. Unset or longer: IdleInTransactionTimeout.
 	AckIdleTimeout time.Duration
+	// Keys seal the secrets the store keeps (signing secrets, custom header
+	// values, endpoint credentials) and open them. Nil: a store that only
+	// reads plaintext, for tools and tests that handle no secret; sealing
+	// then fails.
+	Keys *keyring.Keyring
 }
 
 // WithDefaults returns c with every zero field set to its default. Open

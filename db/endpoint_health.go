@@ -20,6 +20,11 @@ type DispatchEndpoint struct {
 	Secrets             []string
 	ConsecutiveFailures int
 	CircuitState        string // closed | open | half_open
+
+	// Headers are the custom request headers (nil when none).
+	Headers map[string]string
+	// Auth is the credentials requests carry (nil when none).
+	Auth *EndpointAuth
 }
 
 // EndpointsDispatchLoad returns the dispatch settings of the given endpoints
@@ -35,11 +40,25 @@ func (db *DB) EndpointsDispatchLoad(ctx context.Context, ids []int64) ([]Dispatc
 		for j, ms := range r.RetryScheduleMs {
 			sched[j] = time.Duration(ms) * time.Millisecond
 		}
+		secrets := make([]string, len(r.Secrets))
+		for j, s := range r.Secrets {
+			if secrets[j], err = db.open(purposeSecret, s); err != nil {
+				return nil, fmt.Errorf("endpoint %d secret: %w", r.ID, err)
+			}
+		}
+		headers, err := db.openHeaders(r.Headers)
+		if err != nil {
+			return nil, fmt.Errorf("endpoint %d: %w", r.ID, err)
+		}
+		auth, err := db.openAuth(r.Auth)
+		if err != nil {
+			return nil, fmt.Errorf("endpoint %d: %w", r.ID, err)
+		}
 		out[i] = DispatchEndpoint{
 			ID: r.ID, URL: r.URL, Status: r.Status, MaxInFlight: int(r.MaxInFlight),
 			RateLimitPerSec: int(r.RateLimitPerSec), PayloadMode: r.PayloadMode,
 			RetrySchedule: sched, Timeout: time.Duration(r.TimeoutMs) * time.Millisecond,
-			Secrets: r.Secrets, ConsecutiveFailures: int(r.ConsecutiveFailures), CircuitState: r.CircuitState,
+			Secrets: secrets, Headers: headers, Auth: auth, ConsecutiveFailures: int(r.ConsecutiveFailures), CircuitState: r.CircuitState,
 		}
 	}
 	return out, nil

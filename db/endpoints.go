@@ -19,6 +19,13 @@ const (
 	EndpointDeleted  = "deleted"
 )
 
+// Endpoint orderings: "key" delivers one ordering key's callbacks to the
+// endpoint one after another (SPEC §5.3); "none" lets them go at once.
+const (
+	OrderingKey  = "key"
+	OrderingNone = "none"
+)
+
 // SecretOverlap is how long a rotated-out endpoint secret keeps signing.
 const SecretOverlap = 24 * time.Hour
 
@@ -37,8 +44,18 @@ type Endpoint struct {
 	PayloadMode     string // inline | reference
 	RetrySchedule   []time.Duration
 	Timeout         time.Duration
+	Ordering        string // key | none
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
+
+	// Headers are custom request headers (name → value), nil when none;
+	// stored sealed.
+	Headers map[string]string
+	// Auth is the credentials requests carry, nil when none; stored sealed.
+	Auth *EndpointAuth
+	// Filter is the content filter callbacks must pass ("" = every
+	// callback), in the language of package filter.
+	Filter string
 }
 
 // EndpointFields are the settable fields of an endpoint.
@@ -52,6 +69,10 @@ type EndpointFields struct {
 	PayloadMode     string          // default inline
 	RetrySchedule   []time.Duration // empty = the default schedule
 	Timeout         time.Duration   // default 15 s
+	Ordering        string          // default key
+	Headers         map[string]string
+	Auth            *EndpointAuth
+	Filter          string
 }
 
 func (f EndpointFields) withDefaults() EndpointFields {
@@ -63,6 +84,9 @@ func (f EndpointFields) withDefaults() EndpointFields {
 	}
 	if f.Timeout == 0 {
 		f.Timeout = 15 * time.Second
+	}
+	if f.Ordering == "" {
+		f.Ordering = OrderingKey
 	}
 	if f.CarrierIDs == nil {
 		f.CarrierIDs = []int64{}
@@ -81,10 +105,19 @@ func msList(ds []time.Duration) []int64 {
 	return out
 }
 
-func endpointFrom(r dbsqlc.Endpoint) Endpoint {
+// endpointFrom turns a row into an Endpoint, opening its sealed values.
+func (db *DB) endpointFrom(r dbsqlc.Endpoint) (Endpoint, error) {
 	sched := make([]time.Duration, len(r.RetryScheduleMs))
 	for i, v := range r.RetryScheduleMs {
 		sched[i] = time.Duration(v) * time.Millisecond
+	}
+	headers, err := db.openHeaders(r.Headers)
+	if err != nil {
+		return Endpoint{}, fmt.Errorf("endpoint %d: %w", r.ID, err)
+	}
+	auth, err := db.openAuth(r.Auth)
+	if err != nil {
+		return Endpoint{}, fmt.Errorf("endpoint %d: %w", r.ID, err)
 	}
 	return Endpoint{
 		ID: r.ID, MerchantID: r.MerchantID, URL: r.URL, Description: r.Description,
@@ -92,30 +125,59 @@ func endpointFrom(r dbsqlc.Endpoint) Endpoint {
 		DisabledReason: r.DisabledReason, MaxInFlight: int(r.MaxInFlight),
 		RateLimitPerSec: int(r.RateLimitPerSec), PayloadMode: r.PayloadMode,
 		RetrySchedule: sched, Timeout: time.Duration(r.TimeoutMs) * time.Millisecond,
+		Ordering: r.Ordering, Headers: headers, Auth: auth, Filter: r.Filter,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+	}, nil
+}
+
+// sealedFields are the stored forms of an endpoint's sealed fields.
+type sealedFields struct {
+	headers []byte
+	auth    string
+}
+
+func (db *DB) sealFields(f EndpointFields) (sealedFields, error) {
+	h, err := db.sealHeaders(f.Headers)
+	if err != nil {
+		return sealedFields{}, err
 	}
+	a, err := db.sealAuth(f.Auth)
+	if err != nil {
+		return sealedFields{}, err
+	}
+	return sealedFields{headers: h, auth: a}, nil
 }
 
 // EndpointCreate inserts an enabled endpoint of merchantID together with its
 // first signing secret.
 func (db *DB) EndpointCreate(ctx context.Context, merchantID int64, f EndpointFields, secret string) (Endpoint, error) {
 	f = f.withDefaults()
+	sf, err := db.sealFields(f)
+	if err != nil {
+		return Endpoint{}, fmt.Errorf("create endpoint: %w", err)
+	}
+	sealedSecret, err := db.seal(purposeSecret, secret)
+	if err != nil {
+		return Endpoint{}, fmt.Errorf("create endpoint: %w", err)
+	}
 	var ep Endpoint
-	err := db.inTx(ctx, func(q *dbsqlc.Queries, _ pgx.Tx) error {
+	err = db.inTx(ctx, func(q *dbsqlc.Queries, _ pgx.Tx) error {
 		r, err := q.EndpointInsert(ctx, dbsqlc.EndpointInsertParams{
 			MerchantID: merchantID, URL: f.URL, Description: f.Description,
 			CarrierIDs: f.CarrierIDs, EventTypes: f.EventTypes, MaxInFlight: int32(f.MaxInFlight),
 			RateLimitPerSec: int32(f.RateLimitPerSec), PayloadMode: f.PayloadMode,
 			RetryScheduleMs: msList(f.RetrySchedule), TimeoutMs: int32(f.Timeout.Milliseconds()),
+			Ordering: f.Ordering,
+			Headers:  sf.headers, Auth: sf.auth, Filter: f.Filter,
 		})
 		if err != nil {
 			return unavailable(err)
 		}
-		if _, err := q.EndpointSecretInsert(ctx, dbsqlc.EndpointSecretInsertParams{EndpointID: r.ID, Secret: secret}); err != nil {
+		if _, err := q.EndpointSecretInsert(ctx, dbsqlc.EndpointSecretInsertParams{EndpointID: r.ID, Secret: sealedSecret}); err != nil {
 			return unavailable(err)
 		}
-		ep = endpointFrom(r)
-		return nil
+		ep, err = db.endpointFrom(r)
+		return err
 	})
 	if err != nil {
 		return Endpoint{}, fmt.Errorf("create endpoint: %w", err)
@@ -129,7 +191,7 @@ func (db *DB) EndpointGet(ctx context.Context, id int64) (Endpoint, error) {
 	if err != nil {
 		return Endpoint{}, notFound(unavailableUnlessNoRows(err), "endpoint")
 	}
-	return endpointFrom(r), nil
+	return db.endpointFrom(r)
 }
 
 // EndpointList returns up to limit endpoints (not deleted) of merchantID (0 =
@@ -141,7 +203,9 @@ func (db *DB) EndpointList(ctx context.Context, merchantID, afterID int64, limit
 	}
 	out := make([]Endpoint, len(rows))
 	for i, r := range rows {
-		out[i] = endpointFrom(r)
+		if out[i], err = db.endpointFrom(r); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }
@@ -153,6 +217,10 @@ type EndpointRoute struct {
 	CarrierIDs []int64  // empty = every carrier
 	EventTypes []string // empty = every event type
 	Status     string
+	// Unordered reports whether the endpoint's ordering is "none": its
+	// deliveries are stored unordered.
+	Unordered bool
+	Filter    string // "" = every callback
 }
 
 // EndpointRoutes returns every endpoint that is not deleted.
@@ -163,7 +231,8 @@ func (db *DB) EndpointRoutes(ctx context.Context) ([]EndpointRoute, error) {
 	}
 	out := make([]EndpointRoute, len(rows))
 	for i, r := range rows {
-		out[i] = EndpointRoute{ID: r.ID, MerchantID: r.MerchantID, CarrierIDs: r.CarrierIDs, EventTypes: r.EventTypes, Status: r.Status}
+		out[i] = EndpointRoute{ID: r.ID, MerchantID: r.MerchantID, CarrierIDs: r.CarrierIDs, EventTypes: r.EventTypes, Status: r.Status,
+			Unordered: r.Ordering == OrderingNone, Filter: r.Filter}
 	}
 	return out, nil
 }
@@ -172,15 +241,20 @@ func (db *DB) EndpointRoutes(ctx context.Context) ([]EndpointRoute, error) {
 // partial update into the current fields first).
 func (db *DB) EndpointUpdate(ctx context.Context, id int64, f EndpointFields) (Endpoint, error) {
 	f = f.withDefaults()
+	sf, err := db.sealFields(f)
+	if err != nil {
+		return Endpoint{}, fmt.Errorf("update endpoint: %w", err)
+	}
 	r, err := db.q.EndpointUpdate(ctx, dbsqlc.EndpointUpdateParams{
 		ID: id, URL: f.URL, Description: f.Description, CarrierIDs: f.CarrierIDs, EventTypes: f.EventTypes,
 		MaxInFlight: int32(f.MaxInFlight), RateLimitPerSec: int32(f.RateLimitPerSec), PayloadMode: f.PayloadMode,
 		RetryScheduleMs: msList(f.RetrySchedule), TimeoutMs: int32(f.Timeout.Milliseconds()),
+		Ordering: f.Ordering, Headers: sf.headers, Auth: sf.auth, Filter: f.Filter,
 	})
 	if err != nil {
 		return Endpoint{}, notFound(unavailableUnlessNoRows(err), "endpoint")
 	}
-	return endpointFrom(r), nil
+	return db.endpointFrom(r)
 }
 
 // EndpointFieldsOf returns the settable fields of ep.
@@ -188,7 +262,8 @@ func EndpointFieldsOf(ep Endpoint) EndpointFields {
 	return EndpointFields{
 		URL: ep.URL, Description: ep.Description, CarrierIDs: ep.CarrierIDs, EventTypes: ep.EventTypes,
 		MaxInFlight: ep.MaxInFlight, RateLimitPerSec: ep.RateLimitPerSec, PayloadMode: ep.PayloadMode,
-		RetrySchedule: ep.RetrySchedule, Timeout: ep.Timeout,
+		RetrySchedule: ep.RetrySchedule, Timeout: ep.Timeout, Ordering: ep.Ordering,
+		Headers: ep.Headers, Auth: ep.Auth, Filter: ep.Filter,
 	}
 }
 
@@ -217,8 +292,8 @@ func (db *DB) EndpointEnable(ctx context.Context, id int64) (Endpoint, error) {
 		if _, err := q.DeliveryReleaseByEndpoint(ctx, id); err != nil {
 			return unavailable(err)
 		}
-		ep = endpointFrom(r)
-		return nil
+		ep, err = db.endpointFrom(r)
+		return err
 	})
 	return ep, err
 }
@@ -244,8 +319,8 @@ func (db *DB) EndpointDisable(ctx context.Context, id int64, reason string) (End
 				return err
 			}
 		}
-		ep = endpointFrom(r)
-		return nil
+		ep, err = db.endpointFrom(r)
+		return err
 	})
 	return ep, err
 }
@@ -281,6 +356,10 @@ type EndpointSecret struct {
 // EndpointSecretRotate adds secret as the newest secret of endpoint id; every
 // older secret expires SecretOverlap from now (or sooner if set so).
 func (db *DB) EndpointSecretRotate(ctx context.Context, id int64, secret string) error {
+	sealed, err := db.seal(purposeSecret, secret)
+	if err != nil {
+		return err
+	}
 	return db.inTx(ctx, func(q *dbsqlc.Queries, _ pgx.Tx) error {
 		if _, err := q.EndpointGet(ctx, id); err != nil {
 			return notFound(unavailableUnlessNoRows(err), "endpoint")
@@ -288,7 +367,7 @@ func (db *DB) EndpointSecretRotate(ctx context.Context, id int64, secret string)
 		if err := q.EndpointSecretExpire(ctx, dbsqlc.EndpointSecretExpireParams{EndpointID: id, Overlap: SecretOverlap}); err != nil {
 			return unavailable(err)
 		}
-		_, err := q.EndpointSecretInsert(ctx, dbsqlc.EndpointSecretInsertParams{EndpointID: id, Secret: secret})
+		_, err := q.EndpointSecretInsert(ctx, dbsqlc.EndpointSecretInsertParams{EndpointID: id, Secret: sealed})
 		return unavailable(err)
 	})
 }
@@ -301,7 +380,11 @@ func (db *DB) EndpointSecretsActive(ctx context.Context, id int64) ([]EndpointSe
 	}
 	out := make([]EndpointSecret, len(rows))
 	for i, r := range rows {
-		out[i] = EndpointSecret{ID: r.ID, Secret: r.Secret, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt}
+		plain, err := db.open(purposeSecret, r.Secret)
+		if err != nil {
+			return nil, fmt.Errorf("endpoint secret %d: %w", r.ID, err)
+		}
+		out[i] = EndpointSecret{ID: r.ID, Secret: plain, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt}
 	}
 	return out, nil
 }

@@ -33,6 +33,11 @@ type NewMessage struct {
 	PayloadSHA256 []byte
 	// EndpointIDs get one delivery each, visible now.
 	EndpointIDs []int64
+	// Unordered, when not nil, runs parallel to EndpointIDs: true stores
+	// that endpoint's delivery unordered (its ordering is "none": it neither
+	// waits for nor holds back the key's other deliveries). Nil: every
+	// delivery is ordered.
+	Unordered []bool
 }
 
 // StoredMessage reports what MessageInsertMany did with one NewMessage.
@@ -127,10 +132,11 @@ func (db *DB) MessageInsertMany(ctx context.Context, msgs []NewMessage) ([]Store
 		p.PayloadSizes = append(p.PayloadSizes, int32(m.PayloadSize))
 		p.PayloadSHA256s = append(p.PayloadSHA256s, m.PayloadSHA256)
 		p.DeliveryCounts = append(p.DeliveryCounts, int32(len(m.EndpointIDs)))
-		for _, ep := range m.EndpointIDs {
+		for k, ep := range m.EndpointIDs {
 			p.DeliveryOrds = append(p.DeliveryOrds, int32(len(p.DeliveryOrds)+1))
 			p.DeliveryMessageOrds = append(p.DeliveryMessageOrds, ord)
 			p.DeliveryEndpointIDs = append(p.DeliveryEndpointIDs, ep)
+			p.DeliveryOrdered = append(p.DeliveryOrdered, m.Unordered == nil || !m.Unordered[k])
 		}
 		out[i] = StoredMessage{ReceivedAt: m.ReceivedAt, Deliveries: len(m.EndpointIDs)}
 	}

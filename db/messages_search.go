@@ -63,6 +63,9 @@ type MessageDelivery struct {
 
 // MessageSearch returns up to limit messages matching f before position
 // after (the zero position: from the newest), newest first by arrival (id).
+// A search by endpoint, state or merchant reads candidates (see the query)
+// a page at a time and keeps those with a matching delivery, until it has
+// limit of them or the window has no more candidates.
 func (db *DB) MessageSearch(ctx context.Context, f MessageFilter, after MessagePosition, limit int) ([]MessageSummary, error) {
 	p := dbsqlc.MessageSearchParams{
 		ByKey: f.OrderingKey != "", OrderingKey: f.OrderingKey, Lim: int32(limit),
@@ -80,25 +83,49 @@ func (db *DB) MessageSearch(ctx context.Context, f MessageFilter, after MessageP
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	q := dbsqlc.New(tx)
-	rows, err := q.MessageSearch(ctx, p)
-	if err != nil {
-		return nil, fmt.Errorf("search messages: %w", unavailable(err))
+	var out []MessageSummary
+	for {
+		rows, err := q.MessageSearch(ctx, p)
+		if err != nil {
+			return nil, fmt.Errorf("search messages: %w", unavailable(err))
+		}
+		page := make([]MessageSummary, len(rows))
+		for i, r := range rows {
+			page[i] = MessageSummary{
+				ID: r.ID, ReceivedAt: r.ReceivedAt, CarrierID: r.CarrierID, EventType: r.EventType,
+				OrderingKey: r.OrderingKey, PayloadSize: int(r.PayloadSize), Offloaded: r.Offloaded,
+			}
+		}
+		dels, err := messageDeliveries(ctx, q, page, f.MerchantID)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range page {
+			m.Deliveries = dels[m.ID]
+			if !p.Scoped || f.matches(m.Deliveries) {
+				out = append(out, m)
+			}
+			if len(out) == limit {
+				return out, nil
+			}
+		}
+		if len(rows) < int(p.Lim) {
+			return out, nil
+		}
+		p.BeforeID = rows[len(rows)-1].ID
 	}
-	out := make([]MessageSummary, len(rows))
-	for i, r := range rows {
-		out[i] = MessageSummary{
-			ID: r.ID, ReceivedAt: r.ReceivedAt, CarrierID: r.CarrierID, EventType: r.EventType,
-			OrderingKey: r.OrderingKey, PayloadSize: int(r.PayloadSize), Offloaded: r.Offloaded,
+}
+
+// matches reports whether one of a message's deliveries (those to the
+// filter's merchant's endpoints when it names one) is to the filter's
+// endpoint and in its state.
+func (f MessageFilter) matches(dels []MessageDelivery) bool {
+	for _, d := range dels {
+		if (f.EndpointID == 0 || d.EndpointID == f.EndpointID) && (f.State == "" || d.State == f.State) {
+			return true
 		}
 	}
-	dels, err := messageDeliveries(ctx, q, out, f.MerchantID)
-	if err != nil {
-		return nil, err
-	}
-	for i := range out {
-		out[i].Deliveries = dels[out[i].ID]
-	}
-	return out, nil
+	return false
 }
 
 // messageDeliveries returns the deliveries of msgs by message id, only those

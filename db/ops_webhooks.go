@@ -23,9 +23,14 @@ type OpsEndpoint struct {
 	CreatedAt   time.Time
 }
 
-func opsEndpointFrom(r dbsqlc.OpsEndpoint) OpsEndpoint {
+// opsEndpointFrom turns a row into an OpsEndpoint, opening its secret.
+func (db *DB) opsEndpointFrom(r dbsqlc.OpsEndpoint) (OpsEndpoint, error) {
+	secret, err := db.open(purposeOpsSecret, r.Secret)
+	if err != nil {
+		return OpsEndpoint{}, fmt.Errorf("ops endpoint %d secret: %w", r.ID, err)
+	}
 	return OpsEndpoint{ID: r.ID, URL: r.URL, Events: r.Events, Description: r.Description,
-		Secret: r.Secret, CreatedAt: r.CreatedAt}
+		Secret: secret, CreatedAt: r.CreatedAt}, nil
 }
 
 // OpsEndpointCreate stores an ops endpoint.
@@ -33,12 +38,16 @@ func (db *DB) OpsEndpointCreate(ctx context.Context, url string, events []string
 	if events == nil {
 		events = []string{}
 	}
+	sealed, err := db.seal(purposeOpsSecret, secret)
+	if err != nil {
+		return OpsEndpoint{}, fmt.Errorf("create ops endpoint: %w", err)
+	}
 	r, err := db.q.OpsEndpointInsert(ctx, dbsqlc.OpsEndpointInsertParams{URL: url, Events: events,
-		Description: description, Secret: secret})
+		Description: description, Secret: sealed})
 	if err != nil {
 		return OpsEndpoint{}, fmt.Errorf("create ops endpoint: %w", unavailable(err))
 	}
-	return opsEndpointFrom(r), nil
+	return db.opsEndpointFrom(r)
 }
 
 // OpsEndpointList returns every ops endpoint, oldest first.
@@ -49,7 +58,9 @@ func (db *DB) OpsEndpointList(ctx context.Context) ([]OpsEndpoint, error) {
 	}
 	out := make([]OpsEndpoint, len(rows))
 	for i, r := range rows {
-		out[i] = opsEndpointFrom(r)
+		if out[i], err = db.opsEndpointFrom(r); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }
@@ -201,8 +212,12 @@ func (db *DB) OpsDeliveryClaim(ctx context.Context, maxRows int, lease time.Dura
 	}
 	out := make([]OpsDelivery, len(rows))
 	for i, r := range rows {
+		secret, err := db.open(purposeOpsSecret, r.Secret)
+		if err != nil {
+			return nil, fmt.Errorf("ops delivery %d: %w", r.ID, err)
+		}
 		out[i] = OpsDelivery{ID: r.ID, MsgID: r.MsgID, Payload: []byte(r.Payload), Attempts: int(r.Attempts),
-			URL: r.URL, Secret: r.Secret}
+			URL: r.URL, Secret: secret}
 	}
 	return out, nil
 }

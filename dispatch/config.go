@@ -28,7 +28,15 @@ const (
 	DefaultOpsRetryMax  = time.Hour
 	DefaultOpsAttempts  = 12
 	DefaultOpsCoalesce  = time.Minute
+
+	// MaxQuickRetries bounds Config.QuickRetries: quick retries are extra
+	// attempts, so their number must stay small.
+	MaxQuickRetries = 5
 )
+
+// DefaultQuickRetries are the waits after a delivery's first failed
+// attempts, before its endpoint's retry_schedule begins (Config.QuickRetries).
+var DefaultQuickRetries = []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second}
 
 // Config configures a Dispatcher. Zero values get the defaults named
 // (WithDefaults).
@@ -88,6 +96,18 @@ type Config struct {
 	// EndpointCacheTTL is how long endpoint settings and secrets are cached.
 	// Default 2s.
 	EndpointCacheTTL time.Duration
+	// QuickRetries are the waits after a delivery's first failed attempts
+	// (HOOKRELAY_DISPATCH_QUICK_RETRIES): failed attempt k <= len waits
+	// QuickRetries[k-1], and only then does the endpoint's retry_schedule
+	// begin, from its first delay. They are extra attempts: a schedule of n
+	// delays allows 1 + len(QuickRetries) + n attempts in all. A transient
+	// failure (a deploy, a dropped connection) is usually over within
+	// seconds, and while a delivery waits the later callbacks of its
+	// ordering key wait behind it; a failing endpoint's circuit
+	// (CircuitThreshold) bounds what they cost it. Nil: DefaultQuickRetries
+	// (0.5s, 1s, 2s); empty and not nil: none (1 + n attempts). At most
+	// MaxQuickRetries.
+	QuickRetries []time.Duration
 	// RetryJitter is the ± fraction applied to retry delays. Default 0.2;
 	// negative disables jitter.
 	RetryJitter float64
@@ -165,6 +185,9 @@ func (c Config) WithDefaults() Config {
 	c.AckBatch = cmp.Or(c.AckBatch, DefaultAckBatch)
 	c.AckFlushers = cmp.Or(c.AckFlushers, DefaultAckFlushers)
 	c.EndpointCacheTTL = cmp.Or(c.EndpointCacheTTL, 2*time.Second)
+	if c.QuickRetries == nil {
+		c.QuickRetries = DefaultQuickRetries
+	}
 	c.RetryJitter = cmp.Or(c.RetryJitter, 0.2)
 	c.RetryJitter = max(c.RetryJitter, 0)
 	c.CircuitThreshold = cmp.Or(c.CircuitThreshold, 10)

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
@@ -80,7 +81,7 @@ func (d *Dispatcher) deliver(ctx context.Context, r db.ClaimedDelivery, ep *endp
 	}
 
 	msgID := webhookID(r.MessageID)
-	h := d.headers(msgID, attemptedAt, body, cfg.Secrets)
+	h := d.headers(msgID, attemptedAt, body, cfg)
 	h.Set("X-Hookrelay-Carrier", r.CarrierName)
 	h.Set("X-Hookrelay-Event-Type", r.EventType)
 	h.Set("X-Hookrelay-Ordering-Key", r.OrderingKey)
@@ -104,7 +105,7 @@ func (d *Dispatcher) deliver(ctx context.Context, r db.ClaimedDelivery, ep *endp
 		item.res.Kind, item.res.Delay, item.gone = db.AckRetry, d.cfg.HoldDelay, true
 		d.cache.forget(r.EndpointID)
 	default:
-		delay, more := retryDelay(cfg.RetrySchedule, r.Attempt+1, d.cfg.RetryJitter, d.cfg.Rand)
+		delay, more := retryDelay(cfg.RetrySchedule, d.cfg.QuickRetries, r.Attempt+1, d.cfg.RetryJitter, d.cfg.Rand)
 		if resp.hasRetryAfter {
 			delay = max(delay, resp.RetryAfter)
 		}
@@ -118,10 +119,24 @@ func (d *Dispatcher) deliver(ctx context.Context, r db.ClaimedDelivery, ep *endp
 	return item
 }
 
-// headers returns the Standard Webhooks headers and the fixed ones.
-func (d *Dispatcher) headers(msgID string, at time.Time, body []byte, secrets []string) http.Header {
+// headers returns the endpoint's custom headers and credentials, the
+// Standard Webhooks headers and the fixed ones. The API refuses custom
+// headers that hookrelay sets, so none is overwritten here.
+func (d *Dispatcher) headers(msgID string, at time.Time, body []byte, ep db.DispatchEndpoint) http.Header {
 	ts := at.Unix()
-	h := make(http.Header, 12)
+	secrets := ep.Secrets
+	h := make(http.Header, 12+len(ep.Headers))
+	for name, v := range ep.Headers {
+		h.Set(name, v)
+	}
+	if a := ep.Auth; a != nil {
+		switch a.Type {
+		case "basic":
+			h.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(a.Username+":"+a.Password)))
+		case "bearer":
+			h.Set("Authorization", "Bearer "+a.Token)
+		}
+	}
 	h.Set("Webhook-Id", msgID)
 	h.Set("Webhook-Timestamp", strconv.FormatInt(ts, 10))
 	if len(secrets) > 0 {

@@ -91,6 +91,9 @@ func testConfig() Config {
 		IdlePoll: 20 * time.Millisecond, DrainTimeout: 2 * time.Second,
 		RetryJitter: -1, HoldDelay: 200 * time.Millisecond, StoreRetryDelay: 100 * time.Millisecond,
 		EndpointCacheTTL: 50 * time.Millisecond,
+		// None: these tests count attempts against retry_schedule (1 + n);
+		// quick_retry_test.go tests the quick steps.
+		QuickRetries: []time.Duration{},
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/hookrelay/hookrelay/db"
+	"github.com/hookrelay/hookrelay/db/dbtest"
 )
 
 // childEnv switches the test binary into a dispatcher child process (for
@@ -33,7 +34,7 @@ func runChild(url string) int {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	store, err := db.Open(ctx, db.Config{URL: url, MaxConns: 8})
+	store, err := db.Open(ctx, db.Config{URL: url, MaxConns: 8, Keys: dbtest.Keys()})
 	if err != nil {
 		logger.Error("child: open", "error", err)
 		return 1

@@ -34,7 +34,7 @@ func (d *Dispatcher) PingEndpoint(ctx context.Context, endpointID int64) (hookre
 	if err != nil {
 		return hookrelay.PingResult{}, err
 	}
-	h := d.headers(id, at, body, ep.Secrets)
+	h := d.headers(id, at, body, ep)
 	h.Set("X-Hookrelay-Event-Type", "ping")
 	h.Set("X-Hookrelay-Attempt", "1")
 	resp := d.sender.Send(ctx, request{URL: ep.URL, Body: body, Header: h, Timeout: timeoutOf(ep)})

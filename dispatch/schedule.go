@@ -19,16 +19,23 @@ var DefaultRetrySchedule = []time.Duration{
 const maxRetryAfter = time.Hour
 
 // retryDelay returns the wait before the next attempt after failed attempt
-// number attempt (1-based) on schedule (the default when empty), with ±jitter
-// (a fraction) drawn from rnd, and whether there is a next attempt at all.
-func retryDelay(schedule []time.Duration, attempt int, jitter float64, rnd func() float64) (time.Duration, bool) {
+// number attempt (1-based): quick[attempt-1] for the first len(quick)
+// failures, then schedule (the default when empty) from its first delay;
+// with ±jitter (a fraction) drawn from rnd. It reports whether there is a
+// next attempt at all: at most 1 + len(quick) + len(schedule) attempts.
+func retryDelay(schedule, quick []time.Duration, attempt int, jitter float64, rnd func() float64) (time.Duration, bool) {
 	if len(schedule) == 0 {
 		schedule = DefaultRetrySchedule
 	}
-	if attempt < 1 || attempt > len(schedule) {
+	var d time.Duration
+	switch n := attempt - len(quick); {
+	case attempt < 1, n > len(schedule):
 		return 0, false
+	case n < 1:
+		d = quick[attempt-1]
+	default:
+		d = schedule[n-1]
 	}
-	d := schedule[attempt-1]
 	if jitter > 0 && rnd != nil {
 		d = time.Duration(float64(d) * (1 + jitter*(2*rnd()-1)))
 	}

@@ -12,24 +12,41 @@ func TestRetryDelayScheduleAndJitter(t *testing.T) {
 	t.Parallel()
 	mid := func() float64 { return 0.5 }
 	for i, want := range DefaultRetrySchedule {
-		got, ok := retryDelay(nil, i+1, 0.2, mid)
+		got, ok := retryDelay(nil, nil, i+1, 0.2, mid)
 		require.True(t, ok)
 		require.Equal(t, want, got)
 	}
-	_, ok := retryDelay(nil, len(DefaultRetrySchedule)+1, 0.2, mid)
+	_, ok := retryDelay(nil, nil, len(DefaultRetrySchedule)+1, 0.2, mid)
 	require.False(t, ok, "after the last delay comes the dead letter")
 
-	lo, _ := retryDelay(nil, 2, 0.2, func() float64 { return 0 })
-	hi, _ := retryDelay(nil, 2, 0.2, func() float64 { return 0.999999 })
+	lo, _ := retryDelay(nil, nil, 2, 0.2, func() float64 { return 0 })
+	hi, _ := retryDelay(nil, nil, 2, 0.2, func() float64 { return 0.999999 })
 	require.Equal(t, 4*time.Minute, lo)
 	require.InDelta(t, float64(6*time.Minute), float64(hi), float64(time.Second))
 
 	own := []time.Duration{time.Second, 2 * time.Second}
-	d, ok := retryDelay(own, 2, 0, nil)
+	d, ok := retryDelay(own, nil, 2, 0, nil)
 	require.True(t, ok)
 	require.Equal(t, 2*time.Second, d)
-	_, ok = retryDelay(own, 3, 0, nil)
+	_, ok = retryDelay(own, nil, 3, 0, nil)
 	require.False(t, ok)
+}
+
+func TestRetryDelayQuickStepsComeFirst(t *testing.T) {
+	t.Parallel()
+	own := []time.Duration{5 * time.Second, time.Minute}
+	want := []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second, 5 * time.Second, time.Minute}
+	for i, w := range want {
+		got, ok := retryDelay(own, DefaultQuickRetries, i+1, 0, nil)
+		require.True(t, ok, "failed attempt %d", i+1)
+		require.Equal(t, w, got, "failed attempt %d", i+1)
+	}
+	_, ok := retryDelay(own, DefaultQuickRetries, len(want)+1, 0, nil)
+	require.False(t, ok, "1 + 3 quick + 2 scheduled attempts, then the dead letter")
+	lo, _ := retryDelay(own, DefaultQuickRetries, 1, 0.2, func() float64 { return 0 })
+	require.Equal(t, 400*time.Millisecond, lo, "quick steps are jittered too")
+	_, ok = retryDelay(own, []time.Duration{}, 3, 0, nil)
+	require.False(t, ok, "no quick steps: 1 + n attempts")
 }
 
 func TestParseRetryAfter(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hookrelay/hookrelay/db"
+	"github.com/hookrelay/hookrelay/filter"
 )
 
 // snapshot is an immutable copy of the small configuration tables the hot
@@ -19,8 +20,36 @@ type snapshot struct {
 	carrierByID     map[int64]db.Carrier
 	carrierByName   map[string]int64
 	merchantByName  map[string]int64
-	routesByCarrier map[int64][]db.EndpointRoute // endpoints whose carrier filter names the carrier
-	routesAll       []db.EndpointRoute           // endpoints with no carrier filter
+	routesByCarrier map[int64][]route // endpoints whose carrier filter names the carrier
+	routesAll       []route           // endpoints with no carrier filter
+	unordered       map[int64]bool    // endpoints whose ordering is "none"
+	// filterPaths are the paths every endpoint's content filter reads
+	// together: the ingest extracts them in the pass that reads the body
+	// for the routing fields, so a filter never parses a body again.
+	filterPaths []string
+}
+
+// route is an endpoint's route with its compiled content filter.
+type route struct {
+	db.EndpointRoute
+	// filter is nil when the endpoint takes every callback.
+	filter *filter.Filter
+	// slots[i] is the index in snapshot.filterPaths of filter.Paths()[i].
+	slots []int
+}
+
+// match reports whether a callback whose values at the snapshot's filter
+// paths are vals passes the route's filter.
+func (r *route) match(vals []filter.Value) bool {
+	if r.filter == nil {
+		return true
+	}
+	var buf [8]filter.Value
+	own := buf[:0]
+	for _, s := range r.slots {
+		own = append(own, vals[s])
+	}
+	return r.filter.Match(own)
 }
 
 // routeStore is what the cache reads.
@@ -103,8 +132,9 @@ func (c *cache) load(ctx context.Context) (*snapshot, error) {
 		carrierByID:     make(map[int64]db.Carrier, len(carriers)),
 		carrierByName:   make(map[string]int64, len(carriers)),
 		merchantByName:  make(map[string]int64, len(merchants)),
-		routesByCarrier: map[int64][]db.EndpointRoute{},
+		routesByCarrier: map[int64][]route{},
 	}
+	pathIndex := map[string]int{}
 	for _, c := range carriers {
 		s.carrierByHash[string(c.APIKeyHash)] = c
 		s.carrierByID[c.ID] = c
@@ -113,7 +143,31 @@ func (c *cache) load(ctx context.Context) (*snapshot, error) {
 	for _, m := range merchants {
 		s.merchantByName[m.Name] = m.ID
 	}
-	for _, r := range routes {
+	for _, er := range routes {
+		r := route{EndpointRoute: er}
+		if er.Filter != "" {
+			// Stored filters were validated by the API; one that no longer
+			// compiles (written by another version) lets everything through
+			// rather than lose callbacks.
+			if f, err := filter.Parse(er.Filter); err == nil {
+				r.filter = f
+				for _, p := range f.Paths() {
+					i, ok := pathIndex[p]
+					if !ok {
+						i = len(s.filterPaths)
+						pathIndex[p] = i
+						s.filterPaths = append(s.filterPaths, p)
+					}
+					r.slots = append(r.slots, i)
+				}
+			}
+		}
+		if r.Unordered {
+			if s.unordered == nil {
+				s.unordered = map[int64]bool{}
+			}
+			s.unordered[r.ID] = true
+		}
 		if len(r.CarrierIDs) == 0 {
 			s.routesAll = append(s.routesAll, r)
 			continue
@@ -141,10 +195,29 @@ func (c *cache) run(ctx context.Context) {
 	}
 }
 
+// orderings returns, parallel to endpoints, which of them take unordered
+// deliveries; nil when all take ordered ones (the usual case: no allocation).
+func (s *snapshot) orderings(endpoints []int64) []bool {
+	if len(s.unordered) == 0 {
+		return nil
+	}
+	var out []bool
+	for i, id := range endpoints {
+		if s.unordered[id] {
+			if out == nil {
+				out = make([]bool, len(endpoints))
+			}
+			out[i] = true
+		}
+	}
+	return out
+}
+
 // fanOut returns the endpoints a callback of carrierID with eventType goes
 // to; merchantRef, when not empty, restricts them to one merchant (by id, or
-// else by name).
-func (s *snapshot) fanOut(carrierID int64, eventType, merchantRef string) []int64 {
+// else by name); vals, the callback's values at s.filterPaths, must pass an
+// endpoint's content filter.
+func (s *snapshot) fanOut(carrierID int64, eventType, merchantRef string, vals []filter.Value) []int64 {
 	merchantID := int64(-1)
 	if merchantRef != "" {
 		if id, err := strconv.ParseInt(merchantRef, 10, 64); err == nil {
@@ -156,12 +229,16 @@ func (s *snapshot) fanOut(carrierID int64, eventType, merchantRef string) []int6
 		}
 	}
 	var out []int64
-	add := func(rs []db.EndpointRoute) {
-		for _, r := range rs {
+	add := func(rs []route) {
+		for i := range rs {
+			r := &rs[i]
 			if merchantID >= 0 && r.MerchantID != merchantID {
 				continue
 			}
 			if len(r.EventTypes) > 0 && !slices.Contains(r.EventTypes, eventType) {
+				continue
+			}
+			if !r.match(vals) {
 				continue
 			}
 			out = append(out, r.ID)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db"
+	"github.com/hookrelay/hookrelay/filter"
 	"github.com/hookrelay/hookrelay/httperr"
 	"github.com/hookrelay/hookrelay/storage"
 )
@@ -79,7 +80,23 @@ func (s *Server) acceptCallback(c echo.Context) (CallbackResponse, int, error) {
 	if err := hookrelay.CheckText("Idempotency-Key", idem, maxIdempotencyKey); err != nil {
 		return CallbackResponse{}, 0, err
 	}
-	fields, err := ParseCallback(body, carrier.OrderingKeyField, carrier.EventTypeField, carrier.MerchantField)
+	// The snapshot first: its endpoints' content filters name more paths
+	// to read in the one pass over the body.
+	snap, err := s.cache.get(ctx)
+	if err != nil {
+		return CallbackResponse{}, 0, err
+	}
+	var fields []Field
+	var vals []filter.Value
+	if len(snap.filterPaths) == 0 {
+		fields, err = ParseCallback(body, carrier.OrderingKeyField, carrier.EventTypeField, carrier.MerchantField)
+	} else {
+		paths := append([]string{carrier.OrderingKeyField, carrier.EventTypeField, carrier.MerchantField}, snap.filterPaths...)
+		fields, vals, err = ParseCallbackValues(body, paths...)
+		if err == nil {
+			vals = vals[3:]
+		}
+	}
 	if err != nil {
 		return CallbackResponse{}, 0, hookrelay.Errorf(hookrelay.EINVALID, "body must be one valid JSON object")
 	}
@@ -94,18 +111,15 @@ func (s *Server) acceptCallback(c echo.Context) (CallbackResponse, int, error) {
 		return CallbackResponse{}, 0, err
 	}
 
-	snap, err := s.cache.get(ctx)
-	if err != nil {
-		return CallbackResponse{}, 0, err
-	}
 	received := time.Now()
 	sum := sha256.Sum256(body)
 	msg := db.NewMessage{
 		ReceivedAt: received, CarrierID: carrier.ID, EventType: eventType, OrderingKey: orderingKey,
 		MerchantRef: merchantRef, Queue: hookrelay.QueueFor(orderingKey, s.cfg.Queues),
 		IdempotencyKey: idem, PayloadSize: len(body), PayloadSHA256: sum[:],
-		EndpointIDs: snap.fanOut(carrier.ID, eventType, merchantRef),
+		EndpointIDs: snap.fanOut(carrier.ID, eventType, merchantRef, vals),
 	}
+	msg.Unordered = snap.orderings(msg.EndpointIDs)
 	if len(body) > s.cfg.OffloadBytes {
 		err := s.offload(ctx, &msg, body)
 		if err != nil {

@@ -28,9 +28,16 @@ type EndpointJSON struct {
 	PayloadMode     string    `json:"payload_mode"`
 	RetrySchedule   []string  `json:"retry_schedule"`
 	Timeout         string    `json:"timeout"`
+	Ordering        string    `json:"ordering"`
 	Secret          string    `json:"secret,omitempty"`
 	CreatedAt       time.Time `json:"created_at"`
 	UpdatedAt       time.Time `json:"updated_at"`
+
+	// Headers maps each custom header's name to HeaderMask: values are
+	// write-only.
+	Headers map[string]string `json:"headers"`
+	Auth    *AuthJSON         `json:"auth"`
+	Filter  string            `json:"filter"`
 }
 
 func endpointJSON(ep db.Endpoint) EndpointJSON {
@@ -39,7 +46,8 @@ func endpointJSON(ep db.Endpoint) EndpointJSON {
 		Carriers: make([]ID, len(ep.CarrierIDs)), EventTypes: ep.EventTypes, Status: ep.Status,
 		DisabledReason: ep.DisabledReason, MaxInFlight: ep.MaxInFlight, RateLimitPerSec: ep.RateLimitPerSec,
 		PayloadMode: ep.PayloadMode, RetrySchedule: make([]string, len(ep.RetrySchedule)),
-		Timeout: ep.Timeout.String(), CreatedAt: ep.CreatedAt, UpdatedAt: ep.UpdatedAt,
+		Timeout: ep.Timeout.String(), Ordering: ep.Ordering, CreatedAt: ep.CreatedAt, UpdatedAt: ep.UpdatedAt,
+		Headers: headersJSON(ep.Headers), Auth: authJSON(ep.Auth), Filter: ep.Filter,
 	}
 	for i, id := range ep.CarrierIDs {
 		out.Carriers[i] = ID(id)
@@ -66,6 +74,14 @@ type endpointRequest struct {
 	PayloadMode     *string           `json:"payload_mode"`
 	RetrySchedule   []string          `json:"retry_schedule"`
 	Timeout         *string           `json:"timeout"`
+	Ordering        *string           `json:"ordering"`
+
+	// Headers: a name with a value sets it, with null removes it (PATCH
+	// merges into the current headers).
+	Headers map[string]*string `json:"headers"`
+	// Auth: an object replaces the credentials, null removes them.
+	Auth   *authRequest `json:"auth"`
+	Filter *string      `json:"filter"` // "" removes the filter
 }
 
 // input turns the request into the operations layer's EndpointInput (which
@@ -97,6 +113,16 @@ func (req endpointRequest) input(body map[string]json.RawMessage) (ops.EndpointI
 		sched := append([]string{}, req.RetrySchedule...)
 		in.RetrySchedule = &sched
 	}
+	in.Ordering = req.Ordering
+	in.Headers = req.Headers
+	if hasKey(body, "auth") {
+		if req.Auth == nil {
+			in.RemoveAuth = true
+		} else {
+			in.Auth = req.Auth.input()
+		}
+	}
+	in.Filter = req.Filter
 	return in, nil
 }
 

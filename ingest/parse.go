@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/hookrelay/hookrelay/filter"
 )
 
 // maxJSONDepth bounds nesting, as encoding/json does.
@@ -27,7 +29,23 @@ type Field struct {
 // encoding/json. It reads body once, allocates only for the values found, and
 // never re-encodes anything.
 func ParseCallback(body []byte, paths ...string) ([]Field, error) {
+	f, _, err := parseCallback(body, paths, false)
+	return f, err
+}
+
+// ParseCallbackValues is ParseCallback that also returns, for content
+// filters, the value at each path with its JSON kind (strings and numbers
+// as in Field, booleans as "true" or "false"; objects, arrays and null by
+// kind only).
+func ParseCallbackValues(body []byte, paths ...string) ([]Field, []filter.Value, error) {
+	return parseCallback(body, paths, true)
+}
+
+func parseCallback(body []byte, paths []string, values bool) ([]Field, []filter.Value, error) {
 	p := parser{data: body}
+	if values {
+		p.vals = make([]filter.Value, len(paths))
+	}
 	p.paths = make([][]string, len(paths))
 	for i, path := range paths {
 		if path != "" {
@@ -37,7 +55,7 @@ func ParseCallback(body []byte, paths ...string) ([]Field, error) {
 	p.out = make([]Field, len(paths))
 	p.skipSpace()
 	if p.pos >= len(p.data) || p.data[p.pos] != '{' {
-		return nil, errBadJSON
+		return nil, nil, errBadJSON
 	}
 	active := make([]int, 0, len(paths))
 	for i, segs := range p.paths {
@@ -46,13 +64,13 @@ func ParseCallback(body []byte, paths ...string) ([]Field, error) {
 		}
 	}
 	if err := p.object(active, 0); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	p.skipSpace()
 	if p.pos != len(p.data) {
-		return nil, errBadJSON
+		return nil, nil, errBadJSON
 	}
-	return p.out, nil
+	return p.out, p.vals, nil
 }
 
 type parser struct {
@@ -61,6 +79,20 @@ type parser struct {
 	depth int
 	paths [][]string
 	out   []Field
+	// vals, when not nil, gets the value and kind at each path (see
+	// ParseCallbackValues).
+	vals []filter.Value
+}
+
+// setVal records the value of kind k (text for strings, numbers and
+// booleans) at the captured paths, when values are wanted.
+func (p *parser) setVal(capture []int, k filter.Kind, text string) {
+	if p.vals == nil {
+		return
+	}
+	for _, i := range capture {
+		p.vals[i] = filter.Value{Kind: k, Text: text}
+	}
 }
 
 func (p *parser) skipSpace() {
@@ -84,9 +116,11 @@ func (p *parser) value(active []int, level int, capture []int) error {
 	switch c := p.data[p.pos]; {
 	case c == '{':
 		p.clear(capture)
+		p.setVal(capture, filter.Object, "")
 		return p.object(active, level)
 	case c == '[':
 		p.clear(capture)
+		p.setVal(capture, filter.Array, "")
 		return p.array()
 	case c == '"':
 		s, err := p.str(len(capture) > 0)
@@ -96,6 +130,7 @@ func (p *parser) value(active []int, level int, capture []int) error {
 		for _, i := range capture {
 			p.out[i] = Field{Value: s, Found: true}
 		}
+		p.setVal(capture, filter.String, s)
 		return nil
 	case c == '-' || (c >= '0' && c <= '9'):
 		start := p.pos
@@ -107,6 +142,7 @@ func (p *parser) value(active []int, level int, capture []int) error {
 			for _, i := range capture {
 				p.out[i] = Field{Value: s, Found: true}
 			}
+			p.setVal(capture, filter.Number, s)
 		}
 		return nil
 	default:
@@ -114,6 +150,11 @@ func (p *parser) value(active []int, level int, capture []int) error {
 		for _, lit := range []string{"true", "false", "null"} {
 			if len(p.data)-p.pos >= len(lit) && string(p.data[p.pos:p.pos+len(lit)]) == lit {
 				p.pos += len(lit)
+				if lit == "null" {
+					p.setVal(capture, filter.Null, "")
+				} else {
+					p.setVal(capture, filter.Bool, lit)
+				}
 				return nil
 			}
 		}
@@ -124,6 +165,9 @@ func (p *parser) value(active []int, level int, capture []int) error {
 func (p *parser) clear(capture []int) {
 	for _, i := range capture {
 		p.out[i] = Field{}
+		if p.vals != nil {
+			p.vals[i] = filter.Value{}
+		}
 	}
 }
 

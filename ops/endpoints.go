@@ -42,7 +42,8 @@ const (
 // A nil field is absent: an update leaves it unchanged, a creation takes its
 // default. Every rule about these fields lives in ApplyEndpoint, so the API
 // and the portal cannot disagree; a new field is one member here, one check
-// there and one entry in the portal's form definition (package web).
+// there (or in endpoint_receivers.go) and one entry in the portal's form
+// definition (package web).
 type EndpointInput struct {
 	URL         *string
 	Description *string
@@ -56,6 +57,18 @@ type EndpointInput struct {
 	// RetrySchedule are Go durations ("30s", "5m"); empty means the default.
 	RetrySchedule *[]string
 	Timeout       *string
+	// Ordering is db.OrderingKey or db.OrderingNone.
+	Ordering *string
+
+	// Headers merges into the custom headers: a name with a value sets it,
+	// a name with nil removes it; nil leaves them all.
+	Headers map[string]*string
+	// Auth replaces the credentials; RemoveAuth removes them (the API's
+	// "auth": null). Neither leaves them.
+	Auth       *AuthInput
+	RemoveAuth bool
+	// Filter is the content filter; "" removes it.
+	Filter *string
 }
 
 // FieldError is a refused field of an EndpointInput: Field is its API name
@@ -174,11 +187,21 @@ func (s *Service) ApplyEndpoint(ctx context.Context, in EndpointInput, f *db.End
 		}
 		f.Timeout = d
 	}
-	return nil
+	if in.Ordering != nil {
+		if *in.Ordering != db.OrderingKey && *in.Ordering != db.OrderingNone {
+			return fieldErrorf(fieldOrdering, `ordering must be "key" (one ordering key's callbacks in order) or "none"`)
+		}
+		f.Ordering = *in.Ordering
+	}
+	return applyReceiver(in, f)
 }
 
 // asField files an EINVALID error under field; other errors pass unchanged.
 func asField(field string, err error) error {
+	var fe *FieldError
+	if errors.As(err, &fe) {
+		return err
+	}
 	var he *hookrelay.Error
 	if errors.As(err, &he) && he.Code == hookrelay.EINVALID {
 		return &FieldError{Field: field, Err: he}

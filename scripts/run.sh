@@ -13,6 +13,13 @@ if [ -z "${HOOKRELAY_ADMIN_TOKEN:-}" ]; then
   HOOKRELAY_ADMIN_TOKEN=$(cat data/admin-token)
   export HOOKRELAY_ADMIN_TOKEN
 fi
+if [ -z "${HOOKRELAY_ENCRYPTION_KEY:-}" ]; then
+  # Seals the secrets kept in the database: losing it loses them, so it is
+  # kept beside the admin token (back data/ up, or set the variable).
+  [ -s data/encryption-key ] || { umask 077; ./bin/hookrelay encryption-key > data/encryption-key; }
+  HOOKRELAY_ENCRYPTION_KEY=$(cat data/encryption-key)
+  export HOOKRELAY_ENCRYPTION_KEY
+fi
 addr="${HOOKRELAY_ADDR:-127.0.0.1:8080}"
 echo "hookrelay: dashboard http://$addr/ui/"
 echo "hookrelay: admin token $HOOKRELAY_ADMIN_TOKEN (kept in data/admin-token)"

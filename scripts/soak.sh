@@ -43,6 +43,7 @@ cleanup() {
 trap cleanup EXIT
 
 DATABASE_URL="$url" HOOKRELAY_ADDR="$addr" HOOKRELAY_ADMIN_TOKEN="$token" \
+HOOKRELAY_ENCRYPTION_KEY="$("$work/hookrelay" encryption-key)" \
 HOOKRELAY_DATA_DIR="$work/data" HOOKRELAY_S3_EMBED_ADDR=127.0.0.1:0 \
 HOOKRELAY_ALLOW_PRIVATE_TARGETS=true HOOKRELAY_LOG_FORMAT=json HOOKRELAY_LOG_LEVEL="${SOAK_LOG_LEVEL:-warn}" \
   "$work/hookrelay" serve >"$work/serve.log" 2>&1 &

@@ -136,6 +136,20 @@ var endpointForm = []formField{
 		},
 		Value: func(ep db.Endpoint, _ formChoices) []string { return one(ep.PayloadMode) },
 		Set:   func(in *ops.EndpointInput, v []string) { in.PayloadMode = optional(v) }},
+	{Name: "ordering", Label: "Ordering", Kind: inputSelect,
+		Hint: "key: callbacks of one tracking number arrive in order, one at a time; none: in any order, in parallel.",
+		Options: func(formChoices) []formOption {
+			return []formOption{{db.OrderingKey, "key (in order per tracking number)"}, {db.OrderingNone, "none (any order)"}}
+		},
+		Value: func(ep db.Endpoint, _ formChoices) []string { return one(ep.Ordering) },
+		Set:   func(in *ops.EndpointInput, v []string) { in.Ordering = optional(v) }},
+	{Name: "filter", Label: "Filter", Kind: inputText,
+		Hint:  `Deliver only the callbacks that match, such as status == "DELIVERED" && weight > 2; empty for every callback.`,
+		Value: func(ep db.Endpoint, _ formChoices) []string { return one(ep.Filter) },
+		Set: func(in *ops.EndpointInput, v []string) {
+			f := strings.TrimSpace(first(v))
+			in.Filter = &f
+		}},
 	{Name: "retry_schedule", Label: "Retry schedule", Kind: inputList,
 		Hint: "Delays between attempts, such as 5s, 5m, 30m; empty for the default (5s 5m 30m 2h 5h 10h 10h).",
 		Value: func(ep db.Endpoint, _ formChoices) []string {

@@ -62,7 +62,11 @@ func startWebFixture(t *testing.T, o fixtureOpts) webFixture {
 
 	logs := &logtest.Buffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, nil))
-	d := dispatch.New(logger, dispatch.Config{AllowPrivateTargets: true, IdlePoll: 20 * time.Millisecond, DrainTimeout: time.Second}, store, payloads, nil)
+	// No quick retries: the dashboard tests make dead letters from failing
+	// endpoints with short schedules, and 1 + n attempts keep them below
+	// the circuit's threshold.
+	d := dispatch.New(logger, dispatch.Config{AllowPrivateTargets: true, IdlePoll: 20 * time.Millisecond, DrainTimeout: time.Second,
+		QuickRetries: []time.Duration{}}, store, payloads, nil)
 	operations := ops.New(store, d)
 	api := ingest.New(logger, ingest.Config{AllowPrivateTargets: true, OffloadBytes: o.OffloadBytes,
 		Batcher: ingest.BatcherConfig{OnStored: func(_ int, queues []int) { d.WakeQueues(queues) }}}, store, payloads, nil, operations)

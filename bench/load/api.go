@@ -72,12 +72,22 @@ func (a *Admin) CreateEndpoint(ctx context.Context, merchantID, url string, retr
 	return e, err
 }
 
+// SetEndpointOrdering changes the ordering ("key" or "none") of endpoint id.
+func (a *Admin) SetEndpointOrdering(ctx context.Context, id, ordering string) error {
+	var e Endpoint
+	return a.send(ctx, http.MethodPatch, "/v1/endpoints/"+id, map[string]any{"ordering": ordering}, &e)
+}
+
 func (a *Admin) post(ctx context.Context, path string, body, out any) error {
+	return a.send(ctx, http.MethodPost, path, body, out)
+}
+
+func (a *Admin) send(ctx context.Context, method, path string, body, out any) error {
 	raw, err := json.Marshal(body)
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(a.BaseURL, "/")+path, bytes.NewReader(raw))
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(a.BaseURL, "/")+path, bytes.NewReader(raw))
 	if err != nil {
 		return err
 	}
@@ -85,18 +95,18 @@ func (a *Admin) post(ctx context.Context, path string, body, out any) error {
 	req.Header.Set("Authorization", "Bearer "+a.Token)
 	resp, err := a.Client.Do(req)
 	if err != nil {
-		return fmt.Errorf("POST %s: %w", path, err)
+		return fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
-		return fmt.Errorf("POST %s: read answer: %w", path, err)
+		return fmt.Errorf("%s %s: read answer: %w", method, path, err)
 	}
 	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("POST %s: status %d: %s", path, resp.StatusCode, bytes.TrimSpace(data))
+		return fmt.Errorf("%s %s: status %d: %s", method, path, resp.StatusCode, bytes.TrimSpace(data))
 	}
 	if err := json.Unmarshal(data, out); err != nil {
-		return fmt.Errorf("POST %s: decode answer: %w", path, err)
+		return fmt.Errorf("%s %s: decode answer: %w", method, path, err)
 	}
 	return nil
 }

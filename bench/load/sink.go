@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -42,6 +43,10 @@ type Sink struct {
 	mu      sync.RWMutex
 	keys    map[int][]byte  // endpoint → HMAC key; guarded by mu
 	ledgers map[int]*Ledger // phase → ledger; guarded by mu
+
+	// firstFailure is the share of first attempts answered 500, as
+	// math.Float64bits (SetFirstAttemptFailureRate).
+	firstFailure atomic.Uint64
 
 	badSignature atomic.Int64
 	badPayload   atomic.Int64
@@ -99,6 +104,13 @@ func (s *Sink) SetLedger(phase int, l *Ledger) {
 	s.mu.Lock()
 	s.ledgers[phase] = l
 	s.mu.Unlock()
+}
+
+// SetFirstAttemptFailureRate makes the sink answer 500 to that share (0..1)
+// of first attempts (X-Hookrelay-Attempt: 1), on top of FailureRate; retries
+// are answered as usual. It models transient failures: the flaky phase.
+func (s *Sink) SetFirstAttemptFailureRate(rate float64) {
+	s.firstFailure.Store(math.Float64bits(rate))
 }
 
 // Stats returns the sink's counters.
@@ -167,6 +179,9 @@ func (s *Sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ok := s.cfg.FailureRate <= 0 || rand.Float64() >= s.cfg.FailureRate
+	if ff := math.Float64frombits(s.firstFailure.Load()); ok && ff > 0 && h.Get("X-Hookrelay-Attempt") == "1" {
+		ok = rand.Float64() >= ff
+	}
 	l.Arrived(n, p.Key, p.Seq, at, ok)
 	if s.cfg.Latency > 0 {
 		t := time.NewTimer(s.cfg.Latency)

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func postSigned(t *testing.T, s *Sink, n int, key []byte, body []byte, corrupt bool) int {
+func postSigned(t *testing.T, s *Sink, n int, key []byte, body []byte, corrupt bool, hdr ...string) int {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, s.EndpointURL(n), bytes.NewReader(body))
 	require.NoError(t, err)
@@ -21,6 +21,9 @@ func postSigned(t *testing.T, s *Sink, n int, key []byte, body []byte, corrupt b
 	req.Header.Set("webhook-id", "msg_1")
 	req.Header.Set("webhook-timestamp", "1700000000")
 	req.Header.Set("webhook-signature", "v1,bm90aGluZw== "+sig)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	resp, err := client.Do(req)
 	require.NoError(t, err)
@@ -69,6 +72,23 @@ func TestSinkInjectsFailures(t *testing.T) {
 	require.Equal(t, http.StatusInternalServerError, postSigned(t, s, 0, key, buildPayload(1, 0, 1, "m", 10, ""), false))
 	_, delivered := l.Progress()
 	require.Zero(t, delivered)
+}
+
+func TestSinkFailsFirstAttemptsOnly(t *testing.T) {
+	t.Parallel()
+	s, err := StartSink(SinkConfig{})
+	require.NoError(t, err)
+	defer s.Close()
+	key := []byte("k")
+	require.NoError(t, s.SetSecret(0, "whsec_"+base64.StdEncoding.EncodeToString(key)))
+	l := NewLedger(1, func(int) []int { return []int{0} })
+	s.SetLedger(1, l)
+	body := buildPayload(1, 0, 1, "m", 10, "")
+	s.SetFirstAttemptFailureRate(1)
+	require.Equal(t, http.StatusInternalServerError, postSigned(t, s, 0, key, body, false, "X-Hookrelay-Attempt", "1"))
+	require.Equal(t, http.StatusNoContent, postSigned(t, s, 0, key, body, false, "X-Hookrelay-Attempt", "2"), "retries are answered")
+	s.SetFirstAttemptFailureRate(0)
+	require.Equal(t, http.StatusNoContent, postSigned(t, s, 0, key, body, false, "X-Hookrelay-Attempt", "1"))
 }
 
 func TestParseStatTicks(t *testing.T) {

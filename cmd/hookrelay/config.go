@@ -12,6 +12,7 @@ import (
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/dispatch"
 	"github.com/hookrelay/hookrelay/ingest"
+	"github.com/hookrelay/hookrelay/keyring"
 	"github.com/hookrelay/hookrelay/maintenance"
 	"github.com/hookrelay/hookrelay/ops"
 	"github.com/hookrelay/hookrelay/storage"
@@ -32,6 +33,9 @@ type config struct {
 	LogFormat   string         // HOOKRELAY_LOG_FORMAT: json | text | auto
 	LogLevel    string         // HOOKRELAY_LOG_LEVEL: debug | info | warn | error
 	PprofAddr   string         // HOOKRELAY_PPROF_ADDR: net/http/pprof listener; empty = none
+	// Keys (HOOKRELAY_ENCRYPTION_KEY, HOOKRELAY_ENCRYPTION_KEYS_OLD) seal the
+	// secrets kept in the database; nil when unset (requireKeys).
+	Keys *keyring.Keyring
 
 	DB          db.Config          // DATABASE_URL, HOOKRELAY_DB_MAX_CONNS and timeouts
 	Ingest      ingest.Config      // the api role
@@ -89,6 +93,8 @@ func loadConfig(getenv func(string) string) (config, error) {
 	notify := p.bool("HOOKRELAY_NOTIFY", defaultNotify)
 
 	c.DB = loadDB(p, lease)
+	c.Keys = loadKeys(p)
+	c.DB.Keys = c.Keys
 	c.Ingest = loadIngest(p, queues, allowPrivate, notify)
 	c.Dispatch = loadDispatch(p, queues, lease, allowPrivate, notify)
 	c.Maintenance = loadMaintenance(p, queues, c.DB.IdleInTransactionTimeout)
@@ -144,6 +150,40 @@ func (c config) check(p *envParser) {
 	if int64(c.Ingest.MemoryBytes) < 2*(int64(c.Ingest.MaxBodyBytes)+1) {
 		p.errs = append(p.errs, fmt.Errorf("HOOKRELAY_INGEST_MEMORY (%d) is less than twice HOOKRELAY_MAX_BODY_BYTES (%d)", c.Ingest.MemoryBytes, c.Ingest.MaxBodyBytes))
 	}
+}
+
+// loadKeys reads the encryption keys: HOOKRELAY_ENCRYPTION_KEY seals and
+// opens, HOOKRELAY_ENCRYPTION_KEYS_OLD (comma-separated) only open, for the
+// rows sealed before a rotation. Each is the base64 of 32 bytes (`hookrelay
+// encryption-key` prints one). Errors never show a key.
+func loadKeys(p *envParser) *keyring.Keyring {
+	cur := strings.TrimSpace(p.getenv("HOOKRELAY_ENCRYPTION_KEY"))
+	old := strings.TrimSpace(p.getenv("HOOKRELAY_ENCRYPTION_KEYS_OLD"))
+	if cur == "" {
+		if old != "" {
+			p.errs = append(p.errs, fmt.Errorf("HOOKRELAY_ENCRYPTION_KEYS_OLD is set without HOOKRELAY_ENCRYPTION_KEY"))
+		}
+		return nil
+	}
+	k, err := keyring.Parse(cur, old)
+	if err != nil {
+		name := "HOOKRELAY_ENCRYPTION_KEY"
+		if strings.HasPrefix(err.Error(), "old") {
+			name = "HOOKRELAY_ENCRYPTION_KEYS_OLD"
+		}
+		p.errs = append(p.errs, fmt.Errorf("%s: %v (want the base64 of 32 random bytes, such as `hookrelay encryption-key` prints)", name, err))
+		return nil
+	}
+	return k
+}
+
+// requireKeys fails when no encryption key is configured: every command
+// that opens the database needs one, to seal and open the secrets it keeps.
+func (c config) requireKeys() error {
+	if c.Keys == nil {
+		return hookrelay.Errorf(hookrelay.EINVALID, "configuration: HOOKRELAY_ENCRYPTION_KEY is required (the base64 of 32 random bytes; `hookrelay encryption-key` prints a new one, `make run` keeps one in data/encryption-key)")
+	}
+	return nil
 }
 
 // loadDB reads the database settings: the URL (the database is created
@@ -224,6 +264,10 @@ func loadDispatch(p *envParser, queues int, lease time.Duration, allowPrivate, n
 		// How long shutdown lets deliveries in flight finish before
 		// releasing them.
 		DrainTimeout: p.duration("HOOKRELAY_DISPATCH_DRAIN_TIMEOUT", dispatch.DefaultDrainTimeout, time.Millisecond, 10*time.Minute),
+		// Waits after a delivery's first failures, before its endpoint's
+		// retry_schedule (extra attempts); "none" turns them off.
+		QuickRetries: p.durations("HOOKRELAY_DISPATCH_QUICK_RETRIES", dispatch.DefaultQuickRetries,
+			dispatch.MaxQuickRetries, 10*time.Millisecond, time.Minute),
 		// LISTEN for the announcements of the APIs in other processes.
 		Listen: notify,
 	}

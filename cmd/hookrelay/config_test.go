@@ -25,7 +25,7 @@ import (
 var processVariables = []string{
 	"DATABASE_URL", "HOOKRELAY_ADDR", "HOOKRELAY_ADMIN_TOKEN", "HOOKRELAY_DATA_DIR",
 	"HOOKRELAY_S3_ENDPOINT", "HOOKRELAY_S3_EMBED_ADDR", "HOOKRELAY_LOG_FORMAT",
-	"HOOKRELAY_LOG_LEVEL", "HOOKRELAY_PPROF_ADDR",
+	"HOOKRELAY_LOG_LEVEL", "HOOKRELAY_PPROF_ADDR", "HOOKRELAY_ENCRYPTION_KEY", "HOOKRELAY_ENCRYPTION_KEYS_OLD",
 }
 
 // TestConfigDefaultsArePackageDefaults loads the configuration from an empty
@@ -90,6 +90,7 @@ func TestConfigDefaultsArePackageDefaults(t *testing.T) {
 		{"HOOKRELAY_DISPATCH_ACK_INTERVAL", d.AckInterval, dDef.AckInterval},
 		{"HOOKRELAY_DISPATCH_ACK_BATCH", d.AckBatch, dDef.AckBatch},
 		{"HOOKRELAY_DISPATCH_DRAIN_TIMEOUT", d.DrainTimeout, dDef.DrainTimeout},
+		{"HOOKRELAY_DISPATCH_QUICK_RETRIES", d.QuickRetries, dDef.QuickRetries},
 
 		{"HOOKRELAY_RETENTION", m.Retention, mDef.Retention},
 		{"HOOKRELAY_PARTITIONS_AHEAD", m.PartitionsAhead, mDef.PartitionsAhead},
@@ -195,4 +196,31 @@ func TestConfigIngestMemory(t *testing.T) {
 	}
 	_, err = load(map[string]string{"HOOKRELAY_INGEST_MEMORY": "16777218", "HOOKRELAY_MAX_BODY_BYTES": "8388608"})
 	require.NoError(t, err)
+}
+
+// TestConfigQuickRetries: HOOKRELAY_DISPATCH_QUICK_RETRIES takes "none" or up
+// to dispatch.MaxQuickRetries durations from 10ms to 1m.
+func TestConfigQuickRetries(t *testing.T) {
+	t.Parallel()
+	load := func(v string) (config, error) {
+		return loadConfig(func(k string) string {
+			if k == "HOOKRELAY_DISPATCH_QUICK_RETRIES" {
+				return v
+			}
+			return ""
+		})
+	}
+	c, err := load("250ms, 1s")
+	require.NoError(t, err)
+	require.Equal(t, []time.Duration{250 * time.Millisecond, time.Second}, c.Dispatch.QuickRetries)
+	c, err = load("none")
+	require.NoError(t, err)
+	require.NotNil(t, c.Dispatch.QuickRetries)
+	require.Empty(t, c.Dispatch.QuickRetries, "none: no quick retries, and WithDefaults keeps it so")
+	require.Empty(t, c.Dispatch.WithDefaults().QuickRetries)
+	for _, bad := range []string{"soon", "5ms", "2m", "1s,,2s", "1s,1s,1s,1s,1s,1s", "0"} {
+		_, err := load(bad)
+		require.Error(t, err, bad)
+		require.Contains(t, err.Error(), "HOOKRELAY_DISPATCH_QUICK_RETRIES", bad)
+	}
 }

@@ -84,3 +84,31 @@ func (p *envParser) oneOf(name, def string, allowed ...string) string {
 	p.fail(name, v, "want one of "+strings.Join(allowed, ", "))
 	return def
 }
+
+// durations reads a comma-separated list of at most most durations, each
+// from lo to hi, or "none" (an empty list); unset is def.
+func (p *envParser) durations(name string, def []time.Duration, most int, lo, hi time.Duration) []time.Duration {
+	raw := strings.TrimSpace(p.getenv(name))
+	switch raw {
+	case "":
+		return def
+	case "none":
+		return []time.Duration{}
+	}
+	want := fmt.Sprintf(`want "none" or up to %d comma-separated durations from %s to %s, such as 500ms,1s,2s`, most, lo, hi)
+	parts := strings.Split(raw, ",")
+	if len(parts) > most {
+		p.fail(name, raw, want)
+		return def
+	}
+	out := make([]time.Duration, 0, len(parts))
+	for _, part := range parts {
+		d, err := time.ParseDuration(strings.TrimSpace(part))
+		if err != nil || d < lo || d > hi {
+			p.fail(name, raw, want)
+			return def
+		}
+		out = append(out, d)
+	}
+	return out
+}

@@ -50,6 +50,7 @@ func startServe(t *testing.T, env map[string]string, args ...string) *testServer
 		"HOOKRELAY_S3_EMBED_ADDR":         "127.0.0.1:0",
 		"HOOKRELAY_DATA_DIR":              t.TempDir(),
 		"HOOKRELAY_ADMIN_TOKEN":           "hra_test_admin_token_0123456789",
+		"HOOKRELAY_ENCRYPTION_KEY":        dbtest.TestEncryptionKey,
 		"HOOKRELAY_LOG_FORMAT":            "json",
 		"HOOKRELAY_ALLOW_PRIVATE_TARGETS": "true",
 	}

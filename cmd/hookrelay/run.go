@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 
 	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/keyring"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -20,6 +21,11 @@ commands:
   migrate   create the database if missing and apply migrations
   bench     run the load benchmark: execs hookrelay-bench (see docs/benchmarks.md)
   token     print a new random admin token
+  encryption-key
+            print a new random encryption key (HOOKRELAY_ENCRYPTION_KEY)
+  rotate-encryption-key
+            re-encrypt every stored secret under HOOKRELAY_ENCRYPTION_KEY
+            (the previous key in HOOKRELAY_ENCRYPTION_KEYS_OLD; --batch n)
   version   print the version
 
 configuration comes from the environment; see README.md.
@@ -47,6 +53,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		// A fresh admin token, for scripts that keep one (make run).
 		fmt.Fprintln(stdout, hookrelay.NewKey(hookrelay.AdminTokenPrefix))
 		return nil
+	case "encryption-key":
+		// A fresh encryption key, for scripts that keep one (make run).
+		fmt.Fprintln(stdout, keyring.Generate())
+		return nil
+	case "rotate-encryption-key":
+		return runRotateKey(ctx, rest, getenv, stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintf(stdout, "hookrelay %s (%s)\n", version, goVersion())
 		return nil

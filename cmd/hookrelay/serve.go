@@ -281,6 +281,9 @@ func newService(ctx context.Context, cfg config, logger *slog.Logger, stdout io.
 }
 
 func openDatabase(ctx context.Context, cfg config, logger *slog.Logger) (*db.DB, error) {
+	if err := cfg.requireKeys(); err != nil {
+		return nil, err
+	}
 	if err := retryStartup(ctx, logger, "database", func() error { return db.EnsureDatabase(ctx, cfg.DB.URL) }); err != nil {
 		return nil, err
 	}
@@ -291,6 +294,17 @@ func openDatabase(ctx context.Context, cfg config, logger *slog.Logger) (*db.DB,
 	if _, err := store.Migrate(ctx, logger); err != nil {
 		store.Close()
 		return nil, err
+	}
+	// Rows written before secrets were sealed are sealed now (a migration
+	// has no key). Rows under an older key stay until rotate-encryption-key.
+	n, err := store.SealPlaintext(ctx, resealBatch)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	if n.Total() > 0 {
+		logger.Info("sealed secrets stored in plaintext", "endpoint_secrets", n.Secrets, "endpoints", n.Endpoints,
+			"carriers", n.CarrierSecrets, "ops_endpoints", n.OpsSecrets)
 	}
 	return store, nil
 }

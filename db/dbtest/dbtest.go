@@ -98,6 +98,9 @@ func Open(t testing.TB, url string, cfg db.Config) *db.DB {
 	defer cancel()
 	cfg.URL = url
 	cfg.MaxConns = max(cfg.MaxConns, 8)
+	if cfg.Keys == nil {
+		cfg.Keys = Keys()
+	}
 	store, err := db.Open(ctx, cfg)
 	if err != nil {
 		t.Fatalf("dbtest: open: %v", err)

@@ -93,6 +93,7 @@ type EndpointOpts struct {
 	Timeout         time.Duration // default 15 s
 	Secret          string        // default a new whsec_ secret
 	Disabled        bool          // create, then disable
+	Ordering        string        // default key
 }
 
 // Endpoint inserts an endpoint with its secret and returns it with the secret.
@@ -116,7 +117,7 @@ func Endpoint(t testing.TB, store *db.DB, opts *EndpointOpts) (db.Endpoint, stri
 	ep, err := store.EndpointCreate(ctx, o.MerchantID, db.EndpointFields{
 		URL: o.URL, Description: o.Description, CarrierIDs: o.CarrierIDs, EventTypes: o.EventTypes,
 		MaxInFlight: o.MaxInFlight, RateLimitPerSec: o.RateLimitPerSec, PayloadMode: o.PayloadMode,
-		RetrySchedule: o.RetrySchedule, Timeout: o.Timeout,
+		RetrySchedule: o.RetrySchedule, Timeout: o.Timeout, Ordering: o.Ordering,
 	}, o.Secret)
 	if err != nil {
 		t.Fatalf("dbtest.Endpoint: %v", err)
@@ -141,6 +142,10 @@ type MessageOpts struct {
 	PayloadKey     string // offloaded payload: the object key (Payload then only sizes it)
 	IdempotencyKey string
 	ReceivedAt     time.Time // default now
+	// Unordered, parallel to EndpointIDs, stores those deliveries unordered
+	// (as ingest does for an endpoint whose ordering is "none"); nil: all
+	// ordered.
+	Unordered []bool
 }
 
 // Message inserts a message and its deliveries exactly as ingest does
@@ -172,7 +177,7 @@ func Message(t testing.TB, store *db.DB, opts *MessageOpts) db.StoredMessage {
 		ReceivedAt: o.ReceivedAt, CarrierID: o.CarrierID, EventType: o.EventType, OrderingKey: o.OrderingKey,
 		MerchantRef: o.MerchantRef, Queue: hookrelay.QueueFor(o.OrderingKey, o.Queues),
 		IdempotencyKey: o.IdempotencyKey, Payload: o.Payload, PayloadSize: len(o.Payload),
-		PayloadSHA256: sum[:], EndpointIDs: o.EndpointIDs,
+		PayloadSHA256: sum[:], EndpointIDs: o.EndpointIDs, Unordered: o.Unordered,
 	}
 	if o.PayloadKey != "" {
 		m.Payload, m.PayloadKey = nil, o.PayloadKey

@@ -1,8 +1,10 @@
 -- name: EndpointInsert :one
 INSERT INTO endpoints (merchant_id, url, description, carrier_ids, event_types, max_in_flight,
-                       rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms)
+                       rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, ordering,
+                       headers, auth, filter)
 VALUES (@merchant_id, @url, @description, @carrier_ids, @event_types, @max_in_flight,
-        @rate_limit_per_sec, @payload_mode, @retry_schedule_ms, @timeout_ms)
+        @rate_limit_per_sec, @payload_mode, @retry_schedule_ms, @timeout_ms, @ordering,
+        @headers, @auth, @filter)
 RETURNING *;
 
 -- name: EndpointGet :one
@@ -18,7 +20,7 @@ ORDER BY id LIMIT @lim;
 -- name: EndpointListWithHealth :many
 -- Endpoints (not deleted) with their health, keyset by id; merchant_id 0 = all.
 SELECT e.id, e.merchant_id, e.url, e.description, e.status, e.disabled_reason,
-       e.payload_mode, e.created_at,
+       e.payload_mode, e.ordering, e.created_at,
        COALESCE(h.consecutive_failures, 0)::integer AS consecutive_failures,
        COALESCE(h.circuit_state, 'closed')::text AS circuit_state,
        h.circuit_open_until, h.failing_since, h.last_success_at, h.last_failure_at,
@@ -32,15 +34,16 @@ ORDER BY e.id LIMIT @lim;
 
 -- name: EndpointListLive :many
 -- Every endpoint that can receive deliveries (enabled or disabled): the ingest
--- fan-out cache.
-SELECT id, merchant_id, carrier_ids, event_types, status FROM endpoints
+-- fan-out cache (ordering: whether its deliveries are stored ordered; filter:
+-- the content filter).
+SELECT id, merchant_id, carrier_ids, event_types, status, ordering, filter FROM endpoints
 WHERE status <> 'deleted' ORDER BY id;
 
 -- name: EndpointListForDispatch :many
 -- What the dispatcher needs to send to the given endpoints: delivery settings,
 -- every secret that may sign now (newest first) and the circuit state.
 SELECT e.id, e.url, e.status, e.max_in_flight, e.rate_limit_per_sec, e.payload_mode,
-       e.retry_schedule_ms, e.timeout_ms,
+       e.retry_schedule_ms, e.timeout_ms, e.headers, e.auth,
        coalesce((SELECT array_agg(s.secret ORDER BY s.id DESC) FROM endpoint_secrets s
                  WHERE s.endpoint_id = e.id AND (s.expires_at IS NULL OR s.expires_at > now())),
                 '{}')::text[] AS secrets,
@@ -61,6 +64,10 @@ UPDATE endpoints SET
     payload_mode       = @payload_mode,
     retry_schedule_ms  = @retry_schedule_ms,
     timeout_ms         = @timeout_ms,
+    ordering           = @ordering,
+    headers            = @headers,
+    auth               = @auth,
+    filter             = @filter,
     updated_at         = now()
 WHERE id = @id AND status <> 'deleted'
 RETURNING *;
@@ -77,3 +84,24 @@ SELECT status, count(*)::bigint AS n FROM endpoints GROUP BY status ORDER BY sta
 -- The status before a change, locked until the change commits (so an
 -- enable or disable reports a transition once, whoever else changes it).
 SELECT status FROM endpoints WHERE id = @id AND status <> 'deleted' FOR UPDATE;
+
+-- name: EndpointListUnsealed :many
+-- Endpoints, by id after after_id, holding a header value or credentials
+-- not sealed under the key whose sealed values start with prefix
+-- (plaintext, or an older key): what a re-seal pass rewrites.
+SELECT id, headers, auth FROM endpoints
+WHERE id > @after_id
+  AND ((auth <> '' AND NOT starts_with(auth, @prefix::text))
+       OR EXISTS (SELECT 1 FROM jsonb_each_text(headers) h WHERE NOT starts_with(h.value, @prefix::text)))
+ORDER BY id LIMIT @lim;
+
+-- name: EndpointResealMany :execrows
+-- Replaces headers and auth of each endpoint still holding what the re-seal
+-- pass read (a concurrent change wins: the pass sees that row again).
+UPDATE endpoints e SET headers = u.new_headers, auth = u.new_auth
+FROM (SELECT unnest(sqlc.arg(ids)::bigint[]) AS id,
+             unnest(sqlc.arg(old_headers)::jsonb[]) AS old_headers,
+             unnest(sqlc.arg(old_auth)::text[]) AS old_auth,
+             unnest(sqlc.arg(new_headers)::jsonb[]) AS new_headers,
+             unnest(sqlc.arg(new_auth)::text[]) AS new_auth) u
+WHERE e.id = u.id AND e.headers = u.old_headers AND e.auth = u.old_auth;

@@ -15,7 +15,8 @@ SELECT nextval('messages_id_seq')::bigint AS id FROM unnest(array_fill(0, ARRAY[
 -- today (unless held today or within 24 h yesterday; sorted so concurrent
 -- batches lock in one order), inserts the messages that need no key or won
 -- theirs, and their deliveries. A delivery names its message by its place in
--- the input (1-based). Returns, for each message stored, its place, its id
+-- the input (1-based) and whether it is ordered (its endpoint's ordering, as
+-- the caller's fan-out saw it). Returns, for each message stored, its place, its id
 -- and its deliveries' ids in input order; the others lost their key.
 -- Taking the ids here rather than in a statement of their own saves a round
 -- trip per group commit.
@@ -40,10 +41,11 @@ WITH input AS MATERIALIZED (
                  unnest(@delivery_counts::integer[])     AS deliveries) AS x
     ORDER BY x.ord
 ), dels AS MATERIALIZED (
-    SELECT y.ord, y.message_ord, y.endpoint_id, nextval('deliveries_id_seq') AS id
+    SELECT y.ord, y.message_ord, y.endpoint_id, y.ordered, nextval('deliveries_id_seq') AS id
     FROM (SELECT unnest(@delivery_ords::integer[])        AS ord,
                  unnest(@delivery_message_ords::integer[]) AS message_ord,
-                 unnest(@delivery_endpoint_ids::bigint[])  AS endpoint_id) AS y
+                 unnest(@delivery_endpoint_ids::bigint[])  AS endpoint_id,
+                 unnest(@delivery_ordered::boolean[])      AS ordered) AS y
     ORDER BY y.ord
 ), claimed AS (
     INSERT INTO idempotency_keys (carrier_id, idem_key, day, message_id, message_received_at, deliveries)
@@ -69,8 +71,8 @@ WITH input AS MATERIALIZED (
     FROM stored s
     RETURNING 1
 ), inserted_deliveries AS (
-    INSERT INTO deliveries (id, queue, endpoint_id, ordering_key, message_id, message_received_at)
-    SELECT d.id, s.queue, d.endpoint_id, s.ordering_key, s.id, s.received_at
+    INSERT INTO deliveries (id, queue, endpoint_id, ordering_key, ordered, message_id, message_received_at)
+    SELECT d.id, s.queue, d.endpoint_id, s.ordering_key, d.ordered, s.id, s.received_at
     FROM dels d
     JOIN stored s ON s.ord = d.message_ord
     RETURNING 1
@@ -111,13 +113,20 @@ SELECT (SELECT count(*) FROM messages
 -- before_id, newest first by arrival (ids are taken in arrival order; the
 -- primary key (id, received_at) of each day walked backwards serves a
 -- search without a key, which a sort by received_at could not: it would read
--- and sort the whole window), matching the filters (NULL
--- matches everything). With @scoped, only messages with a delivery (see
--- hookrelay_message_deliveries, migration 00130) to endpoint_id, in state,
--- and to an endpoint of merchant_id. As in DeadLetterList, the search by key
--- and the search without are branches of their own, each planned for its
--- index (messages_ordering_key_idx, or the primary key within the window);
--- the other is cut by its one-time filter before it reads a row.
+-- and sort the whole window), matching the filters (NULL matches
+-- everything). With @scoped, the candidates for a delivery to endpoint_id,
+-- in state, to an endpoint of merchant_id: a message has such a delivery
+-- (hookrelay_messages_deliveries, migration 00165, says which) only if it
+-- has an attempt to that endpoint (successful for delivered, unsuccessful
+-- for failed: its last one was not a success), a dead letter
+-- (dead), or a row in the queue (pending). These are tested here because
+-- they are cheap: an index probe of the message's attempts, and two sets,
+-- the window's dead letters and the queue, each read once and hashed;
+-- MessageSearch (db/messages_search.go) keeps the candidates whose
+-- deliveries match. As in DeadLetterList, the search by key and the search
+-- without are branches of their own, each planned for its index
+-- (messages_ordering_key_idx, or the primary key within the window); the
+-- other is cut by its one-time filter before it reads a row.
 WITH m AS NOT MATERIALIZED (
     SELECT m.id, m.received_at, m.carrier_id, m.event_type, m.ordering_key, m.payload_size,
            (m.payload_key IS NOT NULL)::boolean AS offloaded
@@ -127,12 +136,30 @@ WITH m AS NOT MATERIALIZED (
       AND m.id < sqlc.arg(before_id)::bigint
       AND (sqlc.narg(carrier_id)::bigint IS NULL OR m.carrier_id = sqlc.narg(carrier_id)::bigint)
       AND (sqlc.narg(event_type)::text IS NULL OR m.event_type = sqlc.narg(event_type)::text)
-      AND (NOT sqlc.arg(scoped)::boolean OR EXISTS (
-          SELECT 1 FROM hookrelay_message_deliveries(m.id, m.received_at, m.ordering_key) d
-          WHERE (sqlc.narg(endpoint_id)::bigint IS NULL OR d.endpoint_id = sqlc.narg(endpoint_id)::bigint)
-            AND (sqlc.narg(state)::text IS NULL OR d.state = sqlc.narg(state)::text)
-            AND (sqlc.narg(merchant_id)::bigint IS NULL OR d.endpoint_id IN (
-                SELECT e.id FROM endpoints e WHERE e.merchant_id = sqlc.narg(merchant_id)::bigint))))
+      AND (NOT sqlc.arg(scoped)::boolean
+        OR coalesce(sqlc.narg(state)::text IN ('delivered', 'failed'), true) AND EXISTS (
+            SELECT 1 FROM delivery_attempts a
+            WHERE a.message_id = m.id AND a.message_received_at = m.received_at
+              AND a.attempted_at >= m.received_at
+              AND (sqlc.narg(endpoint_id)::bigint IS NULL OR a.endpoint_id = sqlc.narg(endpoint_id)::bigint)
+              AND (sqlc.narg(merchant_id)::bigint IS NULL OR a.endpoint_id IN (
+                  SELECT e.id FROM endpoints e WHERE e.merchant_id = sqlc.narg(merchant_id)::bigint))
+              AND (sqlc.narg(state)::text IS DISTINCT FROM 'delivered' OR a.outcome = 'success')
+              AND (sqlc.narg(state)::text IS DISTINCT FROM 'failed' OR a.outcome <> 'success'))
+        OR coalesce(sqlc.narg(state)::text = 'dead', true) AND m.id IN (
+            SELECT dl.message_id FROM dead_letters dl
+            WHERE dl.message_received_at >= sqlc.arg(since)::timestamptz
+              AND dl.message_received_at < sqlc.arg(until)::timestamptz
+              AND (sqlc.narg(endpoint_id)::bigint IS NULL OR dl.endpoint_id = sqlc.narg(endpoint_id)::bigint)
+              AND (sqlc.narg(merchant_id)::bigint IS NULL OR dl.endpoint_id IN (
+                  SELECT e.id FROM endpoints e WHERE e.merchant_id = sqlc.narg(merchant_id)::bigint)))
+        OR coalesce(sqlc.narg(state)::text = 'pending', true) AND m.id IN (
+            SELECT d.message_id FROM deliveries d
+            WHERE d.message_received_at >= sqlc.arg(since)::timestamptz
+              AND d.message_received_at < sqlc.arg(until)::timestamptz
+              AND (sqlc.narg(endpoint_id)::bigint IS NULL OR d.endpoint_id = sqlc.narg(endpoint_id)::bigint)
+              AND (sqlc.narg(merchant_id)::bigint IS NULL OR d.endpoint_id IN (
+                  SELECT e.id FROM endpoints e WHERE e.merchant_id = sqlc.narg(merchant_id)::bigint))))
 )
 SELECT page.* FROM (
     (SELECT * FROM m
@@ -147,15 +174,14 @@ ORDER BY page.id DESC;
 
 -- name: MessageDeliveriesList :many
 -- The deliveries of each of the messages (id, received_at, ordering key),
--- only those to endpoints of merchant_id when it is not NULL.
-SELECT x.message_id::bigint AS message_id, d.delivery_id::bigint AS delivery_id,
+-- only those to endpoints of merchant_id when it is not NULL: one call of
+-- hookrelay_messages_deliveries for the set (migration 00165).
+SELECT d.message_id::bigint AS message_id, d.delivery_id::bigint AS delivery_id,
        d.endpoint_id::bigint AS endpoint_id, d.state::text AS state, d.attempts::integer AS attempts,
        coalesce(d.last_status, 0)::integer AS last_status,
        coalesce(d.next_attempt_at, 'infinity')::timestamptz AS next_attempt_at -- infinity: none
-FROM (SELECT unnest(sqlc.arg(ids)::bigint[]) AS message_id,
-             unnest(sqlc.arg(received_ats)::timestamptz[]) AS received_at,
-             unnest(sqlc.arg(ordering_keys)::text[]) AS ordering_key) x
-CROSS JOIN LATERAL hookrelay_message_deliveries(x.message_id, x.received_at, x.ordering_key) d
+FROM hookrelay_messages_deliveries(sqlc.arg(ids)::bigint[], sqlc.arg(received_ats)::timestamptz[],
+                                   sqlc.arg(ordering_keys)::text[]) d
 WHERE sqlc.narg(merchant_id)::bigint IS NULL OR d.endpoint_id IN (
     SELECT e.id FROM endpoints e WHERE e.merchant_id = sqlc.narg(merchant_id)::bigint)
-ORDER BY x.message_id, d.delivery_id;
+ORDER BY d.message_id, d.delivery_id;

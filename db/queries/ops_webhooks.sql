@@ -84,3 +84,18 @@ WHERE id = @id;
 
 -- name: OpsDeliveryCount :one
 SELECT count(*)::bigint FROM ops_deliveries;
+
+-- name: OpsEndpointSecretListUnsealed :many
+-- Secrets, by ops endpoint id after after_id, not sealed under the key
+-- whose sealed values start with prefix (plaintext, or an older key).
+SELECT id, secret FROM ops_endpoints
+WHERE id > @after_id AND NOT starts_with(secret, @prefix::text)
+ORDER BY id LIMIT @lim;
+
+-- name: OpsEndpointSecretResealMany :execrows
+-- Replaces each secret still holding what the re-seal pass read.
+UPDATE ops_endpoints o SET secret = u.new_secret
+FROM (SELECT unnest(sqlc.arg(ids)::bigint[]) AS id,
+             unnest(sqlc.arg(old_secrets)::text[]) AS old_secret,
+             unnest(sqlc.arg(new_secrets)::text[]) AS new_secret) u
+WHERE o.id = u.id AND o.secret = u.old_secret;

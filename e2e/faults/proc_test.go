@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hookrelay/hookrelay/db/dbtest"
 )
 
 // binPath is the hookrelay binary built once by TestMain.
@@ -94,6 +96,8 @@ func newProc(t testing.TB, name, roles string, env map[string]string) *proc {
 		"HOOKRELAY_ADDR":       p.addr,
 		"HOOKRELAY_LOG_FORMAT": "json",
 		"HOOKRELAY_DATA_DIR":   t.TempDir(),
+		// One key for every process of a scenario, as in a deployment.
+		"HOOKRELAY_ENCRYPTION_KEY": dbtest.TestEncryptionKey,
 	}
 	for k, v := range env {
 		base[k] = v

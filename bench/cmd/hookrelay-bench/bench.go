@@ -16,6 +16,7 @@ import (
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/bench/load"
 	"github.com/hookrelay/hookrelay/db"
+	"github.com/hookrelay/hookrelay/keyring"
 )
 
 // benchOptions are the flags of hookrelay-bench (docs/benchmarks.md).
@@ -49,6 +50,7 @@ type benchOptions struct {
 	warmup         time.Duration
 	settleInterval time.Duration
 	latencyLog     string
+	flaky          *flakyOptions
 }
 
 type stringList []string
@@ -60,7 +62,7 @@ func parseBenchFlags(args []string, stderr io.Writer) (*benchOptions, error) {
 	o := &benchOptions{}
 	fs := flag.NewFlagSet("hookrelay-bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.phases, "phases", "max,rates,backlog", "phases to run, in order: max, rates, backlog")
+	fs.StringVar(&o.phases, "phases", "max,rates,backlog", "phases to run, in order: max, rates, backlog, flaky")
 	fs.DurationVar(&o.duration, "duration", 20*time.Second, "load time of the max-rate and of each fixed-rate phase")
 	rates := fs.String("rates", "1000,2000", "fixed-rate phases, callbacks per second, comma-separated")
 	fs.IntVar(&o.keys, "keys", 10000, "tracking numbers (ordering keys)")
@@ -88,6 +90,7 @@ func parseBenchFlags(args []string, stderr io.Writer) (*benchOptions, error) {
 	fs.Var(&o.serviceEnv, "service-env", "KEY=VALUE for the started service processes (repeatable)")
 	fs.DurationVar(&o.warmup, "warmup", 2*time.Second, "unmeasured load before the first phase")
 	fs.StringVar(&o.latencyLog, "latency-log", "", "append one line per delivery (callback × endpoint) to this file: phase, the callback's request start (Unix µs), end-to-end latency (µs); for a timeline of the tail")
+	o.flaky = addFlakyFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, fmt.Errorf("%w: %v", errUsage, err)
 	}
@@ -113,10 +116,13 @@ func parseBenchFlags(args []string, stderr io.Writer) (*benchOptions, error) {
 	}
 	for _, p := range strings.Split(o.phases, ",") {
 		switch strings.TrimSpace(p) {
-		case "max", "rates", "backlog":
+		case "max", "rates", "backlog", "flaky":
 		default:
-			return nil, fmt.Errorf("%w: --phases: unknown phase %q (want max, rates, backlog)", errUsage, p)
+			return nil, fmt.Errorf("%w: --phases: unknown phase %q (want max, rates, backlog, flaky)", errUsage, p)
 		}
+	}
+	if err := o.flaky.check(); err != nil {
+		return nil, err
 	}
 	o.settleInterval = 200 * time.Millisecond
 	return o, nil
@@ -243,6 +249,7 @@ func (b *benchRun) startServices(ctx context.Context, getenv func(string) string
 		"HOOKRELAY_S3_EMBED_ADDR":         "127.0.0.1:0",
 		"HOOKRELAY_DATA_DIR":              dir,
 		"HOOKRELAY_ADMIN_TOKEN":           b.adminToken,
+		"HOOKRELAY_ENCRYPTION_KEY":        keyring.Generate(),
 		"HOOKRELAY_LOG_FORMAT":            "json",
 		"HOOKRELAY_ALLOW_PRIVATE_TARGETS": "true",
 	}
@@ -355,6 +362,7 @@ func (b *benchRun) register(ctx context.Context) error {
 			if err != nil {
 				return fmt.Errorf("register endpoint: %w", err)
 			}
+			b.endpointIDs = append(b.endpointIDs, ep.ID)
 			if err := b.sink.SetSecret(n, ep.Secret); err != nil {
 				return err
 			}

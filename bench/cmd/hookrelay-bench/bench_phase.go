@@ -41,6 +41,7 @@ type benchRun struct {
 	adminToken  string
 	carrierKey  string
 	merchantIDs []string
+	endpointIDs []string // by sink endpoint number
 	metricsURLs []string // /metrics of the dispatch processes
 	targetPIDs  []int    // --service-pids
 
@@ -179,6 +180,11 @@ func (b *benchRun) runPhases(ctx context.Context) error {
 			if err := b.loadPhase(ctx, "rate-"+strconv.FormatFloat(r, 'f', -1, 64), r); err != nil {
 				return err
 			}
+		}
+	}
+	if o.runs("flaky") {
+		if err := b.flakyPhases(ctx); err != nil {
+			return err
 		}
 	}
 	if o.runs("backlog") && o.backlog > 0 {

@@ -184,3 +184,65 @@ func (q *Queries) CarrierListAll(ctx context.Context) ([]Carrier, error) {
 	}
 	return items, nil
 }
+
+const carrierSecretListUnsealed = `-- name: CarrierSecretListUnsealed :many
+SELECT id, signing_secret::text AS secret FROM carriers
+WHERE id > $1 AND signing_secret IS NOT NULL AND NOT starts_with(signing_secret, $2::text)
+ORDER BY id LIMIT $3
+`
+
+type CarrierSecretListUnsealedParams struct {
+	AfterID int64
+	Prefix  string
+	Lim     int32
+}
+
+type CarrierSecretListUnsealedRow struct {
+	ID     int64
+	Secret string
+}
+
+// Signing secrets, by carrier id after after_id, not sealed under the key
+// whose sealed values start with prefix (plaintext, or an older key).
+func (q *Queries) CarrierSecretListUnsealed(ctx context.Context, arg CarrierSecretListUnsealedParams) ([]CarrierSecretListUnsealedRow, error) {
+	rows, err := q.db.Query(ctx, carrierSecretListUnsealed, arg.AfterID, arg.Prefix, arg.Lim)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CarrierSecretListUnsealedRow
+	for rows.Next() {
+		var i CarrierSecretListUnsealedRow
+		if err := rows.Scan(&i.ID, &i.Secret); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const carrierSecretResealMany = `-- name: CarrierSecretResealMany :execrows
+UPDATE carriers c SET signing_secret = u.new_secret
+FROM (SELECT unnest($1::bigint[]) AS id,
+             unnest($2::text[]) AS old_secret,
+             unnest($3::text[]) AS new_secret) u
+WHERE c.id = u.id AND c.signing_secret = u.old_secret
+`
+
+type CarrierSecretResealManyParams struct {
+	IDs        []int64
+	OldSecrets []string
+	NewSecrets []string
+}
+
+// Replaces each signing secret still holding what the re-seal pass read.
+func (q *Queries) CarrierSecretResealMany(ctx context.Context, arg CarrierSecretResealManyParams) (int64, error) {
+	result, err := q.db.Exec(ctx, carrierSecretResealMany, arg.IDs, arg.OldSecrets, arg.NewSecrets)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}

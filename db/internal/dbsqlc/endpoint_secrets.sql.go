@@ -80,3 +80,65 @@ func (q *Queries) EndpointSecretListActive(ctx context.Context, endpointID int64
 	}
 	return items, nil
 }
+
+const endpointSecretListUnsealed = `-- name: EndpointSecretListUnsealed :many
+SELECT id, secret FROM endpoint_secrets
+WHERE id > $1 AND NOT starts_with(secret, $2::text)
+ORDER BY id LIMIT $3
+`
+
+type EndpointSecretListUnsealedParams struct {
+	AfterID int64
+	Prefix  string
+	Lim     int32
+}
+
+type EndpointSecretListUnsealedRow struct {
+	ID     int64
+	Secret string
+}
+
+// Secrets, by id after after_id, not sealed under the key whose sealed
+// values start with prefix (plaintext, or an older key).
+func (q *Queries) EndpointSecretListUnsealed(ctx context.Context, arg EndpointSecretListUnsealedParams) ([]EndpointSecretListUnsealedRow, error) {
+	rows, err := q.db.Query(ctx, endpointSecretListUnsealed, arg.AfterID, arg.Prefix, arg.Lim)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []EndpointSecretListUnsealedRow
+	for rows.Next() {
+		var i EndpointSecretListUnsealedRow
+		if err := rows.Scan(&i.ID, &i.Secret); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const endpointSecretResealMany = `-- name: EndpointSecretResealMany :execrows
+UPDATE endpoint_secrets s SET secret = u.new_secret
+FROM (SELECT unnest($1::bigint[]) AS id,
+             unnest($2::text[]) AS old_secret,
+             unnest($3::text[]) AS new_secret) u
+WHERE s.id = u.id AND s.secret = u.old_secret
+`
+
+type EndpointSecretResealManyParams struct {
+	IDs        []int64
+	OldSecrets []string
+	NewSecrets []string
+}
+
+// Replaces each secret still holding what the re-seal pass read.
+func (q *Queries) EndpointSecretResealMany(ctx context.Context, arg EndpointSecretResealManyParams) (int64, error) {
+	result, err := q.db.Exec(ctx, endpointSecretResealMany, arg.IDs, arg.OldSecrets, arg.NewSecrets)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}

@@ -40,7 +40,7 @@ func (q *Queries) EndpointCountByStatus(ctx context.Context) ([]EndpointCountByS
 }
 
 const endpointGet = `-- name: EndpointGet :one
-SELECT id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at FROM endpoints WHERE id = $1 AND status <> 'deleted'
+SELECT id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter FROM endpoints WHERE id = $1 AND status <> 'deleted'
 `
 
 func (q *Queries) EndpointGet(ctx context.Context, id int64) (Endpoint, error) {
@@ -62,16 +62,22 @@ func (q *Queries) EndpointGet(ctx context.Context, id int64) (Endpoint, error) {
 		&i.TimeoutMs,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Ordering,
+		&i.Headers,
+		&i.Auth,
+		&i.Filter,
 	)
 	return i, err
 }
 
 const endpointInsert = `-- name: EndpointInsert :one
 INSERT INTO endpoints (merchant_id, url, description, carrier_ids, event_types, max_in_flight,
-                       rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms)
+                       rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, ordering,
+                       headers, auth, filter)
 VALUES ($1, $2, $3, $4, $5, $6,
-        $7, $8, $9, $10)
-RETURNING id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at
+        $7, $8, $9, $10, $11,
+        $12, $13, $14)
+RETURNING id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter
 `
 
 type EndpointInsertParams struct {
@@ -85,6 +91,10 @@ type EndpointInsertParams struct {
 	PayloadMode     string
 	RetryScheduleMs []int64
 	TimeoutMs       int32
+	Ordering        string
+	Headers         []byte
+	Auth            string
+	Filter          string
 }
 
 func (q *Queries) EndpointInsert(ctx context.Context, arg EndpointInsertParams) (Endpoint, error) {
@@ -99,6 +109,10 @@ func (q *Queries) EndpointInsert(ctx context.Context, arg EndpointInsertParams) 
 		arg.PayloadMode,
 		arg.RetryScheduleMs,
 		arg.TimeoutMs,
+		arg.Ordering,
+		arg.Headers,
+		arg.Auth,
+		arg.Filter,
 	)
 	var i Endpoint
 	err := row.Scan(
@@ -117,12 +131,16 @@ func (q *Queries) EndpointInsert(ctx context.Context, arg EndpointInsertParams) 
 		&i.TimeoutMs,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Ordering,
+		&i.Headers,
+		&i.Auth,
+		&i.Filter,
 	)
 	return i, err
 }
 
 const endpointList = `-- name: EndpointList :many
-SELECT id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at FROM endpoints
+SELECT id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter FROM endpoints
 WHERE status <> 'deleted'
   AND ($1::bigint = 0 OR merchant_id = $1::bigint)
   AND id > $2
@@ -160,6 +178,10 @@ func (q *Queries) EndpointList(ctx context.Context, arg EndpointListParams) ([]E
 			&i.TimeoutMs,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.Ordering,
+			&i.Headers,
+			&i.Auth,
+			&i.Filter,
 		); err != nil {
 			return nil, err
 		}
@@ -173,7 +195,7 @@ func (q *Queries) EndpointList(ctx context.Context, arg EndpointListParams) ([]E
 
 const endpointListForDispatch = `-- name: EndpointListForDispatch :many
 SELECT e.id, e.url, e.status, e.max_in_flight, e.rate_limit_per_sec, e.payload_mode,
-       e.retry_schedule_ms, e.timeout_ms,
+       e.retry_schedule_ms, e.timeout_ms, e.headers, e.auth,
        coalesce((SELECT array_agg(s.secret ORDER BY s.id DESC) FROM endpoint_secrets s
                  WHERE s.endpoint_id = e.id AND (s.expires_at IS NULL OR s.expires_at > now())),
                 '{}')::text[] AS secrets,
@@ -193,6 +215,8 @@ type EndpointListForDispatchRow struct {
 	PayloadMode         string
 	RetryScheduleMs     []int64
 	TimeoutMs           int32
+	Headers             []byte
+	Auth                string
 	Secrets             []string
 	ConsecutiveFailures int32
 	CircuitState        string
@@ -218,6 +242,8 @@ func (q *Queries) EndpointListForDispatch(ctx context.Context, ids []int64) ([]E
 			&i.PayloadMode,
 			&i.RetryScheduleMs,
 			&i.TimeoutMs,
+			&i.Headers,
+			&i.Auth,
 			&i.Secrets,
 			&i.ConsecutiveFailures,
 			&i.CircuitState,
@@ -233,7 +259,7 @@ func (q *Queries) EndpointListForDispatch(ctx context.Context, ids []int64) ([]E
 }
 
 const endpointListLive = `-- name: EndpointListLive :many
-SELECT id, merchant_id, carrier_ids, event_types, status FROM endpoints
+SELECT id, merchant_id, carrier_ids, event_types, status, ordering, filter FROM endpoints
 WHERE status <> 'deleted' ORDER BY id
 `
 
@@ -243,10 +269,13 @@ type EndpointListLiveRow struct {
 	CarrierIDs []int64
 	EventTypes []string
 	Status     string
+	Ordering   string
+	Filter     string
 }
 
 // Every endpoint that can receive deliveries (enabled or disabled): the ingest
-// fan-out cache.
+// fan-out cache (ordering: whether its deliveries are stored ordered; filter:
+// the content filter).
 func (q *Queries) EndpointListLive(ctx context.Context) ([]EndpointListLiveRow, error) {
 	rows, err := q.db.Query(ctx, endpointListLive)
 	if err != nil {
@@ -262,7 +291,52 @@ func (q *Queries) EndpointListLive(ctx context.Context) ([]EndpointListLiveRow, 
 			&i.CarrierIDs,
 			&i.EventTypes,
 			&i.Status,
+			&i.Ordering,
+			&i.Filter,
 		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const endpointListUnsealed = `-- name: EndpointListUnsealed :many
+SELECT id, headers, auth FROM endpoints
+WHERE id > $1
+  AND ((auth <> '' AND NOT starts_with(auth, $2::text))
+       OR EXISTS (SELECT 1 FROM jsonb_each_text(headers) h WHERE NOT starts_with(h.value, $2::text)))
+ORDER BY id LIMIT $3
+`
+
+type EndpointListUnsealedParams struct {
+	AfterID int64
+	Prefix  string
+	Lim     int32
+}
+
+type EndpointListUnsealedRow struct {
+	ID      int64
+	Headers []byte
+	Auth    string
+}
+
+// Endpoints, by id after after_id, holding a header value or credentials
+// not sealed under the key whose sealed values start with prefix
+// (plaintext, or an older key): what a re-seal pass rewrites.
+func (q *Queries) EndpointListUnsealed(ctx context.Context, arg EndpointListUnsealedParams) ([]EndpointListUnsealedRow, error) {
+	rows, err := q.db.Query(ctx, endpointListUnsealed, arg.AfterID, arg.Prefix, arg.Lim)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []EndpointListUnsealedRow
+	for rows.Next() {
+		var i EndpointListUnsealedRow
+		if err := rows.Scan(&i.ID, &i.Headers, &i.Auth); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -275,7 +349,7 @@ func (q *Queries) EndpointListLive(ctx context.Context) ([]EndpointListLiveRow, 
 
 const endpointListWithHealth = `-- name: EndpointListWithHealth :many
 SELECT e.id, e.merchant_id, e.url, e.description, e.status, e.disabled_reason,
-       e.payload_mode, e.created_at,
+       e.payload_mode, e.ordering, e.created_at,
        COALESCE(h.consecutive_failures, 0)::integer AS consecutive_failures,
        COALESCE(h.circuit_state, 'closed')::text AS circuit_state,
        h.circuit_open_until, h.failing_since, h.last_success_at, h.last_failure_at,
@@ -302,6 +376,7 @@ type EndpointListWithHealthRow struct {
 	Status              string
 	DisabledReason      string
 	PayloadMode         string
+	Ordering            string
 	CreatedAt           time.Time
 	ConsecutiveFailures int32
 	CircuitState        string
@@ -330,6 +405,7 @@ func (q *Queries) EndpointListWithHealth(ctx context.Context, arg EndpointListWi
 			&i.Status,
 			&i.DisabledReason,
 			&i.PayloadMode,
+			&i.Ordering,
 			&i.CreatedAt,
 			&i.ConsecutiveFailures,
 			&i.CircuitState,
@@ -349,10 +425,44 @@ func (q *Queries) EndpointListWithHealth(ctx context.Context, arg EndpointListWi
 	return items, nil
 }
 
+const endpointResealMany = `-- name: EndpointResealMany :execrows
+UPDATE endpoints e SET headers = u.new_headers, auth = u.new_auth
+FROM (SELECT unnest($1::bigint[]) AS id,
+             unnest($2::jsonb[]) AS old_headers,
+             unnest($3::text[]) AS old_auth,
+             unnest($4::jsonb[]) AS new_headers,
+             unnest($5::text[]) AS new_auth) u
+WHERE e.id = u.id AND e.headers = u.old_headers AND e.auth = u.old_auth
+`
+
+type EndpointResealManyParams struct {
+	IDs        []int64
+	OldHeaders [][]byte
+	OldAuth    []string
+	NewHeaders [][]byte
+	NewAuth    []string
+}
+
+// Replaces headers and auth of each endpoint still holding what the re-seal
+// pass read (a concurrent change wins: the pass sees that row again).
+func (q *Queries) EndpointResealMany(ctx context.Context, arg EndpointResealManyParams) (int64, error) {
+	result, err := q.db.Exec(ctx, endpointResealMany,
+		arg.IDs,
+		arg.OldHeaders,
+		arg.OldAuth,
+		arg.NewHeaders,
+		arg.NewAuth,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const endpointSetStatus = `-- name: EndpointSetStatus :one
 UPDATE endpoints SET status = $1, disabled_reason = $2, updated_at = now()
 WHERE id = $3 AND status <> 'deleted'
-RETURNING id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at
+RETURNING id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter
 `
 
 type EndpointSetStatusParams struct {
@@ -380,6 +490,10 @@ func (q *Queries) EndpointSetStatus(ctx context.Context, arg EndpointSetStatusPa
 		&i.TimeoutMs,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Ordering,
+		&i.Headers,
+		&i.Auth,
+		&i.Filter,
 	)
 	return i, err
 }
@@ -408,9 +522,13 @@ UPDATE endpoints SET
     payload_mode       = $7,
     retry_schedule_ms  = $8,
     timeout_ms         = $9,
+    ordering           = $10,
+    headers            = $11,
+    auth               = $12,
+    filter             = $13,
     updated_at         = now()
-WHERE id = $10 AND status <> 'deleted'
-RETURNING id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at
+WHERE id = $14 AND status <> 'deleted'
+RETURNING id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter
 `
 
 type EndpointUpdateParams struct {
@@ -423,6 +541,10 @@ type EndpointUpdateParams struct {
 	PayloadMode     string
 	RetryScheduleMs []int64
 	TimeoutMs       int32
+	Ordering        string
+	Headers         []byte
+	Auth            string
+	Filter          string
 	ID              int64
 }
 
@@ -437,6 +559,10 @@ func (q *Queries) EndpointUpdate(ctx context.Context, arg EndpointUpdateParams) 
 		arg.PayloadMode,
 		arg.RetryScheduleMs,
 		arg.TimeoutMs,
+		arg.Ordering,
+		arg.Headers,
+		arg.Auth,
+		arg.Filter,
 		arg.ID,
 	)
 	var i Endpoint
@@ -456,6 +582,10 @@ func (q *Queries) EndpointUpdate(ctx context.Context, arg EndpointUpdateParams) 
 		&i.TimeoutMs,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Ordering,
+		&i.Headers,
+		&i.Auth,
+		&i.Filter,
 	)
 	return i, err
 }

@@ -54,17 +54,15 @@ func (q *Queries) MessageCountWindow(ctx context.Context, arg MessageCountWindow
 }
 
 const messageDeliveriesList = `-- name: MessageDeliveriesList :many
-SELECT x.message_id::bigint AS message_id, d.delivery_id::bigint AS delivery_id,
+SELECT d.message_id::bigint AS message_id, d.delivery_id::bigint AS delivery_id,
        d.endpoint_id::bigint AS endpoint_id, d.state::text AS state, d.attempts::integer AS attempts,
        coalesce(d.last_status, 0)::integer AS last_status,
        coalesce(d.next_attempt_at, 'infinity')::timestamptz AS next_attempt_at -- infinity: none
-FROM (SELECT unnest($1::bigint[]) AS message_id,
-             unnest($2::timestamptz[]) AS received_at,
-             unnest($3::text[]) AS ordering_key) x
-CROSS JOIN LATERAL hookrelay_message_deliveries(x.message_id, x.received_at, x.ordering_key) d
+FROM hookrelay_messages_deliveries($1::bigint[], $2::timestamptz[],
+                                   $3::text[]) d
 WHERE $4::bigint IS NULL OR d.endpoint_id IN (
     SELECT e.id FROM endpoints e WHERE e.merchant_id = $4::bigint)
-ORDER BY x.message_id, d.delivery_id
+ORDER BY d.message_id, d.delivery_id
 `
 
 type MessageDeliveriesListParams struct {
@@ -85,7 +83,8 @@ type MessageDeliveriesListRow struct {
 }
 
 // The deliveries of each of the messages (id, received_at, ordering key),
-// only those to endpoints of merchant_id when it is not NULL.
+// only those to endpoints of merchant_id when it is not NULL: one call of
+// hookrelay_messages_deliveries for the set (migration 00165).
 func (q *Queries) MessageDeliveriesList(ctx context.Context, arg MessageDeliveriesListParams) ([]MessageDeliveriesListRow, error) {
 	rows, err := q.db.Query(ctx, messageDeliveriesList,
 		arg.IDs,
@@ -225,10 +224,11 @@ WITH input AS MATERIALIZED (
                  unnest($14::integer[])     AS deliveries) AS x
     ORDER BY x.ord
 ), dels AS MATERIALIZED (
-    SELECT y.ord, y.message_ord, y.endpoint_id, nextval('deliveries_id_seq') AS id
+    SELECT y.ord, y.message_ord, y.endpoint_id, y.ordered, nextval('deliveries_id_seq') AS id
     FROM (SELECT unnest($15::integer[])        AS ord,
                  unnest($16::integer[]) AS message_ord,
-                 unnest($17::bigint[])  AS endpoint_id) AS y
+                 unnest($17::bigint[])  AS endpoint_id,
+                 unnest($18::boolean[])      AS ordered) AS y
     ORDER BY y.ord
 ), claimed AS (
     INSERT INTO idempotency_keys (carrier_id, idem_key, day, message_id, message_received_at, deliveries)
@@ -254,8 +254,8 @@ WITH input AS MATERIALIZED (
     FROM stored s
     RETURNING 1
 ), inserted_deliveries AS (
-    INSERT INTO deliveries (id, queue, endpoint_id, ordering_key, message_id, message_received_at)
-    SELECT d.id, s.queue, d.endpoint_id, s.ordering_key, s.id, s.received_at
+    INSERT INTO deliveries (id, queue, endpoint_id, ordering_key, ordered, message_id, message_received_at)
+    SELECT d.id, s.queue, d.endpoint_id, s.ordering_key, d.ordered, s.id, s.received_at
     FROM dels d
     JOIN stored s ON s.ord = d.message_ord
     RETURNING 1
@@ -285,6 +285,7 @@ type MessageInsertManyParams struct {
 	DeliveryOrds        []int32
 	DeliveryMessageOrds []int32
 	DeliveryEndpointIDs []int64
+	DeliveryOrdered     []bool
 }
 
 type MessageInsertManyRow struct {
@@ -301,7 +302,8 @@ type MessageInsertManyRow struct {
 // today (unless held today or within 24 h yesterday; sorted so concurrent
 // batches lock in one order), inserts the messages that need no key or won
 // theirs, and their deliveries. A delivery names its message by its place in
-// the input (1-based). Returns, for each message stored, its place, its id
+// the input (1-based) and whether it is ordered (its endpoint's ordering, as
+// the caller's fan-out saw it). Returns, for each message stored, its place, its id
 // and its deliveries' ids in input order; the others lost their key.
 // Taking the ids here rather than in a statement of their own saves a round
 // trip per group commit.
@@ -324,6 +326,7 @@ func (q *Queries) MessageInsertMany(ctx context.Context, arg MessageInsertManyPa
 		arg.DeliveryOrds,
 		arg.DeliveryMessageOrds,
 		arg.DeliveryEndpointIDs,
+		arg.DeliveryOrdered,
 	)
 	if err != nil {
 		return nil, err
@@ -387,12 +390,30 @@ WITH m AS NOT MATERIALIZED (
       AND m.id < $6::bigint
       AND ($7::bigint IS NULL OR m.carrier_id = $7::bigint)
       AND ($8::text IS NULL OR m.event_type = $8::text)
-      AND (NOT $9::boolean OR EXISTS (
-          SELECT 1 FROM hookrelay_message_deliveries(m.id, m.received_at, m.ordering_key) d
-          WHERE ($10::bigint IS NULL OR d.endpoint_id = $10::bigint)
-            AND ($11::text IS NULL OR d.state = $11::text)
-            AND ($12::bigint IS NULL OR d.endpoint_id IN (
-                SELECT e.id FROM endpoints e WHERE e.merchant_id = $12::bigint))))
+      AND (NOT $9::boolean
+        OR coalesce($10::text IN ('delivered', 'failed'), true) AND EXISTS (
+            SELECT 1 FROM delivery_attempts a
+            WHERE a.message_id = m.id AND a.message_received_at = m.received_at
+              AND a.attempted_at >= m.received_at
+              AND ($11::bigint IS NULL OR a.endpoint_id = $11::bigint)
+              AND ($12::bigint IS NULL OR a.endpoint_id IN (
+                  SELECT e.id FROM endpoints e WHERE e.merchant_id = $12::bigint))
+              AND ($10::text IS DISTINCT FROM 'delivered' OR a.outcome = 'success')
+              AND ($10::text IS DISTINCT FROM 'failed' OR a.outcome <> 'success'))
+        OR coalesce($10::text = 'dead', true) AND m.id IN (
+            SELECT dl.message_id FROM dead_letters dl
+            WHERE dl.message_received_at >= $4::timestamptz
+              AND dl.message_received_at < $5::timestamptz
+              AND ($11::bigint IS NULL OR dl.endpoint_id = $11::bigint)
+              AND ($12::bigint IS NULL OR dl.endpoint_id IN (
+                  SELECT e.id FROM endpoints e WHERE e.merchant_id = $12::bigint)))
+        OR coalesce($10::text = 'pending', true) AND m.id IN (
+            SELECT d.message_id FROM deliveries d
+            WHERE d.message_received_at >= $4::timestamptz
+              AND d.message_received_at < $5::timestamptz
+              AND ($11::bigint IS NULL OR d.endpoint_id = $11::bigint)
+              AND ($12::bigint IS NULL OR d.endpoint_id IN (
+                  SELECT e.id FROM endpoints e WHERE e.merchant_id = $12::bigint))))
 )
 SELECT page.id, page.received_at, page.carrier_id, page.event_type, page.ordering_key, page.payload_size, page.offloaded FROM (
     (SELECT id, received_at, carrier_id, event_type, ordering_key, payload_size, offloaded FROM m
@@ -416,8 +437,8 @@ type MessageSearchParams struct {
 	CarrierID   *int64
 	EventType   *string
 	Scoped      bool
-	EndpointID  *int64
 	State       *string
+	EndpointID  *int64
 	MerchantID  *int64
 }
 
@@ -435,13 +456,20 @@ type MessageSearchRow struct {
 // before_id, newest first by arrival (ids are taken in arrival order; the
 // primary key (id, received_at) of each day walked backwards serves a
 // search without a key, which a sort by received_at could not: it would read
-// and sort the whole window), matching the filters (NULL
-// matches everything). With @scoped, only messages with a delivery (see
-// hookrelay_message_deliveries, migration 00130) to endpoint_id, in state,
-// and to an endpoint of merchant_id. As in DeadLetterList, the search by key
-// and the search without are branches of their own, each planned for its
-// index (messages_ordering_key_idx, or the primary key within the window);
-// the other is cut by its one-time filter before it reads a row.
+// and sort the whole window), matching the filters (NULL matches
+// everything). With @scoped, the candidates for a delivery to endpoint_id,
+// in state, to an endpoint of merchant_id: a message has such a delivery
+// (hookrelay_messages_deliveries, migration 00165, says which) only if it
+// has an attempt to that endpoint (successful for delivered, unsuccessful
+// for failed: its last one was not a success), a dead letter
+// (dead), or a row in the queue (pending). These are tested here because
+// they are cheap: an index probe of the message's attempts, and two sets,
+// the window's dead letters and the queue, each read once and hashed;
+// MessageSearch (db/messages_search.go) keeps the candidates whose
+// deliveries match. As in DeadLetterList, the search by key and the search
+// without are branches of their own, each planned for its index
+// (messages_ordering_key_idx, or the primary key within the window); the
+// other is cut by its one-time filter before it reads a row.
 func (q *Queries) MessageSearch(ctx context.Context, arg MessageSearchParams) ([]MessageSearchRow, error) {
 	rows, err := q.db.Query(ctx, messageSearch,
 		arg.ByKey,
@@ -453,8 +481,8 @@ func (q *Queries) MessageSearch(ctx context.Context, arg MessageSearchParams) ([
 		arg.CarrierID,
 		arg.EventType,
 		arg.Scoped,
-		arg.EndpointID,
 		arg.State,
+		arg.EndpointID,
 		arg.MerchantID,
 	)
 	if err != nil {

@@ -116,6 +116,10 @@ type Endpoint struct {
 	TimeoutMs       int32
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
+	Ordering        string
+	Headers         []byte
+	Auth            string
+	Filter          string
 }
 
 type EndpointHealth struct {

@@ -199,6 +199,68 @@ func (q *Queries) OpsEndpointList(ctx context.Context) ([]OpsEndpoint, error) {
 	return items, nil
 }
 
+const opsEndpointSecretListUnsealed = `-- name: OpsEndpointSecretListUnsealed :many
+SELECT id, secret FROM ops_endpoints
+WHERE id > $1 AND NOT starts_with(secret, $2::text)
+ORDER BY id LIMIT $3
+`
+
+type OpsEndpointSecretListUnsealedParams struct {
+	AfterID int64
+	Prefix  string
+	Lim     int32
+}
+
+type OpsEndpointSecretListUnsealedRow struct {
+	ID     int64
+	Secret string
+}
+
+// Secrets, by ops endpoint id after after_id, not sealed under the key
+// whose sealed values start with prefix (plaintext, or an older key).
+func (q *Queries) OpsEndpointSecretListUnsealed(ctx context.Context, arg OpsEndpointSecretListUnsealedParams) ([]OpsEndpointSecretListUnsealedRow, error) {
+	rows, err := q.db.Query(ctx, opsEndpointSecretListUnsealed, arg.AfterID, arg.Prefix, arg.Lim)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []OpsEndpointSecretListUnsealedRow
+	for rows.Next() {
+		var i OpsEndpointSecretListUnsealedRow
+		if err := rows.Scan(&i.ID, &i.Secret); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const opsEndpointSecretResealMany = `-- name: OpsEndpointSecretResealMany :execrows
+UPDATE ops_endpoints o SET secret = u.new_secret
+FROM (SELECT unnest($1::bigint[]) AS id,
+             unnest($2::text[]) AS old_secret,
+             unnest($3::text[]) AS new_secret) u
+WHERE o.id = u.id AND o.secret = u.old_secret
+`
+
+type OpsEndpointSecretResealManyParams struct {
+	IDs        []int64
+	OldSecrets []string
+	NewSecrets []string
+}
+
+// Replaces each secret still holding what the re-seal pass read.
+func (q *Queries) OpsEndpointSecretResealMany(ctx context.Context, arg OpsEndpointSecretResealManyParams) (int64, error) {
+	result, err := q.db.Exec(ctx, opsEndpointSecretResealMany, arg.IDs, arg.OldSecrets, arg.NewSecrets)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const opsEventAdd = `-- name: OpsEventAdd :exec
 INSERT INTO ops_events (type, endpoint_id, count, data)
 SELECT $1::text, $2::bigint, $3::integer, $4::jsonb

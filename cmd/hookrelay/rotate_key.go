@@ -1,0 +1,46 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+)
+
+// resealBatch is how many rows one re-seal statement rewrites: small enough
+// that each statement's transaction is short and locks a few rows briefly.
+const resealBatch = 500
+
+// runRotateKey re-seals every stored secret under HOOKRELAY_ENCRYPTION_KEY;
+// rows sealed under a key of HOOKRELAY_ENCRYPTION_KEYS_OLD are opened with
+// it. It may run while the service runs: each batch is one short statement,
+// and a row changed meanwhile is left to the change (already under the
+// current key when the service has it).
+func runRotateKey(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("rotate-encryption-key", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	batch := fs.Int("batch", resealBatch, "rows per statement (1 to 10000)")
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if *batch < 1 || *batch > 10000 {
+		return fmt.Errorf("%w: --batch must be between 1 and 10000", errUsage)
+	}
+	cfg, err := loadConfig(getenv)
+	if err != nil {
+		return err
+	}
+	logger := newLogger(cfg, stderr)
+	store, err := openDatabase(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	n, err := store.Reseal(ctx, *batch)
+	if err != nil {
+		return fmt.Errorf("rotate encryption key: %w", err)
+	}
+	fmt.Fprintf(stdout, "re-encrypted under the current key: %d endpoint signing secrets, %d endpoints' headers and credentials, %d carrier signing secrets, %d ops endpoint secrets\n",
+		n.Secrets, n.Endpoints, n.CarrierSecrets, n.OpsSecrets)
+	return nil
+}
