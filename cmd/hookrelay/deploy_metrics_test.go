@@ -85,10 +85,11 @@ func knownSeries(registered []string, name string) bool {
 func registeredMetrics(t *testing.T) []string {
 	t.Helper()
 	env := map[string]string{
-		"DATABASE_URL":            dbtest.NewURL(t),
-		"HOOKRELAY_S3_EMBED_ADDR": "127.0.0.1:0",
-		"HOOKRELAY_DATA_DIR":      t.TempDir(),
-		"HOOKRELAY_ADMIN_TOKEN":   "hra_test_admin_token_0123456789",
+		"DATABASE_URL":             dbtest.NewURL(t),
+		"HOOKRELAY_S3_EMBED_ADDR":  "127.0.0.1:0",
+		"HOOKRELAY_DATA_DIR":       t.TempDir(),
+		"HOOKRELAY_ADMIN_TOKEN":    "hra_test_admin_token_0123456789",
+		"HOOKRELAY_ENCRYPTION_KEY": dbtest.TestEncryptionKey,
 	}
 	cfg, err := loadConfig(func(k string) string { return env[k] })
 	require.NoError(t, err)
