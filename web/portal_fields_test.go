@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"fmt"
 	"html"
 	"net/http"
 	"net/url"
@@ -110,4 +111,26 @@ func mustAtoi(t *testing.T, s string) int64 {
 	n, err := strconv.ParseInt(s, 10, 64)
 	require.NoError(t, err, s)
 	return n
+}
+
+// TestPortalEndpointShowsHeaderNames: the endpoint page names the custom
+// headers and the auth type and user, never a header value or a secret.
+func TestPortalEndpointShowsHeaderNames(t *testing.T) {
+	t.Parallel()
+	f := startWebFixture(t, fixtureOpts{})
+	m, key := dbtest.Merchant(t, f.store, nil)
+	status, out := apiCallBase(t, f.URL, "POST", "/v1/endpoints", key, map[string]any{
+		"url":     "http://127.0.0.1:9/h",
+		"headers": map[string]any{"X-Api-Key": "value-k-123"},
+		"auth":    map[string]any{"type": "basic", "username": "hook", "password": "pa55word-x"},
+	})
+	require.Equal(t, http.StatusCreated, status, "%v", out)
+	c := newUIClient(t, f.URL)
+	c.openPortal(portalLink(t, f.URL, m.ID, true))
+	resp, page := c.do("GET", "/ui/m/endpoints/"+fmt.Sprint(out["id"]), nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, page, `<code>X-Api-Key</code>`)
+	require.Contains(t, page, `basic as <code>hook</code>`)
+	require.NotContains(t, page, "value-k-123")
+	require.NotContains(t, page, "pa55word-x")
 }
