@@ -37,10 +37,13 @@ type APIDelivery struct {
 
 // PendingView is a delivery still in the queue.
 type PendingView struct {
-	ID                int64
-	Queue             int
-	EndpointID        int64
-	OrderingKey       string
+	ID          int64
+	Queue       int
+	EndpointID  int64
+	OrderingKey string
+	// Replayed reports whether the row is a replay's (in the replay chain
+	// of its key, hookrelay.ReplayChain).
+	Replayed          bool
 	Ordered           bool
 	MessageID         int64
 	MessageReceivedAt time.Time
@@ -52,8 +55,9 @@ type PendingView struct {
 }
 
 func pendingFrom(r dbsqlc.Delivery) PendingView {
+	key, replayed := hookrelay.ChainKey(r.OrderingKey)
 	p := PendingView{
-		ID: r.ID, Queue: int(r.Queue), EndpointID: r.EndpointID, OrderingKey: r.OrderingKey, Ordered: r.Ordered,
+		ID: r.ID, Queue: int(r.Queue), EndpointID: r.EndpointID, OrderingKey: key, Replayed: replayed, Ordered: r.Ordered,
 		MessageID: r.MessageID, MessageReceivedAt: r.MessageReceivedAt, Attempt: int(r.Attempt),
 		VisibleAt: r.VisibleAt, CreatedAt: r.CreatedAt,
 	}

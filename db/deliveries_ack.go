@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db/internal/dbsqlc"
 )
 
@@ -45,17 +46,18 @@ type DeliveryResult struct {
 	CountsForCircuit bool
 	// The row's chain as claimed (ResultFor sets them): with the chain of
 	// every result known, an acknowledgement without dead letters promotes
-	// the successors in the same round trip (see DeliveryAckBatch).
-	OrderingKey string
-	Ordered     bool
-	ChainKnown  bool
+	// the successors in the same round trip (see DeliveryAckBatch). Chain
+	// is the row's chain value (ClaimedDelivery.Chain).
+	Chain      string
+	Ordered    bool
+	ChainKnown bool
 }
 
 // ResultFor starts the result of a claimed delivery: its row, lease and
 // chain.
 func ResultFor(c ClaimedDelivery) DeliveryResult {
 	return DeliveryResult{ID: c.ID, LeaseToken: c.LeaseToken, EndpointID: c.EndpointID,
-		OrderingKey: c.OrderingKey, Ordered: c.Ordered, ChainKnown: true}
+		Chain: c.Chain, Ordered: c.Ordered, ChainKnown: true}
 }
 
 // EndpointOutcome is one endpoint's share of an ack batch, in the form
@@ -184,7 +186,10 @@ func (db *DB) DeliveryAckBatch(ctx context.Context, dispatcherID int64, results 
 					dl.MessageReceivedAts = append(dl.MessageReceivedAts, r.MessageReceivedAt)
 					dl.EndpointIDs = append(dl.EndpointIDs, r.EndpointID)
 					dl.Queues = append(dl.Queues, r.Queue)
-					dl.OrderingKeys = append(dl.OrderingKeys, r.OrderingKey)
+					// A dead letter keeps the key, not the chain: retried,
+					// it goes back unordered under its key.
+					key, _ := hookrelay.ChainKey(r.OrderingKey)
+					dl.OrderingKeys = append(dl.OrderingKeys, key)
 					dl.Attempts = append(dl.Attempts, r.Attempt)
 					dl.Statuses = append(dl.Statuses, int32(res.Status))
 					dl.Errors = append(dl.Errors, res.Error)
@@ -247,7 +252,7 @@ func (db *DB) ackPipelined(ctx context.Context, conn interface {
 	for _, r := range results {
 		if r.Kind == AckSuccess && r.Ordered {
 			promote.EndpointIDs = append(promote.EndpointIDs, r.EndpointID)
-			promote.OrderingKeys = append(promote.OrderingKeys, r.OrderingKey)
+			promote.OrderingKeys = append(promote.OrderingKeys, r.Chain)
 			promote.IDs = append(promote.IDs, r.ID)
 		}
 	}

@@ -5,15 +5,21 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db/internal/dbsqlc"
 )
 
 // ClaimedDelivery is a leased delivery with what the sender needs.
 type ClaimedDelivery struct {
-	ID                int64
-	Queue             int
-	EndpointID        int64
-	OrderingKey       string
+	ID         int64
+	Queue      int
+	EndpointID int64
+	// OrderingKey is the message's ordering key (X-Hookrelay-Ordering-Key).
+	OrderingKey string
+	// Chain is the row's chain value: the ordering key for a live delivery,
+	// hookrelay.ReplayChain of it for a replayed one. The acknowledgement
+	// promotes the chain's next row by it.
+	Chain             string
 	Ordered           bool
 	MessageID         int64
 	MessageReceivedAt time.Time
@@ -36,12 +42,14 @@ type ClaimedDelivery struct {
 }
 
 // DeliveryClaim claims up to batch due deliveries of the logical queues (at
-// most perQueue from each, queues taken in the order given) for owner,
-// leasing them for lease under token (see DeliveryClaim in deliveries.sql:
-// only chain heads are returned; non-heads are parked, heads of disabled
-// endpoints held, heads of open circuits deferred).
+// most perQueue from each, shared fairly across the endpoints with due rows
+// in it, queues taken in the order given) for owner, leasing them for lease
+// under token (see DeliveryClaim in deliveries.sql: only chain heads are
+// returned; non-heads are parked, heads of disabled endpoints held, heads of
+// open circuits deferred). Each queue's endpoints are served from the
+// lowest id; DeliveryClaimTimed takes where to start.
 func (db *DB) DeliveryClaim(ctx context.Context, queues []int, perQueue, batch int, owner, token int64, lease time.Duration) ([]ClaimedDelivery, error) {
-	out, _, err := db.DeliveryClaimTimed(ctx, queues, perQueue, batch, owner, token, lease)
+	out, _, err := db.DeliveryClaimTimed(ctx, queues, nil, perQueue, batch, owner, token, lease)
 	return out, err
 }
 
@@ -59,12 +67,19 @@ type ClaimTiming struct {
 }
 
 // DeliveryClaimTimed is DeliveryClaim that also reports how long it waited
-// for a connection and how long the statement took.
-func (db *DB) DeliveryClaimTimed(ctx context.Context, queues []int, perQueue, batch int, owner, token int64, lease time.Duration) ([]ClaimedDelivery, ClaimTiming, error) {
+// for a connection and how long the statement took. after[i] (nil: all 0)
+// is queue i's round-robin cursor: its endpoints are served from the first
+// above after[i], wrapping round; callers pass the last endpoint they were
+// served in the queue.
+func (db *DB) DeliveryClaimTimed(ctx context.Context, queues []int, after []int64, perQueue, batch int, owner, token int64, lease time.Duration) ([]ClaimedDelivery, ClaimTiming, error) {
 	var timing ClaimTiming
 	qs := make([]int16, len(queues))
+	afters := make([]int64, len(queues))
 	for i, q := range queues {
 		qs[i] = int16(q)
+		if i < len(after) {
+			afters[i] = after[i]
+		}
 	}
 	start := time.Now()
 	conn, err := db.claimConns.get(ctx)
@@ -74,7 +89,7 @@ func (db *DB) DeliveryClaimTimed(ctx context.Context, queues []int, perQueue, ba
 	}
 	start = time.Now()
 	rows, err := dbsqlc.New(conn.conn).DeliveryClaim(ctx, dbsqlc.DeliveryClaimParams{
-		Queues: qs, PerQueue: int32(perQueue), Batch: int32(batch), Lease: lease, Owner: owner, Token: token,
+		Queues: qs, Afters: afters, PerQueue: int32(perQueue), Batch: int32(batch), Lease: lease, Owner: owner, Token: token,
 	})
 	timing.Exec = time.Since(start)
 	db.claimConns.put(conn, err)
@@ -84,7 +99,7 @@ func (db *DB) DeliveryClaimTimed(ctx context.Context, queues []int, perQueue, ba
 	out := make([]ClaimedDelivery, len(rows))
 	for i, r := range rows {
 		out[i] = ClaimedDelivery{
-			ID: r.ID, Queue: int(r.Queue), EndpointID: r.EndpointID, OrderingKey: r.OrderingKey,
+			ID: r.ID, Queue: int(r.Queue), EndpointID: r.EndpointID, Chain: r.OrderingKey,
 			Ordered: r.Ordered, MessageID: r.MessageID, MessageReceivedAt: r.MessageReceivedAt,
 			Attempt: int(r.Attempt), CreatedAt: r.CreatedAt, CarrierID: r.CarrierID,
 			CarrierName: r.CarrierName, EventType: r.EventType, Payload: r.Payload,
@@ -94,6 +109,10 @@ func (db *DB) DeliveryClaimTimed(ctx context.Context, queues []int, perQueue, ba
 		timing.Server = max(timing.Server, time.Duration(r.ServerUs)*time.Microsecond)
 		if r.PayloadKey != nil {
 			out[i].PayloadKey = *r.PayloadKey
+		}
+		out[i].OrderingKey, _ = hookrelay.ChainKey(r.OrderingKey)
+		if r.MessageOrderingKey != nil {
+			out[i].OrderingKey = *r.MessageOrderingKey
 		}
 	}
 	return out, timing, nil

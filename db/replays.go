@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db/internal/dbsqlc"
 )
 
@@ -173,11 +174,29 @@ func (db *DB) ReplayListRunning(ctx context.Context, limit int) ([]Replay, error
 	return out, nil
 }
 
+// ReplayListByEndpoint returns the latest limit replays of endpoint id,
+// newest first.
+func (db *DB) ReplayListByEndpoint(ctx context.Context, endpointID int64, limit int) ([]Replay, error) {
+	rows, err := db.q.ReplayListByEndpoint(ctx, dbsqlc.ReplayListByEndpointParams{EndpointID: endpointID, Lim: int32(limit)})
+	if err != nil {
+		return nil, fmt.Errorf("list replays of endpoint %d: %w", endpointID, unavailable(err))
+	}
+	out := make([]Replay, len(rows))
+	for i, r := range rows {
+		out[i] = replayFrom(r)
+	}
+	return out, nil
+}
+
 // ReplayBatch is what one batch of a replay did.
 type ReplayBatch struct {
 	Replay Replay  // the replay after the batch
 	Queued []int64 // the deliveries it queued again
-	Read   int     // source rows it read
+	Read   int     // source rows it took (the cursor moved past them)
+	// Waiting reports whether the batch stopped early, at a delivery its
+	// key's replay chain still holds or holds a later one of (see
+	// firstBelowTail): the replay goes on from there once they are sent.
+	Waiting bool
 }
 
 // ReplayStep runs the next batch of replay id in one transaction: it reads
@@ -200,6 +219,13 @@ func (db *DB) ReplayStep(ctx context.Context, id int64, batch int) (b ReplayBatc
 		if err != nil {
 			return err
 		}
+		read := len(rows)
+		wait, err := rp.firstBelowTail(ctx, q, rows)
+		if err != nil {
+			return err
+		}
+		rows = rows[:wait]
+		waiting := wait < read
 		var p dbsqlc.ReplayEnqueueParams
 		p.EndpointID = rp.EndpointID
 		dead := map[int64]bool{}
@@ -211,7 +237,7 @@ func (db *DB) ReplayStep(ctx context.Context, id int64, batch int) (b ReplayBatc
 			case replayQueue:
 				p.IDs = append(p.IDs, s.ID)
 				p.Queues = append(p.Queues, s.Queue)
-				p.OrderingKeys = append(p.OrderingKeys, s.OrderingKey)
+				p.OrderingKeys = append(p.OrderingKeys, hookrelay.ReplayChain(s.OrderingKey))
 				p.MessageIDs = append(p.MessageIDs, s.MessageID)
 				p.MessageReceivedAts = append(p.MessageReceivedAts, s.MessageReceivedAt)
 				if s.Dead {
@@ -239,7 +265,7 @@ func (db *DB) ReplayStep(ctx context.Context, id int64, batch int) (b ReplayBatc
 		adv := dbsqlc.ReplayAdvanceParams{
 			ID: rp.ID, CursorAt: rp.cursorAt, CursorID: rp.cursorID,
 			Done: int64(len(queued)), Failed: missing + int64(len(p.IDs)-len(queued)),
-			Finished: len(rows) < batch,
+			Finished: !waiting && read < batch,
 		}
 		if len(rows) > 0 {
 			adv.CursorAt, adv.CursorID = rows[len(rows)-1].At, rows[len(rows)-1].ID
@@ -258,7 +284,7 @@ func (db *DB) ReplayStep(ctx context.Context, id int64, batch int) (b ReplayBatc
 				return err
 			}
 		}
-		b, ok = ReplayBatch{Replay: rp, Queued: queued, Read: len(rows)}, true
+		b, ok = ReplayBatch{Replay: rp, Queued: queued, Read: len(rows), Waiting: waiting}, true
 		return nil
 	})
 	if err != nil {
@@ -274,4 +300,46 @@ func (db *DB) DeliveryCountQueued(ctx context.Context, ids []int64) (int64, erro
 		return 0, fmt.Errorf("count queued deliveries: %w", unavailable(err))
 	}
 	return n, nil
+}
+
+// firstBelowTail returns the index of the first of rows (source rows in
+// replay order) that the replay must not queue yet: one its key's replay
+// chain already holds, or holds a later delivery (a higher id) of; len(rows)
+// when there is none. A chain is ordered by id and its head is the lowest,
+// so a delivery queued below a chain's tail would overtake the rows above
+// it, and could go out while the tail is in flight; the replay waits there
+// instead until the chain has sent them. It happens when a key's deliveries
+// were delivered (or died) out of id order, so that the source, read in
+// time order, yields a lower id in a later batch (a dead letter retried
+// after its successors went on), and when two replays of one key overlap:
+// the later one waits for the earlier one's deliveries of the key.
+func (rp Replay) firstBelowTail(ctx context.Context, q *dbsqlc.Queries, rows []dbsqlc.ReplaySourceRow) (int, error) {
+	seen := map[string]bool{}
+	var chains []string
+	for _, s := range rows {
+		if rp.pick(s) != replayQueue {
+			continue
+		}
+		if c := hookrelay.ReplayChain(s.OrderingKey); !seen[c] {
+			seen[c] = true
+			chains = append(chains, c)
+		}
+	}
+	if len(chains) == 0 {
+		return len(rows), nil
+	}
+	got, err := q.ReplayChainTails(ctx, dbsqlc.ReplayChainTailsParams{EndpointID: rp.EndpointID, Chains: chains})
+	if err != nil {
+		return 0, err
+	}
+	tails := make(map[string]int64, len(got))
+	for _, t := range got {
+		tails[t.Chain] = t.Tail
+	}
+	for i, s := range rows {
+		if rp.pick(s) == replayQueue && tails[hookrelay.ReplayChain(s.OrderingKey)] >= s.ID {
+			return i, nil
+		}
+	}
+	return len(rows), nil
 }

@@ -105,6 +105,7 @@ func TestCompose(t *testing.T) {
 		require.Equal(t, minio.Environment["MINIO_ROOT_USER"], s.Environment["AWS_ACCESS_KEY_ID"], name)
 		require.Equal(t, minio.Environment["MINIO_ROOT_PASSWORD"], s.Environment["AWS_SECRET_ACCESS_KEY"], name)
 		require.Contains(t, s.Environment["HOOKRELAY_ADMIN_TOKEN"], "${HOOKRELAY_ADMIN_TOKEN:?", "%s: compose refuses to start without a token", name)
+		require.Contains(t, s.Environment["HOOKRELAY_ENCRYPTION_KEY"], "${HOOKRELAY_ENCRYPTION_KEY:?", "%s: compose refuses to start without an encryption key", name)
 		require.Equal(t, "service_healthy", s.DependsOn["postgres"].Condition, name)
 
 		if name == "migrate" {

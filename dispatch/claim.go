@@ -18,6 +18,7 @@ func (d *Dispatcher) claimLoop(ctx, workCtx context.Context, part, loops int) {
 	var wait time.Duration
 	idle := false // the last claim found nothing, or there was nothing to claim from
 	rotate := 0
+	cursors := newClaimCursors()
 	for {
 		if wait > 0 {
 			var due chan struct{} // nil (never ready) unless idle
@@ -54,7 +55,7 @@ func (d *Dispatcher) claimLoop(ctx, workCtx context.Context, part, loops int) {
 		rotate++
 		k := rotate % len(queues)
 		queues = slices.Concat(queues[k:], queues[:k])
-		rows, err := d.claim(ctx, queues, n)
+		rows, err := d.claim(ctx, queues, cursors.of(queues), n)
 		d.unreserve(n - len(rows))
 		if d.pace != nil {
 			d.pace.giveBack(n - len(rows))
@@ -68,6 +69,7 @@ func (d *Dispatcher) claimLoop(ctx, workCtx context.Context, part, loops int) {
 			wait, idle = time.Second, false
 			continue
 		case len(rows) == 0:
+			cursors.advance(queues, nil, false)
 			wait = min(max(2*wait, d.cfg.BusyPoll), d.cfg.IdlePoll)
 			idle = true
 			continue
@@ -76,15 +78,17 @@ func (d *Dispatcher) claimLoop(ctx, workCtx context.Context, part, loops int) {
 		default:
 			wait = d.cfg.BusyPoll
 		}
+		cursors.advance(queues, rows, len(rows) == n)
 		idle = false
 		d.start(workCtx, rows)
 	}
 }
 
-// claim runs one claim statement over queues. It is not cancelled half-way
+// claim runs one claim statement over queues, each queue's endpoints served
+// from the one after its cursor in after. It is not cancelled half-way
 // by ctx, so rows it leased are never lost to a cancelled read (they would
 // come back only after the lease).
-func (d *Dispatcher) claim(ctx context.Context, queues []int, n int) ([]db.ClaimedDelivery, error) {
+func (d *Dispatcher) claim(ctx context.Context, queues []int, after []int64, n int) ([]db.ClaimedDelivery, error) {
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
@@ -96,7 +100,7 @@ func (d *Dispatcher) claim(ctx context.Context, queues []int, n int) ([]db.Claim
 	if len(queues) < 4 {
 		perQueue = n
 	}
-	rows, timing, err := d.db.DeliveryClaimTimed(cctx, queues, perQueue, n, d.ID(), newToken(), d.cfg.Lease)
+	rows, timing, err := d.db.DeliveryClaimTimed(cctx, queues, after, perQueue, n, d.ID(), newToken(), d.cfg.Lease)
 	d.metrics.claimWaitSeconds.Observe(timing.Wait.Seconds())
 	if timing.Exec > 0 {
 		d.metrics.claimSeconds.Observe(timing.Exec.Seconds())

@@ -32,6 +32,7 @@ const adminToken = "hra_test_admin_token_for_ingest"
 type bundle struct {
 	URL      string
 	DB       *db.DB
+	DBURL    string // the test's own database
 	Payloads *storage.Store
 	S3       *storage.Embedded
 	Server   *ingest.Server
@@ -50,7 +51,8 @@ func setup(t testing.TB, cfg ingest.Config) *bundle {
 func setupWith(t testing.TB, cfg ingest.Config, pinger ops.Pinger) *bundle {
 	t.Helper()
 	ctx := context.Background()
-	store := dbtest.New(t)
+	dbURL := dbtest.NewURL(t)
+	store := dbtest.Open(t, dbURL, db.Config{})
 	require.NoError(t, store.SettingPut(ctx, "admin_token_sha256", hex.EncodeToString(hookrelay.HashKey(adminToken))))
 	emb, err := storage.StartEmbedded(ctx, nil, "127.0.0.1:0", t.TempDir())
 	require.NoError(t, err)
@@ -79,7 +81,7 @@ func setupWith(t testing.TB, cfg ingest.Config, pinger ops.Pinger) *bundle {
 		cancel()
 		<-done
 	})
-	return &bundle{URL: hs.URL, DB: store, Payloads: payloads, S3: emb, Server: srv, Logs: logs, Registry: reg}
+	return &bundle{URL: hs.URL, DB: store, DBURL: dbURL, Payloads: payloads, S3: emb, Server: srv, Logs: logs, Registry: reg}
 }
 
 // call sends a request with an optional bearer token and JSON body (a

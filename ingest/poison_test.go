@@ -38,6 +38,8 @@ func TestCallbackPoisonFieldsAre400(t *testing.T) {
 		{"invalid UTF-8 X-Event-Type", w.CarrierKey, `{"tracking_no":"a"}`, []string{"X-Event-Type", "ok\xff\xfe"}, "X-Event-Type"},
 		{"invalid UTF-8 X-Merchant-Id", w.CarrierKey, `{"tracking_no":"a"}`, []string{"X-Merchant-Id", "\xc3"}, "X-Merchant-Id"},
 		{"invalid UTF-8 in a body string", w.CarrierKey, "{\"tracking_no\":\"\xff\xfe\"}", nil, "JSON"},
+		// U+0001 first marks a replay chain (hookrelay.ReplayChainMark).
+		{"ordering key beginning with U+0001", w.CarrierKey, `{"tracking_no":"\u0001A"}`, nil, `"tracking_no"`},
 	}
 	for _, tc := range cases {
 		st, out := b.call(t, http.MethodPost, "/v1/callbacks", tc.token, []byte(tc.body), tc.hdr...)
@@ -47,10 +49,14 @@ func TestCallbackPoisonFieldsAre400(t *testing.T) {
 	}
 	require.Equal(t, float64(0), b.stats(t)["messages_today_utc"], "nothing of a refused callback is stored")
 
-	// A NUL elsewhere in the body is fine: the payload is stored as bytes.
-	st, out := b.call(t, http.MethodPost, "/v1/callbacks", w.CarrierKey, []byte(`{"tracking_no":"a","note":"x\u0000y"}`))
+	// U+0001 further in is an ordinary character.
+	st, out := b.call(t, http.MethodPost, "/v1/callbacks", w.CarrierKey, []byte(`{"tracking_no":"A\u0001"}`))
 	require.Equal(t, http.StatusAccepted, st, "%v", out)
-	require.Equal(t, float64(1), b.stats(t)["messages_today_utc"])
+
+	// A NUL elsewhere in the body is fine: the payload is stored as bytes.
+	st, out = b.call(t, http.MethodPost, "/v1/callbacks", w.CarrierKey, []byte(`{"tracking_no":"a","note":"x\u0000y"}`))
+	require.Equal(t, http.StatusAccepted, st, "%v", out)
+	require.Equal(t, float64(2), b.stats(t)["messages_today_utc"])
 }
 
 // The admin API checks its text fields the same way: 400 naming the field,

@@ -167,6 +167,12 @@ func New(logger *slog.Logger, cfg Config, store *db.DB, payloads *storage.Store,
 		}
 	}
 	s.batcher = newBatcher(cfg.Batcher, store.MessageInsertMany, m)
+	if reg != nil {
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "hookrelay_ingest_callbacks_waiting",
+			Help: "Callbacks waiting for the group commit or being committed (saturated from HOOKRELAY_INGEST_SATURATION).",
+		}, func() float64 { return float64(s.batcher.quota.waiting()) }))
+	}
 	return s
 }
 

@@ -11,7 +11,9 @@ import (
 // checkRouting checks the ordering key, event type and merchant reference of
 // a callback before it joins a batch: each becomes a text column, and a value
 // PostgreSQL cannot store would fail the statement of every callback batched
-// with it. The error names where the value came from (header or body path).
+// with it. The ordering key also must not begin with U+0001, which marks a
+// replay chain (hookrelay.ReplayChainMark). The error names where the value
+// came from (header or body path).
 func checkRouting(req *http.Request, carrier db.Carrier, orderingKey, eventType, merchantRef string) error {
 	for _, v := range []struct{ value, header, path, what string }{
 		{orderingKey, "X-Ordering-Key", carrier.OrderingKeyField, "ordering key"},
@@ -22,7 +24,11 @@ func checkRouting(req *http.Request, carrier db.Carrier, orderingKey, eventType,
 		if req.Header.Get(v.header) == "" {
 			field = fmt.Sprintf("%s (body field %q)", v.what, v.path)
 		}
-		if err := hookrelay.CheckText(field, v.value, maxRoutingValue); err != nil {
+		check := hookrelay.CheckText
+		if v.header == "X-Ordering-Key" {
+			check = hookrelay.CheckOrderingKey
+		}
+		if err := check(field, v.value, maxRoutingValue); err != nil {
 			return err
 		}
 	}

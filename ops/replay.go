@@ -93,7 +93,7 @@ func (s *Service) replaySpec(ctx context.Context, a Actor, endpointID int64, req
 	if req.Until.Sub(req.Since) > MaxReplayWindow {
 		return db.ReplaySpec{}, hookrelay.Errorf(hookrelay.EINVALID, "the window is longer than %s", MaxReplayWindow)
 	}
-	if err := hookrelay.CheckText("ordering_key", req.OrderingKey, maxOrderingKey); err != nil {
+	if err := hookrelay.CheckOrderingKey("ordering_key", req.OrderingKey, maxOrderingKey); err != nil {
 		return db.ReplaySpec{}, err
 	}
 	return db.ReplaySpec{EndpointID: ep.ID, Status: req.Status, OrderingKey: req.OrderingKey,
@@ -113,6 +113,16 @@ func (s *Service) Replay(ctx context.Context, a Actor, id int64) (db.Replay, err
 		}
 	}
 	return rp, nil
+}
+
+// EndpointReplays returns the latest limit replays of endpoint id, newest
+// first, if a may see the endpoint.
+func (s *Service) EndpointReplays(ctx context.Context, a Actor, endpointID int64, limit int) ([]db.Replay, error) {
+	ep, err := s.Endpoint(ctx, a, endpointID)
+	if err != nil {
+		return nil, err
+	}
+	return s.db.ReplayListByEndpoint(ctx, ep.ID, limit)
 }
 
 // CancelReplay stops replay id: no batch starts after it returns (the
@@ -163,7 +173,9 @@ const maxRunningReplays = 100
 // off without queueing anything twice. The next batch of a replay waits
 // until at least half of its previous one has left the queue: a replay of a
 // million rows keeps about a batch of them queued at a time, and live
-// callbacks wait behind no more than that. Run one per deployment (the
+// callbacks wait behind no more than that. A batch that stops at once to
+// wait for its key's replay chain (db.ReplayStep) is tried again after
+// Interval. Run one per deployment (the
 // maintenance role's holder does); two at once are safe (a batch locks its
 // replay) but gain nothing.
 type ReplayRunner struct {
@@ -173,11 +185,17 @@ type ReplayRunner struct {
 	// queued is the last batch each replay queued, while it is being sent.
 	// A runner that starts anew does not know it and starts a batch at once.
 	queued map[int64][]int64
+	// stalled holds when each replay whose last batch waited without
+	// queueing anything (db.ReplayBatch.Waiting) may try again: its key's
+	// replay chain may take long to drain (a disabled endpoint), and each
+	// try reads a batch of the window.
+	stalled map[int64]time.Time
 }
 
 // NewReplayRunner returns a runner of the replays stored in store.
 func NewReplayRunner(logger *slog.Logger, cfg ReplayConfig, store *db.DB) *ReplayRunner {
-	return &ReplayRunner{cfg: cfg.withDefaults(), db: store, logger: logger, queued: map[int64][]int64{}}
+	return &ReplayRunner{cfg: cfg.withDefaults(), db: store, logger: logger,
+		queued: map[int64][]int64{}, stalled: map[int64]time.Time{}}
 }
 
 // Run advances the running replays until ctx ends, and returns nil then.
@@ -211,7 +229,12 @@ func (r *ReplayRunner) Step(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	live := make(map[int64][]int64, len(running))
+	stalled := map[int64]time.Time{}
 	for _, rp := range running {
+		if until, ok := r.stalled[rp.ID]; ok && time.Now().Before(until) {
+			stalled[rp.ID] = until
+			continue
+		}
 		if prev := r.queued[rp.ID]; len(prev) > 0 {
 			n, err := r.db.DeliveryCountQueued(ctx, prev)
 			if err != nil {
@@ -234,14 +257,18 @@ func (r *ReplayRunner) Step(ctx context.Context) (bool, error) {
 		if r.cfg.OnBatch != nil {
 			r.cfg.OnBatch(b, took)
 		}
-		r.logger.Debug("replay: batch", "replay_id", rp.ID, "read", b.Read, "queued", len(b.Queued), "took", took)
+		r.logger.Debug("replay: batch", "replay_id", rp.ID, "read", b.Read, "queued", len(b.Queued),
+			"waiting", b.Waiting, "took", took)
 		if b.Replay.State == db.ReplayFinished {
 			r.logger.Info("replay: finished", "replay_id", rp.ID, "endpoint_id", b.Replay.EndpointID,
 				"total", b.Replay.Total, "done", b.Replay.Done, "failed", b.Replay.Failed)
 			continue
 		}
 		live[rp.ID] = b.Queued
+		if b.Waiting && len(b.Queued) == 0 {
+			stalled[rp.ID] = time.Now().Add(r.cfg.Interval)
+		}
 	}
-	r.queued = live
+	r.queued, r.stalled = live, stalled
 	return len(running) > 0, nil
 }

@@ -118,11 +118,15 @@ func (d *Dashboard) replayEndpoint(c echo.Context, sc replayScope) (db.Endpoint,
 	return d.store.EndpointGet(c.Request().Context(), id)
 }
 
+// recentReplays is how many of an endpoint's replays its replay form lists.
+const recentReplays = 10
+
 type replayFormData struct {
-	E     db.Endpoint
-	Form  replayForm
-	Base  string
-	Count int64 // the confirmation's
+	E      db.Endpoint
+	Form   replayForm
+	Base   string
+	Count  int64       // the confirmation's
+	Recent []db.Replay // the endpoint's latest replays, newest first (the form's)
 }
 
 func (d *Dashboard) renderReplayForm(c echo.Context, status int, sc replayScope, data replayFormData) error {
@@ -140,7 +144,11 @@ func (d *Dashboard) replayFormPage(c echo.Context) error {
 	// now), so that the last minute's deliveries are in the window.
 	until := d.cfg.Now().UTC().Truncate(time.Minute).Add(time.Minute)
 	f := replayForm{Since: until.Add(-replayDefaultWindow).Format(timeInput), Until: until.Format(timeInput), Status: db.ReplayDelivered}
-	return d.renderReplayForm(c, http.StatusOK, sc, replayFormData{E: ep, Form: f, Base: sc.Base})
+	recent, err := d.cfg.Ops.EndpointReplays(c.Request().Context(), sc.Actor, ep.ID, recentReplays)
+	if err != nil {
+		return err
+	}
+	return d.renderReplayForm(c, http.StatusOK, sc, replayFormData{E: ep, Form: f, Base: sc.Base, Recent: recent})
 }
 
 // replayConfirm counts what the form's replay would re-deliver and asks

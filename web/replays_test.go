@@ -125,6 +125,15 @@ func TestWebReplayConfirmStartFinish(t *testing.T) {
 	// A finished replay cannot be cancelled.
 	resp, _ = c.do("POST", loc+"/cancel", url.Values{"csrf": {csrf}})
 	require.Equal(t, http.StatusConflict, resp.StatusCode)
+
+	// The endpoint's replay form lists its recent replays, linked.
+	resp, page = c.do("GET", "/ui/endpoints/"+epID+"/replay", nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, page, `id="recent-replays"`)
+	require.Contains(t, page, `href="`+loc+`"`)
+	other, _ := dbtest.Endpoint(t, f.store, nil)
+	_, page = c.do("GET", "/ui/endpoints/"+itoa(other.ID)+"/replay", nil)
+	require.NotContains(t, page, `id="recent-replays"`, "another endpoint's form lists none")
 }
 
 // A merchant replays its own endpoint and cancels the replay; another
@@ -183,12 +192,21 @@ func TestWebMerchantReplayCancelAndScope(t *testing.T) {
 	require.Contains(t, page, "Replay cancelled.")
 	require.NotContains(t, page, `data-refresh=`)
 
-	// The operator sees it too.
+	// The endpoint's replay form lists it, linked to the merchant's page.
+	resp, page = mc.do("GET", "/ui/m/endpoints/"+epID+"/replay", nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, page, `id="recent-replays"`)
+	require.Contains(t, page, `href="/ui/m/replays/`+rid+`"`)
+
+	// The operator sees it too, on the replay's page and in the endpoint's
+	// form, linked to the operator's page.
 	oc := newUIClient(t, f.URL)
 	oc.login(testAdminToken)
 	resp, page = oc.do("GET", "/ui/replays/"+rid, nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Contains(t, page, `data-state="cancelled"`)
+	_, page = oc.do("GET", "/ui/endpoints/"+epID+"/replay", nil)
+	require.Contains(t, page, `href="/ui/replays/`+rid+`"`)
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

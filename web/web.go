@@ -79,6 +79,7 @@ type Operations interface {
 	StartReplay(ctx context.Context, a ops.Actor, endpointID int64, req ops.ReplayRequest) (db.Replay, error)
 	Replay(ctx context.Context, a ops.Actor, id int64) (db.Replay, error)
 	CancelReplay(ctx context.Context, a ops.Actor, id int64) (db.Replay, error)
+	EndpointReplays(ctx context.Context, a ops.Actor, endpointID int64, limit int) ([]db.Replay, error)
 	CreateOpsEndpoint(ctx context.Context, in ops.NewOpsEndpoint) (db.OpsEndpoint, error)
 	OpsEndpoints(ctx context.Context) ([]db.OpsEndpoint, error)
 	DeleteOpsEndpoint(ctx context.Context, id int64) error

@@ -78,6 +78,25 @@ func (a *Admin) SetEndpointOrdering(ctx context.Context, id, ordering string) er
 	return a.send(ctx, http.MethodPatch, "/v1/endpoints/"+id, map[string]any{"ordering": ordering}, &e)
 }
 
+// DeleteEndpoint deletes an endpoint with its pending deliveries.
+func (a *Admin) DeleteEndpoint(ctx context.Context, id string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, strings.TrimRight(a.BaseURL, "/")+"/v1/endpoints/"+id, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+a.Token)
+	resp, err := a.Client.Do(req)
+	if err != nil {
+		return fmt.Errorf("DELETE endpoint %s: %w", id, err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("DELETE endpoint %s: status %d", id, resp.StatusCode)
+	}
+	return nil
+}
+
 func (a *Admin) post(ctx context.Context, path string, body, out any) error {
 	return a.send(ctx, http.MethodPost, path, body, out)
 }

@@ -41,8 +41,9 @@ type Sink struct {
 	wg  sync.WaitGroup
 
 	mu      sync.RWMutex
-	keys    map[int][]byte  // endpoint → HMAC key; guarded by mu
-	ledgers map[int]*Ledger // phase → ledger; guarded by mu
+	keys    map[int][]byte        // endpoint → HMAC key; guarded by mu
+	ledgers map[int]*Ledger       // phase → ledger; guarded by mu
+	slow    map[int]time.Duration // endpoint → answer delay beside Latency; guarded by mu
 
 	// firstFailure is the share of first attempts answered 500, as
 	// math.Float64bits (SetFirstAttemptFailureRate).
@@ -97,6 +98,17 @@ func (s *Sink) SetSecret(n int, secret string) error {
 	s.keys[n] = key
 	s.mu.Unlock()
 	return nil
+}
+
+// SetLatency has endpoint n answer after d (or the sink's Latency when
+// longer): a slow merchant beside fast ones.
+func (s *Sink) SetLatency(n int, d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.slow == nil {
+		s.slow = map[int]time.Duration{}
+	}
+	s.slow[n] = d
 }
 
 // SetLedger routes the arrivals of phase to l.
@@ -172,6 +184,7 @@ func (s *Sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.RLock()
 	l := s.ledgers[p.Phase]
+	latency := max(s.cfg.Latency, s.slow[n])
 	s.mu.RUnlock()
 	if l == nil {
 		s.badPayload.Add(1)
@@ -183,8 +196,8 @@ func (s *Sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ok = rand.Float64() >= ff
 	}
 	l.Arrived(n, p.Key, p.Seq, at, ok)
-	if s.cfg.Latency > 0 {
-		t := time.NewTimer(s.cfg.Latency)
+	if latency > 0 {
+		t := time.NewTimer(latency)
 		select {
 		case <-t.C:
 		case <-r.Context().Done():

@@ -226,6 +226,11 @@ func loadIngest(p *envParser, queues int, allowPrivate, notify bool) ingest.Conf
 			MaxRows: p.int("HOOKRELAY_INGEST_BATCH_ROWS", ingest.DefaultBatchMaxRows, 1, 10000),
 			// Batches committing at once.
 			Flushers: p.int("HOOKRELAY_INGEST_FLUSHERS", ingest.DefaultBatchFlushers, 1, 64),
+			// Callbacks waiting for the group commit from which each
+			// carrier is held to its share of them (429 beyond it); at
+			// most the batcher's queue (8192), which is where a
+			// submission would block instead.
+			Saturation: p.int("HOOKRELAY_INGEST_SATURATION", ingest.DefaultBatchSaturation, 1, 8192),
 		},
 		// Dispatchers in other processes (and this one's, which ignores it)
 		// hear of stored callbacks at once rather than at their next poll.

@@ -78,6 +78,7 @@ func TestConfigDefaultsArePackageDefaults(t *testing.T) {
 		{"HOOKRELAY_INGEST_BATCH_WAIT", in.Batcher.MaxWait, inDef.Batcher.MaxWait},
 		{"HOOKRELAY_INGEST_BATCH_ROWS", in.Batcher.MaxRows, inDef.Batcher.MaxRows},
 		{"HOOKRELAY_INGEST_FLUSHERS", in.Batcher.Flushers, inDef.Batcher.Flushers},
+		{"HOOKRELAY_INGEST_SATURATION", in.Batcher.Saturation, inDef.Batcher.Saturation},
 		{"HOOKRELAY_INGEST_NOTIFY_INTERVAL", in.AnnounceInterval, inDef.AnnounceInterval},
 
 		{"HOOKRELAY_DISPATCH_CONCURRENCY", d.Concurrency, dDef.Concurrency},
@@ -148,6 +149,7 @@ func TestServeRejectsBadRoleSettingsBeforeDatabase(t *testing.T) {
 		"HOOKRELAY_DISPATCH_BATCH":             "0",
 		"HOOKRELAY_VACUUM_INTERVAL":            "x",
 		"HOOKRELAY_INGEST_FLUSHERS":            "65",
+		"HOOKRELAY_INGEST_SATURATION":          "0",
 		"HOOKRELAY_VACUUM_DEAD_SPACE_PERMILLE": "0.5",
 		"HOOKRELAY_UI_SECURE_COOKIE":           "maybe",
 		"HOOKRELAY_PPROF_ADDR":                 "6060",

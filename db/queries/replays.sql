@@ -82,14 +82,19 @@ LEFT JOIN messages m ON m.id = s.message_id AND m.received_at = s.message_receiv
 ORDER BY s.at, s.id;
 
 -- name: ReplayEnqueue :many
--- Queues the batch's deliveries again under their own ids: unordered (they
--- neither wait for nor hold back the live deliveries of their key), attempt
--- 0, due now. A delivery still pending (queued by an earlier replay, or a
--- dead letter retried meanwhile) is left as it is and not returned, and so
--- is every one of a deleted endpoint.
+-- Queues the batch's deliveries again under their own ids, attempt 0, due
+-- now, ordered in the replay chains of their keys (@ordering_keys are chain
+-- values, hookrelay.ReplayChain): chained by id like live deliveries, but
+-- apart from them (they neither wait for nor hold back the live deliveries
+-- of their key). A delivery still pending (live, or a dead letter retried
+-- meanwhile) is left as it is and not returned, and so is every one of a
+-- deleted endpoint. An endpoint with "ordering": "none" gets them unordered,
+-- as it gets its live deliveries.
 INSERT INTO deliveries (id, queue, endpoint_id, ordering_key, ordered, message_id,
                         message_received_at, attempt, visible_at)
-SELECT x.id, x.queue, @endpoint_id::bigint, x.ordering_key, false, x.message_id,
+SELECT x.id, x.queue, @endpoint_id::bigint, x.ordering_key,
+       coalesce((SELECT e.ordering = 'key' FROM endpoints e WHERE e.id = @endpoint_id::bigint), true),
+       x.message_id,
        x.message_received_at, 0, now()
 FROM (SELECT unnest(sqlc.arg(ids)::bigint[]) AS id,
              unnest(sqlc.arg(queues)::smallint[]) AS queue,
@@ -109,3 +114,18 @@ DELETE FROM dead_letters WHERE id = ANY(sqlc.arg(ids)::bigint[]);
 -- name: DeliveryCountByIDs :one
 -- How many of these deliveries are still queued (a replay's previous batch).
 SELECT count(*)::bigint FROM deliveries WHERE id = ANY(sqlc.arg(ids)::bigint[]);
+
+-- name: ReplayChainTails :many
+-- The highest id queued in each of an endpoint's chains (@chains are chain
+-- values), 0 for an empty chain: one backward probe of deliveries_chain_idx
+-- each. A replay batch queues no delivery below its chain's tail (see
+-- db.ReplayStep).
+SELECT c.chain::text AS chain,
+       coalesce((SELECT d.id FROM deliveries d
+                 WHERE d.endpoint_id = @endpoint_id::bigint AND d.ordering_key = c.chain AND d.ordered
+                 ORDER BY d.endpoint_id DESC, d.ordering_key DESC, d.id DESC LIMIT 1), 0)::bigint AS tail
+FROM unnest(sqlc.arg(chains)::text[]) AS c(chain);
+
+-- name: ReplayListByEndpoint :many
+-- An endpoint's latest replays, newest first (replays_endpoint_idx).
+SELECT * FROM replays WHERE endpoint_id = @endpoint_id ORDER BY id DESC LIMIT @lim;

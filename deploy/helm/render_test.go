@@ -30,8 +30,9 @@ import (
 // required are the values without which the chart refuses to render.
 func required() map[string]any {
 	return map[string]any{
-		"s3":     map[string]any{"endpoint": "http://minio:9000"},
-		"secret": map[string]any{"databaseURL": "postgres://hookrelay:pw@pg:5432/hookrelay", "adminToken": "hra_0123456789abcdef"},
+		"s3": map[string]any{"endpoint": "http://minio:9000"},
+		"secret": map[string]any{"databaseURL": "postgres://hookrelay:pw@pg:5432/hookrelay", "adminToken": "hra_0123456789abcdef",
+			"encryptionKey": "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="},
 	}
 }
 
@@ -285,7 +286,7 @@ func checkEnv(t *testing.T, o objects, c corev1.Container) {
 			require.True(t, ok || (ref.SecretKeyRef.Optional != nil && *ref.SecretKeyRef.Optional), "env %s: key %s in secret", e.Name, ref.SecretKeyRef.Key)
 		}
 	}
-	for _, name := range []string{"DATABASE_URL", "HOOKRELAY_ADMIN_TOKEN"} {
+	for _, name := range []string{"DATABASE_URL", "HOOKRELAY_ADMIN_TOKEN", "HOOKRELAY_ENCRYPTION_KEY"} {
 		require.NotNil(t, env[name].ValueFrom, "%s from the Secret, never a plain value", name)
 	}
 	require.Equal(t, "http://minio:9000", env["HOOKRELAY_S3_ENDPOINT"].Value)
@@ -370,6 +371,7 @@ func TestChartRefusesIncompleteValues(t *testing.T) {
 		{"no S3 endpoint", func(v map[string]any) { delete(v, "s3") }, "s3.endpoint is required"},
 		{"no database", func(v map[string]any) { delete(v["secret"].(map[string]any), "databaseURL") }, "secret.databaseURL"},
 		{"short admin token", func(v map[string]any) { v["secret"].(map[string]any)["adminToken"] = "short" }, "secret.adminToken"},
+		{"no encryption key", func(v map[string]any) { v["secret"].(map[string]any)["encryptionKey"] = "" }, "secret.encryptionKey"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			vals := required()

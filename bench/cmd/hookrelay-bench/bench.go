@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -51,6 +52,7 @@ type benchOptions struct {
 	settleInterval time.Duration
 	latencyLog     string
 	flaky          *flakyOptions
+	fair           fairOptions
 }
 
 type stringList []string
@@ -62,7 +64,7 @@ func parseBenchFlags(args []string, stderr io.Writer) (*benchOptions, error) {
 	o := &benchOptions{}
 	fs := flag.NewFlagSet("hookrelay-bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.phases, "phases", "max,rates,backlog", "phases to run, in order: max, rates, backlog, flaky")
+	fs.StringVar(&o.phases, "phases", "max,rates,backlog", "phases to run, in order: max, rates, backlog, flaky, burst, many-endpoints, slow-tenant")
 	fs.DurationVar(&o.duration, "duration", 20*time.Second, "load time of the max-rate and of each fixed-rate phase")
 	rates := fs.String("rates", "1000,2000", "fixed-rate phases, callbacks per second, comma-separated")
 	fs.IntVar(&o.keys, "keys", 10000, "tracking numbers (ordering keys)")
@@ -91,6 +93,7 @@ func parseBenchFlags(args []string, stderr io.Writer) (*benchOptions, error) {
 	fs.DurationVar(&o.warmup, "warmup", 2*time.Second, "unmeasured load before the first phase")
 	fs.StringVar(&o.latencyLog, "latency-log", "", "append one line per delivery (callback × endpoint) to this file: phase, the callback's request start (Unix µs), end-to-end latency (µs); for a timeline of the tail")
 	o.flaky = addFlakyFlags(fs)
+	addFairnessFlags(fs, &o.fair)
 	if err := fs.Parse(args); err != nil {
 		return nil, fmt.Errorf("%w: %v", errUsage, err)
 	}
@@ -115,10 +118,10 @@ func parseBenchFlags(args []string, stderr io.Writer) (*benchOptions, error) {
 		return nil, fmt.Errorf("%w: --target needs --admin-token", errUsage)
 	}
 	for _, p := range strings.Split(o.phases, ",") {
-		switch strings.TrimSpace(p) {
-		case "max", "rates", "backlog", "flaky":
+		switch p = strings.TrimSpace(p); {
+		case p == "max", p == "rates", p == "backlog", p == "flaky", slices.Contains(fairPhaseNames, p):
 		default:
-			return nil, fmt.Errorf("%w: --phases: unknown phase %q (want max, rates, backlog, flaky)", errUsage, p)
+			return nil, fmt.Errorf("%w: --phases: unknown phase %q (want max, rates, backlog, flaky, burst, many-endpoints, slow-tenant)", errUsage, p)
 		}
 	}
 	if err := o.flaky.check(); err != nil {

@@ -196,7 +196,7 @@ func (b *benchRun) runPhases(ctx context.Context) error {
 			return err
 		}
 	}
-	return nil
+	return b.runFairPhases(ctx)
 }
 
 // loadPhase runs carrier load for --duration at rate (0 = as fast as it

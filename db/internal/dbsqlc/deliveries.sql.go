@@ -244,19 +244,32 @@ const deliveryClaim = `-- name: DeliveryClaim :many
 WITH cand AS MATERIALIZED (
     SELECT c.id, c.endpoint_id, c.ordering_key, c.ordered
     FROM (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit(v)
-    CROSS JOIN unnest($1::smallint[]) AS q(queue)
+    CROSS JOIN (SELECT unnest($1::smallint[]) AS queue,
+                       unnest($2::bigint[]) AS after) AS q
     CROSS JOIN LATERAL (
-        SELECT d.id, d.endpoint_id, d.ordering_key, d.ordered
-        FROM deliveries d
-        WHERE d.queue = q.queue
-          AND d.visible_at <= now()
-          AND d.visible_at < 'infinity'
-          AND (d.leased_until IS NULL OR d.leased_until <= now())
-        ORDER BY d.visible_at, d.id
-        LIMIT $2::integer
-        FOR UPDATE SKIP LOCKED
+        SELECT r.id, r.endpoint_id, r.ordering_key, r.ordered
+        FROM (
+            SELECT c.id, c.endpoint_id, c.ordering_key, c.ordered, w.turn,
+                   row_number() OVER (PARTITION BY w.endpoint_id ORDER BY c.visible_at, c.id) AS rn
+            FROM deliveries_claim_walk(q.queue, q.after, $3::integer) AS w (endpoint_id, turn, share)
+            CROSS JOIN LATERAL (
+                -- "visible_at < 'infinity'" is the index's predicate, which
+                -- "visible_at <= now()" does not imply.
+                SELECT d.id, d.endpoint_id, d.ordering_key, d.ordered, d.visible_at
+                FROM deliveries d
+                WHERE d.queue = q.queue AND d.endpoint_id = w.endpoint_id
+                  AND d.visible_at <= now()
+                  AND d.visible_at < 'infinity'
+                  AND (d.leased_until IS NULL OR d.leased_until <= now())
+                ORDER BY d.visible_at, d.id
+                LIMIT w.share
+                FOR UPDATE SKIP LOCKED
+            ) c
+        ) r
+        ORDER BY r.rn, r.turn
+        LIMIT $3::integer
     ) c
-    LIMIT $3::integer
+    LIMIT $4::integer
 ),
 info AS MATERIALIZED (
     SELECT c.id, c.endpoint_id,
@@ -310,7 +323,7 @@ probe_rows AS MATERIALIZED (
 probe AS (
     UPDATE endpoint_health h
     SET circuit_state = 'half_open',
-        circuit_open_until = now() + $4::interval,
+        circuit_open_until = now() + $5::interval,
         updated_at = now()
     WHERE h.endpoint_id IN (SELECT p.endpoint_id FROM probe_rows p)
 ),
@@ -323,9 +336,9 @@ upd AS (
             WHEN 'wait_probe' THEN now() + interval '5 seconds'
             ELSE d.visible_at
         END,
-        leased_until = CASE WHEN x.action = 'lease' THEN now() + $4::interval END,
-        lease_owner = CASE WHEN x.action = 'lease' THEN $5::bigint END,
-        lease_token = CASE WHEN x.action = 'lease' THEN $6::bigint END
+        leased_until = CASE WHEN x.action = 'lease' THEN now() + $5::interval END,
+        lease_owner = CASE WHEN x.action = 'lease' THEN $6::bigint END,
+        lease_token = CASE WHEN x.action = 'lease' THEN $7::bigint END
     FROM decide x
     WHERE d.id = x.id AND x.action <> 'skip'
     RETURNING d.id, d.queue, d.endpoint_id, d.ordering_key, d.ordered, d.message_id,
@@ -333,6 +346,7 @@ upd AS (
 )
 SELECT u.id, u.queue, u.endpoint_id, u.ordering_key, u.ordered, u.message_id,
        u.message_received_at, u.attempt, u.created_at,
+       m.ordering_key AS message_ordering_key, -- the key itself; u's is the chain
        coalesce(m.carrier_id, 0)::bigint AS carrier_id, coalesce(m.event_type, '')::text AS event_type,
        m.payload, m.payload_key, coalesce(m.payload_size, 0)::integer AS payload_size,
        coalesce(m.payload_sha256, ''::bytea)::bytea AS payload_sha256,
@@ -358,6 +372,7 @@ ORDER BY u.id
 
 type DeliveryClaimParams struct {
 	Queues   []int16
+	Afters   []int64
 	PerQueue int32
 	Batch    int32
 	Lease    time.Duration
@@ -366,31 +381,51 @@ type DeliveryClaimParams struct {
 }
 
 type DeliveryClaimRow struct {
-	ID                int64
-	Queue             int16
-	EndpointID        int64
-	OrderingKey       string
-	Ordered           bool
-	MessageID         int64
-	MessageReceivedAt time.Time
-	Attempt           int32
-	CreatedAt         time.Time
-	CarrierID         int64
-	EventType         string
-	Payload           []byte
-	PayloadKey        *string
-	PayloadSize       int32
-	PayloadSHA256     []byte
-	MessageFound      bool
-	CarrierName       string
-	ServerUs          int64
-	ConfigVersion     int64
+	ID                 int64
+	Queue              int16
+	EndpointID         int64
+	OrderingKey        string
+	Ordered            bool
+	MessageID          int64
+	MessageReceivedAt  time.Time
+	Attempt            int32
+	CreatedAt          time.Time
+	MessageOrderingKey *string
+	CarrierID          int64
+	EventType          string
+	Payload            []byte
+	PayloadKey         *string
+	PayloadSize        int32
+	PayloadSHA256      []byte
+	MessageFound       bool
+	CarrierName        string
+	ServerUs           int64
+	ConfigVersion      int64
 }
 
 // Claims up to @batch due rows of the given logical queues in ONE statement:
-// each queue contributes its oldest due rows (at most @per_queue, in
-// (visible_at, id) order, FOR UPDATE SKIP LOCKED), queues taken in the order
-// given (callers rotate it for fairness). For each candidate:
+// each queue contributes at most @per_queue rows, taken fairly across the
+// endpoints that have due work in it, queues taken in the order given
+// (callers rotate it). Per queue (docs/dispatch.md, "Fair claim"):
+//   - walk: a loose index scan of deliveries_claim_idx (queue, endpoint_id,
+//     visible_at, id) visits the endpoints with unparked rows in the queue,
+//     one index descent each, in endpoint order starting after the queue's
+//     cursor (@afters, the last endpoint the caller was served in the
+//     queue) and wrapping round to it. The first entry of each endpoint
+//     carries its earliest visible_at, so an endpoint whose rows all wait
+//     (retries, held, circuit open) costs that descent and no more. The walk
+//     stops once it has @per_queue endpoints with due rows, or after
+//     8 * @per_queue endpoints: its cost is bounded by the claim's size,
+//     whatever the number of endpoints, and endpoints with nothing queued
+//     are not in the index at all;
+//   - share: each due endpoint gives at most ceil(@per_queue / n) of its
+//     oldest due rows (in (visible_at, id) order, FOR UPDATE SKIP LOCKED),
+//     n the due endpoints walked; the rows are then taken round by round
+//     (every endpoint's first, then every second, ...) up to @per_queue.
+//     An endpoint with fewer rows than its share leaves the rest of the
+//     queue's share to the queues after it in the claim.
+//
+// For each candidate:
 //   - not the head of its (endpoint, ordering key) chain: park it
 //     (visible_at = 'infinity') after taking FOR KEY SHARE SKIP LOCKED on its
 //     immediate predecessor; if that lock cannot be had (the predecessor is
@@ -428,6 +463,7 @@ type DeliveryClaimRow struct {
 func (q *Queries) DeliveryClaim(ctx context.Context, arg DeliveryClaimParams) ([]DeliveryClaimRow, error) {
 	rows, err := q.db.Query(ctx, deliveryClaim,
 		arg.Queues,
+		arg.Afters,
 		arg.PerQueue,
 		arg.Batch,
 		arg.Lease,
@@ -451,6 +487,7 @@ func (q *Queries) DeliveryClaim(ctx context.Context, arg DeliveryClaimParams) ([
 			&i.MessageReceivedAt,
 			&i.Attempt,
 			&i.CreatedAt,
+			&i.MessageOrderingKey,
 			&i.CarrierID,
 			&i.EventType,
 			&i.Payload,

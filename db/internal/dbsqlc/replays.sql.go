@@ -98,10 +98,54 @@ func (q *Queries) ReplayCancel(ctx context.Context, id int64) (Replay, error) {
 	return i, err
 }
 
+const replayChainTails = `-- name: ReplayChainTails :many
+SELECT c.chain::text AS chain,
+       coalesce((SELECT d.id FROM deliveries d
+                 WHERE d.endpoint_id = $1::bigint AND d.ordering_key = c.chain AND d.ordered
+                 ORDER BY d.endpoint_id DESC, d.ordering_key DESC, d.id DESC LIMIT 1), 0)::bigint AS tail
+FROM unnest($2::text[]) AS c(chain)
+`
+
+type ReplayChainTailsParams struct {
+	EndpointID int64
+	Chains     []string
+}
+
+type ReplayChainTailsRow struct {
+	Chain string
+	Tail  int64
+}
+
+// The highest id queued in each of an endpoint's chains (@chains are chain
+// values), 0 for an empty chain: one backward probe of deliveries_chain_idx
+// each. A replay batch queues no delivery below its chain's tail (see
+// db.ReplayStep).
+func (q *Queries) ReplayChainTails(ctx context.Context, arg ReplayChainTailsParams) ([]ReplayChainTailsRow, error) {
+	rows, err := q.db.Query(ctx, replayChainTails, arg.EndpointID, arg.Chains)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ReplayChainTailsRow
+	for rows.Next() {
+		var i ReplayChainTailsRow
+		if err := rows.Scan(&i.Chain, &i.Tail); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const replayEnqueue = `-- name: ReplayEnqueue :many
 INSERT INTO deliveries (id, queue, endpoint_id, ordering_key, ordered, message_id,
                         message_received_at, attempt, visible_at)
-SELECT x.id, x.queue, $1::bigint, x.ordering_key, false, x.message_id,
+SELECT x.id, x.queue, $1::bigint, x.ordering_key,
+       coalesce((SELECT e.ordering = 'key' FROM endpoints e WHERE e.id = $1::bigint), true),
+       x.message_id,
        x.message_received_at, 0, now()
 FROM (SELECT unnest($2::bigint[]) AS id,
              unnest($3::smallint[]) AS queue,
@@ -123,11 +167,14 @@ type ReplayEnqueueParams struct {
 	MessageReceivedAts []time.Time
 }
 
-// Queues the batch's deliveries again under their own ids: unordered (they
-// neither wait for nor hold back the live deliveries of their key), attempt
-// 0, due now. A delivery still pending (queued by an earlier replay, or a
-// dead letter retried meanwhile) is left as it is and not returned, and so
-// is every one of a deleted endpoint.
+// Queues the batch's deliveries again under their own ids, attempt 0, due
+// now, ordered in the replay chains of their keys (@ordering_keys are chain
+// values, hookrelay.ReplayChain): chained by id like live deliveries, but
+// apart from them (they neither wait for nor hold back the live deliveries
+// of their key). A delivery still pending (live, or a dead letter retried
+// meanwhile) is left as it is and not returned, and so is every one of a
+// deleted endpoint. An endpoint with "ordering": "none" gets them unordered,
+// as it gets its live deliveries.
 func (q *Queries) ReplayEnqueue(ctx context.Context, arg ReplayEnqueueParams) ([]int64, error) {
 	rows, err := q.db.Query(ctx, replayEnqueue,
 		arg.EndpointID,
@@ -225,6 +272,52 @@ func (q *Queries) ReplayInsert(ctx context.Context, arg ReplayInsertParams) (Rep
 		&i.FinishedAt,
 	)
 	return i, err
+}
+
+const replayListByEndpoint = `-- name: ReplayListByEndpoint :many
+SELECT id, endpoint_id, status, ordering_key, since, until, state, cursor_at, cursor_id, total, done, failed, created_at, updated_at, finished_at FROM replays WHERE endpoint_id = $1 ORDER BY id DESC LIMIT $2
+`
+
+type ReplayListByEndpointParams struct {
+	EndpointID int64
+	Lim        int32
+}
+
+// An endpoint's latest replays, newest first (replays_endpoint_idx).
+func (q *Queries) ReplayListByEndpoint(ctx context.Context, arg ReplayListByEndpointParams) ([]Replay, error) {
+	rows, err := q.db.Query(ctx, replayListByEndpoint, arg.EndpointID, arg.Lim)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Replay
+	for rows.Next() {
+		var i Replay
+		if err := rows.Scan(
+			&i.ID,
+			&i.EndpointID,
+			&i.Status,
+			&i.OrderingKey,
+			&i.Since,
+			&i.Until,
+			&i.State,
+			&i.CursorAt,
+			&i.CursorID,
+			&i.Total,
+			&i.Done,
+			&i.Failed,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.FinishedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const replayListRunning = `-- name: ReplayListRunning :many

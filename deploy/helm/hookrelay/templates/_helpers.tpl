@@ -47,6 +47,9 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- if lt (len .Values.secret.adminToken) 16 -}}
 {{- fail "secret.adminToken (or existingSecret) is required, at least 16 characters (hookrelay token prints one)" -}}
 {{- end -}}
+{{- if not .Values.secret.encryptionKey -}}
+{{- fail "secret.encryptionKey (or existingSecret) is required: the base64 of 32 random bytes (hookrelay encryption-key prints one)" -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 
@@ -59,6 +62,12 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 - name: HOOKRELAY_ADMIN_TOKEN
   valueFrom:
     secretKeyRef: {name: {{ $secret }}, key: HOOKRELAY_ADMIN_TOKEN}
+- name: HOOKRELAY_ENCRYPTION_KEY
+  valueFrom:
+    secretKeyRef: {name: {{ $secret }}, key: HOOKRELAY_ENCRYPTION_KEY}
+- name: HOOKRELAY_ENCRYPTION_KEYS_OLD
+  valueFrom:
+    secretKeyRef: {name: {{ $secret }}, key: HOOKRELAY_ENCRYPTION_KEYS_OLD, optional: true}
 - name: AWS_ACCESS_KEY_ID
   valueFrom:
     secretKeyRef: {name: {{ $secret }}, key: AWS_ACCESS_KEY_ID, optional: true}

@@ -1,0 +1,125 @@
+package db_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/db"
+	"github.com/hookrelay/hookrelay/db/dbtest"
+)
+
+// keysInQueue returns n ordering keys with prefix that hash onto queue q.
+func keysInQueue(prefix string, q, n int) []string {
+	var keys []string
+	for i := 0; len(keys) < n; i++ {
+		k := fmt.Sprintf("%s%d", prefix, i)
+		if hookrelay.QueueFor(k, hookrelay.DefaultQueues) == q {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+// storeMany stores one message per entry of keys, in that order, each with a
+// delivery to endpointID, in batches as ingest does.
+func storeMany(t *testing.T, store *db.DB, carrierID, endpointID int64, keys []string) {
+	t.Helper()
+	for start := 0; start < len(keys); start += 500 {
+		var ms []db.NewMessage
+		for _, k := range keys[start:min(start+500, len(keys))] {
+			p := fmt.Appendf(nil, `{"tracking_no":%q}`, k)
+			ms = append(ms, db.NewMessage{CarrierID: carrierID, EventType: "delivered", OrderingKey: k,
+				Queue: hookrelay.QueueFor(k, hookrelay.DefaultQueues), Payload: p, PayloadSize: len(p),
+				PayloadSHA256: make([]byte, 32), EndpointIDs: []int64{endpointID}})
+		}
+		_, err := store.MessageInsertMany(context.Background(), ms)
+		require.NoError(t, err)
+	}
+}
+
+// TestClaimSharesAQueueAcrossEndpoints: endpoint A has 10,000 due rows in a
+// logical queue, endpoint B then 10. One claim of 50 gives B all of its 10
+// (A's backlog does not stand in front of them) and A its share, 25; every
+// row leased is the head of its (endpoint, key) chain, and the rows leased
+// after acknowledging follow each chain in order.
+func TestClaimSharesAQueueAcrossEndpoints(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := dbtest.New(t)
+	carrier, _ := dbtest.Carrier(t, store, nil)
+	epA, _ := dbtest.Endpoint(t, store, nil)
+	epB, _ := dbtest.Endpoint(t, store, nil)
+	const q = 7
+	aKeys := keysInQueue("A-", q, 100)
+	var backlog []string
+	for i := range 10_000 {
+		backlog = append(backlog, aKeys[i%len(aKeys)])
+	}
+	storeMany(t, store, carrier.ID, epA.ID, backlog)
+	storeMany(t, store, carrier.ID, epB.ID, keysInQueue("B-", q, 10))
+
+	last := map[string]int64{} // endpoint/key -> id of the last row leased
+	claim := func(token int64) map[int64]int {
+		got, err := store.DeliveryClaim(ctx, []int{q}, 50, 50, 1, token, time.Minute)
+		require.NoError(t, err)
+		per := map[int64]int{}
+		var results []db.DeliveryResult
+		for _, g := range got {
+			per[g.EndpointID]++
+			chain := fmt.Sprint(g.EndpointID, "/", g.OrderingKey)
+			require.Greater(t, g.ID, last[chain], "chain %s out of order", chain)
+			last[chain] = g.ID
+			results = append(results, db.ResultFor(g))
+			results[len(results)-1].Kind, results[len(results)-1].Outcome, results[len(results)-1].Status = db.AckSuccess, "success", 200
+		}
+		ack(t, store, results...)
+		return per
+	}
+
+	per := claim(1)
+	require.Equal(t, 10, per[epB.ID], "B's rows wait behind A's backlog")
+	require.Equal(t, 25, per[epA.ID], "A's share of a claim of 50 between two endpoints")
+
+	// With B drained, A has the queue to itself again; its chains go on in
+	// order (each leased row the next of its key after the one acknowledged).
+	per = claim(2)
+	require.Zero(t, per[epB.ID])
+	require.Equal(t, 50, per[epA.ID])
+	for token := int64(3); token < 8; token++ {
+		require.Equal(t, 50, claim(token)[epA.ID])
+	}
+}
+
+// TestClaimStartsAfterTheCursor: with more endpoints due in a queue than a
+// claim serves, the queue's cursor says where the walk starts; it wraps
+// round past the highest endpoint to the lowest.
+func TestClaimStartsAfterTheCursor(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := dbtest.New(t)
+	carrier, _ := dbtest.Carrier(t, store, nil)
+	const q = 3
+	keys := keysInQueue("C-", q, 20)
+	var eps []int64
+	for i := range 20 {
+		ep, _ := dbtest.Endpoint(t, store, nil)
+		eps = append(eps, ep.ID)
+		storeMany(t, store, carrier.ID, ep.ID, keys[i:i+1])
+	}
+	endpointsOf := func(got []db.ClaimedDelivery) []int64 {
+		var out []int64
+		for _, g := range got {
+			out = append(out, g.EndpointID)
+		}
+		return out
+	}
+	got, _, err := store.DeliveryClaimTimed(ctx, []int{q}, []int64{eps[14]}, 10, 10, 1, 1, time.Minute)
+	require.NoError(t, err)
+	want := append(append([]int64{}, eps[15:]...), eps[:5]...)
+	require.ElementsMatch(t, want, endpointsOf(got))
+}
