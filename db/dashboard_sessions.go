@@ -57,6 +57,11 @@ type DashboardSession struct {
 	ID         int64
 	Kind       string
 	MerchantID int64 // SessionMerchant
+	// ReadOnly reports whether the session may only look (a read-only
+	// portal link opened it).
+	ReadOnly bool
+	// Portal reports whether a portal link opened the session.
+	Portal     bool
 	LastSeenAt time.Time
 	ExpiresAt  time.Time
 }
@@ -70,7 +75,7 @@ func (db *DB) DashboardSessionValid(ctx context.Context, tokenSHA256 []byte, now
 	if err != nil {
 		return DashboardSession{}, notFound(unavailableUnlessNoRows(err), "session")
 	}
-	s := DashboardSession{ID: r.ID, Kind: r.Kind, LastSeenAt: r.LastSeenAt, ExpiresAt: r.ExpiresAt}
+	s := DashboardSession{ID: r.ID, Kind: r.Kind, ReadOnly: r.ReadOnly, Portal: r.Portal, LastSeenAt: r.LastSeenAt, ExpiresAt: r.ExpiresAt}
 	if r.MerchantID != nil {
 		s.MerchantID = *r.MerchantID
 	}

@@ -8,8 +8,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db"
+	"github.com/hookrelay/hookrelay/ops"
 )
 
 // EndpointJSON is an endpoint as the API shows it. Secret appears only in
@@ -84,151 +84,46 @@ type endpointRequest struct {
 	Filter *string      `json:"filter"` // "" removes the filter
 }
 
-// applyReceiver merges the receiver-facing fields of req (headers, auth,
-// filter) into f, validating them; raw tells an explicit null from absence.
-func applyReceiver(raw map[string]json.RawMessage, req endpointRequest, f *db.EndpointFields) error {
-	if req.Headers != nil {
-		if err := applyHeaders(req.Headers, f); err != nil {
-			return err
+// input turns the request into the operations layer's EndpointInput (which
+// holds every rule about the fields): a key absent from the body is nil.
+// Carriers may be names or ids in JSON; ids become their decimal text.
+func (req endpointRequest) input(body map[string]json.RawMessage) (ops.EndpointInput, error) {
+	in := ops.EndpointInput{URL: req.URL, Description: req.Description, MaxInFlight: req.MaxInFlight,
+		RateLimitPerSec: req.RateLimitPerSec, PayloadMode: req.PayloadMode, Timeout: req.Timeout}
+	if hasKey(body, "carriers") {
+		refs := make([]string, 0, len(req.Carriers))
+		for _, r := range req.Carriers {
+			var name string
+			if err := json.Unmarshal(r, &name); err != nil {
+				var id int64
+				if err := json.Unmarshal(r, &id); err != nil {
+					return in, invalidf("carriers must hold carrier names or ids")
+				}
+				name = strconv.FormatInt(id, 10)
+			}
+			refs = append(refs, name)
 		}
+		in.Carriers = &refs
 	}
-	if hasKey(raw, "auth") {
+	if hasKey(body, "event_types") {
+		events := append([]string{}, req.EventTypes...)
+		in.EventTypes = &events
+	}
+	if hasKey(body, "retry_schedule") {
+		sched := append([]string{}, req.RetrySchedule...)
+		in.RetrySchedule = &sched
+	}
+	in.Ordering = req.Ordering
+	in.Headers = req.Headers
+	if hasKey(body, "auth") {
 		if req.Auth == nil {
-			f.Auth = nil
+			in.RemoveAuth = true
 		} else {
-			a, err := req.Auth.toAuth()
-			if err != nil {
-				return err
-			}
-			f.Auth = a
+			in.Auth = req.Auth.input()
 		}
 	}
-	if req.Filter != nil {
-		if err := checkFilter(*req.Filter); err != nil {
-			return err
-		}
-		f.Filter = *req.Filter
-	}
-	return nil
-}
-
-// apply merges req into f, validating every field given.
-func (s *Server) apply(c echo.Context, req endpointRequest, f *db.EndpointFields, carriersGiven, eventsGiven, scheduleGiven bool) error {
-	ctx := c.Request().Context()
-	if req.URL != nil {
-		if err := hookrelay.CheckText("url", *req.URL, 0); err != nil {
-			return err
-		}
-		u, err := s.validateURL(ctx, *req.URL)
-		if err != nil {
-			return err
-		}
-		f.URL = u
-	}
-	if req.Description != nil {
-		if len(*req.Description) > 1000 {
-			return invalidf("description longer than 1000 characters")
-		}
-		if err := hookrelay.CheckText("description", *req.Description, 0); err != nil {
-			return err
-		}
-		f.Description = *req.Description
-	}
-	if carriersGiven {
-		ids, err := s.resolveCarriers(c, req.Carriers)
-		if err != nil {
-			return err
-		}
-		f.CarrierIDs = ids
-	}
-	if eventsGiven {
-		if len(req.EventTypes) > 100 {
-			return invalidf("at most 100 event_types")
-		}
-		for _, e := range req.EventTypes {
-			if e == "" || len(e) > 200 {
-				return invalidf("event_types entries must be 1 to 200 characters")
-			}
-			if err := hookrelay.CheckText("event_types entry", e, 0); err != nil {
-				return err
-			}
-		}
-		f.EventTypes = append([]string{}, req.EventTypes...)
-	}
-	if req.MaxInFlight != nil {
-		if *req.MaxInFlight < 1 || *req.MaxInFlight > 1000 {
-			return invalidf("max_in_flight must be between 1 and 1000")
-		}
-		f.MaxInFlight = *req.MaxInFlight
-	}
-	if req.RateLimitPerSec != nil {
-		if *req.RateLimitPerSec < 0 || *req.RateLimitPerSec > 100000 {
-			return invalidf("rate_limit_per_sec must be between 0 (unlimited) and 100000")
-		}
-		f.RateLimitPerSec = *req.RateLimitPerSec
-	}
-	if req.PayloadMode != nil {
-		if *req.PayloadMode != "inline" && *req.PayloadMode != "reference" {
-			return invalidf(`payload_mode must be "inline" or "reference"`)
-		}
-		f.PayloadMode = *req.PayloadMode
-	}
-	if scheduleGiven {
-		if len(req.RetrySchedule) > 50 {
-			return invalidf("retry_schedule has at most 50 delays")
-		}
-		f.RetrySchedule = make([]time.Duration, len(req.RetrySchedule))
-		for i, raw := range req.RetrySchedule {
-			d, err := time.ParseDuration(raw)
-			if err != nil || d < time.Second || d > 7*24*time.Hour {
-				return invalidf("retry_schedule[%d]: want a duration between 1s and 168h, such as \"30s\" or \"5m\"", i)
-			}
-			f.RetrySchedule[i] = d
-		}
-	}
-	if req.Timeout != nil {
-		d, err := time.ParseDuration(*req.Timeout)
-		if err != nil || d < 100*time.Millisecond || d > 120*time.Second {
-			return invalidf("timeout must be a duration between 100ms and 120s, such as \"15s\"")
-		}
-		f.Timeout = d
-	}
-	if req.Ordering != nil {
-		if *req.Ordering != db.OrderingKey && *req.Ordering != db.OrderingNone {
-			return invalidf(`ordering must be "key" (one ordering key's callbacks in order) or "none"`)
-		}
-		f.Ordering = *req.Ordering
-	}
-	return nil
-}
-
-// resolveCarriers turns carrier names or ids into ids; unknown ones are 400.
-func (s *Server) resolveCarriers(c echo.Context, raw []json.RawMessage) ([]int64, error) {
-	snap, err := s.cache.refresh(c.Request().Context())
-	if err != nil {
-		return nil, err
-	}
-	ids := make([]int64, 0, len(raw))
-	for _, r := range raw {
-		var name string
-		var id int64
-		if err := json.Unmarshal(r, &name); err != nil {
-			if err := json.Unmarshal(r, &id); err != nil {
-				return nil, invalidf("carriers must hold carrier names or ids")
-			}
-		} else if known, ok := snap.carrierByName[name]; ok {
-			id = known
-		} else if n, err := strconv.ParseInt(name, 10, 64); err == nil {
-			id = n
-		} else {
-			return nil, invalidf("carriers: no carrier named %q", name)
-		}
-		if _, ok := snap.carrierByID[id]; !ok {
-			return nil, invalidf("carriers: no carrier with id %d", id)
-		}
-		ids = append(ids, id)
-	}
-	return ids, nil
+	in.Filter = req.Filter
+	return in, nil
 }
 
 // hasKey reports whether the JSON object body has the top-level key.
@@ -245,36 +140,26 @@ func (s *Server) createEndpoint(c echo.Context) error {
 	}
 	p := principalOf(c)
 	merchantID := p.merchantID
-	ctx := c.Request().Context()
 	if p.kind == kindAdmin {
 		if req.MerchantID == nil {
 			return invalidf("merchant_id is required with the admin token")
 		}
 		merchantID = int64(*req.MerchantID)
-		if _, err := s.db.MerchantGet(ctx, merchantID); err != nil {
-			return notFoundAs(err, invalidf("merchant_id: no such merchant"))
-		}
-	} else if req.MerchantID != nil && int64(*req.MerchantID) != merchantID {
-		return hookrelay.Errorf(hookrelay.EFORBIDDEN, "merchant_id names another merchant")
+	} else if req.MerchantID != nil {
+		merchantID = int64(*req.MerchantID)
 	}
-	if req.URL == nil {
-		return invalidf("url is required")
-	}
-	var f db.EndpointFields
-	if err := s.apply(c, req, &f, hasKey(raw, "carriers"), hasKey(raw, "event_types"), hasKey(raw, "retry_schedule")); err != nil {
+	in, err := req.input(raw)
+	if err != nil {
 		return err
 	}
-	if err := applyReceiver(raw, req, &f); err != nil {
-		return err
-	}
-	secret := hookrelay.NewSecret()
-	ep, err := s.db.EndpointCreate(ctx, merchantID, f, secret)
+	ctx := c.Request().Context()
+	created, err := s.ops.CreateEndpoint(ctx, actorOf(c), merchantID, in, s.validateURL)
 	if err != nil {
 		return err
 	}
 	_, _ = s.cache.refresh(ctx)
-	out := endpointJSON(ep)
-	out.Secret = secret
+	out := endpointJSON(created.Endpoint)
+	out.Secret = created.Secret
 	return c.JSON(http.StatusCreated, out)
 }
 
@@ -330,6 +215,7 @@ func (s *Server) getEndpoint(c echo.Context) error {
 }
 
 func (s *Server) patchEndpoint(c echo.Context) error {
+	// Another merchant's endpoint is 404 whatever the body says.
 	ep, err := s.ownedEndpoint(c)
 	if err != nil {
 		return err
@@ -342,18 +228,16 @@ func (s *Server) patchEndpoint(c echo.Context) error {
 	if req.MerchantID != nil && int64(*req.MerchantID) != ep.MerchantID {
 		return invalidf("merchant_id cannot be changed")
 	}
-	f := db.EndpointFieldsOf(ep)
-	if err := s.apply(c, req, &f, hasKey(raw, "carriers"), hasKey(raw, "event_types"), hasKey(raw, "retry_schedule")); err != nil {
-		return err
-	}
-	if err := applyReceiver(raw, req, &f); err != nil {
-		return err
-	}
-	up, err := s.db.EndpointUpdate(c.Request().Context(), ep.ID, f)
+	in, err := req.input(raw)
 	if err != nil {
 		return err
 	}
-	_, _ = s.cache.refresh(c.Request().Context())
+	ctx := c.Request().Context()
+	up, err := s.ops.UpdateEndpoint(ctx, actorOf(c), ep.ID, in, s.validateURL)
+	if err != nil {
+		return err
+	}
+	_, _ = s.cache.refresh(ctx)
 	return c.JSON(http.StatusOK, endpointJSON(up))
 }
 

@@ -130,6 +130,10 @@ func (mt *Maintainer) retain(ctx context.Context, sess *db.Session, now time.Tim
 	if rep.SessionsDeleted, err = mt.db.DashboardSessionsDeleteExpired(ctx, now); err != nil {
 		errs = append(errs, err)
 	}
+	// Expired portal links, used or not: the same kind of small table.
+	if _, err := mt.db.PortalLinksDeleteExpired(ctx, now); err != nil {
+		errs = append(errs, err)
+	}
 
 	// Last, as the longest: the closed days not yet vacuumed.
 	for _, p := range parts {

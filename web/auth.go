@@ -131,9 +131,15 @@ func (d *Dashboard) login(c echo.Context) error {
 // logout ends the session: its row is revoked, so the cookie and its CSRF
 // token stop working in every process at once.
 func (d *Dashboard) logout(c echo.Context) error {
-	if err := d.sessions.end(c.Request().Context(), session(c)); err != nil {
+	cl := session(c)
+	if err := d.sessions.end(c.Request().Context(), cl); err != nil {
 		return err
 	}
-	c.SetCookie(d.sessions.clear(sessionCookie))
+	c.SetCookie(d.sessions.clearSession(cl))
+	if cl.Portal {
+		// A portal session may live in an iframe, where the login form
+		// (an operator page too) cannot show.
+		return c.Redirect(http.StatusSeeOther, "/ui/portal/ended")
+	}
 	return c.Redirect(http.StatusSeeOther, "/ui/login")
 }

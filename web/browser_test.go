@@ -20,6 +20,7 @@ import (
 
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/db/dbtest"
+	"github.com/hookrelay/hookrelay/ingest"
 	"github.com/hookrelay/hookrelay/internal/apitest"
 )
 
@@ -117,7 +118,12 @@ func eventually(t *testing.T, bctx context.Context, what string, cond func() boo
 
 func screenshot(t *testing.T, bctx context.Context, name string) {
 	t.Helper()
-	png := value(t, bctx, chromedp.FullScreenshot(100))
+	saveScreenshot(t, name, value(t, bctx, chromedp.FullScreenshot(100)))
+}
+
+// saveScreenshot writes png as name.png (see screenshotDirEnv).
+func saveScreenshot(t *testing.T, name string, png []byte) {
+	t.Helper()
 	require.NotEmpty(t, png, "screenshot of %s", name)
 	dir := os.Getenv(screenshotDirEnv)
 	if dir == "" {
@@ -206,6 +212,10 @@ func TestWebBrowser(t *testing.T) {
 		}
 		return nil
 	}
+	// The endpoints were written to the database directly, not through the
+	// API: its configuration cache sees them at its next refresh (every
+	// ingest.DefaultCacheTTL; a snapshot serves for twice that).
+	time.Sleep(2 * ingest.DefaultCacheTTL)
 	require.NoError(t, post("SF0000", m1.ID))
 	const n = 12
 	for i := range n {

@@ -32,6 +32,8 @@ type fixtureOpts struct {
 	OffloadBytes int           // ingest: payloads above this go to the S3 store
 	StatInterval time.Duration // maintenance: > 0 runs the stat sampler this often
 	Replays      bool          // run a replay runner (the maintenance holder's) as well
+	// FrameAncestors may embed the portal (web.Config.PortalFrameAncestors).
+	FrameAncestors []string
 }
 
 // webFixture is the dashboard on a loopback server, on one echo router with
@@ -69,6 +71,7 @@ func startWebFixture(t *testing.T, o fixtureOpts) webFixture {
 	api := ingest.New(logger, ingest.Config{AllowPrivateTargets: true, OffloadBytes: o.OffloadBytes,
 		Batcher: ingest.BatcherConfig{OnStored: func(_ int, queues []int) { d.WakeQueues(queues) }}}, store, payloads, nil, operations)
 	dash, err := web.New(ctx, web.Config{Logger: logger, Store: store, Ops: operations, Presigner: payloads,
+		PortalFrameAncestors: o.FrameAncestors,
 		CheckURL: func(ctx context.Context, raw string) (string, error) {
 			return ingest.CheckURL(ctx, ingest.URLRule{AllowPrivateTargets: true}, raw)
 		}})

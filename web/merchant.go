@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -56,10 +57,23 @@ type merchantEndpointData struct {
 	Ping     *hookrelay.PingResult
 	PingErr  string
 	CanPing  bool
+	// CarrierNames are the endpoint's carriers by name (none: every one).
+	CarrierNames []string
 }
 
 func (d *Dashboard) merchantEndpointData(ctx context.Context, ep db.Endpoint) (merchantEndpointData, error) {
 	data := merchantEndpointData{E: ep, CanPing: d.cfg.Ops.CanSendTest()}
+	if len(ep.CarrierIDs) > 0 {
+		all, err := d.store.CarrierAll(ctx)
+		if err != nil {
+			return data, err
+		}
+		for _, c := range all {
+			if slices.Contains(ep.CarrierIDs, c.ID) {
+				data.CarrierNames = append(data.CarrierNames, c.Name)
+			}
+		}
+	}
 	hs, err := d.store.DashboardEndpoints(ctx, ep.MerchantID, ep.ID-1, 1)
 	if err != nil {
 		return data, err

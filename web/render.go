@@ -109,6 +109,12 @@ func flashText(code, n string) string {
 		return "Replay cancelled."
 	case "opsdeleted":
 		return "Ops endpoint deleted."
+	case "created":
+		return "Endpoint created. Reveal its signing secret below to verify deliveries."
+	case "saved":
+		return "Endpoint saved."
+	case "deleted":
+		return "Endpoint deleted."
 	}
 	return ""
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db"
+	"github.com/hookrelay/hookrelay/ops"
 )
 
 // Sessions are rows of the dashboard_sessions table: the cookie carries only
@@ -48,6 +49,8 @@ type claims struct {
 	ID         int64 // the dashboard_sessions row
 	Kind       string
 	MerchantID int64
+	ReadOnly   bool   // the session may only look (a read-only portal link)
+	Portal     bool   // a portal link opened the session
 	tokenHash  []byte // SHA-256 of the cookie's token; the CSRF token derives from it
 }
 
@@ -56,10 +59,14 @@ type sessions struct {
 	store  Store
 	ttl    time.Duration
 	secure bool
+	// framed: the portal may be embedded (Config.PortalFrameAncestors), so
+	// the cookies of portal sessions are SameSite=None; Secure, which an
+	// iframe on another site needs.
+	framed bool
 	now    func() time.Time
 }
 
-func newSessions(ctx context.Context, store Store, ttl time.Duration, secure bool, now func() time.Time) (*sessions, error) {
+func newSessions(ctx context.Context, store Store, ttl time.Duration, secure, framed bool, now func() time.Time) (*sessions, error) {
 	fresh := make([]byte, 32)
 	_, _ = rand.Read(fresh)
 	if _, err := store.SettingPutIfAbsent(ctx, sessionKeySetting, hex.EncodeToString(fresh)); err != nil {
@@ -73,7 +80,7 @@ func newSessions(ctx context.Context, store Store, ttl time.Duration, secure boo
 	if err != nil || len(key) < 16 {
 		return nil, fmt.Errorf("setting %s is not a hex key", sessionKeySetting)
 	}
-	return &sessions{key: key, store: store, ttl: ttl, secure: secure, now: now}, nil
+	return &sessions{key: key, store: store, ttl: ttl, secure: secure, framed: framed, now: now}, nil
 }
 
 func (s *sessions) mac(parts ...string) []byte {
@@ -162,6 +169,59 @@ func (s *sessions) clear(name string) *http.Cookie {
 	return &http.Cookie{Name: name, Value: "", Path: "/ui", MaxAge: -1, HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteStrictMode}
 }
 
+// portalCookie is the session cookie of a session a portal link opened
+// (value "" with ttl < 0 clears it). Where the portal may be framed it is
+// SameSite=None (sent inside an iframe on another site), so Secure, as
+// browsers require, and Partitioned; elsewhere it is the dashboard's own
+// cookie.
+func (s *sessions) portalCookie(value string, ttl time.Duration) *http.Cookie {
+	ck := s.cookie(sessionCookie, value, ttl)
+	if ttl < 0 {
+		ck.MaxAge = -1
+	}
+	if s.framed {
+		// Partitioned (CHIPS): the browser keeps the cookie for this
+		// top-level site only, which it allows where it blocks
+		// third-party cookies (Chromium's default now, Safari's, Firefox's
+		// partitioning); the link opens inside the iframe, so the session
+		// lives in that partition.
+		ck.SameSite, ck.Secure, ck.Partitioned = http.SameSiteNoneMode, true, true
+	}
+	return ck
+}
+
+// clearSession clears the session cookie of c the way it was set.
+func (s *sessions) clearSession(c claims) *http.Cookie {
+	if c.Portal {
+		return s.portalCookie("", -1)
+	}
+	return s.clear(sessionCookie)
+}
+
+// redeem opens the session of a portal link's token (single use) and
+// returns its cookie; a link unknown, used or expired is errBadLink.
+func (s *sessions) redeem(ctx context.Context, link string, from client) (*http.Cookie, claims, error) {
+	if link == "" || len(link) > 100 {
+		return nil, claims{}, errBadLink
+	}
+	token := randomToken(32)
+	now := s.now()
+	row, err := s.store.PortalLinkRedeem(ctx, ops.PortalTokenHash(link), db.PortalRedemption{
+		TokenSHA256: tokenHash(token), Now: now, ExpiresAt: now.Add(s.ttl),
+		UserAgent: cleanText(from.UserAgent, maxUserAgent), ClientAddr: from.Addr,
+	})
+	if err != nil {
+		if hookrelay.ErrorCode(err) == hookrelay.ENOTFOUND {
+			return nil, claims{}, errBadLink
+		}
+		return nil, claims{}, err
+	}
+	c := claims{ID: row.ID, Kind: kindMerchant, MerchantID: row.MerchantID, ReadOnly: row.ReadOnly, Portal: true, tokenHash: tokenHash(token)}
+	return s.portalCookie(token, s.ttl), c, nil
+}
+
+var errBadLink = hookrelay.Errorf(hookrelay.ENOTFOUND, "This portal link is unknown, expired or used already: a link opens the portal once. Ask for a new one.")
+
 var errNoSession = errors.New("no valid session")
 
 // check returns the session of a cookie's token while it is valid.
@@ -183,7 +243,7 @@ func (s *sessions) check(ctx context.Context, token string) (claims, error) {
 		// it must not refuse the request.
 		_ = s.store.DashboardSessionSeen(ctx, row.ID, now)
 	}
-	return claims{ID: row.ID, Kind: row.Kind, MerchantID: row.MerchantID, tokenHash: h}, nil
+	return claims{ID: row.ID, Kind: row.Kind, MerchantID: row.MerchantID, ReadOnly: row.ReadOnly, Portal: row.Portal, tokenHash: h}, nil
 }
 
 // end revokes the session (logout).

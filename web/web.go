@@ -50,6 +50,13 @@ type Store interface {
 
 	EndpointGet(ctx context.Context, id int64) (db.Endpoint, error)
 	EndpointSecretsActive(ctx context.Context, id int64) ([]db.EndpointSecret, error)
+
+	PortalLinkRedeem(ctx context.Context, linkSHA256 []byte, r db.PortalRedemption) (db.DashboardSession, error)
+	CarrierAll(ctx context.Context) ([]db.Carrier, error)
+	EndpointList(ctx context.Context, merchantID, afterID int64, limit int) ([]db.Endpoint, error)
+	DeliveryListPending(ctx context.Context, endpointID, afterID int64, limit int) ([]db.APIDelivery, error)
+	DeliveryListDelivered(ctx context.Context, endpointID int64, beforeAt time.Time, beforeID int64, limit int) ([]db.APIDelivery, error)
+	DeliveryListDead(ctx context.Context, endpointID int64, afterAt time.Time, afterID int64, limit int) ([]db.APIDelivery, error)
 }
 
 // Operations are the operator and merchant actions the pages take (package
@@ -61,6 +68,9 @@ type Operations interface {
 	RotateSecret(ctx context.Context, a ops.Actor, id int64) (ops.Rotation, error)
 	EnableEndpoint(ctx context.Context, a ops.Actor, id int64) (db.Endpoint, error)
 	DisableEndpoint(ctx context.Context, a ops.Actor, id int64, reason string) (db.Endpoint, error)
+	CreateEndpoint(ctx context.Context, a ops.Actor, merchantID int64, in ops.EndpointInput, check ops.URLCheck) (ops.NewEndpoint, error)
+	UpdateEndpoint(ctx context.Context, a ops.Actor, id int64, in ops.EndpointInput, check ops.URLCheck) (db.Endpoint, error)
+	DeleteEndpoint(ctx context.Context, a ops.Actor, id int64) (int64, error)
 	CanSendTest() bool
 	SendTest(ctx context.Context, a ops.Actor, id int64) (hookrelay.PingResult, error)
 	Sessions(ctx context.Context, beforeID int64, limit int) ([]db.DashboardSessionView, error)
@@ -93,10 +103,16 @@ type Config struct {
 	Ops Operations
 	// Presigner links offloaded payloads; nil shows the object key only.
 	Presigner Presigner
-	// CheckURL checks and normalises an ops endpoint's URL as the API does
-	// (ingest.CheckURL with the API's settings). Nil refuses adding ops
-	// endpoints.
+	// CheckURL checks and normalises an endpoint's or ops endpoint's URL as
+	// the API does (ingest.CheckURL with the API's settings). Nil refuses
+	// adding ops endpoints and setting endpoint URLs in the portal.
 	CheckURL func(ctx context.Context, raw string) (string, error)
+	// PortalFrameAncestors are the origins that may embed the merchant
+	// portal in an iframe (CSP frame-ancestors of the portal's pages;
+	// HOOKRELAY_PORTAL_FRAME_ANCESTORS). With any, the cookies of sessions
+	// opened by portal links are SameSite=None; Secure. Default none: no
+	// page is frameable. Operator pages never are.
+	PortalFrameAncestors []string
 	// Queues is the number of logical queues. Default hookrelay.DefaultQueues.
 	Queues int
 	// SessionTTL is how long a login lasts. Default 12h.
@@ -143,7 +159,7 @@ func New(ctx context.Context, cfg Config) (*Dashboard, error) {
 	if cfg.Store == nil || cfg.Ops == nil {
 		return nil, errors.New("dashboard: Store and Ops are required")
 	}
-	sess, err := newSessions(ctx, cfg.Store, cfg.SessionTTL, cfg.SecureCookie, cfg.Now)
+	sess, err := newSessions(ctx, cfg.Store, cfg.SessionTTL, cfg.SecureCookie, len(cfg.PortalFrameAncestors) > 0, cfg.Now)
 	if err != nil {
 		return nil, err
 	}
@@ -164,7 +180,9 @@ func (d *Dashboard) Mount(e *echo.Echo, prefix string, errs *httperr.Handler) {
 	g.GET("/static/*", d.static)
 	g.GET("/login", d.loginForm)
 	g.POST("/login", d.login)
-	g.POST("/logout", d.logout, d.authed, d.csrf)
+	// Logout answers with a redirect only; a portal session in an iframe
+	// takes it there.
+	g.POST("/logout", d.logout, d.portalFrame, d.authed, d.csrf)
 
 	ops := g.Group("", d.authed, d.adminOnly, d.csrf)
 	ops.GET("/", d.overview)
@@ -191,9 +209,25 @@ func (d *Dashboard) Mount(e *echo.Echo, prefix string, errs *httperr.Handler) {
 	ops.GET("/ops-endpoints/:id/delete", d.opsEndpointDeleteConfirm)
 	ops.POST("/ops-endpoints/:id/delete", d.opsEndpointDelete)
 
-	m := g.Group("/m", d.authed, d.merchantOnly, d.csrf)
+	// The portal: the pages a merchant session sees (a merchant key's
+	// login or a portal link's); frameable where PortalFrameAncestors says.
+	p := g.Group("/portal", d.portalFrame)
+	p.GET("/open", d.portalOpenForm)
+	p.POST("/open", d.portalOpen)
+	p.GET("/ended", d.portalEnded)
+
+	m := g.Group("/m", d.portalFrame, d.authed, d.merchantOnly, d.csrf, d.writable)
 	m.GET("/", d.merchantHome)
+	m.GET("/endpoints/new", d.endpointNewForm)
+	m.POST("/endpoints", d.endpointCreate)
 	m.GET("/endpoints/:id", d.merchantEndpoint)
+	m.GET("/endpoints/:id/edit", d.endpointEditForm)
+	m.POST("/endpoints/:id", d.endpointUpdate)
+	m.POST("/endpoints/:id/enable", d.merchantEnable)
+	m.POST("/endpoints/:id/disable", d.merchantDisable)
+	m.GET("/endpoints/:id/delete", d.endpointDeleteConfirm)
+	m.POST("/endpoints/:id/delete", d.endpointDelete)
+	m.GET("/endpoints/:id/deliveries", d.merchantDeliveries)
 	m.POST("/endpoints/:id/reveal", d.merchantReveal)
 	m.POST("/endpoints/:id/rotate", d.merchantRotate)
 	m.POST("/endpoints/:id/test", d.merchantTest)

@@ -102,6 +102,8 @@ func loadConfig(getenv func(string) string) (config, error) {
 		Queues: queues,
 		// Sets the Secure flag on the dashboard's cookies (serve it over HTTPS).
 		SecureCookie: p.bool("HOOKRELAY_UI_SECURE_COOKIE", false),
+		// Origins allowed to embed the merchant portal (CSP frame-ancestors).
+		PortalFrameAncestors: frameAncestors(p, "HOOKRELAY_PORTAL_FRAME_ANCESTORS"),
 	}
 	c.AuthThrottle = throttle.Config{
 		// Failed authentications a client address may have before it waits.

@@ -118,6 +118,7 @@ func TestConfigDefaultsArePackageDefaults(t *testing.T) {
 		{"HOOKRELAY_MAINTENANCE_LOCK_TIMEOUT", m.Session.LockTimeout, sessDef.LockTimeout},
 
 		{"HOOKRELAY_UI_SECURE_COOKIE", w.SecureCookie, wDef.SecureCookie},
+		{"HOOKRELAY_PORTAL_FRAME_ANCESTORS", w.PortalFrameAncestors, wDef.PortalFrameAncestors},
 
 		{"HOOKRELAY_AUTH_THROTTLE_FREE", c.AuthThrottle.Free, thDef.Free},
 		{"HOOKRELAY_AUTH_THROTTLE_MAX", c.AuthThrottle.Max, thDef.Max},
@@ -152,6 +153,7 @@ func TestServeRejectsBadRoleSettingsBeforeDatabase(t *testing.T) {
 		"HOOKRELAY_VACUUM_DEAD_SPACE_PERMILLE": "0.5",
 		"HOOKRELAY_UI_SECURE_COOKIE":           "maybe",
 		"HOOKRELAY_PPROF_ADDR":                 "6060",
+		"HOOKRELAY_PORTAL_FRAME_ANCESTORS":     "https://console.example.com/path",
 	}
 	env := map[string]string{"DATABASE_URL": "postgres://postgres@" + closed + "/hookrelay?sslmode=disable"}
 	for k, v := range bad {

@@ -9,7 +9,7 @@ RETURNING id;
 -- hash, or the merchant's key hash. The last check also covers a login that
 -- raced a rotation and stored its row after the rotation revoked the others.
 -- name: DashboardSessionGet :one
-SELECT s.id, s.kind, s.merchant_id, s.last_seen_at, s.expires_at
+SELECT s.id, s.kind, s.merchant_id, s.last_seen_at, s.expires_at, s.read_only, s.portal
 FROM dashboard_sessions s
 WHERE s.token_sha256 = @token_sha256
   AND s.revoked_at IS NULL

@@ -21,3 +21,12 @@
     });
   }
 })();
+// A portal link's landing page: open the portal at once (without scripts,
+// its button does it).
+(function () {
+  "use strict";
+  var f = document.querySelector("form[data-autosubmit]");
+  if (f) {
+    f.submit();
+  }
+})();

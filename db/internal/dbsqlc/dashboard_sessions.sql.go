@@ -23,7 +23,7 @@ func (q *Queries) DashboardSessionDeleteExpired(ctx context.Context, before time
 }
 
 const dashboardSessionGet = `-- name: DashboardSessionGet :one
-SELECT s.id, s.kind, s.merchant_id, s.last_seen_at, s.expires_at
+SELECT s.id, s.kind, s.merchant_id, s.last_seen_at, s.expires_at, s.read_only, s.portal
 FROM dashboard_sessions s
 WHERE s.token_sha256 = $1
   AND s.revoked_at IS NULL
@@ -46,6 +46,8 @@ type DashboardSessionGetRow struct {
 	MerchantID *int64
 	LastSeenAt time.Time
 	ExpiresAt  time.Time
+	ReadOnly   bool
+	Portal     bool
 }
 
 // A session is valid while it is neither revoked nor expired and the
@@ -61,6 +63,8 @@ func (q *Queries) DashboardSessionGet(ctx context.Context, arg DashboardSessionG
 		&i.MerchantID,
 		&i.LastSeenAt,
 		&i.ExpiresAt,
+		&i.ReadOnly,
+		&i.Portal,
 	)
 	return i, err
 }

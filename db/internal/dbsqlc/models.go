@@ -38,6 +38,8 @@ type DashboardSession struct {
 	RevokedAt    *time.Time
 	UserAgent    string
 	ClientAddr   string
+	ReadOnly     bool
+	Portal       bool
 }
 
 type DeadLetter struct {
@@ -208,6 +210,17 @@ type OpsEvent struct {
 	Count      int32
 	Data       []byte
 	CreatedAt  time.Time
+}
+
+type PortalLink struct {
+	ID           int64
+	TokenSHA256  []byte
+	MerchantID   int64
+	ReadOnly     bool
+	CredentialFp []byte
+	CreatedAt    time.Time
+	ExpiresAt    time.Time
+	UsedAt       *time.Time
 }
 
 type QueueLease struct {

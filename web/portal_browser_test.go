@@ -1,0 +1,181 @@
+package web_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookrelay/hookrelay/db/dbtest"
+	"github.com/hookrelay/hookrelay/internal/apitest"
+)
+
+// parentPage serves, on a loopback port of its own, a page that embeds
+// whatever URL ?src= names in an iframe: the merchant console of a platform
+// that embeds the portal. It answers as http://localhost:<port>, another
+// site than the portal's http://127.0.0.1:<port>, so the iframe is
+// cross-site as it would be in production.
+func parentPage(t *testing.T) (origin string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, `<!doctype html><title>Platform console</title><h1>Platform console</h1>
+<iframe id="portal" title="Webhooks" src="%s" width="1200" height="760"></iframe>`, strings.ReplaceAll(r.URL.Query().Get("src"), `"`, "&quot;"))
+	}))
+	srv.Listener.Close()
+	srv.Listener = ln
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return fmt.Sprintf("http://localhost:%d", ln.Addr().(*net.TCPAddr).Port)
+}
+
+// frameTarget waits for the iframe target whose URL starts with prefix and
+// whose document has sel; it returns a context that acts in it, or nil when
+// none shows sel within wait.
+func frameTarget(t *testing.T, bctx context.Context, prefix, sel string, wait time.Duration) context.Context {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for time.Now().Before(deadline) {
+		infos, err := chromedp.Targets(bctx)
+		require.NoError(t, err)
+		for _, info := range infos {
+			if info.Type != "iframe" || !strings.HasPrefix(info.URL, prefix) {
+				continue
+			}
+			fctx, cancel := chromedp.NewContext(bctx, chromedp.WithTargetID(info.TargetID))
+			t.Cleanup(cancel)
+			// Attach with the context itself: the first run's context
+			// holds the attachment, and the wait below has a deadline.
+			if err := chromedp.Do(fctx); err != nil {
+				continue
+			}
+			qctx, qcancel := context.WithTimeout(fctx, 2*time.Second)
+			err := chromedp.Do(qctx, chromedp.WaitVisible(chromedp.CSS(sel)))
+			qcancel()
+			if err == nil {
+				return fctx
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return nil
+}
+
+func TestPortalBrowser(t *testing.T) {
+	t.Parallel()
+	snk := &sink{got: map[string][]string{}}
+	hs := httptest.NewServer(snk)
+	t.Cleanup(hs.Close)
+	allowed := parentPage(t)
+	refused := parentPage(t)
+
+	f := startWebFixture(t, fixtureOpts{FrameAncestors: []string{allowed}, Replays: true})
+	waitForPartitionsAhead(t, f.store, 1)
+	m, _ := dbtest.Merchant(t, f.store, &dbtest.MerchantOpts{Name: "Acme Parcels"})
+	carrier, carrierKey := dbtest.Carrier(t, f.store, nil)
+	b := newBrowser(t)
+
+	// Open a magic link: no key typed, straight into the portal.
+	link := portalLink(t, f.URL, m.ID, false)
+	browse(t, b, chromedp.Navigate(link), chromedp.WaitVisible(chromedp.CSS("#new-endpoint")))
+	require.Contains(t, text(t, b, "h1"), "Acme Parcels")
+
+	// Create an endpoint through the form: first a refused URL, shown next
+	// to its field with the focus on it, then a good one.
+	browse(t, b, chromedp.Click(chromedp.CSS("#new-endpoint")), chromedp.WaitVisible(chromedp.CSS("#endpoint-form")),
+		chromedp.SendKeys(chromedp.CSS("#url"), "ftp://example.com/hook"),
+		chromedp.SendKeys(chromedp.CSS("#description"), "Warehouse ERP"),
+		chromedp.Click(chromedp.CSS(`input[name="carriers"][value="`+carrier.Name+`"]`)),
+		chromedp.SendKeys(chromedp.CSS("#event_types_other"), "in_transit, delivered"),
+		chromedp.Click(chromedp.CSS("#endpoint-save")), chromedp.WaitVisible(chromedp.CSS("#url-error")))
+	require.Contains(t, text(t, b, "#url-error"), "url must be an http or https URL")
+	// autofocus applies at the next rendering opportunity, not at once.
+	waitFor(t, "the focus on the field in error", func() bool {
+		return value(t, b, chromedp.Evaluate[string](`document.activeElement.id`)) == "url"
+	})
+	require.Equal(t, "Warehouse ERP", value(t, b, chromedp.Evaluate[string](`document.getElementById("description").value`)), "the form keeps what was typed")
+	screenshot(t, b, "portal-form-error")
+	browse(t, b, chromedp.Clear(chromedp.CSS("#url")), chromedp.SendKeys(chromedp.CSS("#url"), hs.URL+"/portal"),
+		chromedp.SendKeys(chromedp.CSS("#retry_schedule"), "1s"),
+		chromedp.Click(chromedp.CSS("#endpoint-save")), chromedp.WaitVisible(chromedp.CSS("#send-test")))
+	require.Contains(t, text(t, b, "#flash"), "Endpoint created.")
+	eps, err := f.store.EndpointList(context.Background(), m.ID, 0, 10)
+	require.NoError(t, err)
+	require.Len(t, eps, 1)
+	ep := eps[0]
+	require.Equal(t, []int64{carrier.ID}, ep.CarrierIDs)
+	require.Equal(t, []string{"in_transit", "delivered"}, ep.EventTypes)
+
+	// Send a test and see the answer; rotate the secret.
+	browse(t, b, chromedp.Click(chromedp.CSS("#send-test")), chromedp.WaitVisible(chromedp.CSS("#ping-result")))
+	require.Contains(t, text(t, b, "#ping-result"), "HTTP 200")
+	browse(t, b, chromedp.Click(chromedp.CSS("#rotate")), chromedp.WaitVisible(chromedp.CSS("#rotated")))
+	secrets, err := f.store.EndpointSecretsActive(context.Background(), ep.ID)
+	require.NoError(t, err)
+	require.Len(t, secrets, 2)
+	screenshot(t, b, "portal-endpoint")
+
+	// A callback is delivered; then replay it from the portal.
+	req, err := http.NewRequest(http.MethodPost, f.URL+"/v1/callbacks", strings.NewReader(`{"tracking_no":"PORTAL-1","status":"delivered"}`))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+carrierKey)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := apitest.Client(t).Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusAccepted, resp.StatusCode)
+	// The sink has the test ping; then the delivery, acknowledged.
+	waitFor(t, "the delivery", func() bool {
+		p, err := f.store.DeliveryListPending(context.Background(), ep.ID, 0, 1)
+		require.NoError(t, err)
+		return len(snk.received("/portal")) == 2 && len(p) == 0
+	})
+	// The form proposes the last day up to this minute; the delivery is
+	// of this minute, so the window ends an hour ahead.
+	browse(t, b, chromedp.Click(chromedp.CSS("#replay")), chromedp.WaitVisible(chromedp.CSS("#replay-form")))
+	until := time.Now().UTC().Add(time.Hour).Format(uiTime)
+	value(t, b, chromedp.Evaluate[string](`document.getElementById("until").value = "`+until+`"`))
+	browse(t, b, chromedp.Click(chromedp.CSS("#replay-count")), chromedp.WaitVisible(chromedp.CSS("#confirm-count")),
+		chromedp.Click(chromedp.CSS("#replay-start")), chromedp.WaitVisible(chromedp.CSS("#replay-state")))
+	eventually(t, b, "the replay to finish", func() bool {
+		return text(t, b, "#replay-state") == "finished"
+	})
+	waitFor(t, "the replayed delivery", func() bool { return len(snk.received("/portal")) == 3 })
+	browse(t, b, chromedp.Navigate(f.URL+fmt.Sprintf("/ui/m/endpoints/%d/deliveries?status=delivered", ep.ID)),
+		chromedp.WaitVisible(chromedp.CSS("#deliveries")))
+	screenshot(t, b, "portal-deliveries")
+
+	// Log out: the session is dead and the link does not open another.
+	browse(t, b, chromedp.Click(chromedp.CSS("header form button")), chromedp.WaitVisible(chromedp.CSS("#portal-ended")))
+	browse(t, b, chromedp.Navigate(link), chromedp.WaitVisible(chromedp.CSS("main")))
+	eventually(t, b, "the used link's refusal", func() bool {
+		return strings.Contains(text(t, b, "main"), "used already")
+	})
+	browse(t, b, chromedp.Navigate(f.URL+"/ui/m/"), chromedp.WaitVisible(chromedp.CSS("#token")))
+
+	// Embedded by the allowed origin: the portal works inside the iframe,
+	// its session cookie too (SameSite=None; Secure on loopback http).
+	browse(t, b, chromedp.Navigate(allowed+"/?src="+portalLink(t, f.URL, m.ID, false)), chromedp.WaitVisible(chromedp.CSS("#portal")))
+	inner := frameTarget(t, b, f.URL, "#my-endpoints", waitLimit)
+	require.NotNil(t, inner, "the portal did not open inside the allowed iframe")
+	require.Contains(t, text(t, inner, "#my-endpoints"), hs.URL+"/portal")
+	browse(t, inner, chromedp.Click(chromedp.CSS(fmt.Sprintf(`a[href="/ui/m/endpoints/%d"]`, ep.ID))), chromedp.WaitVisible(chromedp.CSS("#send-test")),
+		chromedp.Click(chromedp.CSS("#send-test")), chromedp.WaitVisible(chromedp.CSS("#ping-result")))
+	require.Contains(t, text(t, inner, "#ping-result"), "HTTP 200", "a form (CSRF token and cookie) works in the iframe")
+	// The viewport's capture: it composites the iframe's own process,
+	// which the full-page capture leaves blank.
+	saveScreenshot(t, "portal-embedded", value(t, b, chromedp.CaptureScreenshot()))
+
+	// Embedded by any other origin: refused by the browser.
+	browse(t, b, chromedp.Navigate(refused+"/?src="+portalLink(t, f.URL, m.ID, false)), chromedp.WaitVisible(chromedp.CSS("#portal")))
+	require.Nil(t, frameTarget(t, b, f.URL, "#portal-open, #my-endpoints", 5*time.Second), "the portal showed inside a refused iframe")
+}

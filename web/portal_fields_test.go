@@ -1,0 +1,136 @@
+package web_test
+
+import (
+	"context"
+	"fmt"
+	"html"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookrelay/hookrelay/db"
+	"github.com/hookrelay/hookrelay/db/dbtest"
+)
+
+// portalCreate posts the portal's new-endpoint form and returns the id of
+// the endpoint created.
+func portalCreate(t *testing.T, c *uiClient, form url.Values) string {
+	t.Helper()
+	resp, page := c.do("POST", "/ui/m/endpoints", form)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, page)
+	return strings.TrimSuffix(strings.TrimPrefix(resp.Header.Get("Location"), "/ui/m/endpoints/"), "?done=created")
+}
+
+// apiError is the message the API answers a POST /v1/endpoints body with.
+func apiError(t *testing.T, base, key string, body map[string]any) string {
+	t.Helper()
+	status, out := apiCallBase(t, base, "POST", "/v1/endpoints", key, body)
+	require.Equal(t, http.StatusBadRequest, status, "%v", out)
+	return out["error"].(map[string]any)["message"].(string)
+}
+
+func TestPortalEndpointOrdering(t *testing.T) {
+	t.Parallel()
+	f := startWebFixture(t, fixtureOpts{})
+	m, key := dbtest.Merchant(t, f.store, nil)
+	c := newUIClient(t, f.URL)
+	csrf := c.openPortal(portalLink(t, f.URL, m.ID, false))
+
+	resp, page := c.do("GET", "/ui/m/endpoints/new", nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, page, `<select id="ordering" name="ordering"`)
+	require.Contains(t, page, `<option value="key">`, "key is offered first: the default")
+	require.Less(t, strings.Index(page, `<option value="key">`), strings.Index(page, `<option value="none">`))
+
+	bad := url.Values{"csrf": {csrf}, "url": {"http://127.0.0.1:9/o"}, "ordering": {"sideways"}}
+	resp, page = c.do("POST", "/ui/m/endpoints", bad)
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	msg := apiError(t, f.URL, key, map[string]any{"url": "http://127.0.0.1:9/o", "ordering": "sideways"})
+	require.Contains(t, html.UnescapeString(page), `<div class="field-error" id="ordering-error">`+msg+`</div>`)
+
+	form := url.Values{"csrf": {csrf}, "url": {"http://127.0.0.1:9/o"}, "ordering": {"none"}}
+	id := portalCreate(t, c, form)
+	ep, err := f.store.EndpointGet(context.Background(), mustAtoi(t, id))
+	require.NoError(t, err)
+	require.Equal(t, db.OrderingNone, ep.Ordering)
+
+	resp, page = c.do("GET", "/ui/m/endpoints/"+id+"/edit", nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, page, `<option value="none" selected>`)
+	form.Set("ordering", db.OrderingKey)
+	resp, page = c.do("POST", "/ui/m/endpoints/"+id, form)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, page)
+	ep, err = f.store.EndpointGet(context.Background(), ep.ID)
+	require.NoError(t, err)
+	require.Equal(t, db.OrderingKey, ep.Ordering)
+}
+
+func TestPortalEndpointFilter(t *testing.T) {
+	t.Parallel()
+	f := startWebFixture(t, fixtureOpts{})
+	m, key := dbtest.Merchant(t, f.store, nil)
+	c := newUIClient(t, f.URL)
+	csrf := c.openPortal(portalLink(t, f.URL, m.ID, false))
+
+	// The filter parser's error, the API's message, next to the field; the
+	// text posted is kept.
+	const broken = `status == "DELIVERED" &&`
+	form := url.Values{"csrf": {csrf}, "url": {"http://127.0.0.1:9/f"}, "filter": {broken}}
+	resp, page := c.do("POST", "/ui/m/endpoints", form)
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	msg := apiError(t, f.URL, key, map[string]any{"url": "http://127.0.0.1:9/f", "filter": broken})
+	require.True(t, strings.HasPrefix(msg, "filter: "), msg)
+	require.Contains(t, html.UnescapeString(page), `<div class="field-error" id="filter-error">`+msg+`</div>`)
+	require.Contains(t, html.UnescapeString(page), `value="`+broken+`"`)
+
+	const good = `status == "DELIVERED" && weight > 2`
+	form.Set("filter", good)
+	id := portalCreate(t, c, form)
+	ep, err := f.store.EndpointGet(context.Background(), mustAtoi(t, id))
+	require.NoError(t, err)
+	require.Equal(t, good, ep.Filter)
+
+	// Edit shows it; an empty filter removes it.
+	resp, page = c.do("GET", "/ui/m/endpoints/"+id+"/edit", nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, html.UnescapeString(page), `value="`+good+`"`)
+	form.Set("filter", "")
+	resp, page = c.do("POST", "/ui/m/endpoints/"+id, form)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, page)
+	ep, err = f.store.EndpointGet(context.Background(), ep.ID)
+	require.NoError(t, err)
+	require.Empty(t, ep.Filter)
+}
+
+func mustAtoi(t *testing.T, s string) int64 {
+	t.Helper()
+	n, err := strconv.ParseInt(s, 10, 64)
+	require.NoError(t, err, s)
+	return n
+}
+
+// TestPortalEndpointShowsHeaderNames: the endpoint page names the custom
+// headers and the auth type and user, never a header value or a secret.
+func TestPortalEndpointShowsHeaderNames(t *testing.T) {
+	t.Parallel()
+	f := startWebFixture(t, fixtureOpts{})
+	m, key := dbtest.Merchant(t, f.store, nil)
+	status, out := apiCallBase(t, f.URL, "POST", "/v1/endpoints", key, map[string]any{
+		"url":     "http://127.0.0.1:9/h",
+		"headers": map[string]any{"X-Api-Key": "value-k-123"},
+		"auth":    map[string]any{"type": "basic", "username": "hook", "password": "pa55word-x"},
+	})
+	require.Equal(t, http.StatusCreated, status, "%v", out)
+	c := newUIClient(t, f.URL)
+	c.openPortal(portalLink(t, f.URL, m.ID, true))
+	resp, page := c.do("GET", "/ui/m/endpoints/"+fmt.Sprint(out["id"]), nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, page, `<code>X-Api-Key</code>`)
+	require.Contains(t, page, `basic as <code>hook</code>`)
+	require.NotContains(t, page, "value-k-123")
+	require.NotContains(t, page, "pa55word-x")
+}
