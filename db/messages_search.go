@@ -84,17 +84,14 @@ func (db *DB) MessageSearch(ctx context.Context, f MessageFilter, after MessageP
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	q := dbsqlc.New(tx)
 	var out []MessageSummary
+	next := searchPage
+	if !p.ByKey && (f.State == DeliveryPending || f.State == DeliveryDead) {
+		next = searchSetPage
+	}
 	for {
-		rows, err := q.MessageSearch(ctx, p)
+		page, read, last, err := next(ctx, q, p)
 		if err != nil {
 			return nil, fmt.Errorf("search messages: %w", unavailable(err))
-		}
-		page := make([]MessageSummary, len(rows))
-		for i, r := range rows {
-			page[i] = MessageSummary{
-				ID: r.ID, ReceivedAt: r.ReceivedAt, CarrierID: r.CarrierID, EventType: r.EventType,
-				OrderingKey: r.OrderingKey, PayloadSize: int(r.PayloadSize), Offloaded: r.Offloaded,
-			}
 		}
 		dels, err := messageDeliveries(ctx, q, page, f.MerchantID)
 		if err != nil {
@@ -109,11 +106,68 @@ func (db *DB) MessageSearch(ctx context.Context, f MessageFilter, after MessageP
 				return out, nil
 			}
 		}
-		if len(rows) < int(p.Lim) {
+		if read < int(p.Lim) {
 			return out, nil
 		}
-		p.BeforeID = rows[len(rows)-1].ID
+		p.BeforeID = last
 	}
+}
+
+// searchPage reads the next page of candidates by walking the window's
+// messages newest first; read is how many rows it read, last the id to
+// continue below.
+func searchPage(ctx context.Context, q *dbsqlc.Queries, p dbsqlc.MessageSearchParams) (page []MessageSummary, read int, last int64, err error) {
+	rows, err := q.MessageSearch(ctx, p)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	page = make([]MessageSummary, len(rows))
+	for i, r := range rows {
+		page[i] = MessageSummary{
+			ID: r.ID, ReceivedAt: r.ReceivedAt, CarrierID: r.CarrierID, EventType: r.EventType,
+			OrderingKey: r.OrderingKey, PayloadSize: int(r.PayloadSize), Offloaded: r.Offloaded,
+		}
+	}
+	if len(rows) > 0 {
+		last = rows[len(rows)-1].ID
+	}
+	return page, len(rows), last, nil
+}
+
+// searchSetPage reads the next page of candidates of a search by state
+// pending or dead from the queue or the dead letters (which are small)
+// rather than from the window's messages (a rare state would have the walk
+// read millions of them), then the candidates' messages that match the
+// other filters.
+func searchSetPage(ctx context.Context, q *dbsqlc.Queries, p dbsqlc.MessageSearchParams) (page []MessageSummary, read int, last int64, err error) {
+	cands, err := q.MessageCandidatesList(ctx, dbsqlc.MessageCandidatesListParams{
+		State: *p.State, Since: p.Since, Until: p.Until, BeforeID: p.BeforeID,
+		EndpointID: p.EndpointID, MerchantID: p.MerchantID, Lim: p.Lim,
+	})
+	if err != nil || len(cands) == 0 {
+		return nil, 0, 0, err
+	}
+	var sp dbsqlc.MessageSummariesListParams
+	for i, c := range cands {
+		if i > 0 && c.MessageID == cands[i-1].MessageID {
+			continue // several deliveries of the message in that state
+		}
+		sp.IDs = append(sp.IDs, c.MessageID)
+		sp.ReceivedAts = append(sp.ReceivedAts, c.MessageReceivedAt)
+	}
+	sp.CarrierID, sp.EventType = p.CarrierID, p.EventType
+	rows, err := q.MessageSummariesList(ctx, sp)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	page = make([]MessageSummary, len(rows))
+	for i, r := range rows {
+		page[i] = MessageSummary{
+			ID: r.ID, ReceivedAt: r.ReceivedAt, CarrierID: r.CarrierID, EventType: r.EventType,
+			OrderingKey: r.OrderingKey, PayloadSize: int(r.PayloadSize), Offloaded: r.Offloaded,
+		}
+	}
+	return page, len(cands), cands[len(cands)-1].MessageID, nil
 }
 
 // matches reports whether one of a message's deliveries (those to the

@@ -185,3 +185,49 @@ FROM hookrelay_messages_deliveries(sqlc.arg(ids)::bigint[], sqlc.arg(received_at
 WHERE sqlc.narg(merchant_id)::bigint IS NULL OR d.endpoint_id IN (
     SELECT e.id FROM endpoints e WHERE e.merchant_id = sqlc.narg(merchant_id)::bigint)
 ORDER BY d.message_id, d.delivery_id;
+
+-- name: MessageCandidatesList :many
+-- For a search by state pending or dead: up to @lim (message id, received
+-- at) below before_id whose message was received in [since, until) and has
+-- a row in the queue (pending) or a dead letter (dead), to endpoint_id, to
+-- an endpoint of merchant_id (NULL matches everything), newest first by
+-- message id; a message with several such rows comes once for each. Read
+-- from these small sets rather than walking the window's messages, which a
+-- rare state would make read millions of rows before it fills a page: the
+-- dead letters backwards by dead_letters_message_idx, the queue (no index
+-- on message_id: it is the hot table) read once and sorted.
+(SELECT d.message_id, d.message_received_at
+ FROM deliveries d
+ WHERE sqlc.arg(state)::text = 'pending'
+   AND d.message_received_at >= sqlc.arg(since)::timestamptz
+   AND d.message_received_at < sqlc.arg(until)::timestamptz
+   AND d.message_id < sqlc.arg(before_id)::bigint
+   AND (sqlc.narg(endpoint_id)::bigint IS NULL OR d.endpoint_id = sqlc.narg(endpoint_id)::bigint)
+   AND (sqlc.narg(merchant_id)::bigint IS NULL OR d.endpoint_id IN (
+       SELECT e.id FROM endpoints e WHERE e.merchant_id = sqlc.narg(merchant_id)::bigint))
+ ORDER BY d.message_id DESC LIMIT sqlc.arg(lim))
+UNION ALL
+(SELECT dl.message_id, dl.message_received_at
+ FROM dead_letters dl
+ WHERE sqlc.arg(state)::text = 'dead'
+   AND dl.message_received_at >= sqlc.arg(since)::timestamptz
+   AND dl.message_received_at < sqlc.arg(until)::timestamptz
+   AND dl.message_id < sqlc.arg(before_id)::bigint
+   AND (sqlc.narg(endpoint_id)::bigint IS NULL OR dl.endpoint_id = sqlc.narg(endpoint_id)::bigint)
+   AND (sqlc.narg(merchant_id)::bigint IS NULL OR dl.endpoint_id IN (
+       SELECT e.id FROM endpoints e WHERE e.merchant_id = sqlc.narg(merchant_id)::bigint))
+ ORDER BY dl.message_id DESC LIMIT sqlc.arg(lim))
+ORDER BY message_id DESC;
+
+-- name: MessageSummariesList :many
+-- The messages of ids (each with its received_at, which selects its day
+-- partition) that match carrier_id and event_type (NULL matches
+-- everything), newest first.
+SELECT m.id, m.received_at, m.carrier_id, m.event_type, m.ordering_key, m.payload_size,
+       (m.payload_key IS NOT NULL)::boolean AS offloaded
+FROM (SELECT unnest(sqlc.arg(ids)::bigint[]) AS id,
+             unnest(sqlc.arg(received_ats)::timestamptz[]) AS received_at) c
+JOIN messages m ON m.id = c.id AND m.received_at = c.received_at
+WHERE (sqlc.narg(carrier_id)::bigint IS NULL OR m.carrier_id = sqlc.narg(carrier_id)::bigint)
+  AND (sqlc.narg(event_type)::text IS NULL OR m.event_type = sqlc.narg(event_type)::text)
+ORDER BY m.id DESC;

@@ -10,6 +10,83 @@ import (
 	"time"
 )
 
+const messageCandidatesList = `-- name: MessageCandidatesList :many
+(SELECT d.message_id, d.message_received_at
+ FROM deliveries d
+ WHERE $1::text = 'pending'
+   AND d.message_received_at >= $2::timestamptz
+   AND d.message_received_at < $3::timestamptz
+   AND d.message_id < $4::bigint
+   AND ($5::bigint IS NULL OR d.endpoint_id = $5::bigint)
+   AND ($6::bigint IS NULL OR d.endpoint_id IN (
+       SELECT e.id FROM endpoints e WHERE e.merchant_id = $6::bigint))
+ ORDER BY d.message_id DESC LIMIT $7)
+UNION ALL
+(SELECT dl.message_id, dl.message_received_at
+ FROM dead_letters dl
+ WHERE $1::text = 'dead'
+   AND dl.message_received_at >= $2::timestamptz
+   AND dl.message_received_at < $3::timestamptz
+   AND dl.message_id < $4::bigint
+   AND ($5::bigint IS NULL OR dl.endpoint_id = $5::bigint)
+   AND ($6::bigint IS NULL OR dl.endpoint_id IN (
+       SELECT e.id FROM endpoints e WHERE e.merchant_id = $6::bigint))
+ ORDER BY dl.message_id DESC LIMIT $7)
+ORDER BY message_id DESC
+`
+
+type MessageCandidatesListParams struct {
+	State      string
+	Since      time.Time
+	Until      time.Time
+	BeforeID   int64
+	EndpointID *int64
+	MerchantID *int64
+	Lim        int32
+}
+
+type MessageCandidatesListRow struct {
+	MessageID         int64
+	MessageReceivedAt time.Time
+}
+
+// For a search by state pending or dead: up to @lim (message id, received
+// at) below before_id whose message was received in [since, until) and has
+// a row in the queue (pending) or a dead letter (dead), to endpoint_id, to
+// an endpoint of merchant_id (NULL matches everything), newest first by
+// message id; a message with several such rows comes once for each. Read
+// from these small sets rather than walking the window's messages, which a
+// rare state would make read millions of rows before it fills a page: the
+// dead letters backwards by dead_letters_message_idx, the queue (no index
+// on message_id: it is the hot table) read once and sorted.
+func (q *Queries) MessageCandidatesList(ctx context.Context, arg MessageCandidatesListParams) ([]MessageCandidatesListRow, error) {
+	rows, err := q.db.Query(ctx, messageCandidatesList,
+		arg.State,
+		arg.Since,
+		arg.Until,
+		arg.BeforeID,
+		arg.EndpointID,
+		arg.MerchantID,
+		arg.Lim,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []MessageCandidatesListRow
+	for rows.Next() {
+		var i MessageCandidatesListRow
+		if err := rows.Scan(&i.MessageID, &i.MessageReceivedAt); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const messageCountSinceCapped = `-- name: MessageCountSinceCapped :one
 SELECT count(*) FROM (SELECT 1 FROM messages WHERE received_at >= $1 LIMIT $2::bigint) AS m
 `
@@ -492,6 +569,70 @@ func (q *Queries) MessageSearch(ctx context.Context, arg MessageSearchParams) ([
 	var items []MessageSearchRow
 	for rows.Next() {
 		var i MessageSearchRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.ReceivedAt,
+			&i.CarrierID,
+			&i.EventType,
+			&i.OrderingKey,
+			&i.PayloadSize,
+			&i.Offloaded,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const messageSummariesList = `-- name: MessageSummariesList :many
+SELECT m.id, m.received_at, m.carrier_id, m.event_type, m.ordering_key, m.payload_size,
+       (m.payload_key IS NOT NULL)::boolean AS offloaded
+FROM (SELECT unnest($1::bigint[]) AS id,
+             unnest($2::timestamptz[]) AS received_at) c
+JOIN messages m ON m.id = c.id AND m.received_at = c.received_at
+WHERE ($3::bigint IS NULL OR m.carrier_id = $3::bigint)
+  AND ($4::text IS NULL OR m.event_type = $4::text)
+ORDER BY m.id DESC
+`
+
+type MessageSummariesListParams struct {
+	IDs         []int64
+	ReceivedAts []time.Time
+	CarrierID   *int64
+	EventType   *string
+}
+
+type MessageSummariesListRow struct {
+	ID          int64
+	ReceivedAt  time.Time
+	CarrierID   int64
+	EventType   string
+	OrderingKey string
+	PayloadSize int32
+	Offloaded   bool
+}
+
+// The messages of ids (each with its received_at, which selects its day
+// partition) that match carrier_id and event_type (NULL matches
+// everything), newest first.
+func (q *Queries) MessageSummariesList(ctx context.Context, arg MessageSummariesListParams) ([]MessageSummariesListRow, error) {
+	rows, err := q.db.Query(ctx, messageSummariesList,
+		arg.IDs,
+		arg.ReceivedAts,
+		arg.CarrierID,
+		arg.EventType,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []MessageSummariesListRow
+	for rows.Next() {
+		var i MessageSummariesListRow
 		if err := rows.Scan(
 			&i.ID,
 			&i.ReceivedAt,
