@@ -70,6 +70,18 @@ func TestAnnouncerLeadsCoalescesAndBacksOff(t *testing.T) {
 		case <-time.After(d):
 		}
 	}
+	// untilQuiet adds to at the announcements heard until quiet for 25
+	// intervals, as times since start.
+	untilQuiet := func(start time.Time, at []time.Duration) []time.Duration {
+		for {
+			select {
+			case t0 := <-got:
+				at = append(at, t0.Sub(start))
+			case <-time.After(25 * interval):
+				return at
+			}
+		}
+	}
 	// traffic stores per deliveries every 2 ms for d and returns the
 	// announcements heard until quiet for 25 intervals after it, as times
 	// since its start.
@@ -80,14 +92,7 @@ func TestAnnouncerLeadsCoalescesAndBacksOff(t *testing.T) {
 			time.Sleep(2 * time.Millisecond)
 		}
 		var at []time.Duration
-		for {
-			select {
-			case t0 := <-got:
-				at = append(at, t0.Sub(start))
-			case <-time.After(25 * interval):
-				return at
-			}
-		}
+		return untilQuiet(start, at)
 	}
 	// burst stores per deliveries every 2 ms until n announcements have
 	// been heard and then for extra, and returns the announcements heard
@@ -111,14 +116,7 @@ func TestAnnouncerLeadsCoalescesAndBacksOff(t *testing.T) {
 				t.Fatalf("only %d announcements in 30s: %v", len(at), at)
 			}
 		}
-		for {
-			select {
-			case t0 := <-got:
-				at = append(at, t0.Sub(start))
-			case <-time.After(25 * interval):
-				return at
-			}
-		}
+		return untilQuiet(start, at)
 	}
 	quiet(300 * time.Millisecond)
 
