@@ -91,8 +91,7 @@ func TestAnnouncerLeadsCoalescesAndBacksOff(t *testing.T) {
 			a.stored(per, []int{per % 7})
 			time.Sleep(2 * time.Millisecond)
 		}
-		var at []time.Duration
-		return untilQuiet(start, at)
+		return untilQuiet(start, nil)
 	}
 	// burst stores per deliveries every 2 ms until n announcements have
 	// been heard and then for extra, and returns the announcements heard
