@@ -82,10 +82,14 @@ func (db *DB) MessageSearch(ctx context.Context, f MessageFilter, after MessageP
 		return nil, fmt.Errorf("search messages: %w", unavailable(err))
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	// Each statement is planned for its own arguments (searchPlanning).
+	if _, err := tx.Exec(ctx, searchPlanning); err != nil {
+		return nil, fmt.Errorf("search messages: %w", unavailable(err))
+	}
 	q := dbsqlc.New(tx)
 	var out []MessageSummary
 	next := searchPage
-	if !p.ByKey && (f.State == DeliveryPending || f.State == DeliveryDead) {
+	if !p.ByKey && (f.State == DeliveryPending || f.State == DeliveryDead || f.EndpointID != 0 || f.MerchantID != 0) {
 		next = searchSetPage
 	}
 	for {
@@ -113,6 +117,18 @@ func (db *DB) MessageSearch(ctx context.Context, f MessageFilter, after MessageP
 	}
 }
 
+// searchPlanning has a search's statements planned for their arguments at
+// every call. Their filters are optional (NULL matches everything) and their
+// sets (the page's ids) of any size, so a generic plan, which PostgreSQL
+// adopts for a prepared statement after five calls when it looks no more
+// costly than the custom ones, cannot drop the filters that were not given
+// nor size the sets: one kept for a session read every message of a small
+// table sequentially (TestMessageSearchByEndpointReadsItsAttempts). A
+// search is an operator's query, rare beside its planning cost. LOCAL: it
+// ends with the transaction, so no session (nor a pooler's server
+// connection) keeps it.
+const searchPlanning = "SET LOCAL plan_cache_mode = force_custom_plan"
+
 // searchPage reads the next page of candidates by walking the window's
 // messages newest first; read is how many rows it read, last the id to
 // continue below.
@@ -134,14 +150,14 @@ func searchPage(ctx context.Context, q *dbsqlc.Queries, p dbsqlc.MessageSearchPa
 	return page, len(rows), last, nil
 }
 
-// searchSetPage reads the next page of candidates of a search by state
-// pending or dead from the queue or the dead letters (which are small)
-// rather than from the window's messages (a rare state would have the walk
-// read millions of them), then the candidates' messages that match the
-// other filters.
+// searchSetPage reads the next page of candidates of a search by endpoint,
+// merchant, or state pending or dead from the endpoints' attempts, the
+// queue or the dead letters rather than from the window's messages (a rare
+// endpoint or state would have the walk read millions of them), then the
+// candidates' messages that match the other filters.
 func searchSetPage(ctx context.Context, q *dbsqlc.Queries, p dbsqlc.MessageSearchParams) (page []MessageSummary, read int, last int64, err error) {
 	cands, err := q.MessageCandidatesList(ctx, dbsqlc.MessageCandidatesListParams{
-		State: *p.State, Since: p.Since, Until: p.Until, BeforeID: p.BeforeID,
+		State: p.State, Since: p.Since, Until: p.Until, BeforeID: p.BeforeID,
 		EndpointID: p.EndpointID, MerchantID: p.MerchantID, Lim: p.Lim,
 	})
 	if err != nil || len(cands) == 0 {

@@ -187,18 +187,44 @@ WHERE sqlc.narg(merchant_id)::bigint IS NULL OR d.endpoint_id IN (
 ORDER BY d.message_id, d.delivery_id;
 
 -- name: MessageCandidatesList :many
--- For a search by state pending or dead: up to @lim (message id, received
--- at) below before_id whose message was received in [since, until) and has
--- a row in the queue (pending) or a dead letter (dead), to endpoint_id, to
--- an endpoint of merchant_id (NULL matches everything), newest first by
--- message id; a message with several such rows comes once for each. Read
--- from these small sets rather than walking the window's messages, which a
--- rare state would make read millions of rows before it fills a page: the
--- dead letters backwards by dead_letters_message_idx, the queue (no index
--- on message_id: it is the hot table) read once and sorted.
+-- For a search by endpoint, by merchant, or by state pending or dead: up to
+-- @lim (message id, received at) below before_id whose message was received
+-- in [since, until) and has, to endpoint_id or to an endpoint of
+-- merchant_id (NULL matches everything), an attempt (state NULL, delivered,
+-- failed), a row in the queue (state NULL, pending) or a dead letter (state
+-- NULL, dead); newest first by message id, a message with several such rows
+-- once for each. Read from these sets rather than walking the window's
+-- messages, which a rare endpoint or state would make read millions of rows
+-- before it fills a page:
+--   - the attempts of each endpoint backwards along
+--     delivery_attempts_endpoint_message_idx (00250), only when the search
+--     names an endpoint or a merchant, and only in the day partitions
+--     attempted since the window began (an attempt follows its message);
+--   - the queue (no index on message_id: it is the hot table) read once
+--     and sorted;
+--   - the dead letters backwards by dead_letters_message_idx.
+-- MessageSearch keeps the candidates whose deliveries match.
+(SELECT a.message_id, a.message_received_at
+ FROM (SELECT sqlc.narg(endpoint_id)::bigint AS id
+       WHERE sqlc.narg(endpoint_id)::bigint IS NOT NULL
+       UNION ALL
+       SELECT e.id FROM endpoints e
+       WHERE sqlc.narg(endpoint_id)::bigint IS NULL AND e.merchant_id = sqlc.narg(merchant_id)::bigint) ep
+ CROSS JOIN LATERAL (
+     SELECT a.message_id, a.message_received_at
+     FROM delivery_attempts a
+     WHERE a.endpoint_id = ep.id
+       AND a.message_id < sqlc.arg(before_id)::bigint
+       AND a.attempted_at >= sqlc.arg(since)::timestamptz
+       AND a.message_received_at >= sqlc.arg(since)::timestamptz
+       AND a.message_received_at < sqlc.arg(until)::timestamptz
+     ORDER BY a.message_id DESC LIMIT sqlc.arg(lim)) a
+ WHERE coalesce(sqlc.narg(state)::text IN ('delivered', 'failed'), true)
+ ORDER BY a.message_id DESC LIMIT sqlc.arg(lim))
+UNION ALL
 (SELECT d.message_id, d.message_received_at
  FROM deliveries d
- WHERE sqlc.arg(state)::text = 'pending'
+ WHERE coalesce(sqlc.narg(state)::text = 'pending', true)
    AND d.message_received_at >= sqlc.arg(since)::timestamptz
    AND d.message_received_at < sqlc.arg(until)::timestamptz
    AND d.message_id < sqlc.arg(before_id)::bigint
@@ -209,7 +235,7 @@ ORDER BY d.message_id, d.delivery_id;
 UNION ALL
 (SELECT dl.message_id, dl.message_received_at
  FROM dead_letters dl
- WHERE sqlc.arg(state)::text = 'dead'
+ WHERE coalesce(sqlc.narg(state)::text = 'dead', true)
    AND dl.message_received_at >= sqlc.arg(since)::timestamptz
    AND dl.message_received_at < sqlc.arg(until)::timestamptz
    AND dl.message_id < sqlc.arg(before_id)::bigint
@@ -217,7 +243,8 @@ UNION ALL
    AND (sqlc.narg(merchant_id)::bigint IS NULL OR dl.endpoint_id IN (
        SELECT e.id FROM endpoints e WHERE e.merchant_id = sqlc.narg(merchant_id)::bigint))
  ORDER BY dl.message_id DESC LIMIT sqlc.arg(lim))
-ORDER BY message_id DESC;
+ORDER BY message_id DESC
+LIMIT sqlc.arg(lim);
 
 -- name: MessageSummariesList :many
 -- The messages of ids (each with its received_at, which selects its day

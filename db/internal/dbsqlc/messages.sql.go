@@ -11,38 +11,57 @@ import (
 )
 
 const messageCandidatesList = `-- name: MessageCandidatesList :many
+(SELECT a.message_id, a.message_received_at
+ FROM (SELECT $2::bigint AS id
+       WHERE $2::bigint IS NOT NULL
+       UNION ALL
+       SELECT e.id FROM endpoints e
+       WHERE $2::bigint IS NULL AND e.merchant_id = $3::bigint) ep
+ CROSS JOIN LATERAL (
+     SELECT a.message_id, a.message_received_at
+     FROM delivery_attempts a
+     WHERE a.endpoint_id = ep.id
+       AND a.message_id < $4::bigint
+       AND a.attempted_at >= $5::timestamptz
+       AND a.message_received_at >= $5::timestamptz
+       AND a.message_received_at < $6::timestamptz
+     ORDER BY a.message_id DESC LIMIT $1) a
+ WHERE coalesce($7::text IN ('delivered', 'failed'), true)
+ ORDER BY a.message_id DESC LIMIT $1)
+UNION ALL
 (SELECT d.message_id, d.message_received_at
  FROM deliveries d
- WHERE $1::text = 'pending'
-   AND d.message_received_at >= $2::timestamptz
-   AND d.message_received_at < $3::timestamptz
+ WHERE coalesce($7::text = 'pending', true)
+   AND d.message_received_at >= $5::timestamptz
+   AND d.message_received_at < $6::timestamptz
    AND d.message_id < $4::bigint
-   AND ($5::bigint IS NULL OR d.endpoint_id = $5::bigint)
-   AND ($6::bigint IS NULL OR d.endpoint_id IN (
-       SELECT e.id FROM endpoints e WHERE e.merchant_id = $6::bigint))
- ORDER BY d.message_id DESC LIMIT $7)
+   AND ($2::bigint IS NULL OR d.endpoint_id = $2::bigint)
+   AND ($3::bigint IS NULL OR d.endpoint_id IN (
+       SELECT e.id FROM endpoints e WHERE e.merchant_id = $3::bigint))
+ ORDER BY d.message_id DESC LIMIT $1)
 UNION ALL
 (SELECT dl.message_id, dl.message_received_at
  FROM dead_letters dl
- WHERE $1::text = 'dead'
-   AND dl.message_received_at >= $2::timestamptz
-   AND dl.message_received_at < $3::timestamptz
+ WHERE coalesce($7::text = 'dead', true)
+   AND dl.message_received_at >= $5::timestamptz
+   AND dl.message_received_at < $6::timestamptz
    AND dl.message_id < $4::bigint
-   AND ($5::bigint IS NULL OR dl.endpoint_id = $5::bigint)
-   AND ($6::bigint IS NULL OR dl.endpoint_id IN (
-       SELECT e.id FROM endpoints e WHERE e.merchant_id = $6::bigint))
- ORDER BY dl.message_id DESC LIMIT $7)
+   AND ($2::bigint IS NULL OR dl.endpoint_id = $2::bigint)
+   AND ($3::bigint IS NULL OR dl.endpoint_id IN (
+       SELECT e.id FROM endpoints e WHERE e.merchant_id = $3::bigint))
+ ORDER BY dl.message_id DESC LIMIT $1)
 ORDER BY message_id DESC
+LIMIT $1
 `
 
 type MessageCandidatesListParams struct {
-	State      string
-	Since      time.Time
-	Until      time.Time
-	BeforeID   int64
+	Lim        int32
 	EndpointID *int64
 	MerchantID *int64
-	Lim        int32
+	BeforeID   int64
+	Since      time.Time
+	Until      time.Time
+	State      *string
 }
 
 type MessageCandidatesListRow struct {
@@ -50,24 +69,33 @@ type MessageCandidatesListRow struct {
 	MessageReceivedAt time.Time
 }
 
-// For a search by state pending or dead: up to @lim (message id, received
-// at) below before_id whose message was received in [since, until) and has
-// a row in the queue (pending) or a dead letter (dead), to endpoint_id, to
-// an endpoint of merchant_id (NULL matches everything), newest first by
-// message id; a message with several such rows comes once for each. Read
-// from these small sets rather than walking the window's messages, which a
-// rare state would make read millions of rows before it fills a page: the
-// dead letters backwards by dead_letters_message_idx, the queue (no index
-// on message_id: it is the hot table) read once and sorted.
+// For a search by endpoint, by merchant, or by state pending or dead: up to
+// @lim (message id, received at) below before_id whose message was received
+// in [since, until) and has, to endpoint_id or to an endpoint of
+// merchant_id (NULL matches everything), an attempt (state NULL, delivered,
+// failed), a row in the queue (state NULL, pending) or a dead letter (state
+// NULL, dead); newest first by message id, a message with several such rows
+// once for each. Read from these sets rather than walking the window's
+// messages, which a rare endpoint or state would make read millions of rows
+// before it fills a page:
+//   - the attempts of each endpoint backwards along
+//     delivery_attempts_endpoint_message_idx (00250), only when the search
+//     names an endpoint or a merchant, and only in the day partitions
+//     attempted since the window began (an attempt follows its message);
+//   - the queue (no index on message_id: it is the hot table) read once
+//     and sorted;
+//   - the dead letters backwards by dead_letters_message_idx.
+//
+// MessageSearch keeps the candidates whose deliveries match.
 func (q *Queries) MessageCandidatesList(ctx context.Context, arg MessageCandidatesListParams) ([]MessageCandidatesListRow, error) {
 	rows, err := q.db.Query(ctx, messageCandidatesList,
-		arg.State,
-		arg.Since,
-		arg.Until,
-		arg.BeforeID,
+		arg.Lim,
 		arg.EndpointID,
 		arg.MerchantID,
-		arg.Lim,
+		arg.BeforeID,
+		arg.Since,
+		arg.Until,
+		arg.State,
 	)
 	if err != nil {
 		return nil, err
