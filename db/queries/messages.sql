@@ -175,7 +175,7 @@ ORDER BY page.id DESC;
 -- name: MessageDeliveriesList :many
 -- The deliveries of each of the messages (id, received_at, ordering key),
 -- only those to endpoints of merchant_id when it is not NULL: one call of
--- hookrelay_messages_deliveries for the set (migration 00165).
+-- hookrelay_messages_deliveries for the set (migrations 00165, 00260).
 SELECT d.message_id::bigint AS message_id, d.delivery_id::bigint AS delivery_id,
        d.endpoint_id::bigint AS endpoint_id, d.state::text AS state, d.attempts::integer AS attempts,
        coalesce(d.last_status, 0)::integer AS last_status,

@@ -189,7 +189,7 @@ type MessageDeliveriesListRow struct {
 
 // The deliveries of each of the messages (id, received_at, ordering key),
 // only those to endpoints of merchant_id when it is not NULL: one call of
-// hookrelay_messages_deliveries for the set (migration 00165).
+// hookrelay_messages_deliveries for the set (migrations 00165, 00260).
 func (q *Queries) MessageDeliveriesList(ctx context.Context, arg MessageDeliveriesListParams) ([]MessageDeliveriesListRow, error) {
 	rows, err := q.db.Query(ctx, messageDeliveriesList,
 		arg.IDs,
