@@ -79,12 +79,15 @@ func (d *Dispatcher) opsSend(ctx context.Context, od db.OpsDelivery) {
 	var err error
 	switch {
 	case resp.Outcome == OutcomeSuccess:
+		d.metrics.opsAttempts.WithLabelValues("delivered").Inc()
 		err = d.db.OpsDeliveryDone(ctx, od.ID)
 	case od.Attempts >= d.cfg.OpsAttempts:
+		d.metrics.opsAttempts.WithLabelValues("dropped").Inc()
 		d.logger.Warn("operational webhooks: giving up on a message", "msg_id", od.MsgID, "url", od.URL,
 			"attempts", od.Attempts, "error", resp.Err)
 		err = d.db.OpsDeliveryDone(ctx, od.ID)
 	default:
+		d.metrics.opsAttempts.WithLabelValues("retried").Inc()
 		err = d.db.OpsDeliveryRetry(ctx, od.ID, d.opsBackoff(od.Attempts), resp.Err)
 	}
 	if err != nil && ctx.Err() == nil {

@@ -145,6 +145,9 @@ func (c config) check(p *envParser) {
 	if c.Ingest.OffloadBytes > c.Ingest.MaxBodyBytes {
 		p.errs = append(p.errs, fmt.Errorf("HOOKRELAY_OFFLOAD_BYTES (%d) is larger than HOOKRELAY_MAX_BODY_BYTES (%d)", c.Ingest.OffloadBytes, c.Ingest.MaxBodyBytes))
 	}
+	if c.Dispatch.OpsRetryMax < c.Dispatch.OpsRetryBase {
+		p.errs = append(p.errs, fmt.Errorf("HOOKRELAY_OPS_RETRY_MAX (%s) is shorter than HOOKRELAY_OPS_RETRY_BASE (%s)", c.Dispatch.OpsRetryMax, c.Dispatch.OpsRetryBase))
+	}
 	// Reading a body of the largest size holds its buffer and the one it
 	// grew from: with less, such a callback would always get 503.
 	if int64(c.Ingest.MemoryBytes) < 2*(int64(c.Ingest.MaxBodyBytes)+1) {
@@ -275,6 +278,15 @@ func loadDispatch(p *envParser, queues int, lease time.Duration, allowPrivate, n
 			dispatch.MaxQuickRetries, 10*time.Millisecond, time.Minute),
 		// LISTEN for the announcements of the APIs in other processes.
 		Listen: notify,
+		// Operational webhooks (POST /v1/ops-endpoints): one attempt's
+		// time limit; the wait after a failed attempt, doubling up to the
+		// longest; attempts before a message is given up; the window in
+		// which an endpoint's dead letters make one delivery.dead_lettered.
+		OpsTimeout:   p.duration("HOOKRELAY_OPS_TIMEOUT", dispatch.DefaultOpsTimeout, 100*time.Millisecond, 5*time.Minute),
+		OpsRetryBase: p.duration("HOOKRELAY_OPS_RETRY_BASE", dispatch.DefaultOpsRetryBase, 10*time.Millisecond, 24*time.Hour),
+		OpsRetryMax:  p.duration("HOOKRELAY_OPS_RETRY_MAX", dispatch.DefaultOpsRetryMax, 10*time.Millisecond, 7*24*time.Hour),
+		OpsAttempts:  p.int("HOOKRELAY_OPS_ATTEMPTS", dispatch.DefaultOpsAttempts, 1, 1000),
+		OpsCoalesce:  p.duration("HOOKRELAY_OPS_COALESCE", dispatch.DefaultOpsCoalesce, time.Second, 24*time.Hour),
 	}
 }
 

@@ -92,6 +92,11 @@ func TestConfigDefaultsArePackageDefaults(t *testing.T) {
 		{"HOOKRELAY_DISPATCH_ACK_BATCH", d.AckBatch, dDef.AckBatch},
 		{"HOOKRELAY_DISPATCH_DRAIN_TIMEOUT", d.DrainTimeout, dDef.DrainTimeout},
 		{"HOOKRELAY_DISPATCH_QUICK_RETRIES", d.QuickRetries, dDef.QuickRetries},
+		{"HOOKRELAY_OPS_TIMEOUT", d.OpsTimeout, dDef.OpsTimeout},
+		{"HOOKRELAY_OPS_RETRY_BASE", d.OpsRetryBase, dDef.OpsRetryBase},
+		{"HOOKRELAY_OPS_RETRY_MAX", d.OpsRetryMax, dDef.OpsRetryMax},
+		{"HOOKRELAY_OPS_ATTEMPTS", d.OpsAttempts, dDef.OpsAttempts},
+		{"HOOKRELAY_OPS_COALESCE", d.OpsCoalesce, dDef.OpsCoalesce},
 
 		{"HOOKRELAY_RETENTION", m.Retention, mDef.Retention},
 		{"HOOKRELAY_PARTITIONS_AHEAD", m.PartitionsAhead, mDef.PartitionsAhead},

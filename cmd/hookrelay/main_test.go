@@ -143,6 +143,10 @@ func TestConfigErrorsNameEveryBadVariable(t *testing.T) {
 	for k := range env {
 		require.Contains(t, err.Error(), k)
 	}
+	_, err = loadConfig(func(k string) string {
+		return map[string]string{"HOOKRELAY_OPS_RETRY_BASE": "10m", "HOOKRELAY_OPS_RETRY_MAX": "1m"}[k]
+	})
+	require.ErrorContains(t, err, "HOOKRELAY_OPS_RETRY_MAX (1m0s) is shorter than HOOKRELAY_OPS_RETRY_BASE (10m0s)")
 }
 
 func TestUnknownCommandAndRole(t *testing.T) {
