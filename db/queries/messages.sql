@@ -196,20 +196,27 @@ ORDER BY d.message_id, d.delivery_id;
 -- once for each. Read from these sets rather than walking the window's
 -- messages, which a rare endpoint or state would make read millions of rows
 -- before it fills a page:
---   - the attempts of each endpoint backwards along
---     delivery_attempts_endpoint_message_idx (00250), only when the search
---     names an endpoint or a merchant, and only in the day partitions
---     attempted since the window began (an attempt follows its message);
+--   - the attempts of each endpoint (ep: the one named, or the merchant's)
+--     backwards along delivery_attempts_endpoint_message_idx (00250), in
+--     the day partitions attempted since the window began (an attempt
+--     follows its message);
 --   - the queue (no index on message_id: it is the hot table) read once
 --     and sorted;
---   - the dead letters backwards by dead_letters_message_idx.
+--   - the dead letters: of each endpoint in ep, those it got since the
+--     window began (dead_letters_endpoint_idx), sorted; with no endpoint
+--     nor merchant, backwards along dead_letters_message_idx. (That walk,
+--     for one endpoint, would read every older dead letter of every
+--     endpoint whenever the page is not filled before the window's start.)
 -- MessageSearch keeps the candidates whose deliveries match.
+WITH ep AS MATERIALIZED (
+    SELECT sqlc.narg(endpoint_id)::bigint AS id
+    WHERE sqlc.narg(endpoint_id)::bigint IS NOT NULL
+    UNION ALL
+    SELECT e.id FROM endpoints e
+    WHERE sqlc.narg(endpoint_id)::bigint IS NULL AND e.merchant_id = sqlc.narg(merchant_id)::bigint
+)
 (SELECT a.message_id, a.message_received_at
- FROM (SELECT sqlc.narg(endpoint_id)::bigint AS id
-       WHERE sqlc.narg(endpoint_id)::bigint IS NOT NULL
-       UNION ALL
-       SELECT e.id FROM endpoints e
-       WHERE sqlc.narg(endpoint_id)::bigint IS NULL AND e.merchant_id = sqlc.narg(merchant_id)::bigint) ep
+ FROM ep
  CROSS JOIN LATERAL (
      SELECT a.message_id, a.message_received_at
      FROM delivery_attempts a
@@ -228,20 +235,31 @@ UNION ALL
    AND d.message_received_at >= sqlc.arg(since)::timestamptz
    AND d.message_received_at < sqlc.arg(until)::timestamptz
    AND d.message_id < sqlc.arg(before_id)::bigint
-   AND (sqlc.narg(endpoint_id)::bigint IS NULL OR d.endpoint_id = sqlc.narg(endpoint_id)::bigint)
-   AND (sqlc.narg(merchant_id)::bigint IS NULL OR d.endpoint_id IN (
-       SELECT e.id FROM endpoints e WHERE e.merchant_id = sqlc.narg(merchant_id)::bigint))
+   AND (sqlc.narg(endpoint_id)::bigint IS NULL AND sqlc.narg(merchant_id)::bigint IS NULL
+        OR d.endpoint_id IN (SELECT ep.id FROM ep))
  ORDER BY d.message_id DESC LIMIT sqlc.arg(lim))
+UNION ALL
+(SELECT dl.message_id, dl.message_received_at
+ FROM ep
+ CROSS JOIN LATERAL (
+     SELECT dl.message_id, dl.message_received_at
+     FROM dead_letters dl
+     WHERE dl.endpoint_id = ep.id
+       AND dl.created_at >= sqlc.arg(since)::timestamptz
+       AND dl.message_id < sqlc.arg(before_id)::bigint
+       AND dl.message_received_at >= sqlc.arg(since)::timestamptz
+       AND dl.message_received_at < sqlc.arg(until)::timestamptz
+     ORDER BY dl.message_id DESC LIMIT sqlc.arg(lim)) dl
+ WHERE coalesce(sqlc.narg(state)::text = 'dead', true)
+ ORDER BY dl.message_id DESC LIMIT sqlc.arg(lim))
 UNION ALL
 (SELECT dl.message_id, dl.message_received_at
  FROM dead_letters dl
  WHERE coalesce(sqlc.narg(state)::text = 'dead', true)
+   AND sqlc.narg(endpoint_id)::bigint IS NULL AND sqlc.narg(merchant_id)::bigint IS NULL
    AND dl.message_received_at >= sqlc.arg(since)::timestamptz
    AND dl.message_received_at < sqlc.arg(until)::timestamptz
    AND dl.message_id < sqlc.arg(before_id)::bigint
-   AND (sqlc.narg(endpoint_id)::bigint IS NULL OR dl.endpoint_id = sqlc.narg(endpoint_id)::bigint)
-   AND (sqlc.narg(merchant_id)::bigint IS NULL OR dl.endpoint_id IN (
-       SELECT e.id FROM endpoints e WHERE e.merchant_id = sqlc.narg(merchant_id)::bigint))
  ORDER BY dl.message_id DESC LIMIT sqlc.arg(lim))
 ORDER BY message_id DESC
 LIMIT sqlc.arg(lim);

@@ -11,12 +11,15 @@ import (
 )
 
 const messageCandidatesList = `-- name: MessageCandidatesList :many
+WITH ep AS MATERIALIZED (
+    SELECT $2::bigint AS id
+    WHERE $2::bigint IS NOT NULL
+    UNION ALL
+    SELECT e.id FROM endpoints e
+    WHERE $2::bigint IS NULL AND e.merchant_id = $3::bigint
+)
 (SELECT a.message_id, a.message_received_at
- FROM (SELECT $2::bigint AS id
-       WHERE $2::bigint IS NOT NULL
-       UNION ALL
-       SELECT e.id FROM endpoints e
-       WHERE $2::bigint IS NULL AND e.merchant_id = $3::bigint) ep
+ FROM ep
  CROSS JOIN LATERAL (
      SELECT a.message_id, a.message_received_at
      FROM delivery_attempts a
@@ -35,20 +38,31 @@ UNION ALL
    AND d.message_received_at >= $5::timestamptz
    AND d.message_received_at < $6::timestamptz
    AND d.message_id < $4::bigint
-   AND ($2::bigint IS NULL OR d.endpoint_id = $2::bigint)
-   AND ($3::bigint IS NULL OR d.endpoint_id IN (
-       SELECT e.id FROM endpoints e WHERE e.merchant_id = $3::bigint))
+   AND ($2::bigint IS NULL AND $3::bigint IS NULL
+        OR d.endpoint_id IN (SELECT ep.id FROM ep))
  ORDER BY d.message_id DESC LIMIT $1)
+UNION ALL
+(SELECT dl.message_id, dl.message_received_at
+ FROM ep
+ CROSS JOIN LATERAL (
+     SELECT dl.message_id, dl.message_received_at
+     FROM dead_letters dl
+     WHERE dl.endpoint_id = ep.id
+       AND dl.created_at >= $5::timestamptz
+       AND dl.message_id < $4::bigint
+       AND dl.message_received_at >= $5::timestamptz
+       AND dl.message_received_at < $6::timestamptz
+     ORDER BY dl.message_id DESC LIMIT $1) dl
+ WHERE coalesce($7::text = 'dead', true)
+ ORDER BY dl.message_id DESC LIMIT $1)
 UNION ALL
 (SELECT dl.message_id, dl.message_received_at
  FROM dead_letters dl
  WHERE coalesce($7::text = 'dead', true)
+   AND $2::bigint IS NULL AND $3::bigint IS NULL
    AND dl.message_received_at >= $5::timestamptz
    AND dl.message_received_at < $6::timestamptz
    AND dl.message_id < $4::bigint
-   AND ($2::bigint IS NULL OR dl.endpoint_id = $2::bigint)
-   AND ($3::bigint IS NULL OR dl.endpoint_id IN (
-       SELECT e.id FROM endpoints e WHERE e.merchant_id = $3::bigint))
  ORDER BY dl.message_id DESC LIMIT $1)
 ORDER BY message_id DESC
 LIMIT $1
@@ -78,13 +92,17 @@ type MessageCandidatesListRow struct {
 // once for each. Read from these sets rather than walking the window's
 // messages, which a rare endpoint or state would make read millions of rows
 // before it fills a page:
-//   - the attempts of each endpoint backwards along
-//     delivery_attempts_endpoint_message_idx (00250), only when the search
-//     names an endpoint or a merchant, and only in the day partitions
-//     attempted since the window began (an attempt follows its message);
+//   - the attempts of each endpoint (ep: the one named, or the merchant's)
+//     backwards along delivery_attempts_endpoint_message_idx (00250), in
+//     the day partitions attempted since the window began (an attempt
+//     follows its message);
 //   - the queue (no index on message_id: it is the hot table) read once
 //     and sorted;
-//   - the dead letters backwards by dead_letters_message_idx.
+//   - the dead letters: of each endpoint in ep, those it got since the
+//     window began (dead_letters_endpoint_idx), sorted; with no endpoint
+//     nor merchant, backwards along dead_letters_message_idx. (That walk,
+//     for one endpoint, would read every older dead letter of every
+//     endpoint whenever the page is not filled before the window's start.)
 //
 // MessageSearch keeps the candidates whose deliveries match.
 func (q *Queries) MessageCandidatesList(ctx context.Context, arg MessageCandidatesListParams) ([]MessageCandidatesListRow, error) {
