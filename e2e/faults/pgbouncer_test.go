@@ -157,14 +157,11 @@ func (b *bouncer) stats(ctx context.Context) (xacts, queries int64, err error) {
 	}
 	defer rows.Close()
 	for rows.Next() {
-		vals, err := rows.Values()
-		if err != nil {
-			return 0, 0, err
-		}
+		// The simple protocol answers in text: the raw values are the numbers.
 		names := rows.FieldDescriptions()
 		row := map[string]string{}
-		for i, v := range vals {
-			row[names[i].Name] = fmt.Sprint(v)
+		for i, v := range rows.RawValues() {
+			row[names[i].Name] = string(v)
 		}
 		if row["database"] == b.db {
 			xacts, _ = strconv.ParseInt(row["total_xact_count"], 10, 64)
