@@ -83,6 +83,10 @@ type Config struct {
 	// AllowPrivateTargets lets endpoints on loopback/private/link-local
 	// addresses be reached. Default false.
 	AllowPrivateTargets bool
+	// EgressProxy, when set, carries every delivery (and operational
+	// webhook) through an HTTP proxy's CONNECT tunnels; the SSRF policy
+	// still judges the endpoint's addresses. Default nil: direct.
+	EgressProxy *EgressProxy
 	// UserAgent is sent with every delivery. Default "hookrelay/dev".
 	UserAgent string
 	// AckInterval and AckBatch bound how long a result waits to be

@@ -293,7 +293,29 @@ func loadDispatch(p *envParser, queues int, lease time.Duration, allowPrivate, n
 			dispatch.MaxQuickRetries, 10*time.Millisecond, time.Minute),
 		// LISTEN for the announcements of the APIs in other processes.
 		Listen: notify,
+		// Deliveries go out through this proxy (static egress addresses).
+		EgressProxy: loadEgressProxy(p),
 	}
+}
+
+// loadEgressProxy reads the deliveries' proxy: HOOKRELAY_EGRESS_PROXY (every
+// delivery, no exclusions), else the environment's HTTPS_PROXY or HTTP_PROXY
+// with NO_PROXY's exclusions; nil when none is set.
+func loadEgressProxy(p *envParser) *dispatch.EgressProxy {
+	if raw := p.str("HOOKRELAY_EGRESS_PROXY", ""); raw != "" {
+		u, err := dispatch.ParseEgressProxy(raw)
+		if err != nil {
+			p.fail("HOOKRELAY_EGRESS_PROXY", redactURL(raw), "want an http:// proxy URL such as http://proxy.internal:3128")
+			return nil
+		}
+		return &dispatch.EgressProxy{URL: u}
+	}
+	proxy, err := dispatch.EgressProxyFromEnv(p.getenv)
+	if err != nil {
+		p.errs = append(p.errs, fmt.Errorf("HTTPS_PROXY/HTTP_PROXY: %v (or set HOOKRELAY_EGRESS_PROXY)", err))
+		return nil
+	}
+	return proxy
 }
 
 // loadMaintenance reads the maintenance role's settings: partitions and
