@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -72,7 +73,7 @@ type httpSender struct {
 // simulate DNS changing after an endpoint was registered.
 type Resolver func(ctx context.Context, host string) ([]netip.Addr, error)
 
-func newHTTPSender(allowPrivate bool, proxy *EgressProxy, resolve Resolver, maxConnsPerHost int, now func() time.Time) *httpSender {
+func newHTTPSender(allowPrivate bool, proxy *EgressProxy, roots *x509.CertPool, resolve Resolver, maxConnsPerHost int, now func() time.Time) *httpSender {
 	d := newDialer(allowPrivate, nil)
 	dial := d.DialContext
 	if resolve != nil {
@@ -94,7 +95,7 @@ func newHTTPSender(allowPrivate bool, proxy *EgressProxy, resolve Resolver, maxC
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
-		TLSClientConfig:       &tls.Config{MinVersion: tls.VersionTLS12},
+		TLSClientConfig:       &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: roots},
 	}
 	hc := &http.Client{
 		Transport: tr,
