@@ -263,13 +263,11 @@ func (db *DB) SettingMismatches(ctx context.Context) ([]Setting, error) {
 		{Name: "idle_in_transaction_session_timeout", Want: ms(db.cfg.IdleInTransactionTimeout)},
 		{Name: "lock_timeout", Want: ms(db.cfg.LockTimeout)},
 	}
-	var got [3]string
-	err := db.pool.QueryRow(ctx, `SELECT (SELECT setting FROM pg_settings WHERE name = 'statement_timeout'),
-		(SELECT setting FROM pg_settings WHERE name = 'idle_in_transaction_session_timeout'),
-		(SELECT setting FROM pg_settings WHERE name = 'lock_timeout')`).Scan(&got[0], &got[1], &got[2])
+	row, err := db.q.SessionTimeoutsMs(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read session settings: %w", unavailable(err))
 	}
+	got := []string{row.StatementTimeout, row.IdleInTransactionSessionTimeout, row.LockTimeout}
 	var out []Setting
 	for i, s := range want {
 		if s.Got = got[i]; s.Got != s.Want {
