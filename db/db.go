@@ -34,9 +34,19 @@ const (
 // connection of the application gets. Zero fields get the defaults named
 // (WithDefaults).
 type Config struct {
-	// URL is the PostgreSQL connection string (postgres://...). The database is
-	// created when missing (see EnsureDatabase).
+	// URL is the PostgreSQL connection string (postgres://...) of the pool. The
+	// database is created when missing (see EnsureDatabase).
 	URL string
+	// Pooler names what URL points at: PoolerNone (PostgreSQL itself, or a
+	// pooler in session mode, which is transparent) or PoolerPgBouncer
+	// (PgBouncer in transaction mode). Default PoolerNone.
+	Pooler Pooler
+	// DirectURL reaches PostgreSQL without a pooler in transaction mode; the
+	// work that needs a session of its own uses it: migrations (a session
+	// advisory lock), the dedicated sessions (OpenSession: the maintenance
+	// role's lock, VACUUM, LISTEN). Empty: URL. Required with
+	// PoolerPgBouncer.
+	DirectURL string
 	// MaxConns caps the pool. Default DefaultMaxConns (20).
 	MaxConns int32
 	// MinConns keeps this many connections open. Default 2.
@@ -69,9 +79,41 @@ type Config struct {
 	Keys *keyring.Keyring
 }
 
+// Pooler is what Config.URL points at.
+type Pooler string
+
+const (
+	// PoolerNone: PostgreSQL, or a pooler in session mode.
+	PoolerNone Pooler = "none"
+	// PoolerPgBouncer: PgBouncer (or a pooler like it) in transaction mode,
+	// which hands each transaction to any of its server sessions. The pool
+	// then relies on no session state: it sends no session settings at
+	// connection (PgBouncer refuses them; set them on the role, see
+	// SettingMismatches), keeps no prepared statements unless URL asks for
+	// them with default_query_exec_mode, and the claim's sessions SET
+	// nothing.
+	PoolerPgBouncer Pooler = "pgbouncer"
+)
+
+// ParsePooler parses a Pooler name; the empty string is PoolerNone.
+func ParsePooler(s string) (Pooler, error) {
+	switch Pooler(s) {
+	case "", PoolerNone:
+		return PoolerNone, nil
+	case PoolerPgBouncer:
+		return PoolerPgBouncer, nil
+	}
+	return "", hookrelay.Errorf(hookrelay.EINVALID, "unknown pooler %q (want none or pgbouncer)", s)
+}
+
+// SessionURL returns the URL of the dedicated sessions and migrations:
+// DirectURL, or URL when it is empty.
+func (c Config) SessionURL() string { return cmp.Or(c.DirectURL, c.URL) }
+
 // WithDefaults returns c with every zero field set to its default. Open
 // applies it.
 func (c Config) WithDefaults() Config {
+	c.Pooler = cmp.Or(c.Pooler, PoolerNone)
 	c.MaxConns = cmp.Or(c.MaxConns, DefaultMaxConns)
 	c.MinConns = cmp.Or(c.MinConns, 2)
 	c.AppName = cmp.Or(c.AppName, "hookrelay")
@@ -123,10 +165,23 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	pcfg.HealthCheckPeriod = 15 * time.Second
 	rp := pcfg.ConnConfig.RuntimeParams
 	rp["application_name"] = cfg.AppName
-	rp["statement_timeout"] = ms(cfg.StatementTimeout)
-	rp["idle_in_transaction_session_timeout"] = ms(cfg.IdleInTransactionTimeout)
-	rp["lock_timeout"] = ms(cfg.LockTimeout)
 	rp["timezone"] = "UTC"
+	if cfg.Pooler == PoolerPgBouncer {
+		// PgBouncer passes on only a few startup parameters (application_name
+		// and TimeZone among them) and refuses the others: the timeouts come
+		// from the role's settings (SettingMismatches checks them). And
+		// unless the URL chooses a mode, no named prepared statements (they
+		// would stay on one server session; PgBouncer before 1.21 does not
+		// carry them between sessions): statements are described once per
+		// client connection and then sent unnamed, one round trip each.
+		if !execModeChosen(cfg.URL) {
+			pcfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
+		}
+	} else {
+		rp["statement_timeout"] = ms(cfg.StatementTimeout)
+		rp["idle_in_transaction_session_timeout"] = ms(cfg.IdleInTransactionTimeout)
+		rp["lock_timeout"] = ms(cfg.LockTimeout)
+	}
 	pcfg.AfterConnect = func(_ context.Context, c *pgx.Conn) error {
 		registerInfinityTime(c.TypeMap())
 		return nil
@@ -149,7 +204,7 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	// stay on a server session other clients then get) the claim is planned
 	// at each call, as before.
 	claimSess := claimSession
-	if pcfg.ConnConfig.DefaultQueryExecMode != pgx.QueryExecModeCacheStatement {
+	if pcfg.ConnConfig.DefaultQueryExecMode != pgx.QueryExecModeCacheStatement || cfg.Pooler == PoolerPgBouncer {
 		claimSess = nil
 	}
 	return &DB{pool: pool, q: dbsqlc.New(pool), cfg: cfg,
@@ -177,6 +232,49 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 var claimSession = &sessionSettings{
 	set:   "SET plan_cache_mode = force_generic_plan; SET enable_seqscan = off; SET enable_bitmapscan = off; SET enable_mergejoin = off; SET enable_hashjoin = off; SET jit = off",
 	reset: "RESET plan_cache_mode; RESET enable_seqscan; RESET enable_bitmapscan; RESET enable_mergejoin; RESET enable_hashjoin; RESET jit",
+}
+
+// execModeChosen reports whether url sets pgx's default_query_exec_mode
+// (pgx.ParseConfig consumes it, so the URL is read again).
+func execModeChosen(url string) bool {
+	c, err := pgconn.ParseConfig(url)
+	if err != nil {
+		return false
+	}
+	_, ok := c.RuntimeParams["default_query_exec_mode"]
+	return ok
+}
+
+// Setting is one session setting the pool's sessions should have.
+type Setting struct {
+	Name string // as in SHOW
+	Want string // the value hookrelay asks for, in milliseconds
+	Got  string // what a session of the pool has, in milliseconds
+}
+
+// SettingMismatches returns the timeouts a session of the pool has that
+// differ from the configured ones. Without a pooler they are startup
+// parameters and always match; behind PgBouncer in transaction mode they
+// come from the server (ALTER ROLE … IN DATABASE … SET), which the operator
+// sets: the caller warns about each mismatch.
+func (db *DB) SettingMismatches(ctx context.Context) ([]Setting, error) {
+	want := []Setting{
+		{Name: "statement_timeout", Want: ms(db.cfg.StatementTimeout)},
+		{Name: "idle_in_transaction_session_timeout", Want: ms(db.cfg.IdleInTransactionTimeout)},
+		{Name: "lock_timeout", Want: ms(db.cfg.LockTimeout)},
+	}
+	row, err := db.q.SessionTimeoutsMs(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read session settings: %w", unavailable(err))
+	}
+	got := []string{row.StatementTimeout, row.IdleInTransactionSessionTimeout, row.LockTimeout}
+	var out []Setting
+	for i, s := range want {
+		if s.Got = got[i]; s.Got != s.Want {
+			out = append(out, s)
+		}
+	}
+	return out, nil
 }
 
 func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }

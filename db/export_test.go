@@ -124,3 +124,7 @@ func SessionExec(ctx context.Context, s *Session, sql string) error {
 	_, err := s.conn.Exec(ctx, sql)
 	return err
 }
+
+// ClaimSessionSettings reports whether d's claim home sessions get settings
+// of their own (claimSession).
+func ClaimSessionSettings(d *DB) bool { return d.claimConns.session != nil }

@@ -58,7 +58,9 @@ type Session struct {
 	q    *dbsqlc.Queries
 }
 
-// OpenSession opens a dedicated session on the store's database.
+// OpenSession opens a dedicated session on the store's database, through
+// Config.DirectURL when set: its lock, its settings and its LISTEN stay on
+// one server session, which a pooler in transaction mode would not keep.
 func (db *DB) OpenSession(ctx context.Context, cfg SessionConfig) (*Session, error) {
 	return db.openSession(ctx, cfg, nil)
 }
@@ -66,7 +68,7 @@ func (db *DB) OpenSession(ctx context.Context, cfg SessionConfig) (*Session, err
 // openSession opens a session whose notices go to onNotice (nil: dropped).
 func (db *DB) openSession(ctx context.Context, cfg SessionConfig, onNotice pgconn.NoticeHandler) (*Session, error) {
 	cfg = cfg.WithDefaults()
-	cc, err := pgx.ParseConfig(db.cfg.URL)
+	cc, err := pgx.ParseConfig(db.cfg.SessionURL())
 	if err != nil {
 		return nil, fmt.Errorf("open session: %w", err)
 	}

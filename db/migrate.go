@@ -7,10 +7,12 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
 
+	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/migrations"
 )
 
@@ -20,9 +22,29 @@ const migrationLockID = 7368211000
 
 // Migrate applies every pending migration, holding a session advisory lock so
 // that concurrent start-ups apply each migration once. It then makes sure the
-// day partitions around today exist. It returns the versions applied.
+// day partitions around today exist. It returns the versions applied. With
+// Config.DirectURL set the migrations run on a connection of their own to
+// it: the lock is a session's, which a pooler in transaction mode would
+// take on one server session and release (or not) on another.
 func (db *DB) Migrate(ctx context.Context, logger *slog.Logger) ([]int64, error) {
-	sqlDB := stdlib.OpenDBFromPool(db.pool)
+	var sqlDB *sql.DB
+	if db.cfg.DirectURL != "" {
+		cc, err := pgx.ParseConfig(db.cfg.DirectURL)
+		if err != nil {
+			return nil, hookrelay.WrapError(hookrelay.EINVALID, "invalid direct database URL", err)
+		}
+		cc.RuntimeParams["application_name"] = db.cfg.AppName + "-migrate"
+		cc.RuntimeParams["timezone"] = "UTC"
+		// The pool's timeouts, as when the migrations run on the pool.
+		cc.RuntimeParams["statement_timeout"] = ms(db.cfg.StatementTimeout)
+		cc.RuntimeParams["lock_timeout"] = ms(db.cfg.LockTimeout)
+		cc.RuntimeParams["idle_in_transaction_session_timeout"] = ms(db.cfg.IdleInTransactionTimeout)
+		sqlDB = stdlib.OpenDB(*cc)
+		// The locker holds one connection, the migrations run on another.
+		sqlDB.SetMaxOpenConns(2)
+	} else {
+		sqlDB = stdlib.OpenDBFromPool(db.pool)
+	}
 	defer sqlDB.Close()
 	applied, err := migrate(ctx, sqlDB, logger)
 	if err != nil {

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"cmp"
+	"crypto/x509"
 	"os"
 	"time"
 
@@ -83,6 +84,13 @@ type Config struct {
 	// AllowPrivateTargets lets endpoints on loopback/private/link-local
 	// addresses be reached. Default false.
 	AllowPrivateTargets bool
+	// EgressProxy, when set, carries every delivery (and operational
+	// webhook) through an HTTP proxy's CONNECT tunnels; the SSRF policy
+	// still judges the endpoint's addresses. Default nil: direct.
+	EgressProxy *EgressProxy
+	// RootCAs verifies the endpoints' TLS certificates. Default nil: the
+	// system's roots.
+	RootCAs *x509.CertPool
 	// UserAgent is sent with every delivery. Default "hookrelay/dev".
 	UserAgent string
 	// AckInterval and AckBatch bound how long a result waits to be

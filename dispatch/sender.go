@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -72,13 +73,21 @@ type httpSender struct {
 // simulate DNS changing after an endpoint was registered.
 type Resolver func(ctx context.Context, host string) ([]netip.Addr, error)
 
-func newHTTPSender(allowPrivate bool, resolve Resolver, maxConnsPerHost int, now func() time.Time) *httpSender {
+func newHTTPSender(allowPrivate bool, proxy *EgressProxy, roots *x509.CertPool, resolve Resolver, maxConnsPerHost int, now func() time.Time) *httpSender {
 	d := newDialer(allowPrivate, nil)
 	dial := d.DialContext
 	if resolve != nil {
 		dial = resolvingDial(d, resolve)
 	}
+	if proxy != nil {
+		// The proxy's own address is not judged (it is usually private);
+		// proxyDial judges the endpoint's.
+		dial = proxyDial(proxy, newDialer(true, nil), dial, resolve, allowPrivate)
+	}
 	tr := &http.Transport{
+		// No Proxy: an egress proxy is reached by the dialer (proxyDial),
+		// which judges the endpoint's address before asking for a tunnel.
+		Proxy:                 nil,
 		DialContext:           dial,
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          1024,
@@ -86,7 +95,7 @@ func newHTTPSender(allowPrivate bool, resolve Resolver, maxConnsPerHost int, now
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
-		TLSClientConfig:       &tls.Config{MinVersion: tls.VersionTLS12},
+		TLSClientConfig:       &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: roots},
 	}
 	hc := &http.Client{
 		Transport: tr,

@@ -2,9 +2,11 @@
 # `make test-faults`: the fault suite (module e2e, build tag `faults`). It
 # builds its own hookrelay binary, starts its own private PostgreSQL cluster
 # for the restart scenario and uses the server of scripts/pg-url.sh for the
-# others. Arguments go to go test: scripts/test-faults.sh -run TestKillDuringReplay
+# others. The PgBouncer scenario needs Debian's pgbouncer, installed here
+# when missing. Arguments go to go test: scripts/test-faults.sh -run TestKillDuringReplay
 set -euo pipefail
 cd "$(dirname "$0")/.."
+scripts/pgbouncer-deps.sh
 url=$(scripts/pg-url.sh)
 export HOOKRELAY_TEST_DATABASE_URL="$url"
 cd e2e

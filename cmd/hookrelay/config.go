@@ -121,8 +121,16 @@ func loadConfig(getenv func(string) string) (config, error) {
 // check adds to p what no single variable's parse can see: URL and address
 // shapes, and limits between variables.
 func (c config) check(p *envParser) {
-	if u, err := url.Parse(c.DB.URL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || strings.Trim(u.Path, "/") == "" {
+	if !isDatabaseURL(c.DB.URL) {
 		p.fail("DATABASE_URL", redactURL(c.DB.URL), "want postgres://user@host:port/dbname")
+	}
+	if c.DB.DirectURL != "" && !isDatabaseURL(c.DB.DirectURL) {
+		p.fail("HOOKRELAY_DATABASE_DIRECT_URL", redactURL(c.DB.DirectURL), "want postgres://user@host:port/dbname")
+	}
+	if c.DB.Pooler == db.PoolerPgBouncer && c.DB.DirectURL == "" {
+		p.errs = append(p.errs, fmt.Errorf("HOOKRELAY_DATABASE_DIRECT_URL: required with HOOKRELAY_DB_POOLER=pgbouncer "+
+			"(the migrations' lock, the maintenance role's sessions and LISTEN need a PostgreSQL session of their own; "+
+			"point it at PostgreSQL or at a session-mode pool)"))
 	}
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
 		p.fail("HOOKRELAY_ADDR", c.Addr, "want host:port, such as 127.0.0.1:8080")
@@ -192,8 +200,18 @@ func (c config) requireKeys() error {
 // loadDB reads the database settings: the URL (the database is created
 // when missing), the pool and the session timeouts of every connection.
 func loadDB(p *envParser, lease time.Duration) db.Config {
+	pooler, err := db.ParsePooler(p.str("HOOKRELAY_DB_POOLER", string(db.PoolerNone)))
+	if err != nil {
+		p.fail("HOOKRELAY_DB_POOLER", p.getenv("HOOKRELAY_DB_POOLER"), "want none or pgbouncer")
+	}
 	return db.Config{
 		URL: p.str("DATABASE_URL", defaultDatabaseURL),
+		// What DATABASE_URL points at: PostgreSQL (or a session-mode pool),
+		// or PgBouncer in transaction mode.
+		Pooler: pooler,
+		// PostgreSQL without a transaction-mode pooler, for the work that
+		// needs a session: migrations, the maintenance role, LISTEN.
+		DirectURL: p.str("HOOKRELAY_DATABASE_DIRECT_URL", ""),
 		// Connections in this process's pool.
 		MaxConns:                 int32(p.int("HOOKRELAY_DB_MAX_CONNS", db.DefaultMaxConns, 2, math.MaxInt16)),
 		StatementTimeout:         p.duration("HOOKRELAY_STATEMENT_TIMEOUT", db.DefaultStatementTimeout, 100*time.Millisecond, 24*time.Hour),
@@ -287,7 +305,29 @@ func loadDispatch(p *envParser, queues int, lease time.Duration, allowPrivate, n
 		OpsRetryMax:  p.duration("HOOKRELAY_OPS_RETRY_MAX", dispatch.DefaultOpsRetryMax, 10*time.Millisecond, 7*24*time.Hour),
 		OpsAttempts:  p.int("HOOKRELAY_OPS_ATTEMPTS", dispatch.DefaultOpsAttempts, 1, 1000),
 		OpsCoalesce:  p.duration("HOOKRELAY_OPS_COALESCE", dispatch.DefaultOpsCoalesce, time.Second, 24*time.Hour),
+		// Deliveries go out through this proxy (static egress addresses).
+		EgressProxy: loadEgressProxy(p),
 	}
+}
+
+// loadEgressProxy reads the deliveries' proxy: HOOKRELAY_EGRESS_PROXY (every
+// delivery, no exclusions), else the environment's HTTPS_PROXY or HTTP_PROXY
+// with NO_PROXY's exclusions; nil when none is set.
+func loadEgressProxy(p *envParser) *dispatch.EgressProxy {
+	if raw := p.str("HOOKRELAY_EGRESS_PROXY", ""); raw != "" {
+		u, err := dispatch.ParseEgressProxy(raw)
+		if err != nil {
+			p.fail("HOOKRELAY_EGRESS_PROXY", redactURL(raw), "want an http:// proxy URL such as http://proxy.internal:3128")
+			return nil
+		}
+		return &dispatch.EgressProxy{URL: u}
+	}
+	proxy, err := dispatch.EgressProxyFromEnv(p.getenv)
+	if err != nil {
+		p.errs = append(p.errs, fmt.Errorf("HTTPS_PROXY/HTTP_PROXY: %v (or set HOOKRELAY_EGRESS_PROXY)", err))
+		return nil
+	}
+	return proxy
 }
 
 // loadMaintenance reads the maintenance role's settings: partitions and
@@ -346,6 +386,12 @@ func loadMaintenance(p *envParser, queues int, idleInTx time.Duration) maintenan
 			IdleInTransactionTimeout: idleInTx,
 		},
 	}
+}
+
+// isDatabaseURL reports whether raw has the shape postgres://…/dbname.
+func isDatabaseURL(raw string) bool {
+	u, err := url.Parse(raw)
+	return err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") && strings.Trim(u.Path, "/") != ""
 }
 
 // redactURL hides the password of a URL so it can be shown in errors.

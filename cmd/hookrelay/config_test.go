@@ -65,6 +65,8 @@ func TestConfigDefaultsArePackageDefaults(t *testing.T) {
 		{"HOOKRELAY_S3_REGION", c.S3.Region, s3Def.Region},
 
 		{"HOOKRELAY_DB_MAX_CONNS", c.DB.MaxConns, dbDef.MaxConns},
+		{"HOOKRELAY_DB_POOLER", c.DB.Pooler, dbDef.Pooler},
+		{"HOOKRELAY_DATABASE_DIRECT_URL", c.DB.DirectURL, dbDef.DirectURL},
 		{"HOOKRELAY_STATEMENT_TIMEOUT", c.DB.StatementTimeout, dbDef.StatementTimeout},
 		{"HOOKRELAY_IDLE_IN_TX_TIMEOUT", c.DB.IdleInTransactionTimeout, dbDef.IdleInTransactionTimeout},
 		{"HOOKRELAY_IDLE_IN_TX_TIMEOUT", m.Session.IdleInTransactionTimeout, sessDef.IdleInTransactionTimeout},
@@ -97,6 +99,14 @@ func TestConfigDefaultsArePackageDefaults(t *testing.T) {
 		{"HOOKRELAY_OPS_RETRY_MAX", d.OpsRetryMax, dDef.OpsRetryMax},
 		{"HOOKRELAY_OPS_ATTEMPTS", d.OpsAttempts, dDef.OpsAttempts},
 		{"HOOKRELAY_OPS_COALESCE", d.OpsCoalesce, dDef.OpsCoalesce},
+		// No proxy: none of these is set.
+		{"HOOKRELAY_EGRESS_PROXY", d.EgressProxy, dDef.EgressProxy},
+		{"HTTPS_PROXY", d.EgressProxy, dDef.EgressProxy},
+		{"https_proxy", d.EgressProxy, dDef.EgressProxy},
+		{"HTTP_PROXY", d.EgressProxy, dDef.EgressProxy},
+		{"http_proxy", d.EgressProxy, dDef.EgressProxy},
+		{"NO_PROXY", d.EgressProxy, dDef.EgressProxy},
+		{"no_proxy", d.EgressProxy, dDef.EgressProxy},
 
 		{"HOOKRELAY_RETENTION", m.Retention, mDef.Retention},
 		{"HOOKRELAY_PARTITIONS_AHEAD", m.PartitionsAhead, mDef.PartitionsAhead},
@@ -229,5 +239,74 @@ func TestConfigQuickRetries(t *testing.T) {
 		_, err := load(bad)
 		require.Error(t, err, bad)
 		require.Contains(t, err.Error(), "HOOKRELAY_DISPATCH_QUICK_RETRIES", bad)
+	}
+}
+
+// TestConfigPooler: HOOKRELAY_DB_POOLER takes none or pgbouncer, and
+// pgbouncer needs HOOKRELAY_DATABASE_DIRECT_URL.
+func TestConfigPooler(t *testing.T) {
+	t.Parallel()
+	load := func(env map[string]string) (config, error) {
+		return loadConfig(func(k string) string { return env[k] })
+	}
+	direct := "postgres://hookrelay:secret@db.internal:5432/hookrelay"
+	c, err := load(map[string]string{"HOOKRELAY_DB_POOLER": "pgbouncer", "HOOKRELAY_DATABASE_DIRECT_URL": direct})
+	require.NoError(t, err)
+	require.Equal(t, db.PoolerPgBouncer, c.DB.Pooler)
+	require.Equal(t, direct, c.DB.DirectURL)
+	require.Equal(t, direct, c.DB.SessionURL())
+	c, err = load(nil)
+	require.NoError(t, err)
+	require.Equal(t, c.DB.URL, c.DB.SessionURL(), "no direct URL: sessions use DATABASE_URL")
+
+	_, err = load(map[string]string{"HOOKRELAY_DB_POOLER": "pgbouncer"})
+	require.ErrorContains(t, err, "HOOKRELAY_DATABASE_DIRECT_URL: required")
+	_, err = load(map[string]string{"HOOKRELAY_DB_POOLER": "odyssey"})
+	require.ErrorContains(t, err, "HOOKRELAY_DB_POOLER")
+	_, err = load(map[string]string{"HOOKRELAY_DATABASE_DIRECT_URL": "mysql://db.internal:3306/x?password=hunter2"})
+	require.ErrorContains(t, err, "HOOKRELAY_DATABASE_DIRECT_URL")
+}
+
+// TestConfigEgressProxy: HOOKRELAY_EGRESS_PROXY comes first and excludes no
+// host; without it HTTPS_PROXY, then HTTP_PROXY (either spelling), with
+// NO_PROXY's exclusions; only http:// proxies are taken, and an error never
+// shows the proxy's password.
+func TestConfigEgressProxy(t *testing.T) {
+	t.Parallel()
+	load := func(env map[string]string) (config, error) {
+		return loadConfig(func(k string) string { return env[k] })
+	}
+	c, err := load(map[string]string{"HOOKRELAY_EGRESS_PROXY": "http://u:p@egress.internal:3128",
+		"HTTPS_PROXY": "http://other:8080", "NO_PROXY": "shop.example"})
+	require.NoError(t, err)
+	p := c.Dispatch.EgressProxy
+	require.NotNil(t, p)
+	require.Equal(t, "egress.internal:3128", p.URL.Host)
+	require.Equal(t, "u", p.URL.User.Username())
+	require.Nil(t, p.NoProxy, "HOOKRELAY_EGRESS_PROXY carries every delivery")
+
+	c, err = load(map[string]string{"https_proxy": "http://s.internal:3128", "HTTP_PROXY": "http://h.internal:3128",
+		"no_proxy": "shop.example,.corp.example"})
+	require.NoError(t, err)
+	p = c.Dispatch.EgressProxy
+	require.Equal(t, "s.internal:3128", p.URL.Host)
+	require.True(t, p.NoProxy("shop.example"))
+	require.True(t, p.NoProxy("hooks.corp.example"))
+	require.False(t, p.NoProxy("merchant.example"))
+
+	c, err = load(map[string]string{"HTTP_PROXY": "http://h.internal:3128"})
+	require.NoError(t, err)
+	require.Equal(t, "h.internal:3128", c.Dispatch.EgressProxy.URL.Host)
+	require.False(t, c.Dispatch.EgressProxy.NoProxy("merchant.example"))
+
+	for _, bad := range []map[string]string{
+		{"HOOKRELAY_EGRESS_PROXY": "socks5://u:hunter2@proxy:1080"},
+		{"HOOKRELAY_EGRESS_PROXY": "http://u:hunter2@/"},
+		{"HTTPS_PROXY": "https://u:hunter2@proxy:443"},
+	} {
+		_, err := load(bad)
+		require.Error(t, err, "%v", bad)
+		require.Contains(t, err.Error(), "PROXY", "%v", bad)
+		require.NotContains(t, err.Error(), "hunter2", "%v", bad)
 	}
 }

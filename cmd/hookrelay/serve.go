@@ -284,12 +284,15 @@ func openDatabase(ctx context.Context, cfg config, logger *slog.Logger) (*db.DB,
 	if err := cfg.requireKeys(); err != nil {
 		return nil, err
 	}
-	if err := retryStartup(ctx, logger, "database", func() error { return db.EnsureDatabase(ctx, cfg.DB.URL) }); err != nil {
+	if err := retryStartup(ctx, logger, "database", func() error { return db.EnsureDatabase(ctx, cfg.DB.SessionURL()) }); err != nil {
 		return nil, err
 	}
 	store, err := db.Open(ctx, cfg.DB)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.DB.Pooler == db.PoolerPgBouncer {
+		warnSettings(ctx, store, logger)
 	}
 	if _, err := store.Migrate(ctx, logger); err != nil {
 		store.Close()
@@ -307,6 +310,21 @@ func openDatabase(ctx context.Context, cfg config, logger *slog.Logger) (*db.DB,
 			"carriers", n.CarrierSecrets, "ops_endpoints", n.OpsSecrets)
 	}
 	return store, nil
+}
+
+// warnSettings logs a warning for each timeout the pool's sessions do not
+// have: behind PgBouncer in transaction mode hookrelay cannot set them at
+// connection, and they come from the role (docs/operations.md, "PgBouncer").
+func warnSettings(ctx context.Context, store *db.DB, logger *slog.Logger) {
+	bad, err := store.SettingMismatches(ctx)
+	if err != nil {
+		logger.Warn("could not read the session timeouts through the pooler", "error", err)
+		return
+	}
+	for _, s := range bad {
+		logger.Warn("behind pgbouncer the sessions lack a configured timeout; set it on the role: ALTER ROLE … IN DATABASE … SET "+s.Name+" = '"+s.Want+"ms'",
+			"setting", s.Name, "want_ms", s.Want, "got_ms", s.Got)
+	}
 }
 
 // retryStartup retries fn for up to 30 s, so a process started together with

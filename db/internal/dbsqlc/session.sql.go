@@ -34,3 +34,24 @@ func (q *Queries) SessionSettingsGet(ctx context.Context) (SessionSettingsGetRow
 	)
 	return i, err
 }
+
+const sessionTimeoutsMs = `-- name: SessionTimeoutsMs :one
+SELECT (extract(epoch FROM current_setting('statement_timeout')::interval) * 1000)::bigint::text AS statement_timeout,
+       (extract(epoch FROM current_setting('idle_in_transaction_session_timeout')::interval) * 1000)::bigint::text AS idle_in_transaction_session_timeout,
+       (extract(epoch FROM current_setting('lock_timeout')::interval) * 1000)::bigint::text AS lock_timeout
+`
+
+type SessionTimeoutsMsRow struct {
+	StatementTimeout                string
+	IdleInTransactionSessionTimeout string
+	LockTimeout                     string
+}
+
+// The session's timeouts in milliseconds, to compare with the configured
+// ones (behind PgBouncer in transaction mode they come from the role).
+func (q *Queries) SessionTimeoutsMs(ctx context.Context) (SessionTimeoutsMsRow, error) {
+	row := q.db.QueryRow(ctx, sessionTimeoutsMs)
+	var i SessionTimeoutsMsRow
+	err := row.Scan(&i.StatementTimeout, &i.IdleInTransactionSessionTimeout, &i.LockTimeout)
+	return i, err
+}
