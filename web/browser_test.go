@@ -136,7 +136,7 @@ func saveScreenshot(t *testing.T, name string, png []byte) {
 // sink is a loopback merchant receiver; paths listed in failing answer 500.
 type sink struct {
 	mu      sync.Mutex
-	got     map[string][]string // path → webhook-ids received with 2xx
+	got     map[string][]string      // path → webhook-ids received with 2xx
 	hdrs    map[string][]http.Header // path → their headers, in the same order
 	failing atomic.Bool
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -236,4 +237,61 @@ func TestPortalEndpointHeadersAuth(t *testing.T) {
 	got, err = f.store.EndpointGet(ctx, ep.ID)
 	require.NoError(t, err)
 	require.Nil(t, got.Auth)
+}
+
+// TestSessionsListMarksPortalSessions: the operator's sessions page and
+// GET /v1/sessions tell portal sessions (opened by a magic link) from
+// sessions opened with a key, and read-only ones from the others.
+func TestSessionsListMarksPortalSessions(t *testing.T) {
+	t.Parallel()
+	f := startWebFixture(t, fixtureOpts{})
+	m, key := dbtest.Merchant(t, f.store, nil)
+	newUIClient(t, f.URL).openPortal(portalLink(t, f.URL, m.ID, false))
+	newUIClient(t, f.URL).openPortal(portalLink(t, f.URL, m.ID, true))
+	newUIClient(t, f.URL).login(key)
+	op := newUIClient(t, f.URL)
+	op.login(testAdminToken)
+
+	rows, err := f.store.DashboardSessionList(context.Background(), time.Now(), 0, 10)
+	require.NoError(t, err)
+	require.Len(t, rows, 4)
+	byKind := map[string]db.DashboardSessionView{}
+	for _, r := range rows {
+		switch {
+		case r.Kind == "admin":
+			byKind["admin"] = r
+		case r.Portal && r.ReadOnly:
+			byKind["portal-ro"] = r
+		case r.Portal:
+			byKind["portal"] = r
+		default:
+			byKind["key"] = r
+		}
+	}
+	require.Len(t, byKind, 4, "%+v", rows)
+
+	resp, page := op.do("GET", "/ui/sessions", nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	has := func(id int64, badge string) bool {
+		return strings.Contains(page, fmt.Sprintf(`id="%s-%d"`, badge, id))
+	}
+	require.True(t, has(byKind["portal"].ID, "portal"))
+	require.False(t, has(byKind["portal"].ID, "read-only"))
+	require.True(t, has(byKind["portal-ro"].ID, "portal"))
+	require.True(t, has(byKind["portal-ro"].ID, "read-only"))
+	require.False(t, has(byKind["key"].ID, "portal"))
+	require.False(t, has(byKind["key"].ID, "read-only"))
+	require.False(t, has(byKind["admin"].ID, "portal"))
+
+	status, out := apiCallBase(t, f.URL, "GET", "/v1/sessions", testAdminToken, nil)
+	require.Equal(t, http.StatusOK, status, "%v", out)
+	got := map[string][2]bool{}
+	for _, it := range out["items"].([]any) {
+		s := it.(map[string]any)
+		got[s["id"].(string)] = [2]bool{s["portal"].(bool), s["read_only"].(bool)}
+	}
+	require.Equal(t, map[string][2]bool{
+		itoa(byKind["admin"].ID): {false, false}, itoa(byKind["key"].ID): {false, false},
+		itoa(byKind["portal"].ID): {true, false}, itoa(byKind["portal-ro"].ID): {true, true},
+	}, got)
 }
