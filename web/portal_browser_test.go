@@ -113,6 +113,7 @@ func TestPortalBrowser(t *testing.T) {
 		chromedp.Click(chromedp.CSS("#endpoint-save")), chromedp.WaitVisible(chromedp.CSS("#headers-error")))
 	require.Contains(t, text(t, b, "#headers-error"), `headers: "X Api Key" holds a character not allowed in a header name`)
 	require.Equal(t, "X Api Key", value(t, b, chromedp.Evaluate[string](`document.getElementById("header-name-0").value`)))
+	screenshot(t, b, "portal-form-headers")
 	// Then a good header and basic credentials.
 	browse(t, b, chromedp.Clear(chromedp.CSS("#header-name-0")), chromedp.SendKeys(chromedp.CSS("#header-name-0"), "X-Api-Key"),
 		chromedp.SetValue(chromedp.CSS("#auth_type"), "basic"),
