@@ -119,6 +119,11 @@ type DashboardSessionView struct {
 	ExpiresAt  time.Time
 	UserAgent  string
 	ClientAddr string
+	// Portal reports whether a portal link opened the session (a merchant
+	// sent in by the platform, no key typed); ReadOnly whether it may only
+	// look.
+	Portal   bool
+	ReadOnly bool
 }
 
 // DashboardSessionList returns up to limit live sessions at now, newest
@@ -131,7 +136,7 @@ func (db *DB) DashboardSessionList(ctx context.Context, now time.Time, beforeID 
 	out := make([]DashboardSessionView, len(rows))
 	for i, r := range rows {
 		out[i] = DashboardSessionView{ID: r.ID, Kind: r.Kind, CreatedAt: r.CreatedAt, LastSeenAt: r.LastSeenAt,
-			ExpiresAt: r.ExpiresAt, UserAgent: r.UserAgent, ClientAddr: r.ClientAddr}
+			ExpiresAt: r.ExpiresAt, UserAgent: r.UserAgent, ClientAddr: r.ClientAddr, Portal: r.Portal, ReadOnly: r.ReadOnly}
 		if r.MerchantID != nil {
 			out[i].MerchantID = *r.MerchantID
 		}

@@ -56,6 +56,12 @@ type Endpoint struct {
 	// Filter is the content filter callbacks must pass ("" = every
 	// callback), in the language of package filter.
 	Filter string
+	// Signature is the signature scheme: hookrelay.SignatureHMAC or
+	// hookrelay.SignatureEd25519.
+	Signature string
+	// PublicKey is the "whpk_" public key of the newest ed25519 key, ""
+	// for hmac.
+	PublicKey string
 }
 
 // EndpointFields are the settable fields of an endpoint.
@@ -73,6 +79,7 @@ type EndpointFields struct {
 	Headers         map[string]string
 	Auth            *EndpointAuth
 	Filter          string
+	Signature       string // default hmac; a change needs a new secret (EndpointUpdate)
 }
 
 func (f EndpointFields) withDefaults() EndpointFields {
@@ -87,6 +94,9 @@ func (f EndpointFields) withDefaults() EndpointFields {
 	}
 	if f.Ordering == "" {
 		f.Ordering = OrderingKey
+	}
+	if f.Signature == "" {
+		f.Signature = hookrelay.SignatureHMAC
 	}
 	if f.CarrierIDs == nil {
 		f.CarrierIDs = []int64{}
@@ -126,6 +136,7 @@ func (db *DB) endpointFrom(r dbsqlc.Endpoint) (Endpoint, error) {
 		RateLimitPerSec: int(r.RateLimitPerSec), PayloadMode: r.PayloadMode,
 		RetrySchedule: sched, Timeout: time.Duration(r.TimeoutMs) * time.Millisecond,
 		Ordering: r.Ordering, Headers: headers, Auth: auth, Filter: r.Filter,
+		Signature: r.Signature, PublicKey: r.PublicKey,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 	}, nil
 }
@@ -149,7 +160,8 @@ func (db *DB) sealFields(f EndpointFields) (sealedFields, error) {
 }
 
 // EndpointCreate inserts an enabled endpoint of merchantID together with its
-// first signing secret.
+// first signing secret (a "whsec_" secret for hmac, a "whsk_" private key
+// for ed25519).
 func (db *DB) EndpointCreate(ctx context.Context, merchantID int64, f EndpointFields, secret string) (Endpoint, error) {
 	f = f.withDefaults()
 	sf, err := db.sealFields(f)
@@ -169,6 +181,7 @@ func (db *DB) EndpointCreate(ctx context.Context, merchantID int64, f EndpointFi
 			RetryScheduleMs: msList(f.RetrySchedule), TimeoutMs: int32(f.Timeout.Milliseconds()),
 			Ordering: f.Ordering,
 			Headers:  sf.headers, Auth: sf.auth, Filter: f.Filter,
+			Signature: f.Signature, PublicKey: hookrelay.PublicKeyOf(secret),
 		})
 		if err != nil {
 			return unavailable(err)
@@ -238,23 +251,47 @@ func (db *DB) EndpointRoutes(ctx context.Context) ([]EndpointRoute, error) {
 }
 
 // EndpointUpdate replaces the settable fields of endpoint id (callers merge a
-// partial update into the current fields first).
-func (db *DB) EndpointUpdate(ctx context.Context, id int64, f EndpointFields) (Endpoint, error) {
+// partial update into the current fields first). A newSecret other than ""
+// (the caller's, for a change of signature scheme) is rotated in as by
+// EndpointSecretRotate, in the same transaction.
+func (db *DB) EndpointUpdate(ctx context.Context, id int64, f EndpointFields, newSecret string) (Endpoint, error) {
 	f = f.withDefaults()
 	sf, err := db.sealFields(f)
 	if err != nil {
 		return Endpoint{}, fmt.Errorf("update endpoint: %w", err)
 	}
-	r, err := db.q.EndpointUpdate(ctx, dbsqlc.EndpointUpdateParams{
+	p := dbsqlc.EndpointUpdateParams{
 		ID: id, URL: f.URL, Description: f.Description, CarrierIDs: f.CarrierIDs, EventTypes: f.EventTypes,
 		MaxInFlight: int32(f.MaxInFlight), RateLimitPerSec: int32(f.RateLimitPerSec), PayloadMode: f.PayloadMode,
 		RetryScheduleMs: msList(f.RetrySchedule), TimeoutMs: int32(f.Timeout.Milliseconds()),
-		Ordering: f.Ordering, Headers: sf.headers, Auth: sf.auth, Filter: f.Filter,
+		Ordering: f.Ordering, Headers: sf.headers, Auth: sf.auth, Filter: f.Filter, Signature: f.Signature,
+	}
+	var sealed string
+	if newSecret != "" {
+		pk := hookrelay.PublicKeyOf(newSecret)
+		p.PublicKey = &pk
+		if sealed, err = db.seal(purposeSecret, newSecret); err != nil {
+			return Endpoint{}, fmt.Errorf("update endpoint: %w", err)
+		}
+	}
+	var ep Endpoint
+	err = db.inTx(ctx, func(q *dbsqlc.Queries, _ pgx.Tx) error {
+		r, err := q.EndpointUpdate(ctx, p)
+		if err != nil {
+			return notFound(unavailableUnlessNoRows(err), "endpoint")
+		}
+		if sealed != "" {
+			if err := rotateIn(ctx, q, id, sealed); err != nil {
+				return err
+			}
+		}
+		ep, err = db.endpointFrom(r)
+		return err
 	})
 	if err != nil {
-		return Endpoint{}, notFound(unavailableUnlessNoRows(err), "endpoint")
+		return Endpoint{}, fmt.Errorf("update endpoint: %w", err)
 	}
-	return db.endpointFrom(r)
+	return ep, nil
 }
 
 // EndpointFieldsOf returns the settable fields of ep.
@@ -263,7 +300,7 @@ func EndpointFieldsOf(ep Endpoint) EndpointFields {
 		URL: ep.URL, Description: ep.Description, CarrierIDs: ep.CarrierIDs, EventTypes: ep.EventTypes,
 		MaxInFlight: ep.MaxInFlight, RateLimitPerSec: ep.RateLimitPerSec, PayloadMode: ep.PayloadMode,
 		RetrySchedule: ep.RetrySchedule, Timeout: ep.Timeout, Ordering: ep.Ordering,
-		Headers: ep.Headers, Auth: ep.Auth, Filter: ep.Filter,
+		Headers: ep.Headers, Auth: ep.Auth, Filter: ep.Filter, Signature: ep.Signature,
 	}
 }
 
@@ -347,14 +384,20 @@ func (db *DB) EndpointDelete(ctx context.Context, id int64) (int64, error) {
 
 // EndpointSecret is a signing secret of an endpoint.
 type EndpointSecret struct {
-	ID        int64
-	Secret    string
+	ID int64
+	// Secret is a "whsec_" HMAC secret or a "whsk_" ed25519 private key;
+	// a private key is never shown (show PublicKey).
+	Secret string
+	// PublicKey is the "whpk_" public key of a private key, "" for an HMAC
+	// secret.
+	PublicKey string
 	CreatedAt time.Time
 	ExpiresAt *time.Time // nil: no expiry
 }
 
-// EndpointSecretRotate adds secret as the newest secret of endpoint id; every
-// older secret expires SecretOverlap from now (or sooner if set so).
+// EndpointSecretRotate adds secret (of the endpoint's scheme) as the newest
+// secret of endpoint id; every older secret expires SecretOverlap from now
+// (or sooner if set so).
 func (db *DB) EndpointSecretRotate(ctx context.Context, id int64, secret string) error {
 	sealed, err := db.seal(purposeSecret, secret)
 	if err != nil {
@@ -364,12 +407,21 @@ func (db *DB) EndpointSecretRotate(ctx context.Context, id int64, secret string)
 		if _, err := q.EndpointGet(ctx, id); err != nil {
 			return notFound(unavailableUnlessNoRows(err), "endpoint")
 		}
-		if err := q.EndpointSecretExpire(ctx, dbsqlc.EndpointSecretExpireParams{EndpointID: id, Overlap: SecretOverlap}); err != nil {
+		if err := q.EndpointSetPublicKey(ctx, dbsqlc.EndpointSetPublicKeyParams{ID: id, PublicKey: hookrelay.PublicKeyOf(secret)}); err != nil {
 			return unavailable(err)
 		}
-		_, err := q.EndpointSecretInsert(ctx, dbsqlc.EndpointSecretInsertParams{EndpointID: id, Secret: sealed})
-		return unavailable(err)
+		return rotateIn(ctx, q, id, sealed)
 	})
+}
+
+// rotateIn expires the secrets of endpoint id after the overlap and adds
+// sealed as the newest.
+func rotateIn(ctx context.Context, q *dbsqlc.Queries, id int64, sealed string) error {
+	if err := q.EndpointSecretExpire(ctx, dbsqlc.EndpointSecretExpireParams{EndpointID: id, Overlap: SecretOverlap}); err != nil {
+		return unavailable(err)
+	}
+	_, err := q.EndpointSecretInsert(ctx, dbsqlc.EndpointSecretInsertParams{EndpointID: id, Secret: sealed})
+	return unavailable(err)
 }
 
 // EndpointSecretsActive returns the unexpired secrets of endpoint id, newest first.
@@ -384,7 +436,7 @@ func (db *DB) EndpointSecretsActive(ctx context.Context, id int64) ([]EndpointSe
 		if err != nil {
 			return nil, fmt.Errorf("endpoint secret %d: %w", r.ID, err)
 		}
-		out[i] = EndpointSecret{ID: r.ID, Secret: plain, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt}
+		out[i] = EndpointSecret{ID: r.ID, Secret: plain, PublicKey: hookrelay.PublicKeyOf(plain), CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt}
 	}
 	return out, nil
 }

@@ -64,7 +64,7 @@ func TestEndpointLifecycle(t *testing.T) {
 
 	f := db.EndpointFieldsOf(ep)
 	f.Description = "changed"
-	up, err := store.EndpointUpdate(ctx, ep.ID, f)
+	up, err := store.EndpointUpdate(ctx, ep.ID, f, "")
 	require.NoError(t, err)
 	require.Equal(t, "changed", up.Description)
 
@@ -90,4 +90,42 @@ func TestEndpointLifecycle(t *testing.T) {
 	require.Empty(t, routes)
 	_, err = store.EndpointDelete(ctx, ep.ID)
 	require.Equal(t, hookrelay.ENOTFOUND, hookrelay.ErrorCode(err))
+}
+
+// TestEndpointSignatureSwitch: an update that changes the scheme with a new
+// key rotates it in in the same transaction (the old secret keeps signing
+// for the overlap) and records its public key; rotating back to hmac clears
+// the public key.
+func TestEndpointSignatureSwitch(t *testing.T) {
+	t.Parallel()
+	store := dbtest.New(t)
+	ctx := context.Background()
+	ep, secret := dbtest.Endpoint(t, store, nil)
+	require.Equal(t, hookrelay.SignatureHMAC, ep.Signature)
+	require.Empty(t, ep.PublicKey)
+
+	key := hookrelay.NewSigningKey()
+	f := db.EndpointFieldsOf(ep)
+	f.Signature = hookrelay.SignatureEd25519
+	up, err := store.EndpointUpdate(ctx, ep.ID, f, key)
+	require.NoError(t, err)
+	require.Equal(t, hookrelay.SignatureEd25519, up.Signature)
+	require.Equal(t, hookrelay.PublicKeyOf(key), up.PublicKey)
+	secrets, err := store.EndpointSecretsActive(ctx, ep.ID)
+	require.NoError(t, err)
+	require.Len(t, secrets, 2)
+	require.Equal(t, up.PublicKey, secrets[0].PublicKey)
+	require.Equal(t, secret, secrets[1].Secret)
+	require.NotNil(t, secrets[1].ExpiresAt, "the HMAC secret signs for the overlap only")
+
+	// An update without a new key keeps the public key.
+	f.Description = "again"
+	up, err = store.EndpointUpdate(ctx, ep.ID, f, "")
+	require.NoError(t, err)
+	require.Equal(t, hookrelay.PublicKeyOf(key), up.PublicKey)
+
+	require.NoError(t, store.EndpointSecretRotate(ctx, ep.ID, "whsec_back"))
+	got, err := store.EndpointGet(ctx, ep.ID)
+	require.NoError(t, err)
+	require.Empty(t, got.PublicKey)
 }

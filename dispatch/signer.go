@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"crypto/ed25519"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -23,22 +24,33 @@ func secretKey(secret string) []byte {
 	return []byte(s)
 }
 
-// Sign returns the webhook-signature header value for a message: one
-// "v1,<base64 HMAC-SHA256(key, id.timestamp.body)>" per secret, separated by
-// spaces.
+// Sign returns the webhook-signature header value for a message, one entry
+// per secret, separated by spaces: "v1,<base64 HMAC-SHA256(key,
+// id.timestamp.body)>" for a "whsec_" secret, "v1a,<base64 ed25519
+// signature of id.timestamp.body>" for a "whsk_" private key.
 func Sign(secrets []string, msgID string, timestamp int64, body []byte) string {
 	var b strings.Builder
 	ts := strconv.FormatInt(timestamp, 10)
+	var content []byte // id.timestamp.body, built for the first ed25519 key
 	for i, secret := range secrets {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		if key, ok := hookrelay.SigningKeyOf(secret); ok {
+			if content == nil {
+				content = make([]byte, 0, len(msgID)+len(ts)+2+len(body))
+				content = append(append(append(append(append(content, msgID...), '.'), ts...), '.'), body...)
+			}
+			b.WriteString("v1a,")
+			b.WriteString(base64.StdEncoding.EncodeToString(ed25519.Sign(key, content)))
+			continue
+		}
 		mac := hmac.New(sha256.New, secretKey(secret))
 		mac.Write([]byte(msgID))
 		mac.Write([]byte{'.'})
 		mac.Write([]byte(ts))
 		mac.Write([]byte{'.'})
 		mac.Write(body)
-		if i > 0 {
-			b.WriteByte(' ')
-		}
 		b.WriteString("v1,")
 		b.WriteString(base64.StdEncoding.EncodeToString(mac.Sum(nil)))
 	}

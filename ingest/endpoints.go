@@ -12,8 +12,9 @@ import (
 	"github.com/hookrelay/hookrelay/ops"
 )
 
-// EndpointJSON is an endpoint as the API shows it. Secret appears only in
-// the answers to creation and rotation.
+// EndpointJSON is an endpoint as the API shows it. Secret (an HMAC secret)
+// appears only in the answers to creation and to a PATCH switching the
+// endpoint to hmac; an ed25519 private key never appears, its PublicKey does.
 type EndpointJSON struct {
 	ID              ID        `json:"id"`
 	MerchantID      ID        `json:"merchant_id"`
@@ -38,6 +39,10 @@ type EndpointJSON struct {
 	Headers map[string]string `json:"headers"`
 	Auth    *AuthJSON         `json:"auth"`
 	Filter  string            `json:"filter"`
+	// Signature is the scheme: "hmac" (v1) or "ed25519" (v1a).
+	Signature string `json:"signature"`
+	// PublicKey is the "whpk_" key that verifies v1a signatures (ed25519).
+	PublicKey string `json:"public_key,omitempty"`
 }
 
 func endpointJSON(ep db.Endpoint) EndpointJSON {
@@ -48,6 +53,7 @@ func endpointJSON(ep db.Endpoint) EndpointJSON {
 		PayloadMode: ep.PayloadMode, RetrySchedule: make([]string, len(ep.RetrySchedule)),
 		Timeout: ep.Timeout.String(), Ordering: ep.Ordering, CreatedAt: ep.CreatedAt, UpdatedAt: ep.UpdatedAt,
 		Headers: headersJSON(ep.Headers), Auth: authJSON(ep.Auth), Filter: ep.Filter,
+		Signature: ep.Signature, PublicKey: ep.PublicKey,
 	}
 	for i, id := range ep.CarrierIDs {
 		out.Carriers[i] = ID(id)
@@ -82,6 +88,8 @@ type endpointRequest struct {
 	// Auth: an object replaces the credentials, null removes them.
 	Auth   *authRequest `json:"auth"`
 	Filter *string      `json:"filter"` // "" removes the filter
+	// Signature: "hmac" or "ed25519"; a change rotates in a new key.
+	Signature *string `json:"signature"`
 }
 
 // input turns the request into the operations layer's EndpointInput (which
@@ -123,6 +131,7 @@ func (req endpointRequest) input(body map[string]json.RawMessage) (ops.EndpointI
 		}
 	}
 	in.Filter = req.Filter
+	in.Signature = req.Signature
 	return in, nil
 }
 
@@ -238,7 +247,9 @@ func (s *Server) patchEndpoint(c echo.Context) error {
 		return err
 	}
 	_, _ = s.cache.refresh(ctx)
-	return c.JSON(http.StatusOK, endpointJSON(up))
+	out := endpointJSON(up.Endpoint)
+	out.Secret = up.Secret
+	return c.JSON(http.StatusOK, out)
 }
 
 func (s *Server) deleteEndpoint(c echo.Context) error {
@@ -298,9 +309,13 @@ func (s *Server) rotateSecret(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, map[string]any{
-		"id": ID(id), "secret": rot.Secret, "previous_secrets_expire_at": rot.PreviousExpireAt,
-	})
+	out := map[string]any{"id": ID(id), "previous_secrets_expire_at": rot.PreviousExpireAt}
+	if rot.PublicKey != "" {
+		out["public_key"] = rot.PublicKey
+	} else {
+		out["secret"] = rot.Secret
+	}
+	return c.JSON(http.StatusOK, out)
 }
 
 func (s *Server) testEndpoint(c echo.Context) error {

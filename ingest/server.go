@@ -113,7 +113,7 @@ type Operations interface {
 	DisableEndpoint(ctx context.Context, a ops.Actor, id int64, reason string) (db.Endpoint, error)
 	DeleteEndpoint(ctx context.Context, a ops.Actor, id int64) (int64, error)
 	CreateEndpoint(ctx context.Context, a ops.Actor, merchantID int64, in ops.EndpointInput, check ops.URLCheck) (ops.NewEndpoint, error)
-	UpdateEndpoint(ctx context.Context, a ops.Actor, id int64, in ops.EndpointInput, check ops.URLCheck) (db.Endpoint, error)
+	UpdateEndpoint(ctx context.Context, a ops.Actor, id int64, in ops.EndpointInput, check ops.URLCheck) (ops.NewEndpoint, error)
 	SendTest(ctx context.Context, a ops.Actor, id int64) (hookrelay.PingResult, error)
 	RotateMerchantKey(ctx context.Context, id int64) (ops.KeyRotation, error)
 	CreatePortalLink(ctx context.Context, merchantID int64, ttl time.Duration, readOnly bool) (ops.PortalLink, error)

@@ -38,6 +38,9 @@ type SessionJSON struct {
 	LastSeenAt time.Time     `json:"last_seen_at"`
 	ExpiresAt  time.Time     `json:"expires_at"`
 	Client     SessionClient `json:"client"`
+	// Portal: opened by a portal link; ReadOnly: may look, not change.
+	Portal   bool `json:"portal"`
+	ReadOnly bool `json:"read_only"`
 }
 
 // SessionClient is where a session logged in from.
@@ -48,7 +51,8 @@ type SessionClient struct {
 
 func sessionJSON(v db.DashboardSessionView) SessionJSON {
 	out := SessionJSON{ID: ID(v.ID), Kind: v.Kind, CreatedAt: v.CreatedAt, LastSeenAt: v.LastSeenAt,
-		ExpiresAt: v.ExpiresAt, Client: SessionClient{Address: v.ClientAddr, UserAgent: v.UserAgent}}
+		ExpiresAt: v.ExpiresAt, Client: SessionClient{Address: v.ClientAddr, UserAgent: v.UserAgent},
+		Portal: v.Portal, ReadOnly: v.ReadOnly}
 	if v.MerchantID != 0 {
 		m := ID(v.MerchantID)
 		out.MerchantID = &m

@@ -76,25 +76,32 @@ func (s *Service) RetryDelivery(ctx context.Context, a Actor, id int64) error {
 	}
 }
 
-// Rotation is a new endpoint secret.
+// Rotation is a new endpoint secret or key pair.
 type Rotation struct {
+	// Secret is the new HMAC secret ("" for an ed25519 key pair, whose
+	// private key is never shown).
 	Secret string
+	// PublicKey is the new ed25519 key pair's "whpk_" public key ("" for
+	// hmac).
+	PublicKey string
 	// PreviousExpireAt is when the secrets it replaces stop signing.
 	PreviousExpireAt time.Time
 }
 
-// RotateSecret gives endpoint id a new Standard Webhooks secret; the
-// previous ones keep signing beside it for db.SecretOverlap.
+// RotateSecret gives endpoint id a new Standard Webhooks secret, or key
+// pair for an ed25519 endpoint; the previous ones keep signing beside it for
+// db.SecretOverlap.
 func (s *Service) RotateSecret(ctx context.Context, a Actor, id int64) (Rotation, error) {
 	ep, err := s.Endpoint(ctx, a, id)
 	if err != nil {
 		return Rotation{}, err
 	}
-	secret := hookrelay.NewSecret()
+	secret := hookrelay.NewSigningSecret(ep.Signature)
 	if err := s.db.EndpointSecretRotate(ctx, ep.ID, secret); err != nil {
 		return Rotation{}, err
 	}
-	return Rotation{Secret: secret, PreviousExpireAt: s.now().Add(db.SecretOverlap).UTC().Truncate(time.Second)}, nil
+	return Rotation{Secret: shownSecret(secret), PublicKey: hookrelay.PublicKeyOf(secret),
+		PreviousExpireAt: s.now().Add(db.SecretOverlap).UTC().Truncate(time.Second)}, nil
 }
 
 // EnableEndpoint enables endpoint id: its health is reset and its held

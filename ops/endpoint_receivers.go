@@ -19,6 +19,7 @@ const (
 	fieldAuth          = "auth"
 	fieldFilter        = "filter"
 	fieldOrdering      = "ordering"
+	fieldSignature     = "signature"
 )
 
 // HeaderMask stands for a custom header's value in every answer and page:
@@ -55,7 +56,7 @@ var refusedHeaders = map[string]string{
 }
 
 // applyReceiver merges the receiver-facing fields of in (headers, auth,
-// filter) into f, validating them.
+// signature scheme, filter) into f, validating them.
 func applyReceiver(in EndpointInput, f *db.EndpointFields) error {
 	if in.Headers != nil {
 		if err := applyHeaders(in.Headers, f); err != nil {
@@ -70,6 +71,14 @@ func applyReceiver(in EndpointInput, f *db.EndpointFields) error {
 			return asField(fieldAuth, err)
 		}
 		f.Auth = a
+	}
+	if in.Signature != nil {
+		switch *in.Signature {
+		case hookrelay.SignatureHMAC, hookrelay.SignatureEd25519:
+			f.Signature = *in.Signature
+		default:
+			return fieldErrorf(fieldSignature, `signature must be "hmac" (v1, a shared secret) or "ed25519" (v1a, a public key)`)
+		}
 	}
 	if in.Filter != nil {
 		if err := CheckFilter(*in.Filter); err != nil {

@@ -69,6 +69,9 @@ type EndpointInput struct {
 	RemoveAuth bool
 	// Filter is the content filter; "" removes it.
 	Filter *string
+	// Signature is the signature scheme, hookrelay.SignatureHMAC or
+	// hookrelay.SignatureEd25519; a change rotates in a new key.
+	Signature *string
 }
 
 // FieldError is a refused field of an EndpointInput: Field is its API name
@@ -240,16 +243,27 @@ func (s *Service) resolveCarriers(ctx context.Context, refs []string) ([]int64, 
 	return ids, nil
 }
 
-// NewEndpoint is an endpoint created, with its first secret (shown once).
+// NewEndpoint is an endpoint saved, with the new HMAC secret it got (shown
+// once): on creation, and on an update that switched it to hmac. Secret is
+// "" otherwise: an ed25519 key is never shown (Endpoint.PublicKey is).
 type NewEndpoint struct {
 	Endpoint db.Endpoint
 	Secret   string
 }
 
+// shownSecret is secret as an answer may show it: an HMAC secret, never a
+// private key.
+func shownSecret(secret string) string {
+	if hookrelay.PublicKeyOf(secret) != "" {
+		return ""
+	}
+	return secret
+}
+
 // CreateEndpoint validates in and creates an enabled endpoint of merchant
-// merchantID with a fresh signing secret. A merchant creates only its own
-// (another merchant named is EFORBIDDEN); the operator names an existing
-// merchant. The URL is required.
+// merchantID with a fresh signing secret or key pair. A merchant creates
+// only its own (another merchant named is EFORBIDDEN); the operator names an
+// existing merchant. The URL is required.
 func (s *Service) CreateEndpoint(ctx context.Context, a Actor, merchantID int64, in EndpointInput, check URLCheck) (NewEndpoint, error) {
 	if a.MerchantID != 0 && merchantID != a.MerchantID {
 		return NewEndpoint{}, hookrelay.Errorf(hookrelay.EFORBIDDEN, "merchant_id names another merchant")
@@ -265,28 +279,38 @@ func (s *Service) CreateEndpoint(ctx context.Context, a Actor, merchantID int64,
 	if in.URL == nil {
 		return NewEndpoint{}, fieldErrorf(fieldURL, "url is required")
 	}
-	var f db.EndpointFields
+	f := db.EndpointFields{Signature: hookrelay.SignatureHMAC}
 	if err := s.ApplyEndpoint(ctx, in, &f, check); err != nil {
 		return NewEndpoint{}, err
 	}
-	secret := hookrelay.NewSecret()
+	secret := hookrelay.NewSigningSecret(f.Signature)
 	ep, err := s.db.EndpointCreate(ctx, merchantID, f, secret)
 	if err != nil {
 		return NewEndpoint{}, fmt.Errorf("create endpoint: %w", err)
 	}
-	return NewEndpoint{Endpoint: ep, Secret: secret}, nil
+	return NewEndpoint{Endpoint: ep, Secret: shownSecret(secret)}, nil
 }
 
 // UpdateEndpoint validates in and applies it to endpoint id, if a may act
-// on it; absent fields stay as they are.
-func (s *Service) UpdateEndpoint(ctx context.Context, a Actor, id int64, in EndpointInput, check URLCheck) (db.Endpoint, error) {
+// on it; absent fields stay as they are. A change of signature scheme
+// rotates in a new secret or key pair of the new scheme: the old one keeps
+// signing beside it for db.SecretOverlap.
+func (s *Service) UpdateEndpoint(ctx context.Context, a Actor, id int64, in EndpointInput, check URLCheck) (NewEndpoint, error) {
 	ep, err := s.Endpoint(ctx, a, id)
 	if err != nil {
-		return db.Endpoint{}, err
+		return NewEndpoint{}, err
 	}
 	f := db.EndpointFieldsOf(ep)
 	if err := s.ApplyEndpoint(ctx, in, &f, check); err != nil {
-		return db.Endpoint{}, err
+		return NewEndpoint{}, err
 	}
-	return s.db.EndpointUpdate(ctx, ep.ID, f)
+	var secret string
+	if f.Signature != ep.Signature {
+		secret = hookrelay.NewSigningSecret(f.Signature)
+	}
+	up, err := s.db.EndpointUpdate(ctx, ep.ID, f, secret)
+	if err != nil {
+		return NewEndpoint{}, err
+	}
+	return NewEndpoint{Endpoint: up, Secret: shownSecret(secret)}, nil
 }

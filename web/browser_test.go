@@ -136,7 +136,8 @@ func saveScreenshot(t *testing.T, name string, png []byte) {
 // sink is a loopback merchant receiver; paths listed in failing answer 500.
 type sink struct {
 	mu      sync.Mutex
-	got     map[string][]string // path → webhook-ids received with 2xx
+	got     map[string][]string      // path → webhook-ids received with 2xx
+	hdrs    map[string][]http.Header // path → their headers, in the same order
 	failing atomic.Bool
 }
 
@@ -147,8 +148,19 @@ func (s *sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	s.got[r.URL.Path] = append(s.got[r.URL.Path], r.Header.Get("webhook-id"))
+	if s.hdrs == nil {
+		s.hdrs = map[string][]http.Header{}
+	}
+	s.hdrs[r.URL.Path] = append(s.hdrs[r.URL.Path], r.Header.Clone())
 	s.mu.Unlock()
 	w.WriteHeader(http.StatusOK)
+}
+
+// headers returns the headers of the requests path received, in order.
+func (s *sink) headers(path string) []http.Header {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]http.Header(nil), s.hdrs[path]...)
 }
 
 func (s *sink) received(path string) []string {

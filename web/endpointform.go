@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/ops"
 )
@@ -29,6 +30,8 @@ const (
 	inputSelect   inputKind = "select"   // one of Options
 	inputChecks   inputKind = "checks"   // any of Options, plus free text when Other
 	inputList     inputKind = "list"     // values separated by commas or spaces
+	inputHeaders  inputKind = "headers"  // name/value rows (endpointform_receiver.go)
+	inputAuth     inputKind = "auth"     // none, basic or bearer with write-only secrets
 )
 
 // formChoices are the pick lists the form offers.
@@ -55,6 +58,15 @@ type formField struct {
 	Value func(ep db.Endpoint, ch formChoices) []string
 	// Set puts the posted values into the input.
 	Set func(in *ops.EndpointInput, vals []string)
+
+	// A composite field (headers, auth) reads several inputs instead: Params
+	// names them, Current gives the endpoint's values by input name, and
+	// Apply puts the posted ones into the input, given the endpoint edited
+	// (nil when new: write-only values left empty keep its own); it may
+	// refuse them with an *ops.FieldError.
+	Params  []string
+	Current func(ep db.Endpoint) map[string][]string
+	Apply   func(in *ops.EndpointInput, vals map[string][]string, ep *db.Endpoint) error
 }
 
 func one(v string) []string { return []string{v} }
@@ -150,6 +162,15 @@ var endpointForm = []formField{
 			f := strings.TrimSpace(first(v))
 			in.Filter = &f
 		}},
+	headersField,
+	authField,
+	{Name: "signature", Label: "Signature", Kind: inputSelect,
+		Hint: "hmac: receivers verify with a shared secret (v1); ed25519: with a public key (v1a), so they hold nothing that could forge a delivery. A change makes a new key; the old one keeps signing for 24 hours.",
+		Options: func(formChoices) []formOption {
+			return []formOption{{hookrelay.SignatureHMAC, "hmac (v1, shared secret)"}, {hookrelay.SignatureEd25519, "ed25519 (v1a, public key)"}}
+		},
+		Value: func(ep db.Endpoint, _ formChoices) []string { return one(ep.Signature) },
+		Set:   func(in *ops.EndpointInput, v []string) { in.Signature = optional(v) }},
 	{Name: "retry_schedule", Label: "Retry schedule", Kind: inputList,
 		Hint: "Delays between attempts, such as 5s, 5m, 30m; empty for the default (5s 5m 30m 2h 5h 10h 10h).",
 		Value: func(ep db.Endpoint, _ formChoices) []string {
@@ -190,13 +211,30 @@ func intPtr(vals []string) *int {
 	return &n
 }
 
-// formInput reads the posted form into an EndpointInput.
-func formInput(c echo.Context) ops.EndpointInput {
+// formInput reads the posted form into an EndpointInput for ep (nil: a new
+// endpoint).
+func formInput(c echo.Context, ep *db.Endpoint) (ops.EndpointInput, error) {
 	var in ops.EndpointInput
 	for _, f := range endpointForm {
+		if f.Apply != nil {
+			if err := f.Apply(&in, postedParams(c, f), ep); err != nil {
+				return in, err
+			}
+			continue
+		}
 		f.Set(&in, postedValues(c, f))
 	}
-	return in
+	return in, nil
+}
+
+// postedParams are a composite field's posted inputs by name.
+func postedParams(c echo.Context, f formField) map[string][]string {
+	params, _ := c.FormParams()
+	out := make(map[string][]string, len(f.Params))
+	for _, p := range f.Params {
+		out[p] = params[p]
+	}
+	return out
 }
 
 // postedValues are field f's values as posted.
@@ -226,6 +264,9 @@ type fieldView struct {
 	OtherValue string // the values not offered (checks with Other)
 	Error      string
 	Focus      bool // the first field in error takes the focus
+	// Composite fields: the header rows, the credentials.
+	Headers headersView
+	Auth    authView
 }
 
 type optionView struct {
@@ -239,8 +280,9 @@ type formView struct {
 	Error  string // an error of no one field
 }
 
-// buildForm lays out the form with vals (by field name) and errs.
-func buildForm(ch formChoices, vals map[string][]string, errs fieldErrors) formView {
+// buildForm lays out the form of ep (nil: a new endpoint) with vals (by
+// field or input name) and errs.
+func buildForm(ch formChoices, vals map[string][]string, errs fieldErrors, ep *db.Endpoint) formView {
 	var fv formView
 	fv.Error = errs[""]
 	focused := false
@@ -251,6 +293,10 @@ func buildForm(ch formChoices, vals map[string][]string, errs fieldErrors) formV
 		}
 		cur := vals[f.Name]
 		switch f.Kind {
+		case inputHeaders:
+			v.Headers = buildHeaders(vals)
+		case inputAuth:
+			v.Auth = buildAuth(vals, ep)
 		case inputChecks, inputSelect:
 			offered := map[string]bool{}
 			for _, o := range f.Options(ch) {
@@ -278,6 +324,12 @@ func buildForm(ch formChoices, vals map[string][]string, errs fieldErrors) formV
 func endpointValues(ep db.Endpoint, ch formChoices) map[string][]string {
 	out := map[string][]string{}
 	for _, f := range endpointForm {
+		if f.Current != nil {
+			for k, v := range f.Current(ep) {
+				out[k] = v
+			}
+			continue
+		}
 		out[f.Name] = f.Value(ep, ch)
 	}
 	return out
@@ -287,6 +339,12 @@ func endpointValues(ep db.Endpoint, ch formChoices) map[string][]string {
 func postedForm(c echo.Context) map[string][]string {
 	out := map[string][]string{}
 	for _, f := range endpointForm {
+		if f.Params != nil {
+			for k, v := range postedParams(c, f) {
+				out[k] = v
+			}
+			continue
+		}
 		out[f.Name] = postedValues(c, f)
 	}
 	return out

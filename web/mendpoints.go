@@ -36,7 +36,7 @@ func (d *Dashboard) renderEndpointForm(c echo.Context, status int, ep *db.Endpoi
 			vals = endpointValues(*ep, ch)
 		}
 	}
-	data := endpointFormData{E: ep, Form: buildForm(ch, vals, errs), Action: "/ui/m/endpoints"}
+	data := endpointFormData{E: ep, Form: buildForm(ch, vals, errs, ep), Action: "/ui/m/endpoints"}
 	title := "New endpoint"
 	if ep != nil {
 		data.Action = fmt.Sprintf("/ui/m/endpoints/%d", ep.ID)
@@ -61,7 +61,11 @@ func (d *Dashboard) endpointNewForm(c echo.Context) error {
 
 func (d *Dashboard) endpointCreate(c echo.Context) error {
 	a := d.actor(c)
-	created, err := d.cfg.Ops.CreateEndpoint(c.Request().Context(), a, a.MerchantID, formInput(c), d.cfg.CheckURL)
+	in, err := formInput(c, nil)
+	if err != nil {
+		return d.formFailed(c, nil, err)
+	}
+	created, err := d.cfg.Ops.CreateEndpoint(c.Request().Context(), a, a.MerchantID, in, d.cfg.CheckURL)
 	if err != nil {
 		return d.formFailed(c, nil, err)
 	}
@@ -81,7 +85,11 @@ func (d *Dashboard) endpointUpdate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := d.cfg.Ops.UpdateEndpoint(c.Request().Context(), d.actor(c), ep.ID, formInput(c), d.cfg.CheckURL); err != nil {
+	in, err := formInput(c, &ep)
+	if err != nil {
+		return d.formFailed(c, &ep, err)
+	}
+	if _, err := d.cfg.Ops.UpdateEndpoint(c.Request().Context(), d.actor(c), ep.ID, in, d.cfg.CheckURL); err != nil {
 		return d.formFailed(c, &ep, err)
 	}
 	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/ui/m/endpoints/%d?done=saved", ep.ID))

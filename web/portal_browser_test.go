@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"net"
 	"net/http"
@@ -104,7 +105,20 @@ func TestPortalBrowser(t *testing.T) {
 	})
 	require.Equal(t, "Warehouse ERP", value(t, b, chromedp.Evaluate[string](`document.getElementById("description").value`)), "the form keeps what was typed")
 	screenshot(t, b, "portal-form-error")
+	// A custom header whose name is not an HTTP token: refused next to
+	// the headers, what was typed kept.
 	browse(t, b, chromedp.Clear(chromedp.CSS("#url")), chromedp.SendKeys(chromedp.CSS("#url"), hs.URL+"/portal"),
+		chromedp.SendKeys(chromedp.CSS("#header-name-0"), "X Api Key"),
+		chromedp.SendKeys(chromedp.CSS("#header-value-0"), "k-browser-7f3a"),
+		chromedp.Click(chromedp.CSS("#endpoint-save")), chromedp.WaitVisible(chromedp.CSS("#headers-error")))
+	require.Contains(t, text(t, b, "#headers-error"), `headers: "X Api Key" holds a character not allowed in a header name`)
+	require.Equal(t, "X Api Key", value(t, b, chromedp.Evaluate[string](`document.getElementById("header-name-0").value`)))
+	screenshot(t, b, "portal-form-headers")
+	// Then a good header and basic credentials.
+	browse(t, b, chromedp.Clear(chromedp.CSS("#header-name-0")), chromedp.SendKeys(chromedp.CSS("#header-name-0"), "X-Api-Key"),
+		chromedp.SetValue(chromedp.CSS("#auth_type"), "basic"),
+		chromedp.SendKeys(chromedp.CSS("#auth_username"), "erp-user"),
+		chromedp.SendKeys(chromedp.CSS("#auth_password"), "erp-pass-5d1c"),
 		chromedp.SendKeys(chromedp.CSS("#retry_schedule"), "1s"),
 		chromedp.Click(chromedp.CSS("#endpoint-save")), chromedp.WaitVisible(chromedp.CSS("#send-test")))
 	require.Contains(t, text(t, b, "#flash"), "Endpoint created.")
@@ -118,6 +132,10 @@ func TestPortalBrowser(t *testing.T) {
 	// Send a test and see the answer; rotate the secret.
 	browse(t, b, chromedp.Click(chromedp.CSS("#send-test")), chromedp.WaitVisible(chromedp.CSS("#ping-result")))
 	require.Contains(t, text(t, b, "#ping-result"), "HTTP 200")
+	got := snk.headers("/portal")
+	require.Len(t, got, 1, "the test ping")
+	require.Equal(t, "k-browser-7f3a", got[0].Get("X-Api-Key"), "the header set in the form reaches the receiver")
+	require.Equal(t, "Basic "+base64.StdEncoding.EncodeToString([]byte("erp-user:erp-pass-5d1c")), got[0].Get("Authorization"))
 	browse(t, b, chromedp.Click(chromedp.CSS("#rotate")), chromedp.WaitVisible(chromedp.CSS("#rotated")))
 	secrets, err := f.store.EndpointSecretsActive(context.Background(), ep.ID)
 	require.NoError(t, err)

@@ -282,7 +282,9 @@ func portalTargets(epID, deliveryID, replayID string) (gets []string, posts map[
 	gets = []string{e, e + "/edit", e + "/delete", e + "/deliveries", e + "/replay",
 		"/ui/m/deliveries/" + deliveryID, "/ui/m/replays/" + replayID}
 	posts = map[string]url.Values{
-		e:                     {"url": {"http://127.0.0.1:9/taken"}},
+		e: {"url": {"http://127.0.0.1:9/taken"}, "header_name": {"X-Taken"}, "header_value": {"v"},
+			"header_keep": {"X-Api-Key"}, "header_remove": {"X-Api-Key"}, "auth_type": {"basic"}, "auth_username": {"u"},
+			"signature": {"ed25519"}},
 		e + "/enable":         {},
 		e + "/disable":        {},
 		e + "/reveal":         {},

@@ -69,7 +69,7 @@ type Operations interface {
 	EnableEndpoint(ctx context.Context, a ops.Actor, id int64) (db.Endpoint, error)
 	DisableEndpoint(ctx context.Context, a ops.Actor, id int64, reason string) (db.Endpoint, error)
 	CreateEndpoint(ctx context.Context, a ops.Actor, merchantID int64, in ops.EndpointInput, check ops.URLCheck) (ops.NewEndpoint, error)
-	UpdateEndpoint(ctx context.Context, a ops.Actor, id int64, in ops.EndpointInput, check ops.URLCheck) (db.Endpoint, error)
+	UpdateEndpoint(ctx context.Context, a ops.Actor, id int64, in ops.EndpointInput, check ops.URLCheck) (ops.NewEndpoint, error)
 	DeleteEndpoint(ctx context.Context, a ops.Actor, id int64) (int64, error)
 	CanSendTest() bool
 	SendTest(ctx context.Context, a ops.Actor, id int64) (hookrelay.PingResult, error)

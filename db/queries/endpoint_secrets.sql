@@ -25,3 +25,7 @@ FROM (SELECT unnest(sqlc.arg(ids)::bigint[]) AS id,
              unnest(sqlc.arg(old_secrets)::text[]) AS old_secret,
              unnest(sqlc.arg(new_secrets)::text[]) AS new_secret) u
 WHERE s.id = u.id AND s.secret = u.old_secret;
+
+-- name: EndpointSetPublicKey :exec
+-- The public key of the endpoint's newest key ('' for an HMAC secret).
+UPDATE endpoints SET public_key = @public_key, updated_at = now() WHERE id = @id;

@@ -1,10 +1,10 @@
 -- name: EndpointInsert :one
 INSERT INTO endpoints (merchant_id, url, description, carrier_ids, event_types, max_in_flight,
                        rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, ordering,
-                       headers, auth, filter)
+                       headers, auth, filter, signature, public_key)
 VALUES (@merchant_id, @url, @description, @carrier_ids, @event_types, @max_in_flight,
         @rate_limit_per_sec, @payload_mode, @retry_schedule_ms, @timeout_ms, @ordering,
-        @headers, @auth, @filter)
+        @headers, @auth, @filter, @signature, @public_key)
 RETURNING *;
 
 -- name: EndpointGet :one
@@ -68,6 +68,9 @@ UPDATE endpoints SET
     headers            = @headers,
     auth               = @auth,
     filter             = @filter,
+    signature          = @signature,
+    -- A new key (a change of scheme) brings its public key; none keeps it.
+    public_key         = coalesce(sqlc.narg(public_key), public_key),
     updated_at         = now()
 WHERE id = @id AND status <> 'deleted'
 RETURNING *;

@@ -104,7 +104,7 @@ func (q *Queries) DashboardSessionInsert(ctx context.Context, arg DashboardSessi
 }
 
 const dashboardSessionList = `-- name: DashboardSessionList :many
-SELECT id, kind, merchant_id, created_at, last_seen_at, expires_at, user_agent, client_addr
+SELECT id, kind, merchant_id, created_at, last_seen_at, expires_at, user_agent, client_addr, portal, read_only
 FROM dashboard_sessions
 WHERE revoked_at IS NULL AND expires_at > $1
   AND ($2::bigint = 0 OR id < $2::bigint)
@@ -127,6 +127,8 @@ type DashboardSessionListRow struct {
 	ExpiresAt  time.Time
 	UserAgent  string
 	ClientAddr string
+	Portal     bool
+	ReadOnly   bool
 }
 
 // The live sessions, newest first, below before_id (0: from the newest).
@@ -148,6 +150,8 @@ func (q *Queries) DashboardSessionList(ctx context.Context, arg DashboardSession
 			&i.ExpiresAt,
 			&i.UserAgent,
 			&i.ClientAddr,
+			&i.Portal,
+			&i.ReadOnly,
 		); err != nil {
 			return nil, err
 		}

@@ -142,3 +142,18 @@ func (q *Queries) EndpointSecretResealMany(ctx context.Context, arg EndpointSecr
 	}
 	return result.RowsAffected(), nil
 }
+
+const endpointSetPublicKey = `-- name: EndpointSetPublicKey :exec
+UPDATE endpoints SET public_key = $1, updated_at = now() WHERE id = $2
+`
+
+type EndpointSetPublicKeyParams struct {
+	PublicKey string
+	ID        int64
+}
+
+// The public key of the endpoint's newest key (” for an HMAC secret).
+func (q *Queries) EndpointSetPublicKey(ctx context.Context, arg EndpointSetPublicKeyParams) error {
+	_, err := q.db.Exec(ctx, endpointSetPublicKey, arg.PublicKey, arg.ID)
+	return err
+}

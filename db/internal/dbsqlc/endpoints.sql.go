@@ -40,7 +40,7 @@ func (q *Queries) EndpointCountByStatus(ctx context.Context) ([]EndpointCountByS
 }
 
 const endpointGet = `-- name: EndpointGet :one
-SELECT id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter FROM endpoints WHERE id = $1 AND status <> 'deleted'
+SELECT id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter, signature, public_key FROM endpoints WHERE id = $1 AND status <> 'deleted'
 `
 
 func (q *Queries) EndpointGet(ctx context.Context, id int64) (Endpoint, error) {
@@ -66,6 +66,8 @@ func (q *Queries) EndpointGet(ctx context.Context, id int64) (Endpoint, error) {
 		&i.Headers,
 		&i.Auth,
 		&i.Filter,
+		&i.Signature,
+		&i.PublicKey,
 	)
 	return i, err
 }
@@ -73,11 +75,11 @@ func (q *Queries) EndpointGet(ctx context.Context, id int64) (Endpoint, error) {
 const endpointInsert = `-- name: EndpointInsert :one
 INSERT INTO endpoints (merchant_id, url, description, carrier_ids, event_types, max_in_flight,
                        rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, ordering,
-                       headers, auth, filter)
+                       headers, auth, filter, signature, public_key)
 VALUES ($1, $2, $3, $4, $5, $6,
         $7, $8, $9, $10, $11,
-        $12, $13, $14)
-RETURNING id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter
+        $12, $13, $14, $15, $16)
+RETURNING id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter, signature, public_key
 `
 
 type EndpointInsertParams struct {
@@ -95,6 +97,8 @@ type EndpointInsertParams struct {
 	Headers         []byte
 	Auth            string
 	Filter          string
+	Signature       string
+	PublicKey       string
 }
 
 func (q *Queries) EndpointInsert(ctx context.Context, arg EndpointInsertParams) (Endpoint, error) {
@@ -113,6 +117,8 @@ func (q *Queries) EndpointInsert(ctx context.Context, arg EndpointInsertParams) 
 		arg.Headers,
 		arg.Auth,
 		arg.Filter,
+		arg.Signature,
+		arg.PublicKey,
 	)
 	var i Endpoint
 	err := row.Scan(
@@ -135,12 +141,14 @@ func (q *Queries) EndpointInsert(ctx context.Context, arg EndpointInsertParams) 
 		&i.Headers,
 		&i.Auth,
 		&i.Filter,
+		&i.Signature,
+		&i.PublicKey,
 	)
 	return i, err
 }
 
 const endpointList = `-- name: EndpointList :many
-SELECT id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter FROM endpoints
+SELECT id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter, signature, public_key FROM endpoints
 WHERE status <> 'deleted'
   AND ($1::bigint = 0 OR merchant_id = $1::bigint)
   AND id > $2
@@ -182,6 +190,8 @@ func (q *Queries) EndpointList(ctx context.Context, arg EndpointListParams) ([]E
 			&i.Headers,
 			&i.Auth,
 			&i.Filter,
+			&i.Signature,
+			&i.PublicKey,
 		); err != nil {
 			return nil, err
 		}
@@ -462,7 +472,7 @@ func (q *Queries) EndpointResealMany(ctx context.Context, arg EndpointResealMany
 const endpointSetStatus = `-- name: EndpointSetStatus :one
 UPDATE endpoints SET status = $1, disabled_reason = $2, updated_at = now()
 WHERE id = $3 AND status <> 'deleted'
-RETURNING id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter
+RETURNING id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter, signature, public_key
 `
 
 type EndpointSetStatusParams struct {
@@ -494,6 +504,8 @@ func (q *Queries) EndpointSetStatus(ctx context.Context, arg EndpointSetStatusPa
 		&i.Headers,
 		&i.Auth,
 		&i.Filter,
+		&i.Signature,
+		&i.PublicKey,
 	)
 	return i, err
 }
@@ -526,9 +538,12 @@ UPDATE endpoints SET
     headers            = $11,
     auth               = $12,
     filter             = $13,
+    signature          = $14,
+    -- A new key (a change of scheme) brings its public key; none keeps it.
+    public_key         = coalesce($15, public_key),
     updated_at         = now()
-WHERE id = $14 AND status <> 'deleted'
-RETURNING id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter
+WHERE id = $16 AND status <> 'deleted'
+RETURNING id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter, signature, public_key
 `
 
 type EndpointUpdateParams struct {
@@ -545,6 +560,8 @@ type EndpointUpdateParams struct {
 	Headers         []byte
 	Auth            string
 	Filter          string
+	Signature       string
+	PublicKey       *string
 	ID              int64
 }
 
@@ -563,6 +580,8 @@ func (q *Queries) EndpointUpdate(ctx context.Context, arg EndpointUpdateParams) 
 		arg.Headers,
 		arg.Auth,
 		arg.Filter,
+		arg.Signature,
+		arg.PublicKey,
 		arg.ID,
 	)
 	var i Endpoint
@@ -586,6 +605,8 @@ func (q *Queries) EndpointUpdate(ctx context.Context, arg EndpointUpdateParams) 
 		&i.Headers,
 		&i.Auth,
 		&i.Filter,
+		&i.Signature,
+		&i.PublicKey,
 	)
 	return i, err
 }

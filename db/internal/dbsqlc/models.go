@@ -120,6 +120,8 @@ type Endpoint struct {
 	Headers         []byte
 	Auth            string
 	Filter          string
+	Signature       string
+	PublicKey       string
 }
 
 type EndpointHealth struct {
