@@ -85,6 +85,7 @@ type EndpointStatus struct {
 	DisabledReason      string
 	PayloadMode         string
 	Ordering            string // key | none
+	Signature           string // hmac | ed25519
 	CreatedAt           time.Time
 	ConsecutiveFailures int
 	CircuitState        string // closed | open | half_open
@@ -107,7 +108,7 @@ func (db *DB) DashboardEndpoints(ctx context.Context, merchantID, afterID int64,
 		out[i] = EndpointStatus{
 			ID: r.ID, MerchantID: r.MerchantID, URL: r.URL, Description: r.Description, Status: r.Status,
 			DisabledReason: r.DisabledReason, PayloadMode: r.PayloadMode, Ordering: r.Ordering,
-			CreatedAt: r.CreatedAt, ConsecutiveFailures: int(r.ConsecutiveFailures), CircuitState: r.CircuitState,
+			Signature: r.Signature, CreatedAt: r.CreatedAt, ConsecutiveFailures: int(r.ConsecutiveFailures), CircuitState: r.CircuitState,
 			CircuitOpenUntil: r.CircuitOpenUntil, FailingSince: r.FailingSince,
 			LastSuccessAt: r.LastSuccessAt, LastFailureAt: r.LastFailureAt, LastError: r.LastError,
 		}

@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"strings"
@@ -8,18 +9,24 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/db/dbtest"
 )
 
 // TestWebShowsOrdering: the merchant's endpoint page says which ordering an
-// endpoint has, and the operator's endpoint list marks those with "none".
+// endpoint has, and the operator's endpoint list marks those with "none"
+// and those that sign with ed25519.
 func TestWebShowsOrdering(t *testing.T) {
 	t.Parallel()
 	f := startWebFixture(t, fixtureOpts{})
 	m, key := dbtest.Merchant(t, f.store, nil)
 	keyed, _ := dbtest.Endpoint(t, f.store, &dbtest.EndpointOpts{MerchantID: m.ID, URL: "http://127.0.0.1:9/keyed"})
 	loose, _ := dbtest.Endpoint(t, f.store, &dbtest.EndpointOpts{MerchantID: m.ID, URL: "http://127.0.0.1:9/loose", Ordering: db.OrderingNone})
+	fields := db.EndpointFieldsOf(keyed)
+	fields.Signature = hookrelay.SignatureEd25519
+	_, err := f.store.EndpointUpdate(context.Background(), keyed.ID, fields, hookrelay.NewSigningKey())
+	require.NoError(t, err)
 
 	c := newUIClient(t, f.URL)
 	c.login(key)
@@ -36,4 +43,5 @@ func TestWebShowsOrdering(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Contains(t, page, `data-ordering="none"`)
 	require.Equal(t, 1, strings.Count(page, `data-ordering="none"`), "only the endpoint with ordering none is marked")
+	require.Equal(t, 1, strings.Count(page, `data-signature="ed25519"`), "only the endpoint that signs with ed25519 is marked")
 }

@@ -359,7 +359,7 @@ func (q *Queries) EndpointListUnsealed(ctx context.Context, arg EndpointListUnse
 
 const endpointListWithHealth = `-- name: EndpointListWithHealth :many
 SELECT e.id, e.merchant_id, e.url, e.description, e.status, e.disabled_reason,
-       e.payload_mode, e.ordering, e.created_at,
+       e.payload_mode, e.ordering, e.signature, e.created_at,
        COALESCE(h.consecutive_failures, 0)::integer AS consecutive_failures,
        COALESCE(h.circuit_state, 'closed')::text AS circuit_state,
        h.circuit_open_until, h.failing_since, h.last_success_at, h.last_failure_at,
@@ -387,6 +387,7 @@ type EndpointListWithHealthRow struct {
 	DisabledReason      string
 	PayloadMode         string
 	Ordering            string
+	Signature           string
 	CreatedAt           time.Time
 	ConsecutiveFailures int32
 	CircuitState        string
@@ -416,6 +417,7 @@ func (q *Queries) EndpointListWithHealth(ctx context.Context, arg EndpointListWi
 			&i.DisabledReason,
 			&i.PayloadMode,
 			&i.Ordering,
+			&i.Signature,
 			&i.CreatedAt,
 			&i.ConsecutiveFailures,
 			&i.CircuitState,
