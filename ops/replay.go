@@ -147,7 +147,8 @@ func (s *Service) CancelReplay(ctx context.Context, a Actor, id int64) (db.Repla
 // defaults.
 type ReplayConfig struct {
 	// Batch is how many rows of a replay's window one transaction reads and
-	// queues again. Default DefaultReplayBatch.
+	// queues again, at most: fewer while transactions run long (adaptBatch).
+	// Default DefaultReplayBatch.
 	Batch int
 	// Interval is how often the runner looks for work when it has none.
 	// Default DefaultReplayInterval.
@@ -191,12 +192,39 @@ type ReplayRunner struct {
 	// replay chain may take long to drain (a disabled endpoint), and each
 	// try reads a batch of the window.
 	stalled map[int64]time.Time
+	// batch is the rows the next batch takes: cfg.Batch, less while the
+	// transactions run long (adaptBatch).
+	batch int
 }
+
+// replayTxTarget is how long a batch's transaction should take: half of
+// what it may (a second). minReplayBatch is the fewest rows a batch takes.
+const (
+	replayTxTarget = 250 * time.Millisecond
+	minReplayBatch = 50
+)
 
 // NewReplayRunner returns a runner of the replays stored in store.
 func NewReplayRunner(logger *slog.Logger, cfg ReplayConfig, store *db.DB) *ReplayRunner {
-	return &ReplayRunner{cfg: cfg.withDefaults(), db: store, logger: logger,
-		queued: map[int64][]int64{}, stalled: map[int64]time.Time{}}
+	cfg = cfg.withDefaults()
+	return &ReplayRunner{cfg: cfg, db: store, logger: logger,
+		queued: map[int64][]int64{}, stalled: map[int64]time.Time{}, batch: cfg.Batch}
+}
+
+// adaptBatch sizes the next batch from how long the last one's transaction
+// took: halved (down to minReplayBatch) when it ran past replayTxTarget,
+// doubled back (up to cfg.Batch) when it took under a quarter of it. The
+// transaction queues its rows and commits, so its time grows with its rows;
+// on a starved machine (CPU or disk shared with other work) a full batch can
+// run past the second a replay's transaction may hold, and smaller ones
+// keep it short.
+func (r *ReplayRunner) adaptBatch(tx time.Duration) {
+	switch {
+	case tx > replayTxTarget:
+		r.batch = max(r.batch/2, min(minReplayBatch, r.cfg.Batch))
+	case tx < replayTxTarget/4:
+		r.batch = min(r.batch*2, r.cfg.Batch)
+	}
 }
 
 // Run advances the running replays until ctx ends, and returns nil then.
@@ -247,7 +275,7 @@ func (r *ReplayRunner) Step(ctx context.Context) (bool, error) {
 			}
 		}
 		start := time.Now()
-		b, ok, err := r.db.ReplayStep(ctx, rp.ID, r.cfg.Batch)
+		b, ok, err := r.db.ReplayStep(ctx, rp.ID, r.batch)
 		took := time.Since(start)
 		if err != nil {
 			return true, err
@@ -255,6 +283,7 @@ func (r *ReplayRunner) Step(ctx context.Context) (bool, error) {
 		if !ok {
 			continue
 		}
+		r.adaptBatch(b.Tx)
 		if r.cfg.OnBatch != nil {
 			r.cfg.OnBatch(b, took)
 		}
