@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db"
@@ -70,11 +72,15 @@ type insertFunc func(ctx context.Context, msgs []db.NewMessage) ([]db.StoredMess
 type batchResult struct {
 	stored db.StoredMessage
 	err    error
+	// commit is the span of the group commit that answered (tracing on).
+	commit trace.SpanContext
 }
 
 type pendingMsg struct {
 	msg  db.NewMessage
 	done chan batchResult // buffered 1; receives exactly one result
+	// span is the submitting request's span (tracing on).
+	span trace.SpanContext
 }
 
 // batcher groups concurrently submitted messages into transactions.
@@ -84,6 +90,7 @@ type batcher struct {
 	in      chan *pendingMsg
 	metrics *metrics
 	quota   *carrierQuota
+	tracer  trace.Tracer // nil: no spans
 
 	mu      sync.RWMutex // guards closed; Submit holds it for reading while sending
 	closed  bool
@@ -113,6 +120,9 @@ func (b *batcher) Submit(ctx context.Context, msg db.NewMessage) (db.StoredMessa
 	}
 	defer b.quota.done(msg.CarrierID)
 	p := &pendingMsg{msg: msg, done: make(chan batchResult, 1)}
+	if b.tracer != nil {
+		p.span = trace.SpanContextFromContext(ctx)
+	}
 	b.mu.RLock()
 	if b.closed {
 		b.mu.RUnlock()
@@ -128,6 +138,11 @@ func (b *batcher) Submit(ctx context.Context, msg db.NewMessage) (db.StoredMessa
 	// Once queued the message will be committed or failed; wait for which,
 	// so a client that is still there learns the truth.
 	r := <-p.done
+	if r.commit.IsValid() {
+		// The request's span names the commit that stored it (the commit
+		// was started with a link to the request's).
+		trace.SpanFromContext(ctx).AddLink(trace.Link{SpanContext: r.commit})
+	}
 	return r.stored, r.err
 }
 
@@ -227,6 +242,11 @@ func (b *batcher) flush(batch []*pendingMsg) {
 // message at fault, which alone gets the error: a batch never fails for a
 // reason that belongs to one request. Only a refused statement costs more.
 func (b *batcher) commit(ctx context.Context, batch []*pendingMsg) {
+	var span trace.Span // nil unless tracing
+	if b.tracer != nil {
+		ctx, span = b.startCommitSpan(ctx, batch)
+		defer span.End()
+	}
 	msgs := make([]db.NewMessage, len(batch))
 	for i, p := range batch {
 		msgs[i] = p.msg
@@ -251,8 +271,11 @@ func (b *batcher) commit(ctx context.Context, batch []*pendingMsg) {
 		if hookrelay.ErrorCode(err) != hookrelay.EUNAVAILABLE {
 			err = hookrelay.WrapError(hookrelay.EUNAVAILABLE, "could not store the callback; retry", err)
 		}
+		if span != nil {
+			span.SetStatus(codes.Error, err.Error())
+		}
 		for _, p := range batch {
-			p.done <- batchResult{err: err}
+			p.done <- batchResult{err: err, commit: spanContext(span)}
 		}
 		return
 	}
@@ -261,12 +284,13 @@ func (b *batcher) commit(ctx context.Context, batch []*pendingMsg) {
 			b.cfg.OnStored(n, queues) // before the answers: a caller that got one may count on it
 		}
 	}
+	sc := spanContext(span)
 	for i, p := range batch {
 		if err := stored[i].Err; err != nil {
-			p.done <- batchResult{err: err}
+			p.done <- batchResult{err: err, commit: sc}
 			continue
 		}
-		p.done <- batchResult{stored: stored[i]}
+		p.done <- batchResult{stored: stored[i], commit: sc}
 	}
 }
 

@@ -40,7 +40,7 @@ func (q *Queries) EndpointCountByStatus(ctx context.Context) ([]EndpointCountByS
 }
 
 const endpointGet = `-- name: EndpointGet :one
-SELECT id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter FROM endpoints WHERE id = $1 AND status <> 'deleted'
+SELECT id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter, send_traceparent FROM endpoints WHERE id = $1 AND status <> 'deleted'
 `
 
 func (q *Queries) EndpointGet(ctx context.Context, id int64) (Endpoint, error) {
@@ -66,6 +66,7 @@ func (q *Queries) EndpointGet(ctx context.Context, id int64) (Endpoint, error) {
 		&i.Headers,
 		&i.Auth,
 		&i.Filter,
+		&i.SendTraceparent,
 	)
 	return i, err
 }
@@ -73,11 +74,11 @@ func (q *Queries) EndpointGet(ctx context.Context, id int64) (Endpoint, error) {
 const endpointInsert = `-- name: EndpointInsert :one
 INSERT INTO endpoints (merchant_id, url, description, carrier_ids, event_types, max_in_flight,
                        rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, ordering,
-                       headers, auth, filter)
+                       headers, auth, filter, send_traceparent)
 VALUES ($1, $2, $3, $4, $5, $6,
         $7, $8, $9, $10, $11,
-        $12, $13, $14)
-RETURNING id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter
+        $12, $13, $14, $15)
+RETURNING id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter, send_traceparent
 `
 
 type EndpointInsertParams struct {
@@ -95,6 +96,7 @@ type EndpointInsertParams struct {
 	Headers         []byte
 	Auth            string
 	Filter          string
+	SendTraceparent bool
 }
 
 func (q *Queries) EndpointInsert(ctx context.Context, arg EndpointInsertParams) (Endpoint, error) {
@@ -113,6 +115,7 @@ func (q *Queries) EndpointInsert(ctx context.Context, arg EndpointInsertParams) 
 		arg.Headers,
 		arg.Auth,
 		arg.Filter,
+		arg.SendTraceparent,
 	)
 	var i Endpoint
 	err := row.Scan(
@@ -135,12 +138,13 @@ func (q *Queries) EndpointInsert(ctx context.Context, arg EndpointInsertParams) 
 		&i.Headers,
 		&i.Auth,
 		&i.Filter,
+		&i.SendTraceparent,
 	)
 	return i, err
 }
 
 const endpointList = `-- name: EndpointList :many
-SELECT id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter FROM endpoints
+SELECT id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter, send_traceparent FROM endpoints
 WHERE status <> 'deleted'
   AND ($1::bigint = 0 OR merchant_id = $1::bigint)
   AND id > $2
@@ -182,6 +186,7 @@ func (q *Queries) EndpointList(ctx context.Context, arg EndpointListParams) ([]E
 			&i.Headers,
 			&i.Auth,
 			&i.Filter,
+			&i.SendTraceparent,
 		); err != nil {
 			return nil, err
 		}
@@ -195,7 +200,7 @@ func (q *Queries) EndpointList(ctx context.Context, arg EndpointListParams) ([]E
 
 const endpointListForDispatch = `-- name: EndpointListForDispatch :many
 SELECT e.id, e.url, e.status, e.max_in_flight, e.rate_limit_per_sec, e.payload_mode,
-       e.retry_schedule_ms, e.timeout_ms, e.headers, e.auth,
+       e.retry_schedule_ms, e.timeout_ms, e.headers, e.auth, e.send_traceparent,
        coalesce((SELECT array_agg(s.secret ORDER BY s.id DESC) FROM endpoint_secrets s
                  WHERE s.endpoint_id = e.id AND (s.expires_at IS NULL OR s.expires_at > now())),
                 '{}')::text[] AS secrets,
@@ -217,6 +222,7 @@ type EndpointListForDispatchRow struct {
 	TimeoutMs           int32
 	Headers             []byte
 	Auth                string
+	SendTraceparent     bool
 	Secrets             []string
 	ConsecutiveFailures int32
 	CircuitState        string
@@ -244,6 +250,7 @@ func (q *Queries) EndpointListForDispatch(ctx context.Context, ids []int64) ([]E
 			&i.TimeoutMs,
 			&i.Headers,
 			&i.Auth,
+			&i.SendTraceparent,
 			&i.Secrets,
 			&i.ConsecutiveFailures,
 			&i.CircuitState,
@@ -462,7 +469,7 @@ func (q *Queries) EndpointResealMany(ctx context.Context, arg EndpointResealMany
 const endpointSetStatus = `-- name: EndpointSetStatus :one
 UPDATE endpoints SET status = $1, disabled_reason = $2, updated_at = now()
 WHERE id = $3 AND status <> 'deleted'
-RETURNING id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter
+RETURNING id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter, send_traceparent
 `
 
 type EndpointSetStatusParams struct {
@@ -494,6 +501,7 @@ func (q *Queries) EndpointSetStatus(ctx context.Context, arg EndpointSetStatusPa
 		&i.Headers,
 		&i.Auth,
 		&i.Filter,
+		&i.SendTraceparent,
 	)
 	return i, err
 }
@@ -526,9 +534,10 @@ UPDATE endpoints SET
     headers            = $11,
     auth               = $12,
     filter             = $13,
+    send_traceparent   = $14,
     updated_at         = now()
-WHERE id = $14 AND status <> 'deleted'
-RETURNING id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter
+WHERE id = $15 AND status <> 'deleted'
+RETURNING id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter, send_traceparent
 `
 
 type EndpointUpdateParams struct {
@@ -545,6 +554,7 @@ type EndpointUpdateParams struct {
 	Headers         []byte
 	Auth            string
 	Filter          string
+	SendTraceparent bool
 	ID              int64
 }
 
@@ -563,6 +573,7 @@ func (q *Queries) EndpointUpdate(ctx context.Context, arg EndpointUpdateParams) 
 		arg.Headers,
 		arg.Auth,
 		arg.Filter,
+		arg.SendTraceparent,
 		arg.ID,
 	)
 	var i Endpoint
@@ -586,6 +597,7 @@ func (q *Queries) EndpointUpdate(ctx context.Context, arg EndpointUpdateParams) 
 		&i.Headers,
 		&i.Auth,
 		&i.Filter,
+		&i.SendTraceparent,
 	)
 	return i, err
 }

@@ -120,6 +120,7 @@ type Endpoint struct {
 	Headers         []byte
 	Auth            string
 	Filter          string
+	SendTraceparent bool
 }
 
 type EndpointHealth struct {
@@ -181,6 +182,7 @@ type Message struct {
 	PayloadSize    int32
 	PayloadSHA256  []byte
 	Deliveries     int32
+	Traceparent    *string
 }
 
 type OpsDelivery struct {
