@@ -72,15 +72,14 @@ type insertFunc func(ctx context.Context, msgs []db.NewMessage) ([]db.StoredMess
 type batchResult struct {
 	stored db.StoredMessage
 	err    error
-	// commit is the span of the group commit that answered (tracing on).
-	commit trace.SpanContext
+	// commit is the span of the group commit that answered; nil unless
+	// tracing (a pointer: with tracing off a result stays as small as it was).
+	commit *trace.SpanContext
 }
 
 type pendingMsg struct {
 	msg  db.NewMessage
 	done chan batchResult // buffered 1; receives exactly one result
-	// span is the submitting request's span (tracing on).
-	span trace.SpanContext
 }
 
 // batcher groups concurrently submitted messages into transactions.
@@ -120,9 +119,6 @@ func (b *batcher) Submit(ctx context.Context, msg db.NewMessage) (db.StoredMessa
 	}
 	defer b.quota.done(msg.CarrierID)
 	p := &pendingMsg{msg: msg, done: make(chan batchResult, 1)}
-	if b.tracer != nil {
-		p.span = trace.SpanContextFromContext(ctx)
-	}
 	b.mu.RLock()
 	if b.closed {
 		b.mu.RUnlock()
@@ -138,10 +134,10 @@ func (b *batcher) Submit(ctx context.Context, msg db.NewMessage) (db.StoredMessa
 	// Once queued the message will be committed or failed; wait for which,
 	// so a client that is still there learns the truth.
 	r := <-p.done
-	if r.commit.IsValid() {
+	if r.commit != nil {
 		// The request's span names the commit that stored it (the commit
 		// was started with a link to the request's).
-		trace.SpanFromContext(ctx).AddLink(trace.Link{SpanContext: r.commit})
+		trace.SpanFromContext(ctx).AddLink(trace.Link{SpanContext: *r.commit})
 	}
 	return r.stored, r.err
 }
@@ -242,10 +238,12 @@ func (b *batcher) flush(batch []*pendingMsg) {
 // message at fault, which alone gets the error: a batch never fails for a
 // reason that belongs to one request. Only a refused statement costs more.
 func (b *batcher) commit(ctx context.Context, batch []*pendingMsg) {
-	var span trace.Span // nil unless tracing
+	var span trace.Span       // nil unless tracing
+	var sc *trace.SpanContext // span's, for the answers
 	if b.tracer != nil {
 		ctx, span = b.startCommitSpan(ctx, batch)
 		defer span.End()
+		sc = spanContext(span)
 	}
 	msgs := make([]db.NewMessage, len(batch))
 	for i, p := range batch {
@@ -265,7 +263,10 @@ func (b *batcher) commit(ctx context.Context, batch []*pendingMsg) {
 				b.commit(ctx, batch[half:])
 				return
 			}
-			batch[0].done <- batchResult{err: err}
+			if span != nil {
+				span.SetStatus(codes.Error, err.Error())
+			}
+			batch[0].done <- batchResult{err: err, commit: sc}
 			return
 		}
 		if hookrelay.ErrorCode(err) != hookrelay.EUNAVAILABLE {
@@ -275,7 +276,7 @@ func (b *batcher) commit(ctx context.Context, batch []*pendingMsg) {
 			span.SetStatus(codes.Error, err.Error())
 		}
 		for _, p := range batch {
-			p.done <- batchResult{err: err, commit: spanContext(span)}
+			p.done <- batchResult{err: err, commit: sc}
 		}
 		return
 	}
@@ -284,7 +285,6 @@ func (b *batcher) commit(ctx context.Context, batch []*pendingMsg) {
 			b.cfg.OnStored(n, queues) // before the answers: a caller that got one may count on it
 		}
 	}
-	sc := spanContext(span)
 	for i, p := range batch {
 		if err := stored[i].Err; err != nil {
 			p.done <- batchResult{err: err, commit: sc}

@@ -9,6 +9,8 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/hookrelay/hookrelay/internal/tracing"
 )
 
 // Span names of ingest (docs/operations.md, "Tracing").
@@ -47,18 +49,19 @@ func (s *Server) tracedCallback(c echo.Context) error {
 func (b *batcher) startCommitSpan(ctx context.Context, batch []*pendingMsg) (context.Context, trace.Span) {
 	links := make([]trace.Link, 0, len(batch))
 	for _, p := range batch {
-		if p.span.IsValid() {
-			links = append(links, trace.Link{SpanContext: p.span})
+		if sc, ok := tracing.Parse(p.msg.Traceparent); ok {
+			links = append(links, trace.Link{SpanContext: sc})
 		}
 	}
 	return b.tracer.Start(ctx, spanGroupCommit, trace.WithLinks(links...),
 		trace.WithAttributes(attribute.Int("hookrelay.batch.callbacks", len(batch))))
 }
 
-// spanContext returns span's context; the zero one for a nil span.
-func spanContext(span trace.Span) trace.SpanContext {
+// spanContext returns span's context; nil for a nil span.
+func spanContext(span trace.Span) *trace.SpanContext {
 	if span == nil {
-		return trace.SpanContext{}
+		return nil
 	}
-	return span.SpanContext()
+	sc := span.SpanContext()
+	return &sc
 }
