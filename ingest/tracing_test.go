@@ -239,3 +239,27 @@ func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() boo
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// A callback stored by an API that does not trace, delivered by a
+// dispatcher that does: each attempt starts a trace of its own, and the
+// receiver gets its traceparent.
+func TestTracingDispatchOnly(t *testing.T) {
+	t.Parallel()
+	dispatchTracer, dispatchSpans := inMemoryTracer(t)
+	r := startRelayWith(t, relayOpts{wake: true, dispatchTracer: dispatchTracer})
+	sink := newTraceSink(t, 0)
+	c := r.mustCreate(t, "/v1/carriers", adminToken, map[string]any{"name": "sf"})
+	m := r.mustCreate(t, "/v1/merchants", adminToken, map[string]any{"name": "shop"})
+	r.mustCreate(t, "/v1/endpoints", m["api_key"].(string), map[string]any{"url": sink.srv.URL + "/hook"})
+	st, ans := r.call(t, http.MethodPost, "/v1/callbacks", c["api_key"].(string), map[string]any{"tracking_no": "T1"})
+	require.Equal(t, http.StatusAccepted, st, "%v", ans)
+	waitUntil(t, 30*time.Second, "the delivery and its span", func() bool {
+		got, _ := sink.requests()
+		return len(got) == 1 && len(spansNamed(dispatchSpans, "hookrelay.deliver")) == 1
+	})
+	require.Equal(t, []*string{nil}, messageTraceparents(t, r.DBURL))
+	s := spansNamed(dispatchSpans, "hookrelay.deliver")[0]
+	require.False(t, s.Parent.IsValid(), "a root span")
+	got, _ := sink.requests()
+	require.Equal(t, tracing.Traceparent(s.SpanContext), got[0])
+}
