@@ -39,6 +39,9 @@ type ClaimedDelivery struct {
 	// ConfigVersion is the configuration version the claim saw (migration
 	// 00120): settings cached before it must be reloaded before sending.
 	ConfigVersion int64
+	// Traceparent is the trace context the message was stored with
+	// (NewMessage.Traceparent), "" when none.
+	Traceparent string
 }
 
 // DeliveryClaim claims up to batch due deliveries of the logical queues (at
@@ -109,6 +112,9 @@ func (db *DB) DeliveryClaimTimed(ctx context.Context, queues []int, after []int6
 		timing.Server = max(timing.Server, time.Duration(r.ServerUs)*time.Microsecond)
 		if r.PayloadKey != nil {
 			out[i].PayloadKey = *r.PayloadKey
+		}
+		if r.Traceparent != nil {
+			out[i].Traceparent = *r.Traceparent
 		}
 		out[i].OrderingKey, _ = hookrelay.ChainKey(r.OrderingKey)
 		if r.MessageOrderingKey != nil {

@@ -25,6 +25,9 @@ type DispatchEndpoint struct {
 	Headers map[string]string
 	// Auth is the credentials requests carry (nil when none).
 	Auth *EndpointAuth
+	// OmitTraceparent reports whether requests go without a traceparent
+	// header even when tracing is on.
+	OmitTraceparent bool
 }
 
 // EndpointsDispatchLoad returns the dispatch settings of the given endpoints
@@ -59,6 +62,7 @@ func (db *DB) EndpointsDispatchLoad(ctx context.Context, ids []int64) ([]Dispatc
 			RateLimitPerSec: int(r.RateLimitPerSec), PayloadMode: r.PayloadMode,
 			RetrySchedule: sched, Timeout: time.Duration(r.TimeoutMs) * time.Millisecond,
 			Secrets: secrets, Headers: headers, Auth: auth, ConsecutiveFailures: int(r.ConsecutiveFailures), CircuitState: r.CircuitState,
+			OmitTraceparent: !r.SendTraceparent,
 		}
 	}
 	return out, nil

@@ -45,6 +45,9 @@ type Endpoint struct {
 	RetrySchedule   []time.Duration
 	Timeout         time.Duration
 	Ordering        string // key | none
+	// OmitTraceparent reports whether deliveries go without a traceparent
+	// header even when tracing is on (the API's send_traceparent false).
+	OmitTraceparent bool
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
 
@@ -76,6 +79,7 @@ type EndpointFields struct {
 	RetrySchedule   []time.Duration // empty = the default schedule
 	Timeout         time.Duration   // default 15 s
 	Ordering        string          // default key
+	OmitTraceparent bool            // default false: send it
 	Headers         map[string]string
 	Auth            *EndpointAuth
 	Filter          string
@@ -135,7 +139,7 @@ func (db *DB) endpointFrom(r dbsqlc.Endpoint) (Endpoint, error) {
 		DisabledReason: r.DisabledReason, MaxInFlight: int(r.MaxInFlight),
 		RateLimitPerSec: int(r.RateLimitPerSec), PayloadMode: r.PayloadMode,
 		RetrySchedule: sched, Timeout: time.Duration(r.TimeoutMs) * time.Millisecond,
-		Ordering: r.Ordering, Headers: headers, Auth: auth, Filter: r.Filter,
+		Ordering: r.Ordering, OmitTraceparent: !r.SendTraceparent, Headers: headers, Auth: auth, Filter: r.Filter,
 		Signature: r.Signature, PublicKey: r.PublicKey,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 	}, nil
@@ -179,8 +183,8 @@ func (db *DB) EndpointCreate(ctx context.Context, merchantID int64, f EndpointFi
 			CarrierIDs: f.CarrierIDs, EventTypes: f.EventTypes, MaxInFlight: int32(f.MaxInFlight),
 			RateLimitPerSec: int32(f.RateLimitPerSec), PayloadMode: f.PayloadMode,
 			RetryScheduleMs: msList(f.RetrySchedule), TimeoutMs: int32(f.Timeout.Milliseconds()),
-			Ordering: f.Ordering,
-			Headers:  sf.headers, Auth: sf.auth, Filter: f.Filter,
+			Ordering: f.Ordering, SendTraceparent: !f.OmitTraceparent,
+			Headers: sf.headers, Auth: sf.auth, Filter: f.Filter,
 			Signature: f.Signature, PublicKey: hookrelay.PublicKeyOf(secret),
 		})
 		if err != nil {
@@ -264,7 +268,8 @@ func (db *DB) EndpointUpdate(ctx context.Context, id int64, f EndpointFields, ne
 		ID: id, URL: f.URL, Description: f.Description, CarrierIDs: f.CarrierIDs, EventTypes: f.EventTypes,
 		MaxInFlight: int32(f.MaxInFlight), RateLimitPerSec: int32(f.RateLimitPerSec), PayloadMode: f.PayloadMode,
 		RetryScheduleMs: msList(f.RetrySchedule), TimeoutMs: int32(f.Timeout.Milliseconds()),
-		Ordering: f.Ordering, Headers: sf.headers, Auth: sf.auth, Filter: f.Filter, Signature: f.Signature,
+		Ordering: f.Ordering, SendTraceparent: !f.OmitTraceparent, Headers: sf.headers, Auth: sf.auth, Filter: f.Filter,
+		Signature: f.Signature,
 	}
 	var sealed string
 	if newSecret != "" {
@@ -299,7 +304,7 @@ func EndpointFieldsOf(ep Endpoint) EndpointFields {
 	return EndpointFields{
 		URL: ep.URL, Description: ep.Description, CarrierIDs: ep.CarrierIDs, EventTypes: ep.EventTypes,
 		MaxInFlight: ep.MaxInFlight, RateLimitPerSec: ep.RateLimitPerSec, PayloadMode: ep.PayloadMode,
-		RetrySchedule: ep.RetrySchedule, Timeout: ep.Timeout, Ordering: ep.Ordering,
+		RetrySchedule: ep.RetrySchedule, Timeout: ep.Timeout, Ordering: ep.Ordering, OmitTraceparent: ep.OmitTraceparent,
 		Headers: ep.Headers, Auth: ep.Auth, Filter: ep.Filter, Signature: ep.Signature,
 	}
 }

@@ -38,6 +38,10 @@ type NewMessage struct {
 	// waits for nor holds back the key's other deliveries). Nil: every
 	// delivery is ordered.
 	Unordered []bool
+	// Traceparent is the W3C trace context of the request that stored the
+	// message (tracing on), so its deliveries' spans are children of that
+	// request's; "" stores none (NULL).
+	Traceparent string
 }
 
 // StoredMessage reports what MessageInsertMany did with one NewMessage.
@@ -103,6 +107,15 @@ func (db *DB) MessageInsertMany(ctx context.Context, msgs []NewMessage) ([]Store
 	q := dbsqlc.New(conn.conn)
 	var p dbsqlc.MessageInsertManyParams
 	var sent []int // msgs index of each message sent, by its place in the input
+	// Traceparents go only when some message has one (tracing on): an empty
+	// array stores NULL for every message.
+	traced := false
+	for _, m := range msgs {
+		if m.Traceparent != "" {
+			traced = true
+			break
+		}
+	}
 	for i, m := range msgs {
 		if dupOf[i] >= 0 {
 			continue
@@ -132,6 +145,9 @@ func (db *DB) MessageInsertMany(ctx context.Context, msgs []NewMessage) ([]Store
 		p.PayloadSizes = append(p.PayloadSizes, int32(m.PayloadSize))
 		p.PayloadSHA256s = append(p.PayloadSHA256s, m.PayloadSHA256)
 		p.DeliveryCounts = append(p.DeliveryCounts, int32(len(m.EndpointIDs)))
+		if traced {
+			p.Traceparents = append(p.Traceparents, m.Traceparent)
+		}
 		for k, ep := range m.EndpointIDs {
 			p.DeliveryOrds = append(p.DeliveryOrds, int32(len(p.DeliveryOrds)+1))
 			p.DeliveryMessageOrds = append(p.DeliveryMessageOrds, ord)

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/hookrelay/hookrelay/db"
 )
 
@@ -55,7 +57,7 @@ func (d *Dispatcher) claimLoop(ctx, workCtx context.Context, part, loops int) {
 		rotate++
 		k := rotate % len(queues)
 		queues = slices.Concat(queues[k:], queues[:k])
-		rows, err := d.claim(ctx, queues, cursors.of(queues), n)
+		rows, claimSpan, err := d.claim(ctx, queues, cursors.of(queues), n)
 		d.unreserve(n - len(rows))
 		if d.pace != nil {
 			d.pace.giveBack(n - len(rows))
@@ -80,20 +82,30 @@ func (d *Dispatcher) claimLoop(ctx, workCtx context.Context, part, loops int) {
 		}
 		cursors.advance(queues, rows, len(rows) == n)
 		idle = false
-		d.start(workCtx, rows)
+		d.start(workCtx, rows, claimSpan)
 	}
 }
 
 // claim runs one claim statement over queues, each queue's endpoints served
 // from the one after its cursor in after. It is not cancelled half-way
 // by ctx, so rows it leased are never lost to a cancelled read (they would
-// come back only after the lease).
-func (d *Dispatcher) claim(ctx context.Context, queues []int, after []int64, n int) ([]db.ClaimedDelivery, error) {
+// come back only after the lease). With tracing on, it runs in a span of
+// its own, whose context it returns (zero when off).
+func (d *Dispatcher) claim(ctx context.Context, queues []int, after []int64, n int) ([]db.ClaimedDelivery, trace.SpanContext, error) {
 	if ctx.Err() != nil {
-		return nil, ctx.Err()
+		return nil, trace.SpanContext{}, ctx.Err()
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
+	if d.cfg.Tracer != nil {
+		return d.tracedClaim(cctx, queues, after, n)
+	}
+	rows, err := d.claimRows(cctx, queues, after, n)
+	return rows, trace.SpanContext{}, err
+}
+
+// claimRows runs the claim statement and records its metrics.
+func (d *Dispatcher) claimRows(cctx context.Context, queues []int, after []int64, n int) ([]db.ClaimedDelivery, error) {
 	// Each queue may give several rows, but at least four queues share a
 	// batch so one busy queue cannot starve the others (the order rotates).
 	perQueue := max(1, min(n, (4*n+len(queues)-1)/len(queues), (n+3)/4))
@@ -141,7 +153,7 @@ func (d *Dispatcher) unreserve(n int) {
 }
 
 // start hands rows to the delivery workers, each holding one reserved slot.
-func (d *Dispatcher) start(workCtx context.Context, rows []db.ClaimedDelivery) {
+func (d *Dispatcher) start(workCtx context.Context, rows []db.ClaimedDelivery, claimSpan trace.SpanContext) {
 	now := d.cfg.Now()
 	ids := make([]int64, len(rows))
 	d.mu.Lock()
@@ -160,7 +172,7 @@ func (d *Dispatcher) start(workCtx context.Context, rows []db.ClaimedDelivery) {
 		d.metrics.inFlight.Inc()
 		// Never blocks for long: the channel holds Concurrency jobs and
 		// every job holds one of Concurrency slots.
-		d.jobs <- deliveryJob{ctx: workCtx, row: r, ep: eps[r.EndpointID], err: err}
+		d.jobs <- deliveryJob{ctx: workCtx, row: r, ep: eps[r.EndpointID], err: err, claim: claimSpan}
 	}
 }
 
@@ -171,6 +183,8 @@ type deliveryJob struct {
 	ep  *endpointState
 	// err is set when the endpoint could not be loaded: the row is released.
 	err error
+	// claim is the span of the claim that leased the row (tracing on).
+	claim trace.SpanContext
 }
 
 // deliveryWorker delivers jobs until jobs is closed. The workers live as
@@ -182,7 +196,7 @@ func (d *Dispatcher) deliveryWorker(jobs <-chan deliveryJob) {
 		if j.err != nil {
 			item = d.releaseItem(j.row, d.cfg.StoreRetryDelay)
 		} else {
-			item = d.deliver(j.ctx, j.row, j.ep)
+			item = d.deliver(j.ctx, j.row, j.ep, j.claim)
 		}
 		d.mu.Lock()
 		delete(d.inflight, j.row.ID)

@@ -6,6 +6,8 @@ import (
 	"os"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/hookrelay/hookrelay"
 )
 
@@ -93,6 +95,14 @@ type Config struct {
 	RootCAs *x509.CertPool
 	// UserAgent is sent with every delivery. Default "hookrelay/dev".
 	UserAgent string
+	// Tracer, when set, traces dispatch (HOOKRELAY_TRACING; see
+	// tracedAttempt): a span per claim and per delivery attempt, the
+	// attempt's a child of the span of the request that stored its callback
+	// (db.ClaimedDelivery.Traceparent) and linked to its claim's, and a
+	// traceparent header naming the attempt's span on each request unless
+	// the endpoint opts out (send_traceparent false). Default nil: no span,
+	// no header.
+	Tracer trace.Tracer
 	// AckInterval and AckBatch bound how long a result waits to be
 	// acknowledged and how many go in one transaction. Default
 	// DefaultAckInterval (10ms) and DefaultAckBatch (100).

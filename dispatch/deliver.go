@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/hookrelay/hookrelay/db"
 )
 
@@ -23,7 +25,7 @@ func (d *Dispatcher) releaseItem(r db.ClaimedDelivery, delay time.Duration) ackI
 // returns the result to acknowledge. The claim only leases rows of enabled
 // endpoints and ep reflects the configuration version the claim saw, so the
 // cached status is consulted only when a newer version was announced since.
-func (d *Dispatcher) deliver(ctx context.Context, r db.ClaimedDelivery, ep *endpointState) ackItem {
+func (d *Dispatcher) deliver(ctx context.Context, r db.ClaimedDelivery, ep *endpointState, claim trace.SpanContext) ackItem {
 	if ep == nil {
 		d.metrics.deliveries.WithLabelValues("held").Inc()
 		return d.releaseItem(r, d.cfg.HoldDelay)
@@ -55,7 +57,15 @@ func (d *Dispatcher) deliver(ctx context.Context, r db.ClaimedDelivery, ep *endp
 		}
 		cfg = cur.cfg
 	}
+	if d.cfg.Tracer != nil {
+		return d.tracedAttempt(ctx, r, cfg, claim)
+	}
+	return d.attempt(ctx, r, cfg, "")
+}
 
+// attempt sends r to the endpoint cfg once, with traceparent as its
+// traceparent header unless "", and returns the result to acknowledge.
+func (d *Dispatcher) attempt(ctx context.Context, r db.ClaimedDelivery, cfg db.DispatchEndpoint, traceparent string) ackItem {
 	attemptedAt := d.cfg.Now()
 	res := db.ResultFor(r)
 	res.AttemptedAt = attemptedAt
@@ -86,6 +96,9 @@ func (d *Dispatcher) deliver(ctx context.Context, r db.ClaimedDelivery, ep *endp
 	h.Set("X-Hookrelay-Event-Type", r.EventType)
 	h.Set("X-Hookrelay-Ordering-Key", r.OrderingKey)
 	h.Set("X-Hookrelay-Attempt", strconv.Itoa(r.Attempt+1))
+	if traceparent != "" {
+		h.Set("Traceparent", traceparent)
+	}
 	resp := d.sender.Send(ctx, request{URL: cfg.URL, Body: body, Header: h, Timeout: timeoutOf(cfg)})
 	if resp.Outcome != OutcomeSuccess && ctx.Err() != nil {
 		// Cut off by a forced shutdown: not the endpoint's fault.

@@ -5,10 +5,14 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"net/http"
+	"os"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db"
@@ -21,7 +25,10 @@ import (
 // in the same process and is included; PostgreSQL is not).
 //
 // Run: go test ./dispatch -run '^$' -bench DispatchLoopback -benchtime 20000x
+// (BENCH_TRACING=1: every message stored with a traceparent, and every claim
+// and attempt traced, spans batched to an exporter that drops them).
 func BenchmarkDispatchLoopback(b *testing.B) {
+	traced := os.Getenv("BENCH_TRACING") == "1"
 	store := dbtest.New(b)
 	ctx := context.Background()
 	var got atomic.Int64
@@ -45,6 +52,9 @@ func BenchmarkDispatchLoopback(b *testing.B) {
 				CarrierID: carrier.ID, EventType: "moving", OrderingKey: key, Queue: hookrelay.QueueFor(key, 32),
 				Payload: body, PayloadSize: len(body), PayloadSHA256: sum[:], EndpointIDs: []int64{ep.ID},
 			})
+			if traced {
+				batch[len(batch)-1].Traceparent = fmt.Sprintf("00-4bf92f3577b34da6a3ce929d0e0e4736-%016x-01", i+1)
+			}
 		}
 		if _, err := store.MessageInsertMany(ctx, batch); err != nil {
 			b.Fatal(err)
@@ -52,6 +62,11 @@ func BenchmarkDispatchLoopback(b *testing.B) {
 	}
 	cfg := testConfig()
 	cfg.Queues, cfg.Lease = 32, 30*time.Second
+	if traced {
+		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+		b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+		cfg.Tracer = tp.Tracer("bench")
+	}
 	b.ResetTimer()
 	var before, after syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &before)

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db"
@@ -70,6 +72,9 @@ type insertFunc func(ctx context.Context, msgs []db.NewMessage) ([]db.StoredMess
 type batchResult struct {
 	stored db.StoredMessage
 	err    error
+	// commit is the span of the group commit that answered; nil unless
+	// tracing (a pointer: with tracing off a result stays as small as it was).
+	commit *trace.SpanContext
 }
 
 type pendingMsg struct {
@@ -84,6 +89,7 @@ type batcher struct {
 	in      chan *pendingMsg
 	metrics *metrics
 	quota   *carrierQuota
+	tracer  trace.Tracer // nil: no spans
 
 	mu      sync.RWMutex // guards closed; Submit holds it for reading while sending
 	closed  bool
@@ -128,6 +134,11 @@ func (b *batcher) Submit(ctx context.Context, msg db.NewMessage) (db.StoredMessa
 	// Once queued the message will be committed or failed; wait for which,
 	// so a client that is still there learns the truth.
 	r := <-p.done
+	if r.commit != nil {
+		// The request's span names the commit that stored it (the commit
+		// was started with a link to the request's).
+		trace.SpanFromContext(ctx).AddLink(trace.Link{SpanContext: *r.commit})
+	}
 	return r.stored, r.err
 }
 
@@ -227,6 +238,13 @@ func (b *batcher) flush(batch []*pendingMsg) {
 // message at fault, which alone gets the error: a batch never fails for a
 // reason that belongs to one request. Only a refused statement costs more.
 func (b *batcher) commit(ctx context.Context, batch []*pendingMsg) {
+	var span trace.Span       // nil unless tracing
+	var sc *trace.SpanContext // span's, for the answers
+	if b.tracer != nil {
+		ctx, span = b.startCommitSpan(ctx, batch)
+		defer span.End()
+		sc = spanContext(span)
+	}
 	msgs := make([]db.NewMessage, len(batch))
 	for i, p := range batch {
 		msgs[i] = p.msg
@@ -245,14 +263,20 @@ func (b *batcher) commit(ctx context.Context, batch []*pendingMsg) {
 				b.commit(ctx, batch[half:])
 				return
 			}
-			batch[0].done <- batchResult{err: err}
+			if span != nil {
+				span.SetStatus(codes.Error, err.Error())
+			}
+			batch[0].done <- batchResult{err: err, commit: sc}
 			return
 		}
 		if hookrelay.ErrorCode(err) != hookrelay.EUNAVAILABLE {
 			err = hookrelay.WrapError(hookrelay.EUNAVAILABLE, "could not store the callback; retry", err)
 		}
+		if span != nil {
+			span.SetStatus(codes.Error, err.Error())
+		}
 		for _, p := range batch {
-			p.done <- batchResult{err: err}
+			p.done <- batchResult{err: err, commit: sc}
 		}
 		return
 	}
@@ -263,10 +287,10 @@ func (b *batcher) commit(ctx context.Context, batch []*pendingMsg) {
 	}
 	for i, p := range batch {
 		if err := stored[i].Err; err != nil {
-			p.done <- batchResult{err: err}
+			p.done <- batchResult{err: err, commit: sc}
 			continue
 		}
-		p.done <- batchResult{stored: stored[i]}
+		p.done <- batchResult{stored: stored[i], commit: sc}
 	}
 }
 

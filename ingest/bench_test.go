@@ -2,6 +2,7 @@ package ingest_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,17 +12,26 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
 
 // BenchmarkIngestCallbacks measures ingest alone: HTTP on loopback →
 // validation, parsing, fan-out to one endpoint → group commit → 202. Every
 // acknowledged callback is a committed message and delivery. The figure to
 // read is callbacks/s. BENCH_FLUSHERS overrides the concurrent batches,
-// BENCH_CLIENTS the concurrent requests (default 128).
+// BENCH_CLIENTS the concurrent requests (default 128); BENCH_TRACING=1
+// traces every callback (spans batched to an exporter that drops them).
 func BenchmarkIngestCallbacks(b *testing.B) {
 	cfg := privateOK()
 	if v, err := strconv.Atoi(os.Getenv("BENCH_FLUSHERS")); err == nil {
 		cfg.Batcher.Flushers = v
+	}
+	if os.Getenv("BENCH_TRACING") == "1" {
+		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+		b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+		cfg.Tracer = tp.Tracer("bench")
 	}
 	bd := setup(b, cfg)
 	w := bd.mustCreate(b, "/v1/carriers", adminToken, map[string]any{"name": "bench"})

@@ -13,11 +13,13 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/filter"
 	"github.com/hookrelay/hookrelay/httperr"
+	"github.com/hookrelay/hookrelay/internal/tracing"
 	"github.com/hookrelay/hookrelay/storage"
 )
 
@@ -35,6 +37,16 @@ const maxIdempotencyKey = 255
 const maxRoutingValue = 1024
 
 func (s *Server) callback(c echo.Context) error {
+	if s.cfg.Tracer != nil {
+		return s.tracedCallback(c)
+	}
+	_, _, err := s.answerCallback(c)
+	return err
+}
+
+// answerCallback takes the callback and answers it; it returns the answer
+// and its status code, or the error for the router's error handler.
+func (s *Server) answerCallback(c echo.Context) (CallbackResponse, int, error) {
 	resp, status, err := s.acceptCallback(c)
 	code := status
 	if err != nil {
@@ -42,9 +54,9 @@ func (s *Server) callback(c echo.Context) error {
 	}
 	s.metrics.requests.WithLabelValues(strconv.Itoa(code)).Inc()
 	if err != nil {
-		return err
+		return resp, code, err
 	}
-	return c.JSON(status, resp)
+	return resp, code, c.JSON(status, resp)
 }
 
 func (s *Server) acceptCallback(c echo.Context) (CallbackResponse, int, error) {
@@ -120,6 +132,9 @@ func (s *Server) acceptCallback(c echo.Context) (CallbackResponse, int, error) {
 		EndpointIDs: snap.fanOut(carrier.ID, eventType, merchantRef, vals),
 	}
 	msg.Unordered = snap.orderings(msg.EndpointIDs)
+	if s.cfg.Tracer != nil {
+		msg.Traceparent = tracing.Traceparent(trace.SpanContextFromContext(ctx))
+	}
 	if len(body) > s.cfg.OffloadBytes {
 		err := s.offload(ctx, &msg, body)
 		if err != nil {

@@ -30,6 +30,7 @@ type EndpointJSON struct {
 	RetrySchedule   []string  `json:"retry_schedule"`
 	Timeout         string    `json:"timeout"`
 	Ordering        string    `json:"ordering"`
+	SendTraceparent bool      `json:"send_traceparent"`
 	Secret          string    `json:"secret,omitempty"`
 	CreatedAt       time.Time `json:"created_at"`
 	UpdatedAt       time.Time `json:"updated_at"`
@@ -51,7 +52,7 @@ func endpointJSON(ep db.Endpoint) EndpointJSON {
 		Carriers: make([]ID, len(ep.CarrierIDs)), EventTypes: ep.EventTypes, Status: ep.Status,
 		DisabledReason: ep.DisabledReason, MaxInFlight: ep.MaxInFlight, RateLimitPerSec: ep.RateLimitPerSec,
 		PayloadMode: ep.PayloadMode, RetrySchedule: make([]string, len(ep.RetrySchedule)),
-		Timeout: ep.Timeout.String(), Ordering: ep.Ordering, CreatedAt: ep.CreatedAt, UpdatedAt: ep.UpdatedAt,
+		Timeout: ep.Timeout.String(), Ordering: ep.Ordering, SendTraceparent: !ep.OmitTraceparent, CreatedAt: ep.CreatedAt, UpdatedAt: ep.UpdatedAt,
 		Headers: headersJSON(ep.Headers), Auth: authJSON(ep.Auth), Filter: ep.Filter,
 		Signature: ep.Signature, PublicKey: ep.PublicKey,
 	}
@@ -81,6 +82,7 @@ type endpointRequest struct {
 	RetrySchedule   []string          `json:"retry_schedule"`
 	Timeout         *string           `json:"timeout"`
 	Ordering        *string           `json:"ordering"`
+	SendTraceparent *bool             `json:"send_traceparent"`
 
 	// Headers: a name with a value sets it, with null removes it (PATCH
 	// merges into the current headers).
@@ -122,6 +124,7 @@ func (req endpointRequest) input(body map[string]json.RawMessage) (ops.EndpointI
 		in.RetrySchedule = &sched
 	}
 	in.Ordering = req.Ordering
+	in.SendTraceparent = req.SendTraceparent
 	in.Headers = req.Headers
 	if hasKey(body, "auth") {
 		if req.Auth == nil {

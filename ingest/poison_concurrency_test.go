@@ -15,8 +15,10 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/db/dbtest"
 	"github.com/hookrelay/hookrelay/dispatch"
 	"github.com/hookrelay/hookrelay/httperr"
@@ -34,8 +36,23 @@ type relay struct {
 
 func startRelay(t *testing.T) relay {
 	t.Helper()
+	return startRelayWith(t, relayOpts{wake: true})
+}
+
+// relayOpts vary startRelay.
+type relayOpts struct {
+	// wake has the API wake the dispatcher at once; without it the
+	// dispatcher finds stored callbacks by polling, as in another process.
+	wake bool
+	// apiTracer and dispatchTracer trace each side; nil: off.
+	apiTracer, dispatchTracer trace.Tracer
+}
+
+func startRelayWith(t *testing.T, o relayOpts) relay {
+	t.Helper()
 	ctx := context.Background()
-	store := dbtest.New(t)
+	dbURL := dbtest.NewURL(t)
+	store := dbtest.Open(t, dbURL, db.Config{})
 	require.NoError(t, store.SettingPut(ctx, "admin_token_sha256", hex.EncodeToString(hookrelay.HashKey(adminToken))))
 	emb, err := storage.StartEmbedded(ctx, nil, "127.0.0.1:0", t.TempDir())
 	require.NoError(t, err)
@@ -47,9 +64,13 @@ func startRelay(t *testing.T) relay {
 
 	logs := &logtest.Buffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, nil))
-	d := dispatch.New(logger, dispatch.Config{AllowPrivateTargets: true, IdlePoll: 20 * time.Millisecond, DrainTimeout: time.Second}, store, payloads, nil)
-	api := ingest.New(logger, ingest.Config{AllowPrivateTargets: true,
-		Batcher: ingest.BatcherConfig{OnStored: func(_ int, queues []int) { d.WakeQueues(queues) }}}, store, payloads, nil, ops.New(store, d))
+	d := dispatch.New(logger, dispatch.Config{AllowPrivateTargets: true, IdlePoll: 20 * time.Millisecond, DrainTimeout: time.Second,
+		Tracer: o.dispatchTracer}, store, payloads, nil)
+	cfg := ingest.Config{AllowPrivateTargets: true, Tracer: o.apiTracer}
+	if o.wake {
+		cfg.Batcher.OnStored = func(_ int, queues []int) { d.WakeQueues(queues) }
+	}
+	api := ingest.New(logger, cfg, store, payloads, nil, ops.New(store, d))
 	e := echo.New()
 	httperr.New(logger).Install(e)
 	api.Register(e)
@@ -68,7 +89,7 @@ func startRelay(t *testing.T) relay {
 		cancel()
 		wg.Wait()
 	})
-	return relay{&bundle{URL: hs.URL, DB: store, Payloads: payloads, S3: emb, Server: api, Logs: logs}}
+	return relay{&bundle{URL: hs.URL, DB: store, DBURL: dbURL, Payloads: payloads, S3: emb, Server: api, Logs: logs}}
 }
 
 // One poison callback never fails another: 1,000 valid callbacks of four

@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db"
@@ -72,6 +73,13 @@ type Config struct {
 	Announce         bool
 	AnnounceInterval time.Duration
 	AnnounceToken    string
+	// Tracer, when set, traces ingest (HOOKRELAY_TRACING; see
+	// tracedCallback and batcher.commit): a span per callback request,
+	// continuing the trace of a traceparent the carrier sent, whose context
+	// is stored with the message (NewMessage.Traceparent) for its
+	// deliveries' spans, and a span per group commit linked to the requests
+	// it commits. Default nil: no span, nothing stored, no cost.
+	Tracer trace.Tracer
 	// Throttle delays bearer authentications from client addresses whose
 	// tokens failed too often. Default a Throttle of this server's own, with
 	// unregistered metrics; a process shares one with its dashboard.
@@ -167,6 +175,7 @@ func New(logger *slog.Logger, cfg Config, store *db.DB, payloads *storage.Store,
 		}
 	}
 	s.batcher = newBatcher(cfg.Batcher, store.MessageInsertMany, m)
+	s.batcher.tracer = cfg.Tracer
 	if reg != nil {
 		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "hookrelay_ingest_callbacks_waiting",

@@ -53,6 +53,7 @@ var refusedHeaders = map[string]string{
 	"Authorization":     `set it with "auth"`,
 	"Idempotency-Key":   "set by hookrelay (the webhook-id)",
 	"User-Agent":        "set by hookrelay",
+	"Traceparent":       `set by hookrelay when tracing is on (see "send_traceparent")`,
 }
 
 // applyReceiver merges the receiver-facing fields of in (headers, auth,

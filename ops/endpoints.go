@@ -59,6 +59,9 @@ type EndpointInput struct {
 	Timeout       *string
 	// Ordering is db.OrderingKey or db.OrderingNone.
 	Ordering *string
+	// SendTraceparent says whether deliveries carry a traceparent header
+	// when tracing is on (default true).
+	SendTraceparent *bool
 
 	// Headers merges into the custom headers: a name with a value sets it,
 	// a name with nil removes it; nil leaves them all.
@@ -195,6 +198,9 @@ func (s *Service) ApplyEndpoint(ctx context.Context, in EndpointInput, f *db.End
 			return fieldErrorf(fieldOrdering, `ordering must be "key" (one ordering key's callbacks in order) or "none"`)
 		}
 		f.Ordering = *in.Ordering
+	}
+	if in.SendTraceparent != nil {
+		f.OmitTraceparent = !*in.SendTraceparent
 	}
 	return applyReceiver(in, f)
 }

@@ -33,6 +33,9 @@ type config struct {
 	LogFormat   string         // HOOKRELAY_LOG_FORMAT: json | text | auto
 	LogLevel    string         // HOOKRELAY_LOG_LEVEL: debug | info | warn | error
 	PprofAddr   string         // HOOKRELAY_PPROF_ADDR: net/http/pprof listener; empty = none
+	// Tracing (HOOKRELAY_TRACING) exports OpenTelemetry traces over OTLP/HTTP,
+	// configured by the standard OTEL_* variables (newTracerProvider).
+	Tracing bool
 	// Keys (HOOKRELAY_ENCRYPTION_KEY, HOOKRELAY_ENCRYPTION_KEYS_OLD) seal the
 	// secrets kept in the database; nil when unset (requireKeys).
 	Keys *keyring.Keyring
@@ -85,6 +88,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		LogFormat:   p.oneOf("HOOKRELAY_LOG_FORMAT", defaultLogFormat, "auto", "json", "text"),
 		LogLevel:    p.oneOf("HOOKRELAY_LOG_LEVEL", defaultLogLevel, "debug", "info", "warn", "error"),
 		PprofAddr:   p.str("HOOKRELAY_PPROF_ADDR", ""),
+		Tracing:     p.bool("HOOKRELAY_TRACING", false),
 	}
 	// Shared by several roles.
 	queues := p.int("HOOKRELAY_QUEUES", hookrelay.DefaultQueues, 1, 1024)

@@ -26,6 +26,7 @@ var processVariables = []string{
 	"DATABASE_URL", "HOOKRELAY_ADDR", "HOOKRELAY_ADMIN_TOKEN", "HOOKRELAY_DATA_DIR",
 	"HOOKRELAY_S3_ENDPOINT", "HOOKRELAY_S3_EMBED_ADDR", "HOOKRELAY_LOG_FORMAT",
 	"HOOKRELAY_LOG_LEVEL", "HOOKRELAY_PPROF_ADDR", "HOOKRELAY_ENCRYPTION_KEY", "HOOKRELAY_ENCRYPTION_KEYS_OLD",
+	"HOOKRELAY_TRACING",
 }
 
 // TestConfigDefaultsArePackageDefaults loads the configuration from an empty
@@ -168,6 +169,7 @@ func TestServeRejectsBadRoleSettingsBeforeDatabase(t *testing.T) {
 		"HOOKRELAY_VACUUM_DEAD_SPACE_PERMILLE": "0.5",
 		"HOOKRELAY_UI_SECURE_COOKIE":           "maybe",
 		"HOOKRELAY_PPROF_ADDR":                 "6060",
+		"HOOKRELAY_TRACING":                    "sometimes",
 		"HOOKRELAY_PORTAL_FRAME_ANCESTORS":     "https://console.example.com/path",
 	}
 	env := map[string]string{"DATABASE_URL": "postgres://postgres@" + closed + "/hookrelay?sslmode=disable"}

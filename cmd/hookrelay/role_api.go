@@ -14,6 +14,7 @@ func startAPI(ctx context.Context, s *service) (func(ctx context.Context) error,
 	cfg := s.cfg.Ingest
 	cfg.AnnounceToken = s.announceToken
 	cfg.Throttle = s.throttle
+	cfg.Tracer = s.tracer
 	if slices.Contains(s.roles, "dispatch") {
 		// The dispatcher of this process claims what the API stores at once
 		// instead of after its idle pause (other processes hear of it by

@@ -35,5 +35,6 @@ func newDispatcher(s *service) *dispatch.Dispatcher {
 	cfg := s.cfg.Dispatch
 	cfg.UserAgent = "hookrelay/" + version
 	cfg.SelfToken = s.announceToken
+	cfg.Tracer = s.tracer
 	return dispatch.New(s.logger, cfg, s.db, s.store, s.registry)
 }

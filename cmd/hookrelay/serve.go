@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/hookrelay/hookrelay"
@@ -61,6 +62,9 @@ type service struct {
 	errs *httperr.Handler
 	// roles are the roles this process runs.
 	roles []string
+	// tracer makes the spans of the api and dispatch roles; nil when
+	// tracing is off (HOOKRELAY_TRACING).
+	tracer trace.Tracer
 	// announceToken names this process in its API's announcements of stored
 	// callbacks (HOOKRELAY_NOTIFY), so its own dispatcher, which the API
 	// wakes directly, ignores them.
@@ -272,10 +276,21 @@ func newService(ctx context.Context, cfg config, logger *slog.Logger, stdout io.
 		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(collectors.MetricsScheduler)),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
+	var tr trace.Tracer
+	if cfg.Tracing {
+		tp, shutdown, err := newTracerProvider(ctx, logger)
+		if err != nil {
+			return fail(err)
+		}
+		closers = append(closers, shutdown)
+		tr = tracer(tp)
+		logger.Info("tracing on: exporting spans over OTLP/HTTP (OTEL_EXPORTER_OTLP_*)")
+	}
+
 	th := cfg.AuthThrottle
 	th.Registerer = reg
 	s := &service{cfg: cfg, logger: logger, db: store, store: payloads, registry: reg, stdout: stdout,
-		announceToken: newAnnounceToken(), throttle: throttle.New(th)}
+		announceToken: newAnnounceToken(), throttle: throttle.New(th), tracer: tr}
 	s.echo = newRouter(s)
 	return s, cleanup, nil
 }

@@ -1,10 +1,10 @@
 -- name: EndpointInsert :one
 INSERT INTO endpoints (merchant_id, url, description, carrier_ids, event_types, max_in_flight,
                        rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, ordering,
-                       headers, auth, filter, signature, public_key)
+                       headers, auth, filter, signature, public_key, send_traceparent)
 VALUES (@merchant_id, @url, @description, @carrier_ids, @event_types, @max_in_flight,
         @rate_limit_per_sec, @payload_mode, @retry_schedule_ms, @timeout_ms, @ordering,
-        @headers, @auth, @filter, @signature, @public_key)
+        @headers, @auth, @filter, @signature, @public_key, @send_traceparent)
 RETURNING *;
 
 -- name: EndpointGet :one
@@ -43,7 +43,7 @@ WHERE status <> 'deleted' ORDER BY id;
 -- What the dispatcher needs to send to the given endpoints: delivery settings,
 -- every secret that may sign now (newest first) and the circuit state.
 SELECT e.id, e.url, e.status, e.max_in_flight, e.rate_limit_per_sec, e.payload_mode,
-       e.retry_schedule_ms, e.timeout_ms, e.headers, e.auth,
+       e.retry_schedule_ms, e.timeout_ms, e.headers, e.auth, e.send_traceparent,
        coalesce((SELECT array_agg(s.secret ORDER BY s.id DESC) FROM endpoint_secrets s
                  WHERE s.endpoint_id = e.id AND (s.expires_at IS NULL OR s.expires_at > now())),
                 '{}')::text[] AS secrets,
@@ -71,6 +71,7 @@ UPDATE endpoints SET
     signature          = @signature,
     -- A new key (a change of scheme) brings its public key; none keeps it.
     public_key         = coalesce(sqlc.narg(public_key), public_key),
+    send_traceparent   = @send_traceparent,
     updated_at         = now()
 WHERE id = @id AND status <> 'deleted'
 RETURNING *;

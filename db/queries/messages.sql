@@ -19,11 +19,14 @@ SELECT nextval('messages_id_seq')::bigint AS id FROM unnest(array_fill(0, ARRAY[
 -- the caller's fan-out saw it). Returns, for each message stored, its place, its id
 -- and its deliveries' ids in input order; the others lost their key.
 -- Taking the ids here rather than in a statement of their own saves a round
--- trip per group commit.
+-- trip per group commit. @traceparents is empty unless tracing is on (it is
+-- unnested in step with the others, so an empty array gives every message a
+-- NULL traceparent); when given it has one entry per message, '' for none.
 WITH input AS MATERIALIZED (
     -- nextval in a sorted query's output runs after the sort: in input order.
     SELECT x.ord, x.received_at, x.carrier_id, x.event_type, x.ordering_key, x.merchant_ref,
            x.queue, x.idem_key, x.payload, x.payload_key, x.payload_size, x.payload_sha256, x.deliveries,
+           x.traceparent,
            CASE WHEN x.given_id = 0 THEN nextval('messages_id_seq') ELSE x.given_id END AS id
     FROM (SELECT unnest(@ords::integer[])                AS ord,
                  unnest(@ids::bigint[])                  AS given_id,
@@ -38,7 +41,8 @@ WITH input AS MATERIALIZED (
                  unnest(@payload_keys::text[])           AS payload_key,
                  unnest(@payload_sizes::integer[])       AS payload_size,
                  unnest(@payload_sha256s::bytea[])       AS payload_sha256,
-                 unnest(@delivery_counts::integer[])     AS deliveries) AS x
+                 unnest(@delivery_counts::integer[])     AS deliveries,
+                 unnest(@traceparents::text[])           AS traceparent) AS x
     ORDER BY x.ord
 ), dels AS MATERIALIZED (
     SELECT y.ord, y.message_ord, y.endpoint_id, y.ordered, nextval('deliveries_id_seq') AS id
@@ -65,9 +69,10 @@ WITH input AS MATERIALIZED (
     WHERE i.idem_key = '' OR i.id IN (SELECT c.message_id FROM claimed c)
 ), inserted_messages AS (
     INSERT INTO messages (id, received_at, carrier_id, event_type, ordering_key, merchant_ref, queue,
-                          idempotency_key, payload, payload_key, payload_size, payload_sha256, deliveries)
+                          idempotency_key, payload, payload_key, payload_size, payload_sha256, deliveries, traceparent)
     SELECT s.id, s.received_at, s.carrier_id, s.event_type, s.ordering_key, s.merchant_ref, s.queue,
-           nullif(s.idem_key, ''), s.payload, nullif(s.payload_key, ''), s.payload_size, s.payload_sha256, s.deliveries
+           nullif(s.idem_key, ''), s.payload, nullif(s.payload_key, ''), s.payload_size, s.payload_sha256, s.deliveries,
+           nullif(s.traceparent, '')
     FROM stored s
     RETURNING 1
 ), inserted_deliveries AS (

@@ -351,6 +351,7 @@ SELECT u.id, u.queue, u.endpoint_id, u.ordering_key, u.ordered, u.message_id,
        m.payload, m.payload_key, coalesce(m.payload_size, 0)::integer AS payload_size,
        coalesce(m.payload_sha256, ''::bytea)::bytea AS payload_sha256,
        (m.id IS NOT NULL)::boolean AS message_found,
+       m.traceparent,
        coalesce(c.name, '')::text AS carrier_name,
        -- How long the server has been at it, near the end: since its
        -- transaction began, at the receipt of the Bind message (locks,
@@ -398,6 +399,7 @@ type DeliveryClaimRow struct {
 	PayloadSize        int32
 	PayloadSHA256      []byte
 	MessageFound       bool
+	Traceparent        *string
 	CarrierName        string
 	ServerUs           int64
 	ConfigVersion      int64
@@ -495,6 +497,7 @@ func (q *Queries) DeliveryClaim(ctx context.Context, arg DeliveryClaimParams) ([
 			&i.PayloadSize,
 			&i.PayloadSHA256,
 			&i.MessageFound,
+			&i.Traceparent,
 			&i.CarrierName,
 			&i.ServerUs,
 			&i.ConfigVersion,

@@ -40,7 +40,7 @@ func (q *Queries) EndpointCountByStatus(ctx context.Context) ([]EndpointCountByS
 }
 
 const endpointGet = `-- name: EndpointGet :one
-SELECT id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter, signature, public_key FROM endpoints WHERE id = $1 AND status <> 'deleted'
+SELECT id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter, signature, public_key, send_traceparent FROM endpoints WHERE id = $1 AND status <> 'deleted'
 `
 
 func (q *Queries) EndpointGet(ctx context.Context, id int64) (Endpoint, error) {
@@ -68,6 +68,7 @@ func (q *Queries) EndpointGet(ctx context.Context, id int64) (Endpoint, error) {
 		&i.Filter,
 		&i.Signature,
 		&i.PublicKey,
+		&i.SendTraceparent,
 	)
 	return i, err
 }
@@ -75,11 +76,11 @@ func (q *Queries) EndpointGet(ctx context.Context, id int64) (Endpoint, error) {
 const endpointInsert = `-- name: EndpointInsert :one
 INSERT INTO endpoints (merchant_id, url, description, carrier_ids, event_types, max_in_flight,
                        rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, ordering,
-                       headers, auth, filter, signature, public_key)
+                       headers, auth, filter, signature, public_key, send_traceparent)
 VALUES ($1, $2, $3, $4, $5, $6,
         $7, $8, $9, $10, $11,
-        $12, $13, $14, $15, $16)
-RETURNING id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter, signature, public_key
+        $12, $13, $14, $15, $16, $17)
+RETURNING id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter, signature, public_key, send_traceparent
 `
 
 type EndpointInsertParams struct {
@@ -99,6 +100,7 @@ type EndpointInsertParams struct {
 	Filter          string
 	Signature       string
 	PublicKey       string
+	SendTraceparent bool
 }
 
 func (q *Queries) EndpointInsert(ctx context.Context, arg EndpointInsertParams) (Endpoint, error) {
@@ -119,6 +121,7 @@ func (q *Queries) EndpointInsert(ctx context.Context, arg EndpointInsertParams) 
 		arg.Filter,
 		arg.Signature,
 		arg.PublicKey,
+		arg.SendTraceparent,
 	)
 	var i Endpoint
 	err := row.Scan(
@@ -143,12 +146,13 @@ func (q *Queries) EndpointInsert(ctx context.Context, arg EndpointInsertParams) 
 		&i.Filter,
 		&i.Signature,
 		&i.PublicKey,
+		&i.SendTraceparent,
 	)
 	return i, err
 }
 
 const endpointList = `-- name: EndpointList :many
-SELECT id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter, signature, public_key FROM endpoints
+SELECT id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter, signature, public_key, send_traceparent FROM endpoints
 WHERE status <> 'deleted'
   AND ($1::bigint = 0 OR merchant_id = $1::bigint)
   AND id > $2
@@ -192,6 +196,7 @@ func (q *Queries) EndpointList(ctx context.Context, arg EndpointListParams) ([]E
 			&i.Filter,
 			&i.Signature,
 			&i.PublicKey,
+			&i.SendTraceparent,
 		); err != nil {
 			return nil, err
 		}
@@ -205,7 +210,7 @@ func (q *Queries) EndpointList(ctx context.Context, arg EndpointListParams) ([]E
 
 const endpointListForDispatch = `-- name: EndpointListForDispatch :many
 SELECT e.id, e.url, e.status, e.max_in_flight, e.rate_limit_per_sec, e.payload_mode,
-       e.retry_schedule_ms, e.timeout_ms, e.headers, e.auth,
+       e.retry_schedule_ms, e.timeout_ms, e.headers, e.auth, e.send_traceparent,
        coalesce((SELECT array_agg(s.secret ORDER BY s.id DESC) FROM endpoint_secrets s
                  WHERE s.endpoint_id = e.id AND (s.expires_at IS NULL OR s.expires_at > now())),
                 '{}')::text[] AS secrets,
@@ -227,6 +232,7 @@ type EndpointListForDispatchRow struct {
 	TimeoutMs           int32
 	Headers             []byte
 	Auth                string
+	SendTraceparent     bool
 	Secrets             []string
 	ConsecutiveFailures int32
 	CircuitState        string
@@ -254,6 +260,7 @@ func (q *Queries) EndpointListForDispatch(ctx context.Context, ids []int64) ([]E
 			&i.TimeoutMs,
 			&i.Headers,
 			&i.Auth,
+			&i.SendTraceparent,
 			&i.Secrets,
 			&i.ConsecutiveFailures,
 			&i.CircuitState,
@@ -474,7 +481,7 @@ func (q *Queries) EndpointResealMany(ctx context.Context, arg EndpointResealMany
 const endpointSetStatus = `-- name: EndpointSetStatus :one
 UPDATE endpoints SET status = $1, disabled_reason = $2, updated_at = now()
 WHERE id = $3 AND status <> 'deleted'
-RETURNING id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter, signature, public_key
+RETURNING id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter, signature, public_key, send_traceparent
 `
 
 type EndpointSetStatusParams struct {
@@ -508,6 +515,7 @@ func (q *Queries) EndpointSetStatus(ctx context.Context, arg EndpointSetStatusPa
 		&i.Filter,
 		&i.Signature,
 		&i.PublicKey,
+		&i.SendTraceparent,
 	)
 	return i, err
 }
@@ -543,9 +551,10 @@ UPDATE endpoints SET
     signature          = $14,
     -- A new key (a change of scheme) brings its public key; none keeps it.
     public_key         = coalesce($15, public_key),
+    send_traceparent   = $16,
     updated_at         = now()
-WHERE id = $16 AND status <> 'deleted'
-RETURNING id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter, signature, public_key
+WHERE id = $17 AND status <> 'deleted'
+RETURNING id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter, signature, public_key, send_traceparent
 `
 
 type EndpointUpdateParams struct {
@@ -564,6 +573,7 @@ type EndpointUpdateParams struct {
 	Filter          string
 	Signature       string
 	PublicKey       *string
+	SendTraceparent bool
 	ID              int64
 }
 
@@ -584,6 +594,7 @@ func (q *Queries) EndpointUpdate(ctx context.Context, arg EndpointUpdateParams) 
 		arg.Filter,
 		arg.Signature,
 		arg.PublicKey,
+		arg.SendTraceparent,
 		arg.ID,
 	)
 	var i Endpoint
@@ -609,6 +620,7 @@ func (q *Queries) EndpointUpdate(ctx context.Context, arg EndpointUpdateParams) 
 		&i.Filter,
 		&i.Signature,
 		&i.PublicKey,
+		&i.SendTraceparent,
 	)
 	return i, err
 }

@@ -242,7 +242,7 @@ func (q *Queries) MessageDeliveriesList(ctx context.Context, arg MessageDeliveri
 }
 
 const messageGet = `-- name: MessageGet :one
-SELECT id, received_at, carrier_id, event_type, ordering_key, merchant_ref, queue, idempotency_key, payload, payload_key, payload_size, payload_sha256, deliveries FROM messages WHERE id = $1 AND received_at = $2
+SELECT id, received_at, carrier_id, event_type, ordering_key, merchant_ref, queue, idempotency_key, payload, payload_key, payload_size, payload_sha256, deliveries, traceparent FROM messages WHERE id = $1 AND received_at = $2
 `
 
 type MessageGetParams struct {
@@ -267,12 +267,13 @@ func (q *Queries) MessageGet(ctx context.Context, arg MessageGetParams) (Message
 		&i.PayloadSize,
 		&i.PayloadSHA256,
 		&i.Deliveries,
+		&i.Traceparent,
 	)
 	return i, err
 }
 
 const messageGetByID = `-- name: MessageGetByID :one
-SELECT id, received_at, carrier_id, event_type, ordering_key, merchant_ref, queue, idempotency_key, payload, payload_key, payload_size, payload_sha256, deliveries FROM messages WHERE id = $1 ORDER BY received_at DESC LIMIT 1
+SELECT id, received_at, carrier_id, event_type, ordering_key, merchant_ref, queue, idempotency_key, payload, payload_key, payload_size, payload_sha256, deliveries, traceparent FROM messages WHERE id = $1 ORDER BY received_at DESC LIMIT 1
 `
 
 func (q *Queries) MessageGetByID(ctx context.Context, id int64) (Message, error) {
@@ -292,6 +293,7 @@ func (q *Queries) MessageGetByID(ctx context.Context, id int64) (Message, error)
 		&i.PayloadSize,
 		&i.PayloadSHA256,
 		&i.Deliveries,
+		&i.Traceparent,
 	)
 	return i, err
 }
@@ -330,6 +332,7 @@ WITH input AS MATERIALIZED (
     -- nextval in a sorted query's output runs after the sort: in input order.
     SELECT x.ord, x.received_at, x.carrier_id, x.event_type, x.ordering_key, x.merchant_ref,
            x.queue, x.idem_key, x.payload, x.payload_key, x.payload_size, x.payload_sha256, x.deliveries,
+           x.traceparent,
            CASE WHEN x.given_id = 0 THEN nextval('messages_id_seq') ELSE x.given_id END AS id
     FROM (SELECT unnest($1::integer[])                AS ord,
                  unnest($2::bigint[])                  AS given_id,
@@ -344,14 +347,15 @@ WITH input AS MATERIALIZED (
                  unnest($11::text[])           AS payload_key,
                  unnest($12::integer[])       AS payload_size,
                  unnest($13::bytea[])       AS payload_sha256,
-                 unnest($14::integer[])     AS deliveries) AS x
+                 unnest($14::integer[])     AS deliveries,
+                 unnest($15::text[])           AS traceparent) AS x
     ORDER BY x.ord
 ), dels AS MATERIALIZED (
     SELECT y.ord, y.message_ord, y.endpoint_id, y.ordered, nextval('deliveries_id_seq') AS id
-    FROM (SELECT unnest($15::integer[])        AS ord,
-                 unnest($16::integer[]) AS message_ord,
-                 unnest($17::bigint[])  AS endpoint_id,
-                 unnest($18::boolean[])      AS ordered) AS y
+    FROM (SELECT unnest($16::integer[])        AS ord,
+                 unnest($17::integer[]) AS message_ord,
+                 unnest($18::bigint[])  AS endpoint_id,
+                 unnest($19::boolean[])      AS ordered) AS y
     ORDER BY y.ord
 ), claimed AS (
     INSERT INTO idempotency_keys (carrier_id, idem_key, day, message_id, message_received_at, deliveries)
@@ -367,13 +371,14 @@ WITH input AS MATERIALIZED (
     ON CONFLICT DO NOTHING
     RETURNING message_id
 ), stored AS MATERIALIZED (
-    SELECT i.ord, i.received_at, i.carrier_id, i.event_type, i.ordering_key, i.merchant_ref, i.queue, i.idem_key, i.payload, i.payload_key, i.payload_size, i.payload_sha256, i.deliveries, i.id FROM input i
+    SELECT i.ord, i.received_at, i.carrier_id, i.event_type, i.ordering_key, i.merchant_ref, i.queue, i.idem_key, i.payload, i.payload_key, i.payload_size, i.payload_sha256, i.deliveries, i.traceparent, i.id FROM input i
     WHERE i.idem_key = '' OR i.id IN (SELECT c.message_id FROM claimed c)
 ), inserted_messages AS (
     INSERT INTO messages (id, received_at, carrier_id, event_type, ordering_key, merchant_ref, queue,
-                          idempotency_key, payload, payload_key, payload_size, payload_sha256, deliveries)
+                          idempotency_key, payload, payload_key, payload_size, payload_sha256, deliveries, traceparent)
     SELECT s.id, s.received_at, s.carrier_id, s.event_type, s.ordering_key, s.merchant_ref, s.queue,
-           nullif(s.idem_key, ''), s.payload, nullif(s.payload_key, ''), s.payload_size, s.payload_sha256, s.deliveries
+           nullif(s.idem_key, ''), s.payload, nullif(s.payload_key, ''), s.payload_size, s.payload_sha256, s.deliveries,
+           nullif(s.traceparent, '')
     FROM stored s
     RETURNING 1
 ), inserted_deliveries AS (
@@ -405,6 +410,7 @@ type MessageInsertManyParams struct {
 	PayloadSizes        []int32
 	PayloadSHA256s      [][]byte
 	DeliveryCounts      []int32
+	Traceparents        []string
 	DeliveryOrds        []int32
 	DeliveryMessageOrds []int32
 	DeliveryEndpointIDs []int64
@@ -429,7 +435,9 @@ type MessageInsertManyRow struct {
 // the caller's fan-out saw it). Returns, for each message stored, its place, its id
 // and its deliveries' ids in input order; the others lost their key.
 // Taking the ids here rather than in a statement of their own saves a round
-// trip per group commit.
+// trip per group commit. @traceparents is empty unless tracing is on (it is
+// unnested in step with the others, so an empty array gives every message a
+// NULL traceparent); when given it has one entry per message, ” for none.
 func (q *Queries) MessageInsertMany(ctx context.Context, arg MessageInsertManyParams) ([]MessageInsertManyRow, error) {
 	rows, err := q.db.Query(ctx, messageInsertMany,
 		arg.Ords,
@@ -446,6 +454,7 @@ func (q *Queries) MessageInsertMany(ctx context.Context, arg MessageInsertManyPa
 		arg.PayloadSizes,
 		arg.PayloadSHA256s,
 		arg.DeliveryCounts,
+		arg.Traceparents,
 		arg.DeliveryOrds,
 		arg.DeliveryMessageOrds,
 		arg.DeliveryEndpointIDs,
@@ -470,7 +479,7 @@ func (q *Queries) MessageInsertMany(ctx context.Context, arg MessageInsertManyPa
 }
 
 const messageLookup = `-- name: MessageLookup :one
-SELECT id, received_at, carrier_id, event_type, ordering_key, merchant_ref, queue, idempotency_key, payload, payload_key, payload_size, payload_sha256, deliveries FROM messages
+SELECT id, received_at, carrier_id, event_type, ordering_key, merchant_ref, queue, idempotency_key, payload, payload_key, payload_size, payload_sha256, deliveries, traceparent FROM messages
 WHERE id = $1
   AND ($2::timestamptz IS NULL OR received_at = $2::timestamptz)
 ORDER BY received_at DESC LIMIT 1
@@ -499,6 +508,7 @@ func (q *Queries) MessageLookup(ctx context.Context, arg MessageLookupParams) (M
 		&i.PayloadSize,
 		&i.PayloadSHA256,
 		&i.Deliveries,
+		&i.Traceparent,
 	)
 	return i, err
 }

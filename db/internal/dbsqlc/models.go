@@ -122,6 +122,7 @@ type Endpoint struct {
 	Filter          string
 	Signature       string
 	PublicKey       string
+	SendTraceparent bool
 }
 
 type EndpointHealth struct {
@@ -183,6 +184,7 @@ type Message struct {
 	PayloadSize    int32
 	PayloadSHA256  []byte
 	Deliveries     int32
+	Traceparent    *string
 }
 
 type OpsDelivery struct {
