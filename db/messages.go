@@ -71,10 +71,15 @@ type idemKey struct {
 // statement, synchronous commit) and returns one result per message, in
 // order. Messages with an idempotency key already used by the same carrier
 // within 24 h (in an earlier batch, or earlier in msgs) are duplicates and
-// store nothing. An error means nothing was stored: hookrelay.EINVALID when
-// the database refused a value of one of msgs (the others may be stored
-// without it). A result's Err means that message alone was not stored (its
-// key's holder vanished concurrently).
+// store nothing. hookrelay.EINVALID means nothing was stored: the database
+// refused a value of one of msgs (the others may be stored without it).
+// hookrelay.EUNAVAILABLE means the outcome is unknown: the connection was
+// lost at the commit, or the synchronous standby did not confirm it
+// (syncrep.go); the client retries with its idempotency key. A result's Err
+// means that message alone was not stored (its key's holder vanished
+// concurrently). A duplicate is reported only once its holder is on the
+// synchronous standby too (IdempotencyKeyLookupMany locks the key, so its
+// transaction commits, and waits for the standby, like a write).
 func (db *DB) MessageInsertMany(ctx context.Context, msgs []NewMessage) ([]StoredMessage, error) {
 	out := make([]StoredMessage, len(msgs))
 	if len(msgs) == 0 {
@@ -100,6 +105,8 @@ func (db *DB) MessageInsertMany(ctx context.Context, msgs []NewMessage) ([]Store
 		return nil, fmt.Errorf("store %d messages: %w", len(msgs), unavailable(err))
 	}
 	defer func() { db.storeConns.put(conn, err) }()
+	pc := conn.conn.Conn().PgConn()
+	warned, _ := db.warnings.count(pc)
 	q := dbsqlc.New(conn.conn)
 	var p dbsqlc.MessageInsertManyParams
 	var sent []int // msgs index of each message sent, by its place in the input
@@ -162,6 +169,11 @@ func (db *DB) MessageInsertMany(ctx context.Context, msgs []NewMessage) ([]Store
 		if err = resolveDuplicates(ctx, q, msgs, out, lost); err != nil {
 			return nil, err
 		}
+	}
+	if n, last := db.warnings.count(pc); n != warned {
+		// A commit the synchronous standby did not confirm (syncrep.go).
+		err = hookrelay.Errorf(hookrelay.EUNAVAILABLE, "the commit was not confirmed by the synchronous standby: %s", last)
+		return nil, fmt.Errorf("store %d messages: %w", len(p.IDs), err)
 	}
 	for i := range msgs {
 		if j := dupOf[i]; j >= 0 {
