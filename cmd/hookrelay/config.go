@@ -96,6 +96,10 @@ func loadConfig(getenv func(string) string) (config, error) {
 	c.Keys = loadKeys(p)
 	c.DB.Keys = c.Keys
 	c.Ingest = loadIngest(p, queues, allowPrivate, notify)
+	// A group commit gets as long as any statement: past it the callbacks
+	// are answered 503 (a commit waiting for a synchronous standby that is
+	// gone is cut short there; docs/operations.md, "Running on a cluster").
+	c.Ingest.Batcher.CommitTimeout = c.DB.StatementTimeout
 	c.Dispatch = loadDispatch(p, queues, lease, allowPrivate, notify)
 	c.Maintenance = loadMaintenance(p, queues, c.DB.IdleInTransactionTimeout)
 	c.Web = web.Config{
