@@ -37,7 +37,10 @@ type config struct {
 	// secrets kept in the database; nil when unset (requireKeys).
 	Keys *keyring.Keyring
 
-	DB          db.Config          // DATABASE_URL, HOOKRELAY_DB_MAX_CONNS and timeouts
+	DB db.Config // DATABASE_URL, HOOKRELAY_DB_MAX_CONNS and timeouts
+	// ReplicaURL (HOOKRELAY_DATABASE_REPLICA_URL) is a read replica the
+	// dashboard's read-only pages read from; empty: they read DATABASE_URL.
+	ReplicaURL  string
 	Ingest      ingest.Config      // the api role
 	Dispatch    dispatch.Config    // the dispatch role (and the test pings of api and web)
 	Maintenance maintenance.Config // the maintenance role
@@ -93,6 +96,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	notify := p.bool("HOOKRELAY_NOTIFY", defaultNotify)
 
 	c.DB = loadDB(p, lease)
+	c.ReplicaURL = p.str("HOOKRELAY_DATABASE_REPLICA_URL", "")
 	c.Keys = loadKeys(p)
 	c.DB.Keys = c.Keys
 	c.Ingest = loadIngest(p, queues, allowPrivate, notify)
@@ -127,6 +131,11 @@ func loadConfig(getenv func(string) string) (config, error) {
 func (c config) check(p *envParser) {
 	if u, err := url.Parse(c.DB.URL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || strings.Trim(u.Path, "/") == "" {
 		p.fail("DATABASE_URL", redactURL(c.DB.URL), "want postgres://user@host:port/dbname")
+	}
+	if c.ReplicaURL != "" {
+		if u, err := url.Parse(c.ReplicaURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || strings.Trim(u.Path, "/") == "" {
+			p.fail("HOOKRELAY_DATABASE_REPLICA_URL", redactURL(c.ReplicaURL), "want postgres://user@host:port/dbname")
+		}
 	}
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
 		p.fail("HOOKRELAY_ADDR", c.Addr, "want host:port, such as 127.0.0.1:8080")
