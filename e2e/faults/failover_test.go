@@ -66,7 +66,27 @@ func TestFailover(t *testing.T) {
 		return firstAcceptAfter(l.answers(), promoteAt, false) >= 0
 	}), "ingest did not accept again within 120s of the promotion")
 	ingestRecovery := firstAcceptAfter(l.answers(), promoteAt, false)
-	time.Sleep(5 * time.Second)
+	// On the new primary, by themselves: both dispatchers' LISTEN sessions
+	// for wake-ups, both APIs' LISTEN sessions for configuration changes,
+	// and every logical queue leased by one of the two live dispatchers.
+	newPrimary := pair.URL()
+	for _, c := range []struct {
+		what, sql string
+		want int64
+	}{
+		{"dispatch LISTEN sessions", "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'hookrelay-dispatch-listen'", 2},
+		{"api configuration LISTEN sessions", "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'hookrelay-api-config'", 2},
+		{"dispatchers holding queues", "SELECT count(DISTINCT owner) FROM queue_leases WHERE expires_at > now()", 2},
+		{"queues not leased", "SELECT count(*) FROM queue_leases WHERE expires_at <= now() OR owner IS NULL", 0},
+	} {
+		var got int64
+		require.True(t, waitFor(t.Context(), 60*time.Second, func() bool {
+			n, err := queryInt(t.Context(), newPrimary, c.sql)
+			got = n
+			return err == nil && n == c.want
+		}), "%s on the new primary: %d, want %d", c.what, got, c.want)
+	}
+	time.Sleep(3 * time.Second)
 	stop()
 	drain := w.drain(180 * time.Second)
 
