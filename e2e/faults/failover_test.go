@@ -72,7 +72,7 @@ func TestFailover(t *testing.T) {
 	newPrimary := pair.URL()
 	for _, c := range []struct {
 		what, sql string
-		want int64
+		want      int64
 	}{
 		{"dispatch LISTEN sessions", "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'hookrelay-dispatch-listen'", 2},
 		{"api configuration LISTEN sessions", "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'hookrelay-api-config'", 2},
