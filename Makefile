@@ -6,7 +6,7 @@ TOOLS   := $(CURDIR)/tools/go.mod
 SQLC    := $(GO) tool -modfile=$(TOOLS) sqlc
 STATICCHECK := $(GO) tool -modfile=$(TOOLS) staticcheck
 
-.PHONY: help build run test lint test-faults bench bench-search soak screenshots generate check-generated vet fmt clean image
+.PHONY: help build run test lint test-faults failover-drill bench bench-cluster bench-search soak screenshots generate check-generated vet fmt clean image
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{ printf "  %-16s %s\n", $$1, $$2 }'
@@ -37,6 +37,12 @@ lint: ## staticcheck the product, bench, e2e and deploy modules (tools/go.mod pi
 
 test-faults: ## the end-to-end fault suite, e2e module (docs/reliability.md)
 	scripts/test-faults.sh
+
+failover-drill: ## the cluster scenarios of the fault suite, COUNT (5) times each (scripts/pg-cluster.sh; docs/reliability.md)
+	scripts/test-faults.sh -run 'TestFailover|TestSyncStandbyBlocked|TestReplicaReads' -count=$${COUNT:-5}
+
+bench-cluster: ## ingest with and without the synchronous standby, alternated (scripts/bench-cluster.sh; ROUNDS, DURATION)
+	scripts/bench-cluster.sh $(ARGS)
 
 bench: ## build bin/hookrelay and bin/hookrelay-bench, run the load benchmark (ARGS="--phases max ...")
 	scripts/bench.sh $(ARGS)

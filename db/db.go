@@ -133,6 +133,9 @@ type DB struct {
 	cfg  Config
 	// Home connections of the hot statements (homeconns.go).
 	claimConns, ackConns, storeConns *homeConns
+	// warnings counts the WARNING notices of each pool connection
+	// (syncrep.go).
+	warnings *commitWarnings
 	// hooks lets a test act inside a statement sequence of this DB only.
 	hooks testHooks
 }
@@ -182,6 +185,9 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 		rp["idle_in_transaction_session_timeout"] = ms(cfg.IdleInTransactionTimeout)
 		rp["lock_timeout"] = ms(cfg.LockTimeout)
 	}
+	warnings := newCommitWarnings()
+	pcfg.ConnConfig.OnNotice = warnings.record
+	pcfg.BeforeClose = func(c *pgx.Conn) { warnings.forget(c.PgConn()) }
 	pcfg.AfterConnect = func(_ context.Context, c *pgx.Conn) error {
 		registerInfinityTime(c.TypeMap())
 		return nil
@@ -207,7 +213,7 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	if pcfg.ConnConfig.DefaultQueryExecMode != pgx.QueryExecModeCacheStatement || cfg.Pooler == PoolerPgBouncer {
 		claimSess = nil
 	}
-	return &DB{pool: pool, q: dbsqlc.New(pool), cfg: cfg,
+	return &DB{pool: pool, q: dbsqlc.New(pool), cfg: cfg, warnings: warnings,
 		claimConns: newHomeConns(pool, home, claimSess), ackConns: newHomeConns(pool, home, nil),
 		storeConns: newHomeConns(pool, home, nil)}, nil
 }

@@ -66,6 +66,12 @@ func (db *DB) MessageIDsReserve(ctx context.Context, n int) ([]int64, error) {
 	return ids, nil
 }
 
+// cancelGrace is how long MessageInsertMany's statements have to answer a
+// cancel request before their connection is dropped.
+const cancelGrace = 5 * time.Second
+
+var errCancelSent = errors.New("cancel request sent")
+
 type idemKey struct {
 	carrier int64
 	key     string
@@ -75,10 +81,15 @@ type idemKey struct {
 // statement, synchronous commit) and returns one result per message, in
 // order. Messages with an idempotency key already used by the same carrier
 // within 24 h (in an earlier batch, or earlier in msgs) are duplicates and
-// store nothing. An error means nothing was stored: hookrelay.EINVALID when
-// the database refused a value of one of msgs (the others may be stored
-// without it). A result's Err means that message alone was not stored (its
-// key's holder vanished concurrently).
+// store nothing. hookrelay.EINVALID means nothing was stored: the database
+// refused a value of one of msgs (the others may be stored without it).
+// hookrelay.EUNAVAILABLE means the outcome is unknown: the connection was
+// lost at the commit, or the synchronous standby did not confirm it
+// (syncrep.go); the client retries with its idempotency key. A result's Err
+// means that message alone was not stored (its key's holder vanished
+// concurrently). A duplicate is reported only once its holder is on the
+// synchronous standby too (IdempotencyKeyLookupMany locks the key, so its
+// transaction commits, and waits for the standby, like a write).
 func (db *DB) MessageInsertMany(ctx context.Context, msgs []NewMessage) ([]StoredMessage, error) {
 	out := make([]StoredMessage, len(msgs))
 	if len(msgs) == 0 {
@@ -104,6 +115,40 @@ func (db *DB) MessageInsertMany(ctx context.Context, msgs []NewMessage) ([]Store
 		return nil, fmt.Errorf("store %d messages: %w", len(msgs), unavailable(err))
 	}
 	defer func() { db.storeConns.put(conn, err) }()
+	pc := conn.conn.Conn().PgConn()
+	warned, _ := db.warnings.count(pc)
+	// When ctx ends, the server is asked to cancel the statement rather than
+	// the connection dropped: a commit waiting for a synchronous standby
+	// then ends at once (committed locally, with a warning: refused below)
+	// instead of holding its session until the standby is back. The
+	// statements get cancelGrace more to answer the cancel before the
+	// connection is dropped after all (a server that is gone). A connection
+	// that was sent a cancel is not used again: a late one could hit its
+	// next statement.
+	qctx, qcancel := context.WithCancel(context.WithoutCancel(ctx))
+	finished, cancelled := make(chan struct{}), make(chan struct{})
+	stopCancel := context.AfterFunc(ctx, func() {
+		defer close(cancelled)
+		cctx, ccancel := context.WithTimeout(context.Background(), cancelGrace)
+		defer ccancel()
+		_ = pc.CancelRequest(cctx)
+		select {
+		case <-cctx.Done():
+		case <-finished:
+		}
+		qcancel()
+	})
+	defer func() {
+		close(finished)
+		if !stopCancel() {
+			<-cancelled
+			if err == nil {
+				err = errCancelSent // for storeConns.put: not kept
+			}
+		}
+		qcancel()
+	}()
+	ctx = qctx
 	q := dbsqlc.New(conn.conn)
 	var p dbsqlc.MessageInsertManyParams
 	var sent []int // msgs index of each message sent, by its place in the input
@@ -178,6 +223,12 @@ func (db *DB) MessageInsertMany(ctx context.Context, msgs []NewMessage) ([]Store
 		if err = resolveDuplicates(ctx, q, msgs, out, lost); err != nil {
 			return nil, err
 		}
+	}
+	if n, last := db.warnings.count(pc); n != warned {
+		// A commit the synchronous standby did not confirm (syncrep.go).
+		err = hookrelay.WrapError(hookrelay.EUNAVAILABLE, "the commit was not confirmed by the synchronous standby; retry",
+			fmt.Errorf("server warning: %s", last))
+		return nil, fmt.Errorf("store %d messages: %w", len(p.IDs), err)
 	}
 	for i := range msgs {
 		if j := dupOf[i]; j >= 0 {

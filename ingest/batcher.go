@@ -48,6 +48,14 @@ type BatcherConfig struct {
 	// beyond it gets 429 with Retry-After (carrierQuota). Default
 	// DefaultBatchSaturation (1000).
 	Saturation int
+	// CommitTimeout bounds a group commit, from its first statement to
+	// the answer: past it the batch's callbacks are answered 503 (the
+	// client retries them with their idempotency keys). It is what bounds a
+	// commit waiting for a synchronous standby that does not answer, which
+	// PostgreSQL's statement_timeout does not. Default 30s
+	// (db.DefaultStatementTimeout); cmd/hookrelay sets the statement
+	// timeout.
+	CommitTimeout time.Duration
 	// OnStored, when set, is called after a batch committed deliveries, with
 	// their number and their logical queues (ascending, no repeats): the
 	// process's dispatcher, to claim them at once rather than after its idle
@@ -62,6 +70,7 @@ func (c BatcherConfig) WithDefaults() BatcherConfig {
 	c.Flushers = cmp.Or(c.Flushers, DefaultBatchFlushers)
 	c.Queue = cmp.Or(c.Queue, 8192)
 	c.Saturation = cmp.Or(c.Saturation, DefaultBatchSaturation)
+	c.CommitTimeout = cmp.Or(c.CommitTimeout, db.DefaultStatementTimeout)
 	return c
 }
 
@@ -226,7 +235,7 @@ func (b *batcher) drain(batch []*pendingMsg) []*pendingMsg {
 func (b *batcher) flush(batch []*pendingMsg) {
 	// The batch belongs to no single request: its requests wait for it even
 	// when one of them goes away, and shutdown lets it finish.
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.CommitTimeout)
 	defer cancel()
 	b.commit(ctx, batch)
 }

@@ -106,7 +106,7 @@ func (d *Dashboard) deadLetters(c echo.Context) error {
 		}
 		page.At, page.ID = time.Unix(0, n).UTC(), i
 	}
-	rows, err := d.store.DeadLetterList(c.Request().Context(), q, page, pageSize+1)
+	rows, err := d.reads(c).DeadLetterList(c.Request().Context(), q, page, pageSize+1)
 	if err != nil {
 		return err
 	}

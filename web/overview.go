@@ -56,7 +56,7 @@ func (d *Dashboard) overview(c echo.Context) error {
 	ctx := c.Request().Context()
 	now := d.cfg.Now()
 	from := now.Add(-time.Hour)
-	samples, err := d.store.StatSamplesSince(ctx, from)
+	samples, err := d.reads(c).StatSamplesSince(ctx, from)
 	if err != nil {
 		return err
 	}
@@ -67,7 +67,7 @@ func (d *Dashboard) overview(c echo.Context) error {
 		len(samples[n-1].BacklogPerQueue) > 0 {
 		fresh = &samples[n-1]
 	}
-	live, err := d.store.DashboardOverview(ctx, d.cfg.Queues, fresh == nil)
+	live, err := d.reads(c).DashboardOverview(ctx, d.cfg.Queues, fresh == nil)
 	if err != nil {
 		return err
 	}

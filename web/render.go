@@ -59,6 +59,9 @@ type view struct {
 	CSRF    string
 	Refresh bool // auto-refresh (app.js) this page
 	Flash   string
+	// Replica says how current a page read from the read replica is
+	// (render sets it; see Dashboard.reads).
+	Replica string
 	Data    any
 }
 
@@ -73,6 +76,9 @@ func (d *Dashboard) render(c echo.Context, status int, name string, v view) erro
 	}
 	if v.Flash == "" {
 		v.Flash = flashText(c.QueryParam("done"), c.QueryParam("n"))
+	}
+	if c.Get(replicaReadKey) != nil {
+		v.Replica = d.replicaNote(c.Request().Context())
 	}
 	var buf bytes.Buffer
 	if err := t.ExecuteTemplate(&buf, "layout.html", v); err != nil {

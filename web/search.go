@@ -35,7 +35,7 @@ func (d *Dashboard) searchMessages(c echo.Context, a ops.Actor, base string) err
 	if key != "" {
 		now := time.Now()
 		f := db.MessageFilter{OrderingKey: key, Since: now.Add(-searchHistory), Until: now.Add(time.Minute)}
-		rows, err := ops.SearchMessages(c.Request().Context(), d.store, a, f, db.MessagePosition{}, searchLimit+1)
+		rows, err := ops.SearchMessages(c.Request().Context(), d.reads(c), a, f, db.MessagePosition{}, searchLimit+1)
 		if err != nil {
 			return err
 		}

@@ -59,6 +59,13 @@ type Store interface {
 	DeliveryListDead(ctx context.Context, endpointID int64, afterAt time.Time, afterID int64, limit int) ([]db.APIDelivery, error)
 }
 
+// ReplicaStore is a Store on a read replica that can tell how current it is.
+// *db.DB implements it.
+type ReplicaStore interface {
+	Store
+	ReplicaStatus(ctx context.Context) (db.ReplicaStatus, error)
+}
+
 // Operations are the operator and merchant actions the pages take (package
 // ops; the API takes the same ones).
 type Operations interface {
@@ -101,6 +108,12 @@ type Config struct {
 	// dead letters, retry deliveries, rotate secrets, send test events,
 	// replay, manage sessions and ops endpoints. Required.
 	Ops Operations
+	// Replica, when set, serves the pages that only read — the overview and
+	// its charts, the endpoint list, the dead letters, message search and the
+	// message page — from a read replica (HOOKRELAY_DATABASE_REPLICA_URL);
+	// each of those pages says how far behind the primary it is. Sessions,
+	// actions, and every other page use Store. Nil: Store.
+	Replica ReplicaStore
 	// Presigner links offloaded payloads; nil shows the object key only.
 	Presigner Presigner
 	// CheckURL checks and normalises an endpoint's or ops endpoint's URL as

@@ -5,6 +5,7 @@
 package load
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -159,6 +160,7 @@ type Accounting struct {
 	Latencies       []time.Duration // per delivered expected delivery: first 2xx arrival − request start, unsorted
 	SentAt          []time.Time     // the request start of each of Latencies, in the same order
 	Unexpected      int             // 2xx arrivals of callbacks never acknowledged (send errors, stray traffic)
+	LostSample      []string        // up to 20 lost deliveries, as "endpoint/key/seq"
 }
 
 // Analyze computes the accounting. Call it once the load generator stopped
@@ -176,9 +178,12 @@ func (l *Ledger) Analyze() Accounting {
 			s := sh.streams[streamID{ep, key}]
 			if s == nil {
 				a.Lost += len(acked)
+				for _, r := range acked {
+					a.sampleLost(ep, key, r.seq)
+				}
 				continue
 			}
-			analyzeStream(&a, acked, s)
+			analyzeStream(&a, acked, s, ep, key)
 		}
 		sh.mu.Unlock()
 	}
@@ -188,7 +193,7 @@ func (l *Ledger) Analyze() Accounting {
 // analyzeStream walks one stream's arrivals in order. next is the position in
 // acked of the earliest acknowledged seq not yet delivered: the first attempt
 // of any acknowledged seq beyond it is an order violation.
-func analyzeStream(a *Accounting, acked []ackRecord, s *stream) {
+func analyzeStream(a *Accounting, acked []ackRecord, s *stream, ep, key int) {
 	// position of each acknowledged seq in acked
 	pos := make(map[int]int, len(acked))
 	for i, r := range acked {
@@ -226,10 +231,18 @@ func analyzeStream(a *Accounting, acked []ackRecord, s *stream) {
 	for i, d := range delivered {
 		if !d {
 			a.Lost++
+			a.sampleLost(ep, key, acked[i].seq)
 			continue
 		}
 		a.Delivered++
 		a.Latencies = append(a.Latencies, firstAt[i].Sub(acked[i].sentAt))
 		a.SentAt = append(a.SentAt, acked[i].sentAt)
+	}
+}
+
+// sampleLost keeps a few lost deliveries for the report.
+func (a *Accounting) sampleLost(ep, key, seq int) {
+	if len(a.LostSample) < 20 {
+		a.LostSample = append(a.LostSample, fmt.Sprintf("%d/%d/%d", ep, key, seq))
 	}
 }

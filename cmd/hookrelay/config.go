@@ -40,7 +40,10 @@ type config struct {
 	// secrets kept in the database; nil when unset (requireKeys).
 	Keys *keyring.Keyring
 
-	DB          db.Config          // DATABASE_URL, HOOKRELAY_DB_MAX_CONNS and timeouts
+	DB db.Config // DATABASE_URL, HOOKRELAY_DB_MAX_CONNS and timeouts
+	// ReplicaURL (HOOKRELAY_DATABASE_REPLICA_URL) is a read replica the
+	// dashboard's read-only pages read from; empty: they read DATABASE_URL.
+	ReplicaURL  string
 	Ingest      ingest.Config      // the api role
 	Dispatch    dispatch.Config    // the dispatch role (and the test pings of api and web)
 	Maintenance maintenance.Config // the maintenance role
@@ -97,9 +100,14 @@ func loadConfig(getenv func(string) string) (config, error) {
 	notify := p.bool("HOOKRELAY_NOTIFY", defaultNotify)
 
 	c.DB = loadDB(p, lease)
+	c.ReplicaURL = p.str("HOOKRELAY_DATABASE_REPLICA_URL", "")
 	c.Keys = loadKeys(p)
 	c.DB.Keys = c.Keys
 	c.Ingest = loadIngest(p, queues, allowPrivate, notify)
+	// A group commit gets as long as any statement: past it the callbacks
+	// are answered 503 (a commit waiting for a synchronous standby that is
+	// gone is cut short there; docs/operations.md, "Running on a cluster").
+	c.Ingest.Batcher.CommitTimeout = c.DB.StatementTimeout
 	c.Dispatch = loadDispatch(p, queues, lease, allowPrivate, notify)
 	c.Maintenance = loadMaintenance(p, queues, c.DB.IdleInTransactionTimeout)
 	c.Web = web.Config{
@@ -135,6 +143,11 @@ func (c config) check(p *envParser) {
 		p.errs = append(p.errs, fmt.Errorf("HOOKRELAY_DATABASE_DIRECT_URL: required with HOOKRELAY_DB_POOLER=pgbouncer "+
 			"(the migrations' lock, the maintenance role's sessions and LISTEN need a PostgreSQL session of their own; "+
 			"point it at PostgreSQL or at a session-mode pool)"))
+	}
+	if c.ReplicaURL != "" {
+		if u, err := url.Parse(c.ReplicaURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || strings.Trim(u.Path, "/") == "" {
+			p.fail("HOOKRELAY_DATABASE_REPLICA_URL", redactURL(c.ReplicaURL), "want postgres://user@host:port/dbname")
+		}
 	}
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
 		p.fail("HOOKRELAY_ADDR", c.Addr, "want host:port, such as 127.0.0.1:8080")

@@ -134,6 +134,7 @@ func TestConfigDefaultsArePackageDefaults(t *testing.T) {
 		{"HOOKRELAY_MAINTENANCE_LOCK_TIMEOUT", m.Session.LockTimeout, sessDef.LockTimeout},
 
 		{"HOOKRELAY_UI_SECURE_COOKIE", w.SecureCookie, wDef.SecureCookie},
+		{"HOOKRELAY_DATABASE_REPLICA_URL", c.ReplicaURL, ""}, // none: the pages read DATABASE_URL
 		{"HOOKRELAY_PORTAL_FRAME_ANCESTORS", w.PortalFrameAncestors, wDef.PortalFrameAncestors},
 
 		{"HOOKRELAY_AUTH_THROTTLE_FREE", c.AuthThrottle.Free, thDef.Free},

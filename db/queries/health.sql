@@ -73,3 +73,16 @@ SELECT COALESCE(sum(GREATEST(c.reltuples, 0)), -1)::bigint AS estimate
 FROM pg_catalog.pg_class c
 WHERE c.oid = to_regclass(@rel::text)
    OR c.oid IN (SELECT inhrelid FROM pg_catalog.pg_inherits WHERE inhparent = to_regclass(@rel::text));
+
+-- name: ReplicaStatus :one
+-- Whether this server is a standby, whether its WAL receiver is streaming,
+-- and how far its replay is behind: 0 when it has replayed everything it
+-- received while streaming (it is as current as the primary's last
+-- commit), else the age of the last transaction it replayed.
+SELECT pg_is_in_recovery() AS in_recovery,
+       COALESCE((SELECT r.status = 'streaming' FROM pg_catalog.pg_stat_wal_receiver r), false)::boolean AS streaming,
+       (CASE WHEN NOT pg_is_in_recovery() THEN 0
+             WHEN COALESCE((SELECT r.status = 'streaming' FROM pg_catalog.pg_stat_wal_receiver r), false)
+                  AND pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() THEN 0
+             ELSE COALESCE(extract(epoch FROM clock_timestamp() - pg_last_xact_replay_timestamp()), -1)
+        END)::float8 AS lag_seconds;

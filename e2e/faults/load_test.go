@@ -50,6 +50,8 @@ type response struct {
 	Large  bool
 	// RetryAfter reports whether a Retry-After header came with it.
 	RetryAfter bool
+	// Took is how long the request took.
+	Took time.Duration
 }
 
 // loader sends callbacks and records acknowledgements in a ledger.
@@ -167,8 +169,10 @@ func (l *loader) send(body []byte, idem string, large bool) int {
 	req.Header.Set("Authorization", "Bearer "+l.cfg.APIKey)
 	req.Header.Set("Idempotency-Key", idem)
 	l.requests.Add(1)
+	start := time.Now()
 	resp, err := l.client.Do(req)
 	r := response{At: time.Now(), Large: large}
+	r.Took = r.At.Sub(start)
 	var sample string
 	if err == nil {
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))

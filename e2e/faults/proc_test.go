@@ -22,8 +22,9 @@ import (
 	"github.com/hookrelay/hookrelay/db/dbtest"
 )
 
-// binPath is the hookrelay binary built once by TestMain.
-var binPath string
+// binPath is the hookrelay binary built once by TestMain, from the product
+// module's directory productDir.
+var binPath, productDir string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "hookrelay-faults-bin-")
@@ -42,8 +43,9 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(dir)
 		os.Exit(2)
 	}
+	productDir = strings.TrimSpace(string(product))
 	build := exec.Command("go", "build", "-o", binPath, "./cmd/hookrelay")
-	build.Dir = strings.TrimSpace(string(product))
+	build.Dir = productDir
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "faults: go build:", err)

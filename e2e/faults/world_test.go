@@ -179,7 +179,7 @@ func (w *world) account(res result, l *loader, maxDup int) load.Accounting {
 	st := w.sink.Stats()
 	require.NotZero(t, a.Acknowledged, "the load generator got no callback acknowledged; statuses %v", res.Statuses)
 	require.Zero(t, st.BadSignature, "sink received deliveries with a bad signature")
-	require.Zero(t, a.Lost, "acknowledged callbacks not delivered (expected %d, delivered %d)", a.Expected, a.Delivered)
+	require.Zero(t, a.Lost, "acknowledged callbacks not delivered (expected %d, delivered %d; endpoint/key/seq: %v)", a.Expected, a.Delivered, a.LostSample)
 	require.Zero(t, a.OrderViolations, "order per (endpoint, key) broken")
 	require.LessOrEqual(t, a.Duplicates, maxDup, "duplicates beyond the bound")
 	return a

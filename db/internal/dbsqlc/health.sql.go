@@ -248,3 +248,30 @@ func (q *Queries) HealthTables(ctx context.Context, names []string) ([]HealthTab
 	}
 	return items, nil
 }
+
+const replicaStatus = `-- name: ReplicaStatus :one
+SELECT pg_is_in_recovery() AS in_recovery,
+       COALESCE((SELECT r.status = 'streaming' FROM pg_catalog.pg_stat_wal_receiver r), false)::boolean AS streaming,
+       (CASE WHEN NOT pg_is_in_recovery() THEN 0
+             WHEN COALESCE((SELECT r.status = 'streaming' FROM pg_catalog.pg_stat_wal_receiver r), false)
+                  AND pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() THEN 0
+             ELSE COALESCE(extract(epoch FROM clock_timestamp() - pg_last_xact_replay_timestamp()), -1)
+        END)::float8 AS lag_seconds
+`
+
+type ReplicaStatusRow struct {
+	InRecovery bool
+	Streaming  bool
+	LagSeconds float64
+}
+
+// Whether this server is a standby, whether its WAL receiver is streaming,
+// and how far its replay is behind: 0 when it has replayed everything it
+// received while streaming (it is as current as the primary's last
+// commit), else the age of the last transaction it replayed.
+func (q *Queries) ReplicaStatus(ctx context.Context) (ReplicaStatusRow, error) {
+	row := q.db.QueryRow(ctx, replicaStatus)
+	var i ReplicaStatusRow
+	err := row.Scan(&i.InRecovery, &i.Streaming, &i.LagSeconds)
+	return i, err
+}

@@ -16,6 +16,7 @@ FROM idempotency_keys k
 WHERE (k.carrier_id, k.idem_key) IN (SELECT unnest($1::bigint[]), unnest($2::text[]))
   AND k.day >= (now() AT TIME ZONE 'UTC')::date - 1
   AND k.created_at > now() - interval '24 hours'
+FOR KEY SHARE OF k
 `
 
 type IdempotencyKeyLookupManyParams struct {
@@ -31,7 +32,12 @@ type IdempotencyKeyLookupManyRow struct {
 	Deliveries        int32
 }
 
-// The holders of (carrier, key) pairs within the 24 h window.
+// The holders of (carrier, key) pairs within the 24 h window. The rows are
+// locked FOR KEY SHARE, which writes WAL and so makes this transaction's
+// commit wait for the synchronous standby, if any: a duplicate is answered
+// only once the standby has everything up to the lock, the holder included
+// (the holder may have committed locally only, its wait for the standby
+// cut short by a statement timeout).
 func (q *Queries) IdempotencyKeyLookupMany(ctx context.Context, arg IdempotencyKeyLookupManyParams) ([]IdempotencyKeyLookupManyRow, error) {
 	rows, err := q.db.Query(ctx, idempotencyKeyLookupMany, arg.CarrierIDs, arg.IdemKeys)
 	if err != nil {
