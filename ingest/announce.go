@@ -38,16 +38,17 @@ type announcer struct {
 	kick     chan struct{} // buffered 1: an announcement is owed
 	sent     prometheus.Counter
 
-	mu         sync.Mutex       // guards queues and deliveries
+	mu         sync.Mutex       // guards queues, deliveries and since
 	queues     map[int]struct{} // queues stored into since the last announcement
 	deliveries int64            // deliveries stored since the rate was last read
+	since      time.Time        // when the rate was last read
 }
 
 func newAnnouncer(notify func(context.Context, db.Announcement) error, token string, interval time.Duration,
 	logger *slog.Logger, sent prometheus.Counter,
 ) *announcer {
 	return &announcer{notify: notify, token: token, interval: interval, logger: logger, kick: make(chan struct{}, 1),
-		sent: sent, queues: map[int]struct{}{}}
+		sent: sent, queues: map[int]struct{}{}, since: time.Now()}
 }
 
 // stored records that n deliveries were committed into queues. It never
@@ -79,7 +80,7 @@ func (a *announcer) run(ctx context.Context) {
 			return
 		case <-a.kick:
 		}
-		a.storedSince()
+		a.rate()
 		for owed := true; owed; {
 			// Nothing to take: what the kick was for went out with the
 			// last announcement.
@@ -102,13 +103,15 @@ func (a *announcer) run(ctx context.Context) {
 				return
 			case <-timer.C:
 			}
-			n := a.storedSince()
+			r := a.rate()
 			select {
 			case <-a.kick:
 			default:
 				owed = false
 			}
-			if owed && float64(n) >= announceBusyRate*pause.Seconds() {
+			// The rate over the time that really passed: a timer that
+			// fires late must not turn a steady rate into a busy one.
+			if owed && r >= announceBusyRate {
 				pause = min(2*pause, 20*a.interval)
 			} else {
 				pause = a.interval
@@ -134,11 +137,16 @@ func (a *announcer) take() (db.Announcement, bool) {
 	return ann, true
 }
 
-// storedSince returns the deliveries stored since its last call.
-func (a *announcer) storedSince() int64 {
+// rate returns the deliveries stored per second since its last call.
+func (a *announcer) rate() float64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	now := time.Now()
+	elapsed := now.Sub(a.since).Seconds()
 	n := a.deliveries
-	a.deliveries = 0
-	return n
+	a.deliveries, a.since = 0, now
+	if elapsed <= 0 {
+		return 0
+	}
+	return float64(n) / elapsed
 }

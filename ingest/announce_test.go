@@ -106,17 +106,18 @@ func TestAnnouncerLeadsCoalescesAndBacksOff(t *testing.T) {
 			}
 		}
 	}
-	// traffic stores per deliveries every 2 ms until n announcements have
+	// traffic stores per deliveries every `every` (a sleep never returns
+	// early, so that is an upper bound on the rate) until n announcements have
 	// been sent and then for extra, and returns the announcements sent until
 	// none is for 25 intervals after it, with when it started.
-	traffic := func(per, n int, extra time.Duration) (time.Time, []sending) {
+	traffic := func(per int, every time.Duration, n int, extra time.Duration) (time.Time, []sending) {
 		t.Helper()
 		start := time.Now()
 		var got []sending
 		var stopAt time.Time
 		for stopAt.IsZero() || time.Now().Before(stopAt) {
 			a.stored(per, []int{per % 7})
-			time.Sleep(2 * time.Millisecond)
+			time.Sleep(every)
 			select {
 			case s := <-sent:
 				got = append(got, s)
@@ -169,9 +170,9 @@ func TestAnnouncerLeadsCoalescesAndBacksOff(t *testing.T) {
 	}
 	quiet(25 * interval)
 
-	// 1 delivery per ~2 ms (under 500/s) until 9 announcements: every pause
-	// stays one interval.
-	start, got := traffic(1, 9, 0)
+	// 1 delivery per ≥4 ms (at most 250/s, half announceBusyRate) until 9
+	// announcements: every pause stays one interval.
+	start, got := traffic(1, 4*time.Millisecond, 9, 0)
 	require.Less(t, got[0].start.Sub(start), interval/2, "the first batch after a quiet spell is announced at once")
 	p := pauses(got)
 	for i := range p {
@@ -182,10 +183,11 @@ func TestAnnouncerLeadsCoalescesAndBacksOff(t *testing.T) {
 	}
 	total := len(got)
 
-	// 10 deliveries per ~2 ms (over 500/s) until the sixth announcement and
+	// 10 deliveries per ~2 ms (~5,000/s; still 1,000/s if every sleep took
+	// 10 ms) until the sixth announcement and
 	// half an interval more, so that one is owed: the pause doubles, capped
 	// at 20 intervals; the owed one is sent 20 intervals after the sixth.
-	start, got = traffic(10, 6, interval/2)
+	start, got = traffic(10, 2*time.Millisecond, 6, interval/2)
 	want := []float64{1, 2, 4, 8, 16, 20}
 	require.Len(t, got, len(want)+1, "pauses %v (intervals)", pauses(got))
 	require.Less(t, got[0].start.Sub(start), interval/2, "the first batch after a quiet spell is announced at once")
