@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -241,7 +243,44 @@ func (b *benchRun) burstPhase(ctx context.Context) error {
 	if err := b.finish("burst-a-drain", resA, lA, start, end); err != nil {
 		return err
 	}
-	return b.finish("burst-b-during", outB.res, lB, start, end)
+	r := burstBResult{Result: b.result("burst-b-during", outB.res, lB, start, end)}
+	r.OfferedPerSec = round2(float64(outB.res.Sent) / outB.res.Elapsed().Seconds())
+	if first, last := lB.FirstDelivery(), lB.LastDelivery(); !first.IsZero() && last.After(first) {
+		r.DeliveredPerSec = round2(float64(r.Delivered) / last.Sub(first).Seconds())
+	}
+	r.split(lB.Analyze(), resA.End)
+	raw, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(b.stdout, "%s\n", raw)
+	return err
+}
+
+// burstBResult is B's line of the burst phase, with its latency split at
+// A's last acknowledged callback: while A was still sending (ingest and
+// dispatch both loaded) and during the rest of A's drain (dispatch alone).
+type burstBResult struct {
+	load.Result
+	SendingP50ms  *float64 `json:"e2e_p50_ms_a_sending"`
+	SendingP99ms  *float64 `json:"e2e_p99_ms_a_sending"`
+	DrainingP50ms *float64 `json:"e2e_p50_ms_a_draining"`
+	DrainingP99ms *float64 `json:"e2e_p99_ms_a_draining"`
+}
+
+func (r *burstBResult) split(a load.Accounting, aSent time.Time) {
+	var sending, draining []time.Duration
+	for i, lat := range a.Latencies {
+		if a.SentAt[i].Before(aSent) {
+			sending = append(sending, lat)
+		} else {
+			draining = append(draining, lat)
+		}
+	}
+	slices.Sort(sending)
+	slices.Sort(draining)
+	r.SendingP50ms, r.SendingP99ms = load.Percentile(sending, 0.5), load.Percentile(sending, 0.99)
+	r.DrainingP50ms, r.DrainingP99ms = load.Percentile(draining, 0.5), load.Percentile(draining, 0.99)
 }
 
 // slowTenantPhase: endpoint A answers in --slow-latency with max_in_flight

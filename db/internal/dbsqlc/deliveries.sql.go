@@ -249,21 +249,27 @@ WITH cand AS MATERIALIZED (
     CROSS JOIN LATERAL (
         SELECT r.id, r.endpoint_id, r.ordering_key, r.ordered
         FROM (
-            SELECT c.id, c.endpoint_id, c.ordering_key, c.ordered, w.turn,
-                   row_number() OVER (PARTITION BY w.endpoint_id ORDER BY c.visible_at, c.id) AS rn
+            SELECT c.id, c.endpoint_id, c.ordering_key, c.ordered, w.turn, c.rn
             FROM deliveries_claim_walk(q.queue, q.after, $3::integer) AS w (endpoint_id, turn, share)
             CROSS JOIN LATERAL (
-                -- "visible_at < 'infinity'" is the index's predicate, which
-                -- "visible_at <= now()" does not imply.
-                SELECT d.id, d.endpoint_id, d.ordering_key, d.ordered, d.visible_at
-                FROM deliveries d
-                WHERE d.queue = q.queue AND d.endpoint_id = w.endpoint_id
-                  AND d.visible_at <= now()
-                  AND d.visible_at < 'infinity'
-                  AND (d.leased_until IS NULL OR d.leased_until <= now())
-                ORDER BY d.visible_at, d.id
-                LIMIT w.share
-                FOR UPDATE SKIP LOCKED
+                -- Each row's rank within its endpoint's share, numbered as
+                -- the share scan returns them (already in (visible_at, id)
+                -- order: no sort).
+                SELECT s.id, s.endpoint_id, s.ordering_key, s.ordered,
+                       row_number() OVER (ORDER BY s.visible_at, s.id) AS rn
+                FROM (
+                    -- "visible_at < 'infinity'" is the index's predicate, which
+                    -- "visible_at <= now()" does not imply.
+                    SELECT d.id, d.endpoint_id, d.ordering_key, d.ordered, d.visible_at
+                    FROM deliveries d
+                    WHERE d.queue = q.queue AND d.endpoint_id = w.endpoint_id
+                      AND d.visible_at <= now()
+                      AND d.visible_at < 'infinity'
+                      AND (d.leased_until IS NULL OR d.leased_until <= now())
+                    ORDER BY d.visible_at, d.id
+                    LIMIT w.share
+                    FOR UPDATE SKIP LOCKED
+                ) s
             ) c
         ) r
         ORDER BY r.rn, r.turn
