@@ -298,6 +298,11 @@ func (b *benchRun) slowTenantPhase(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The fast tenants alone first: their latency with A idle, the
+	// machine's own at this rate.
+	if err := b.fastTenants(ctx, others, "slow-tenant-others-idle", "alone"); err != nil {
+		return err
+	}
 	cfgA, _, err := b.tenantLoad(ctx, "slow-a", ta, o.keys)
 	if err != nil {
 		return err
@@ -307,12 +312,23 @@ func (b *benchRun) slowTenantPhase(ctx context.Context) error {
 	if _, err := load.RunLoad(ctx, cfgA); err != nil {
 		return err
 	}
+	if err := b.fastTenants(ctx, others, "slow-tenant-others", "beside A"); err != nil {
+		return err
+	}
+	admin := &load.Admin{BaseURL: b.baseURL, Token: b.adminToken, Client: b.client}
+	return admin.DeleteEndpoint(ctx, ta.endpointIDs[0])
+}
+
+// fastTenants runs the slow-tenant phase's fast tenants for --duration at
+// --tenant-rate each and prints their result as name.
+func (b *benchRun) fastTenants(ctx context.Context, others tenant, name, what string) error {
+	o := b.opts
 	cfg, l, err := b.tenantLoad(ctx, "fast", others, 100*o.fair.tenants)
 	if err != nil {
 		return err
 	}
 	cfg.Rate, cfg.Duration = o.fair.tenantRate*float64(o.fair.tenants), o.duration
-	fmt.Fprintf(b.stderr, "bench: phase slow-tenant: %d tenants at %.0f/s each for %s beside A\n", o.fair.tenants, o.fair.tenantRate, o.duration)
+	fmt.Fprintf(b.stderr, "bench: phase slow-tenant: %d tenants at %.0f/s each for %s %s\n", o.fair.tenants, o.fair.tenantRate, o.duration, what)
 	start := b.take(ctx)
 	res, err := load.RunLoad(ctx, cfg)
 	if err != nil {
@@ -323,11 +339,7 @@ func (b *benchRun) slowTenantPhase(ctx context.Context) error {
 	if err := b.checkAlive(); err != nil {
 		return err
 	}
-	if err := b.finish("slow-tenant-others", res, l, start, end); err != nil {
-		return err
-	}
-	admin := &load.Admin{BaseURL: b.baseURL, Token: b.adminToken, Client: b.client}
-	return admin.DeleteEndpoint(ctx, ta.endpointIDs[0])
+	return b.finish(name, res, l, start, end)
 }
 
 // manyEndpointsPhase: --many-rate/s for --duration to one endpoint, then
