@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -364,6 +365,8 @@ func unavailable(err error) error {
 		switch pgErr.Code[:2] {
 		case "08", "53", "57": // connection exception, insufficient resources, operator intervention
 			return hookrelay.WrapError(hookrelay.EUNAVAILABLE, "database unavailable", err)
+		case "40": // transaction rollback: a deadlock or serialization failure; the same request may succeed
+			return hookrelay.WrapError(hookrelay.EUNAVAILABLE, "database transaction aborted, retry", err)
 		}
 		return err
 	}
@@ -379,6 +382,13 @@ func unavailable(err error) error {
 	// Everything else without a server error code happened on the way to the
 	// server (refused, reset, timed out, pool closed): the caller may retry.
 	return hookrelay.WrapError(hookrelay.EUNAVAILABLE, "database unavailable", err)
+}
+
+// transient reports whether err is a transaction PostgreSQL rolled back
+// (deadlock detected, serialization failure): run again, it may succeed.
+func transient(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "40")
 }
 
 // InTx runs fn in a transaction, committing when it returns nil.

@@ -374,18 +374,33 @@ func endpointEventData(r dbsqlc.Endpoint) map[string]any {
 
 // EndpointDelete marks endpoint id deleted and deletes its pending
 // deliveries; it returns how many deliveries it deleted.
+//
+// The delete waits for the row locks of deliveries being acknowledged, and an
+// acknowledgement holding some of them may wait in turn for a row this
+// delete already holds (a chain successor it promotes): PostgreSQL then
+// aborts one of the two as a deadlock. The delete is run again when it is the one aborted (its whole
+// transaction was rolled back), up to deleteAttempts times.
 func (db *DB) EndpointDelete(ctx context.Context, id int64) (int64, error) {
 	var n int64
-	err := db.inTx(ctx, func(q *dbsqlc.Queries, _ pgx.Tx) error {
-		if _, err := q.EndpointSetStatus(ctx, dbsqlc.EndpointSetStatusParams{ID: id, Status: EndpointDeleted}); err != nil {
-			return notFound(unavailableUnlessNoRows(err), "endpoint")
+	var err error
+	for range deleteAttempts {
+		err = db.inTx(ctx, func(q *dbsqlc.Queries, _ pgx.Tx) error {
+			if _, err := q.EndpointSetStatus(ctx, dbsqlc.EndpointSetStatusParams{ID: id, Status: EndpointDeleted}); err != nil {
+				return notFound(unavailableUnlessNoRows(err), "endpoint")
+			}
+			var err error
+			n, err = q.DeliveryDeleteByEndpoint(ctx, id)
+			return unavailable(err)
+		})
+		if !transient(err) {
+			break
 		}
-		var err error
-		n, err = q.DeliveryDeleteByEndpoint(ctx, id)
-		return unavailable(err)
-	})
+	}
 	return n, err
 }
+
+// deleteAttempts bounds the runs of a transaction aborted by a deadlock.
+const deleteAttempts = 3
 
 // EndpointSecret is a signing secret of an endpoint.
 type EndpointSecret struct {

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookrelay/hookrelay"
@@ -128,4 +129,69 @@ func TestEndpointSignatureSwitch(t *testing.T) {
 	got, err := store.EndpointGet(ctx, ep.ID)
 	require.NoError(t, err)
 	require.Empty(t, got.PublicKey)
+}
+
+// TestEndpointDeleteRunsAgainAfterADeadlock: another transaction holds the
+// last of the endpoint's deliveries (as an acknowledgement does) and then
+// waits for one the delete already took: PostgreSQL aborts the delete as a
+// deadlock (it waited first, so its check runs first), and the delete runs
+// again and deletes every delivery once the other transaction is done.
+func TestEndpointDeleteRunsAgainAfterADeadlock(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	url := dbtest.NewURL(t)
+	store := dbtest.Open(t, url, db.Config{})
+	carrier, _ := dbtest.Carrier(t, store, nil)
+	ep, _ := dbtest.Endpoint(t, store, nil)
+	storeMany(t, store, carrier.ID, ep.ID, keysInQueue("del-", 4, 50))
+
+	other, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer other.Close(context.WithoutCancel(ctx))
+	// Its deadlock check comes long after the delete's (1 s by default).
+	_, err = other.Exec(ctx, "SET deadlock_timeout = '30s'")
+	require.NoError(t, err)
+	tx, err := other.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	var first, last int64
+	require.NoError(t, tx.QueryRow(ctx, `SELECT min(id), max(id) FROM deliveries WHERE endpoint_id = $1`, ep.ID).Scan(&first, &last))
+	_, err = tx.Exec(ctx, `SELECT id FROM deliveries WHERE id = $1 FOR UPDATE`, last)
+	require.NoError(t, err)
+
+	type result struct {
+		n   int64
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		n, err := store.EndpointDelete(ctx, ep.ID)
+		done <- result{n, err}
+	}()
+	watch, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer watch.Close(context.WithoutCancel(ctx))
+	// The delete waits for the last row.
+	require.Eventually(t, func() bool {
+		var waiting bool
+		// Outside the other transaction: a transaction reads
+		// pg_stat_activity once and keeps what it read.
+		err := watch.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'
+			  AND query LIKE '%DELETE FROM deliveries WHERE endpoint_id%')`).Scan(&waiting)
+		return err == nil && waiting
+	}, 10*time.Second, 20*time.Millisecond, "the delete never waited for the row held")
+	// Now this transaction waits for the first row, which the delete holds:
+	// a deadlock, the delete its victim.
+	_, err = tx.Exec(ctx, `UPDATE deliveries SET attempt = attempt WHERE id = $1`, first)
+	require.NoError(t, err, "the delete was the deadlock's victim, not this transaction")
+	require.NoError(t, tx.Commit(ctx))
+
+	r := <-done
+	require.NoError(t, r.err)
+	require.Equal(t, int64(50), r.n)
+	var left int
+	require.NoError(t, other.QueryRow(ctx, `SELECT count(*) FROM deliveries WHERE endpoint_id = $1`, ep.ID).Scan(&left))
+	require.Zero(t, left)
 }
