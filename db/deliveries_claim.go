@@ -52,7 +52,7 @@ type ClaimedDelivery struct {
 // open circuits deferred). Each queue's endpoints are served from the
 // lowest id; DeliveryClaimTimed takes where to start.
 func (db *DB) DeliveryClaim(ctx context.Context, queues []int, perQueue, batch int, owner, token int64, lease time.Duration) ([]ClaimedDelivery, error) {
-	out, _, err := db.DeliveryClaimTimed(ctx, queues, nil, perQueue, batch, owner, token, lease)
+	out, _, err := db.DeliveryClaimTimed(ctx, queues, nil, nil, perQueue, batch, owner, token, lease)
 	return out, err
 }
 
@@ -73,8 +73,10 @@ type ClaimTiming struct {
 // for a connection and how long the statement took. after[i] (nil: all 0)
 // is queue i's round-robin cursor: its endpoints are served from the first
 // above after[i], wrapping round; callers pass the last endpoint they were
-// served in the queue.
-func (db *DB) DeliveryClaimTimed(ctx context.Context, queues []int, after []int64, perQueue, batch int, owner, token int64, lease time.Duration) ([]ClaimedDelivery, ClaimTiming, error) {
+// served in the queue. The endpoints in skip are passed over (their rows
+// stay where they are): callers name those whose max_in_flight they have in
+// flight already.
+func (db *DB) DeliveryClaimTimed(ctx context.Context, queues []int, after, skip []int64, perQueue, batch int, owner, token int64, lease time.Duration) ([]ClaimedDelivery, ClaimTiming, error) {
 	var timing ClaimTiming
 	qs := make([]int16, len(queues))
 	afters := make([]int64, len(queues))
@@ -84,6 +86,9 @@ func (db *DB) DeliveryClaimTimed(ctx context.Context, queues []int, after []int6
 			afters[i] = after[i]
 		}
 	}
+	if skip == nil {
+		skip = []int64{} // NULL would pass nobody over either, but say so
+	}
 	start := time.Now()
 	conn, err := db.claimConns.get(ctx)
 	timing.Wait = time.Since(start)
@@ -92,7 +97,8 @@ func (db *DB) DeliveryClaimTimed(ctx context.Context, queues []int, after []int6
 	}
 	start = time.Now()
 	rows, err := dbsqlc.New(conn.conn).DeliveryClaim(ctx, dbsqlc.DeliveryClaimParams{
-		Queues: qs, Afters: afters, PerQueue: int32(perQueue), Batch: int32(batch), Lease: lease, Owner: owner, Token: token,
+		Queues: qs, Afters: afters, Skip: skip, PerQueue: int32(perQueue), Batch: int32(batch),
+		Lease: lease, Owner: owner, Token: token,
 	})
 	timing.Exec = time.Since(start)
 	db.claimConns.put(conn, err)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookrelay/hookrelay"
@@ -118,8 +119,54 @@ func TestClaimStartsAfterTheCursor(t *testing.T) {
 		}
 		return out
 	}
-	got, _, err := store.DeliveryClaimTimed(ctx, []int{q}, []int64{eps[14]}, 10, 10, 1, 1, time.Minute)
+	got, _, err := store.DeliveryClaimTimed(ctx, []int{q}, []int64{eps[14]}, nil, 10, 10, 1, 1, time.Minute)
 	require.NoError(t, err)
 	want := append(append([]int64{}, eps[15:]...), eps[:5]...)
 	require.ElementsMatch(t, want, endpointsOf(got))
+}
+
+// TestClaimPassesOverSkippedEndpoints: an endpoint the caller names in skip
+// (at its max_in_flight) gives no rows and its rows stay as they were (not
+// leased, not moved); the other endpoints of the queue get the claim; with
+// it alone in the queue the claim is empty, and without skip it is served.
+func TestClaimPassesOverSkippedEndpoints(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := dbtest.NewURL(t)
+	store := dbtest.Open(t, url, db.Config{})
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	carrier, _ := dbtest.Carrier(t, store, nil)
+	slow, _ := dbtest.Endpoint(t, store, nil)
+	fast, _ := dbtest.Endpoint(t, store, nil)
+	const q = 9
+	storeMany(t, store, carrier.ID, slow.ID, keysInQueue("S-", q, 200))
+	storeMany(t, store, carrier.ID, fast.ID, keysInQueue("F-", q, 5))
+
+	got, _, err := store.DeliveryClaimTimed(ctx, []int{q}, nil, []int64{slow.ID}, 50, 50, 1, 1, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, got, 5, "the fast endpoint's rows, and none of the skipped one's")
+	for _, g := range got {
+		require.Equal(t, fast.ID, g.EndpointID)
+	}
+	var results []db.DeliveryResult
+	for _, g := range got {
+		r := db.ResultFor(g)
+		r.Kind, r.Outcome, r.Status = db.AckSuccess, "success", 200
+		results = append(results, r)
+	}
+	ack(t, store, results...)
+
+	got, _, err = store.DeliveryClaimTimed(ctx, []int{q}, nil, []int64{slow.ID}, 50, 50, 1, 2, time.Minute)
+	require.NoError(t, err)
+	require.Empty(t, got, "only the skipped endpoint has rows")
+	var untouched int
+	require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM deliveries
+		WHERE endpoint_id = $1 AND leased_until IS NULL AND visible_at <= now()`, slow.ID).Scan(&untouched))
+	require.Equal(t, 200, untouched, "the skipped endpoint's rows are neither leased nor moved")
+
+	got, _, err = store.DeliveryClaimTimed(ctx, []int{q}, nil, nil, 50, 50, 1, 3, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, got, 50, "not skipped: served")
 }

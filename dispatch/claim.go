@@ -112,7 +112,7 @@ func (d *Dispatcher) claimRows(cctx context.Context, queues []int, after []int64
 	if len(queues) < 4 {
 		perQueue = n
 	}
-	rows, timing, err := d.db.DeliveryClaimTimed(cctx, queues, after, perQueue, n, d.ID(), newToken(), d.cfg.Lease)
+	rows, timing, err := d.db.DeliveryClaimTimed(cctx, queues, after, d.cache.full.list(maxSkipped), perQueue, n, d.ID(), newToken(), d.cfg.Lease)
 	d.metrics.claimWaitSeconds.Observe(timing.Wait.Seconds())
 	if timing.Exec > 0 {
 		d.metrics.claimSeconds.Observe(timing.Exec.Seconds())
@@ -125,6 +125,10 @@ func (d *Dispatcher) claimRows(cctx context.Context, queues []int, after []int64
 	}
 	return rows, err
 }
+
+// maxSkipped bounds the endpoints at their max_in_flight a claim is asked to
+// pass over (a parameter of the statement; the rest step aside as before).
+const maxSkipped = 1000
 
 // reserve takes between 1 and n delivery slots, waiting for the first; it
 // returns 0 when ctx ends first.

@@ -25,6 +25,46 @@ type endpointState struct {
 	// freed is when a slot was last given back (unix nanoseconds): the
 	// longer ago, the slower the endpoint, the longer deliveries step aside.
 	freed *atomic.Int64
+	// full is the cache's set of endpoints with every slot taken.
+	full *fullSet
+}
+
+// fullSet is the endpoints whose max_in_flight this dispatcher has in
+// flight: the claim passes over their rows, which would only step aside.
+// An endpoint joins when a delivery takes its last slot and leaves when a
+// slot is given back; a race between the two leaves it in (skipped until its
+// next slot comes back, which a delivery in flight always does) or out (some
+// of its rows claimed and stepping aside, as without the set).
+type fullSet struct {
+	mu  sync.Mutex
+	ids map[int64]struct{}
+}
+
+func (f *fullSet) set(id int64, full bool) {
+	f.mu.Lock()
+	if full {
+		f.ids[id] = struct{}{}
+	} else {
+		delete(f.ids, id)
+	}
+	f.mu.Unlock()
+}
+
+// list returns up to n of the endpoints in the set (nil when none).
+func (f *fullSet) list(n int) []int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.ids) == 0 {
+		return nil
+	}
+	out := make([]int64, 0, min(len(f.ids), n))
+	for id := range f.ids {
+		if len(out) == n {
+			break
+		}
+		out = append(out, id)
+	}
+	return out
 }
 
 // stepAside returns how long a delivery should stay away from the endpoint
@@ -55,12 +95,15 @@ func (e *endpointState) acquire(ctx context.Context, maxWait, saturatedDelay tim
 			return false, 0, ctx.Err()
 		}
 	}
+	if len(e.slots) == cap(e.slots) {
+		e.full.set(e.cfg.ID, true)
+	}
 	if e.limiter != nil {
 		r := e.limiter.Reserve()
 		d := r.Delay()
 		if d > maxWait {
 			r.Cancel()
-			<-e.slots
+			e.giveBack()
 			return false, d, nil
 		}
 		if d > 0 {
@@ -69,7 +112,7 @@ func (e *endpointState) acquire(ctx context.Context, maxWait, saturatedDelay tim
 			case <-t.C:
 			case <-ctx.Done():
 				t.Stop()
-				<-e.slots
+				e.giveBack()
 				return false, 0, ctx.Err()
 			}
 		}
@@ -79,7 +122,13 @@ func (e *endpointState) acquire(ctx context.Context, maxWait, saturatedDelay tim
 
 func (e *endpointState) release() {
 	e.freed.Store(time.Now().UnixNano())
+	e.giveBack()
+}
+
+// giveBack returns a slot taken by acquire.
+func (e *endpointState) giveBack() {
 	<-e.slots
+	e.full.set(e.cfg.ID, false)
 }
 
 // maxStepAside caps how long a delivery steps aside from a saturated
@@ -105,6 +154,8 @@ type endpointCache struct {
 
 	mu sync.Mutex // mu guards m
 	m  map[int64]*endpointState
+
+	full *fullSet
 }
 
 // observe records that the configuration is at version v or later.
@@ -123,7 +174,8 @@ func (c *endpointCache) current(st *endpointState) bool {
 }
 
 func newEndpointCache(store *db.DB, ttl time.Duration, now func() time.Time, maxSlots int) *endpointCache {
-	return &endpointCache{db: store, ttl: ttl, now: now, maxSlots: max(maxSlots, 1), m: map[int64]*endpointState{}}
+	return &endpointCache{db: store, ttl: ttl, now: now, maxSlots: max(maxSlots, 1), m: map[int64]*endpointState{},
+		full: &fullSet{ids: map[int64]struct{}{}}}
 }
 
 // get returns the states of ids (absent for endpoints that do not exist),
@@ -173,7 +225,7 @@ func (c *endpointCache) get(ctx context.Context, ids []int64, version int64) (ma
 // c.mu must be held.
 func (c *endpointCache) store(cfg db.DispatchEndpoint, now time.Time, version int64) *endpointState {
 	old := c.m[cfg.ID]
-	st := &endpointState{cfg: cfg, loadedAt: now, version: version}
+	st := &endpointState{cfg: cfg, loadedAt: now, version: version, full: c.full}
 	if old != nil && old.cfg.MaxInFlight == cfg.MaxInFlight {
 		st.slots, st.freed = old.slots, old.freed
 	} else {

@@ -20,6 +20,9 @@
 --     (every endpoint's first, then every second, ...) up to @per_queue.
 --     An endpoint with fewer rows than its share leaves the rest of the
 --     queue's share to the queues after it in the claim.
+--   * skip: endpoints the caller has at their max_in_flight (migration
+--     00270) are walked past like endpoints with nothing due: their rows
+--     would only step aside;
 -- For each candidate:
 --   * not the head of its (endpoint, ordering key) chain: park it
 --     (visible_at = 'infinity') after taking FOR KEY SHARE SKIP LOCKED on its
@@ -54,7 +57,7 @@ WITH cand AS MATERIALIZED (
         SELECT r.id, r.endpoint_id, r.ordering_key, r.ordered
         FROM (
             SELECT c.id, c.endpoint_id, c.ordering_key, c.ordered, w.turn, c.rn
-            FROM deliveries_claim_walk(q.queue, q.after, sqlc.arg(per_queue)::integer) AS w (endpoint_id, turn, share)
+            FROM deliveries_claim_walk(q.queue, q.after, sqlc.arg(per_queue)::integer, sqlc.arg(skip)::bigint[]) AS w (endpoint_id, turn, share)
             CROSS JOIN LATERAL (
                 -- Each row's rank within its endpoint's share, numbered as
                 -- the share scan returns them (already in (visible_at, id)

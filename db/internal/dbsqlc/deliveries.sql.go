@@ -250,7 +250,7 @@ WITH cand AS MATERIALIZED (
         SELECT r.id, r.endpoint_id, r.ordering_key, r.ordered
         FROM (
             SELECT c.id, c.endpoint_id, c.ordering_key, c.ordered, w.turn, c.rn
-            FROM deliveries_claim_walk(q.queue, q.after, $3::integer) AS w (endpoint_id, turn, share)
+            FROM deliveries_claim_walk(q.queue, q.after, $3::integer, $4::bigint[]) AS w (endpoint_id, turn, share)
             CROSS JOIN LATERAL (
                 -- Each row's rank within its endpoint's share, numbered as
                 -- the share scan returns them (already in (visible_at, id)
@@ -275,7 +275,7 @@ WITH cand AS MATERIALIZED (
         ORDER BY r.rn, r.turn
         LIMIT $3::integer
     ) c
-    LIMIT $4::integer
+    LIMIT $5::integer
 ),
 info AS MATERIALIZED (
     SELECT c.id, c.endpoint_id,
@@ -329,7 +329,7 @@ probe_rows AS MATERIALIZED (
 probe AS (
     UPDATE endpoint_health h
     SET circuit_state = 'half_open',
-        circuit_open_until = now() + $5::interval,
+        circuit_open_until = now() + $6::interval,
         updated_at = now()
     WHERE h.endpoint_id IN (SELECT p.endpoint_id FROM probe_rows p)
 ),
@@ -342,9 +342,9 @@ upd AS (
             WHEN 'wait_probe' THEN now() + interval '5 seconds'
             ELSE d.visible_at
         END,
-        leased_until = CASE WHEN x.action = 'lease' THEN now() + $5::interval END,
-        lease_owner = CASE WHEN x.action = 'lease' THEN $6::bigint END,
-        lease_token = CASE WHEN x.action = 'lease' THEN $7::bigint END
+        leased_until = CASE WHEN x.action = 'lease' THEN now() + $6::interval END,
+        lease_owner = CASE WHEN x.action = 'lease' THEN $7::bigint END,
+        lease_token = CASE WHEN x.action = 'lease' THEN $8::bigint END
     FROM decide x
     WHERE d.id = x.id AND x.action <> 'skip'
     RETURNING d.id, d.queue, d.endpoint_id, d.ordering_key, d.ordered, d.message_id,
@@ -381,6 +381,7 @@ type DeliveryClaimParams struct {
 	Queues   []int16
 	Afters   []int64
 	PerQueue int32
+	Skip     []int64
 	Batch    int32
 	Lease    time.Duration
 	Owner    int64
@@ -432,6 +433,9 @@ type DeliveryClaimRow struct {
 //     (every endpoint's first, then every second, ...) up to @per_queue.
 //     An endpoint with fewer rows than its share leaves the rest of the
 //     queue's share to the queues after it in the claim.
+//   - skip: endpoints the caller has at their max_in_flight (migration
+//     00270) are walked past like endpoints with nothing due: their rows
+//     would only step aside;
 //
 // For each candidate:
 //   - not the head of its (endpoint, ordering key) chain: park it
@@ -473,6 +477,7 @@ func (q *Queries) DeliveryClaim(ctx context.Context, arg DeliveryClaimParams) ([
 		arg.Queues,
 		arg.Afters,
 		arg.PerQueue,
+		arg.Skip,
 		arg.Batch,
 		arg.Lease,
 		arg.Owner,
