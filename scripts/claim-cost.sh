@@ -35,10 +35,11 @@ go build -o "$work/hookrelay" ./cmd/hookrelay
 HOOKRELAY_ENCRYPTION_KEY=$("$work/hookrelay" encryption-key) DATABASE_URL="$url" "$work/hookrelay" migrate >/dev/null 2>&1
 
 # The statement, its parameters as pgbench variables ($1 queues, $2 cursors,
-# $3 per_queue, $4 batch, $5 lease, $6 owner, $7 token).
+# $3 per_queue, $4 endpoints skipped (none), $5 batch, $6 lease, $7 owner,
+# $8 token).
 awk '/^const deliveryClaim = `/{on=1; next} on && /^`$/{exit} on' db/internal/dbsqlc/deliveries.sql.go |
-  sed -e 's/\$1\b/:qs/g' -e 's/\$2\b/:afters/g' -e 's/\$3\b/:pq/g' -e 's/\$4\b/:batch/g' \
-      -e "s/\\\$5\\b/'5 minutes'/g" -e 's/\$6\b/1/g' -e 's/\$7\b/:tok/g' >"$work/claim.sql"
+  sed -e 's/\$1\b/:qs/g' -e 's/\$2\b/:afters/g' -e 's/\$3\b/:pq/g' -e "s/\\\$4\\b/'{}'/g" \
+      -e 's/\$5\b/:batch/g' -e "s/\\\$6\\b/'5 minutes'/g" -e 's/\$7\b/1/g' -e 's/\$8\b/:tok/g' >"$work/claim.sql"
 grep -q 'deliveries_claim_walk' "$work/claim.sql" || { echo "DeliveryClaim not found in the generated code" >&2; exit 1; }
 { echo '\set tok random(1, 1000000000)'; echo 'BEGIN;'; sed '$ s/;*$/;/' "$work/claim.sql"; echo 'ROLLBACK;'; } >"$work/whole.bench"
 { echo 'BEGIN;'; sed -n '/^WITH cand AS MATERIALIZED/,/^),$/p' "$work/claim.sql" | sed '$ s/),$/)/'
