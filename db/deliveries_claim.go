@@ -86,9 +86,6 @@ func (db *DB) DeliveryClaimTimed(ctx context.Context, queues []int, after, skip 
 			afters[i] = after[i]
 		}
 	}
-	if skip == nil {
-		skip = []int64{} // NULL would pass nobody over either, but say so
-	}
 	start := time.Now()
 	conn, err := db.claimConns.get(ctx)
 	timing.Wait = time.Since(start)

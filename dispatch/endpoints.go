@@ -25,8 +25,11 @@ type endpointState struct {
 	// freed is when a slot was last given back (unix nanoseconds): the
 	// longer ago, the slower the endpoint, the longer deliveries step aside.
 	freed *atomic.Int64
-	// full is the cache's set of endpoints with every slot taken.
-	full *fullSet
+	// full is the cache's set of endpoints with every slot taken; isFull
+	// says whether this endpoint is in it (shared with slots), so only a
+	// change of state takes the set's lock, not every delivery.
+	full   *fullSet
+	isFull *atomic.Bool
 }
 
 // fullSet is the endpoints whose max_in_flight this dispatcher has in
@@ -95,7 +98,7 @@ func (e *endpointState) acquire(ctx context.Context, maxWait, saturatedDelay tim
 			return false, 0, ctx.Err()
 		}
 	}
-	if len(e.slots) == cap(e.slots) {
+	if len(e.slots) == cap(e.slots) && e.isFull.CompareAndSwap(false, true) {
 		e.full.set(e.cfg.ID, true)
 	}
 	if e.limiter != nil {
@@ -128,7 +131,9 @@ func (e *endpointState) release() {
 // giveBack returns a slot taken by acquire.
 func (e *endpointState) giveBack() {
 	<-e.slots
-	e.full.set(e.cfg.ID, false)
+	if e.isFull.CompareAndSwap(true, false) {
+		e.full.set(e.cfg.ID, false)
+	}
 }
 
 // maxStepAside caps how long a delivery steps aside from a saturated
@@ -227,11 +232,12 @@ func (c *endpointCache) store(cfg db.DispatchEndpoint, now time.Time, version in
 	old := c.m[cfg.ID]
 	st := &endpointState{cfg: cfg, loadedAt: now, version: version, full: c.full}
 	if old != nil && old.cfg.MaxInFlight == cfg.MaxInFlight {
-		st.slots, st.freed = old.slots, old.freed
+		st.slots, st.freed, st.isFull = old.slots, old.freed, old.isFull
 	} else {
 		st.slots = make(chan struct{}, max(min(cfg.MaxInFlight, c.maxSlots), 1))
 		st.freed = new(atomic.Int64)
 		st.freed.Store(now.UnixNano())
+		st.isFull = new(atomic.Bool)
 	}
 	if cfg.RateLimitPerSec > 0 {
 		if old != nil && old.limiter != nil && old.cfg.RateLimitPerSec == cfg.RateLimitPerSec {

@@ -5,7 +5,8 @@
 -- (released without an attempt, a lease and a release each): with an
 -- endpoint answering in 2 s and 100,000 rows queued, every claim took some of
 -- them in every queue. A skipped endpoint is passed like one whose rows all
--- wait (one descent, counted in the walk's 8 × per_queue steps).
+-- wait (one descent, counted in the walk's 8 × per_queue steps). A NULL
+-- skip passes nobody over.
 -- A new function beside the three-argument one, which processes still
 -- running the previous release call until they are replaced; a later
 -- migration drops it.

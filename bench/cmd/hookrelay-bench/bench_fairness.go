@@ -168,15 +168,20 @@ type loadOutcome struct {
 	err error
 }
 
-// finish prints a phase's result; delivered/s is over the phase's first to
-// last delivery.
+// finish prints a phase's result (tenantResult).
 func (b *benchRun) finish(name string, res *load.LoadResult, l *load.Ledger, start, end snapshot) error {
+	return b.printResult(b.tenantResult(name, res, l, start, end))
+}
+
+// tenantResult is a tenant's result in a phase; delivered/s is over the
+// phase's first to last delivery.
+func (b *benchRun) tenantResult(name string, res *load.LoadResult, l *load.Ledger, start, end snapshot) load.Result {
 	r := b.result(name, res, l, start, end)
 	r.OfferedPerSec = round2(float64(res.Sent) / res.Elapsed().Seconds())
 	if first, last := l.FirstDelivery(), l.LastDelivery(); !first.IsZero() && last.After(first) {
 		r.DeliveredPerSec = round2(float64(r.Delivered) / last.Sub(first).Seconds())
 	}
-	return b.printResult(r)
+	return r
 }
 
 // burstPhase: tenant B sends burst-b-rate/s alone (its latency with A
@@ -243,11 +248,7 @@ func (b *benchRun) burstPhase(ctx context.Context) error {
 	if err := b.finish("burst-a-drain", resA, lA, start, end); err != nil {
 		return err
 	}
-	r := burstBResult{Result: b.result("burst-b-during", outB.res, lB, start, end)}
-	r.OfferedPerSec = round2(float64(outB.res.Sent) / outB.res.Elapsed().Seconds())
-	if first, last := lB.FirstDelivery(), lB.LastDelivery(); !first.IsZero() && last.After(first) {
-		r.DeliveredPerSec = round2(float64(r.Delivered) / last.Sub(first).Seconds())
-	}
+	r := burstBResult{Result: b.tenantResult("burst-b-during", outB.res, lB, start, end)}
 	r.split(lB.Analyze(), resA.End)
 	raw, err := json.Marshal(r)
 	if err != nil {
