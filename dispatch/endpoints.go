@@ -25,11 +25,8 @@ type endpointState struct {
 	// freed is when a slot was last given back (unix nanoseconds): the
 	// longer ago, the slower the endpoint, the longer deliveries step aside.
 	freed *atomic.Int64
-	// full is the cache's set of endpoints with every slot taken; isFull
-	// says whether this endpoint is in it (shared with slots), so only a
-	// change of state takes the set's lock, not every delivery.
-	full   *fullSet
-	isFull *atomic.Bool
+	// full is the cache's set of endpoints with every slot taken.
+	full *fullSet
 }
 
 // fullSet is the endpoints whose max_in_flight this dispatcher has in
@@ -98,7 +95,7 @@ func (e *endpointState) acquire(ctx context.Context, maxWait, saturatedDelay tim
 			return false, 0, ctx.Err()
 		}
 	}
-	if len(e.slots) == cap(e.slots) && e.isFull.CompareAndSwap(false, true) {
+	if len(e.slots) == cap(e.slots) {
 		e.full.set(e.cfg.ID, true)
 	}
 	if e.limiter != nil {
@@ -131,9 +128,10 @@ func (e *endpointState) release() {
 // giveBack returns a slot taken by acquire.
 func (e *endpointState) giveBack() {
 	<-e.slots
-	if e.isFull.CompareAndSwap(true, false) {
-		e.full.set(e.cfg.ID, false)
-	}
+	// Every time, not only when this endpoint was marked full: a flag to
+	// skip the lock would race with acquire's marking and could leave an
+	// endpoint marked with no delivery left to unmark it.
+	e.full.set(e.cfg.ID, false)
 }
 
 // maxStepAside caps how long a delivery steps aside from a saturated
@@ -232,12 +230,11 @@ func (c *endpointCache) store(cfg db.DispatchEndpoint, now time.Time, version in
 	old := c.m[cfg.ID]
 	st := &endpointState{cfg: cfg, loadedAt: now, version: version, full: c.full}
 	if old != nil && old.cfg.MaxInFlight == cfg.MaxInFlight {
-		st.slots, st.freed, st.isFull = old.slots, old.freed, old.isFull
+		st.slots, st.freed = old.slots, old.freed
 	} else {
 		st.slots = make(chan struct{}, max(min(cfg.MaxInFlight, c.maxSlots), 1))
 		st.freed = new(atomic.Int64)
 		st.freed.Store(now.UnixNano())
-		st.isFull = new(atomic.Bool)
 	}
 	if cfg.RateLimitPerSec > 0 {
 		if old != nil && old.limiter != nil && old.cfg.RateLimitPerSec == cfg.RateLimitPerSec {
