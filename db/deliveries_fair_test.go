@@ -170,3 +170,56 @@ func TestClaimPassesOverSkippedEndpoints(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, got, 50, "not skipped: served")
 }
+
+// TestClaimGivesInFlightEndpointsNoTurn: an endpoint whose rows in a queue
+// are all under a running lease takes no turn of the walk (migration 00280),
+// so the queue's share goes whole to the endpoint that has due rows; before,
+// the in-flight endpoint counted as due and halved it. A head another
+// session holds is skipped, never waited for.
+func TestClaimGivesInFlightEndpointsNoTurn(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := dbtest.NewURL(t)
+	store := dbtest.Open(t, url, db.Config{})
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	carrier, _ := dbtest.Carrier(t, store, nil)
+	busy, _ := dbtest.Endpoint(t, store, nil)
+	due, _ := dbtest.Endpoint(t, store, nil)
+	const q = 11
+	storeMany(t, store, carrier.ID, busy.ID, keysInQueue("I-", q, 6))
+	storeMany(t, store, carrier.ID, due.ID, keysInQueue("D-", q, 20))
+
+	// Every row of busy leased: its six rows are in flight.
+	got, _, err := store.DeliveryClaimTimed(ctx, []int{q}, nil, []int64{due.ID}, 8, 8, 1, 1, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, got, 6)
+
+	got, _, err = store.DeliveryClaimTimed(ctx, []int{q}, nil, nil, 8, 8, 1, 2, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, got, 8, "the due endpoint has the queue's whole share")
+	for _, g := range got {
+		require.Equal(t, due.ID, g.EndpointID)
+	}
+
+	// One endpoint per turn, each a share of one row (its head, locked by
+	// tid): with the due endpoint's next head held by another session the
+	// claim passes it without waiting.
+	tx, err := conn.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	var held int64
+	require.NoError(t, tx.QueryRow(ctx, `SELECT id FROM deliveries
+		WHERE endpoint_id = $1 AND leased_until IS NULL ORDER BY visible_at, id LIMIT 1 FOR UPDATE`, due.ID).Scan(&held))
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	got, _, err = store.DeliveryClaimTimed(cctx, []int{q}, nil, nil, 1, 1, 1, 3, time.Minute)
+	require.NoError(t, err, "a held head is skipped, not waited for")
+	require.Empty(t, got, "the only due head is held")
+	require.NoError(t, tx.Rollback(ctx))
+	got, _, err = store.DeliveryClaimTimed(ctx, []int{q}, nil, nil, 1, 1, 1, 4, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	require.Equal(t, held, got[0].ID, "released, the head is the one claimed")
+}
