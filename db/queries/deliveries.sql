@@ -4,26 +4,22 @@
 -- endpoints that have due work in it, queues taken in the order given
 -- (callers rotate it). Per queue (docs/dispatch.md, "Fair claim"):
 --   * walk: a loose index scan of deliveries_claim_idx (queue, endpoint_id,
---     visible_at, id) visits the endpoints with claimable rows in the queue,
+--     visible_at, id) visits the endpoints with unparked rows in the queue,
 --     one index descent each, in endpoint order starting after the queue's
 --     cursor (@afters, the last endpoint the caller was served in the
---     queue) and wrapping round to it. It stops at each endpoint's head:
---     its first row in (visible_at, id) order not under a running lease
---     (migration 00280). Leased rows are passed inside the same scan, so an
---     endpoint whose rows are all in flight costs no descent or turn of its
---     own; an endpoint whose head waits (retries, held, circuit open) costs
---     its descent and no more. The walk stops once it has @per_queue
---     endpoints with due heads, or after 8 * @per_queue endpoints: its cost
---     is bounded by the claim's size, whatever the number of endpoints, and
---     endpoints with nothing queued are not in the index at all;
+--     queue) and wrapping round to it. The first entry of each endpoint
+--     carries its earliest visible_at, so an endpoint whose rows all wait
+--     (retries, held, circuit open) costs that descent and no more. The walk
+--     stops once it has @per_queue endpoints with due rows, or after
+--     8 * @per_queue endpoints: its cost is bounded by the claim's size,
+--     whatever the number of endpoints, and endpoints with nothing queued
+--     are not in the index at all;
 --   * share: each due endpoint gives at most ceil(@per_queue / n) of its
---     oldest due rows (in (visible_at, id) order from its head,
---     FOR UPDATE SKIP LOCKED), n the due endpoints walked; a share of one
---     row is the head itself, locked by its tid with no second descent. The
---     rows are then taken round by round (every endpoint's first, then every
---     second, ...) up to @per_queue. An endpoint with fewer rows than its
---     share leaves the rest of the queue's share to the queues after it in
---     the claim.
+--     oldest due rows (in (visible_at, id) order, FOR UPDATE SKIP LOCKED),
+--     n the due endpoints walked; the rows are then taken round by round
+--     (every endpoint's first, then every second, ...) up to @per_queue.
+--     An endpoint with fewer rows than its share leaves the rest of the
+--     queue's share to the queues after it in the claim.
 --   * skip: endpoints the caller has at their max_in_flight (migration
 --     00270) are walked past like endpoints with nothing due: their rows
 --     would only step aside;
@@ -61,26 +57,11 @@ WITH cand AS MATERIALIZED (
         SELECT r.id, r.endpoint_id, r.ordering_key, r.ordered
         FROM (
             SELECT c.id, c.endpoint_id, c.ordering_key, c.ordered, w.turn, c.rn
-            FROM deliveries_claim_walk_heads(q.queue, q.after, sqlc.arg(per_queue)::integer, sqlc.arg(skip)::bigint[])
-                 AS w (endpoint_id, turn, share, head, head_visible_at, head_id)
+            FROM deliveries_claim_walk(q.queue, q.after, sqlc.arg(per_queue)::integer, sqlc.arg(skip)::bigint[]) AS w (endpoint_id, turn, share)
             CROSS JOIN LATERAL (
-                -- A share of one row: the head the walk found, locked by its
-                -- tid. A lease committed since the walk read it leaves a
-                -- newer version, which the lease test below refuses.
-                SELECT h.id, h.endpoint_id, h.ordering_key, h.ordered, 1::bigint AS rn
-                FROM (
-                    SELECT d.id, d.endpoint_id, d.ordering_key, d.ordered
-                    FROM deliveries d
-                    WHERE w.share = 1 AND d.ctid = w.head
-                      AND d.queue = q.queue AND d.endpoint_id = w.endpoint_id
-                      AND d.visible_at <= now() AND d.visible_at < 'infinity'
-                      AND (d.leased_until IS NULL OR d.leased_until <= now())
-                    FOR UPDATE SKIP LOCKED
-                ) h
-                UNION ALL
-                -- A larger share: the endpoint's due rows from the head on,
-                -- each one's rank numbered as the scan returns them (already
-                -- in (visible_at, id) order: no sort).
+                -- Each row's rank within its endpoint's share, numbered as
+                -- the share scan returns them (already in (visible_at, id)
+                -- order: no sort).
                 SELECT s.id, s.endpoint_id, s.ordering_key, s.ordered,
                        row_number() OVER (ORDER BY s.visible_at, s.id) AS rn
                 FROM (
@@ -88,8 +69,7 @@ WITH cand AS MATERIALIZED (
                     -- "visible_at <= now()" does not imply.
                     SELECT d.id, d.endpoint_id, d.ordering_key, d.ordered, d.visible_at
                     FROM deliveries d
-                    WHERE w.share > 1 AND d.queue = q.queue AND d.endpoint_id = w.endpoint_id
-                      AND (d.visible_at, d.id) >= (w.head_visible_at, w.head_id)
+                    WHERE d.queue = q.queue AND d.endpoint_id = w.endpoint_id
                       AND d.visible_at <= now()
                       AND d.visible_at < 'infinity'
                       AND (d.leased_until IS NULL OR d.leased_until <= now())
