@@ -379,11 +379,22 @@ func endpointEventData(r dbsqlc.Endpoint) map[string]any {
 // acknowledgement holding some of them may wait in turn for a row this
 // delete already holds (a chain successor it promotes): PostgreSQL then
 // aborts one of the two as a deadlock. The delete is run again when it is the one aborted (its whole
-// transaction was rolled back), up to deleteAttempts times.
+// transaction was rolled back), up to deleteAttempts times, each after a
+// pause: run again at once, it could take back a row the winner was about to
+// lock before the winner woke, and deadlock with it again.
 func (db *DB) EndpointDelete(ctx context.Context, id int64) (int64, error) {
 	var n int64
 	var err error
-	for range deleteAttempts {
+	for attempt := range deleteAttempts {
+		if attempt > 0 {
+			t := time.NewTimer(time.Duration(attempt) * deleteRetryPause)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return n, err
+			}
+		}
 		err = db.inTx(ctx, func(q *dbsqlc.Queries, _ pgx.Tx) error {
 			if _, err := q.EndpointSetStatus(ctx, dbsqlc.EndpointSetStatusParams{ID: id, Status: EndpointDeleted}); err != nil {
 				return notFound(unavailableUnlessNoRows(err), "endpoint")
@@ -399,8 +410,12 @@ func (db *DB) EndpointDelete(ctx context.Context, id int64) (int64, error) {
 	return n, err
 }
 
-// deleteAttempts bounds the runs of a transaction aborted by a deadlock.
-const deleteAttempts = 3
+// deleteAttempts bounds the runs of a transaction aborted by a deadlock;
+// the n-th run again waits n × deleteRetryPause first.
+const (
+	deleteAttempts   = 3
+	deleteRetryPause = 100 * time.Millisecond
+)
 
 // EndpointSecret is a signing secret of an endpoint.
 type EndpointSecret struct {
