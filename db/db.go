@@ -137,6 +137,9 @@ type DB struct {
 	// warnings counts the WARNING notices of each pool connection
 	// (syncrep.go).
 	warnings *commitWarnings
+	// claimPeek is the claim's small-queue bound (DefaultClaimPeek; tests
+	// set 0 to send every queue through the walk).
+	claimPeek int32
 	// hooks lets a test act inside a statement sequence of this DB only.
 	hooks testHooks
 }
@@ -214,7 +217,7 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	if pcfg.ConnConfig.DefaultQueryExecMode != pgx.QueryExecModeCacheStatement || cfg.Pooler == PoolerPgBouncer {
 		claimSess = nil
 	}
-	return &DB{pool: pool, q: dbsqlc.New(pool), cfg: cfg, warnings: warnings,
+	return &DB{pool: pool, q: dbsqlc.New(pool), cfg: cfg, warnings: warnings, claimPeek: defaultClaimPeek,
 		claimConns: newHomeConns(pool, home, claimSess), ackConns: newHomeConns(pool, home, nil),
 		storeConns: newHomeConns(pool, home, nil)}, nil
 }

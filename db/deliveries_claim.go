@@ -56,6 +56,15 @@ func (db *DB) DeliveryClaim(ctx context.Context, queues []int, perQueue, batch i
 	return out, err
 }
 
+// defaultClaimPeek is the claim's small-queue bound: a logical queue with
+// fewer rows than this in the claim index (in flight, due and waiting
+// retries together) is claimed from one scan of its due rows, ranked as
+// the walk would take them; a larger one is walked, one index descent per
+// endpoint (DeliveryClaim in deliveries.sql). At full load a queue holds a
+// handful of rows, and the walk's descents cost more than reading them all;
+// a backlog makes a queue large, where the walk's bound matters.
+const defaultClaimPeek = 32
+
 // ClaimTiming splits the time of one claim.
 type ClaimTiming struct {
 	// Wait is the time spent waiting for a pool connection.
@@ -94,7 +103,7 @@ func (db *DB) DeliveryClaimTimed(ctx context.Context, queues []int, after, skip 
 	}
 	start = time.Now()
 	rows, err := dbsqlc.New(conn.conn).DeliveryClaim(ctx, dbsqlc.DeliveryClaimParams{
-		Queues: qs, Afters: afters, Skip: skip, PerQueue: int32(perQueue), Batch: int32(batch),
+		Queues: qs, Afters: afters, Skip: skip, PerQueue: int32(perQueue), Batch: int32(batch), Peek: db.claimPeek,
 		Lease: lease, Owner: owner, Token: token,
 	})
 	timing.Exec = time.Since(start)

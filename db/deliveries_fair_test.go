@@ -43,15 +43,36 @@ func storeMany(t *testing.T, store *db.DB, carrierID, endpointID int64, keys []s
 	}
 }
 
+// claimPaths runs test once with each way the claim takes a queue's rows:
+// the walk (every queue walked) and the one scan of a small queue (every
+// queue small enough, whatever its backlog).
+func claimPaths(t *testing.T, test func(t *testing.T, store *db.DB, url string, scan bool)) {
+	for _, c := range []struct {
+		name string
+		peek int32
+	}{{"walk", 0}, {"scan", 1 << 20}} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			url := dbtest.NewURL(t)
+			store := dbtest.Open(t, url, db.Config{})
+			db.SetClaimPeek(store, c.peek)
+			test(t, store, url, c.peek > 0)
+		})
+	}
+}
+
 // TestClaimSharesAQueueAcrossEndpoints: endpoint A has 10,000 due rows in a
 // logical queue, endpoint B then 10. One claim of 50 gives B all of its 10
-// (A's backlog does not stand in front of them) and A its share, 25; every
+// (A's backlog does not stand in front of them) and A its share; every
 // row leased is the head of its (endpoint, key) chain, and the rows leased
 // after acknowledging follow each chain in order.
 func TestClaimSharesAQueueAcrossEndpoints(t *testing.T) {
 	t.Parallel()
+	claimPaths(t, testClaimSharesAQueueAcrossEndpoints)
+}
+
+func testClaimSharesAQueueAcrossEndpoints(t *testing.T, store *db.DB, _ string, scan bool) {
 	ctx := context.Background()
-	store := dbtest.New(t)
 	carrier, _ := dbtest.Carrier(t, store, nil)
 	epA, _ := dbtest.Endpoint(t, store, nil)
 	epB, _ := dbtest.Endpoint(t, store, nil)
@@ -84,7 +105,15 @@ func TestClaimSharesAQueueAcrossEndpoints(t *testing.T) {
 
 	per := claim(1)
 	require.Equal(t, 10, per[epB.ID], "B's rows wait behind A's backlog")
-	require.Equal(t, 25, per[epA.ID], "A's share of a claim of 50 between two endpoints")
+	// The walk gives each of the two due endpoints at most half of the
+	// queue's 50 and leaves what B could not take to the queues after it;
+	// the scan deals the queue's 50 round robin, so A also gets the 15 B
+	// had no rows for.
+	wantA := 25
+	if scan {
+		wantA = 40
+	}
+	require.Equal(t, wantA, per[epA.ID], "A's share of a claim of 50 between two endpoints")
 
 	// With B drained, A has the queue to itself again; its chains go on in
 	// order (each leased row the next of its key after the one acknowledged).
@@ -101,8 +130,11 @@ func TestClaimSharesAQueueAcrossEndpoints(t *testing.T) {
 // round past the highest endpoint to the lowest.
 func TestClaimStartsAfterTheCursor(t *testing.T) {
 	t.Parallel()
+	claimPaths(t, testClaimStartsAfterTheCursor)
+}
+
+func testClaimStartsAfterTheCursor(t *testing.T, store *db.DB, _ string, _ bool) {
 	ctx := context.Background()
-	store := dbtest.New(t)
 	carrier, _ := dbtest.Carrier(t, store, nil)
 	const q = 3
 	keys := keysInQueue("C-", q, 20)
@@ -131,9 +163,11 @@ func TestClaimStartsAfterTheCursor(t *testing.T) {
 // it alone in the queue the claim is empty, and without skip it is served.
 func TestClaimPassesOverSkippedEndpoints(t *testing.T) {
 	t.Parallel()
+	claimPaths(t, testClaimPassesOverSkippedEndpoints)
+}
+
+func testClaimPassesOverSkippedEndpoints(t *testing.T, store *db.DB, url string, _ bool) {
 	ctx := context.Background()
-	url := dbtest.NewURL(t)
-	store := dbtest.Open(t, url, db.Config{})
 	conn, err := pgx.Connect(ctx, url)
 	require.NoError(t, err)
 	defer conn.Close(ctx)
@@ -169,4 +203,34 @@ func TestClaimPassesOverSkippedEndpoints(t *testing.T) {
 	got, _, err = store.DeliveryClaimTimed(ctx, []int{q}, nil, nil, 50, 50, 1, 3, time.Minute)
 	require.NoError(t, err)
 	require.Len(t, got, 50, "not skipped: served")
+}
+
+// TestClaimScansSmallQueuesAndWalksLargeOnes: a queue with fewer rows than
+// the claim's bound (32) is taken from one scan, which deals the queue's
+// share round robin; one with more is walked, and the walk gives each due
+// endpoint at most its part of the share. Endpoint B has 2 due rows, A 20
+// (22 in the queue) and then 40 (42): with 10 a queue, the scan gives A the
+// 8 B leaves, the walk 5.
+func TestClaimScansSmallQueuesAndWalksLargeOnes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, c := range []struct {
+		aRows, wantA int
+	}{{20, 8}, {40, 5}} {
+		store := dbtest.New(t)
+		carrier, _ := dbtest.Carrier(t, store, nil)
+		epA, _ := dbtest.Endpoint(t, store, nil)
+		epB, _ := dbtest.Endpoint(t, store, nil)
+		const q = 5
+		storeMany(t, store, carrier.ID, epA.ID, keysInQueue("A-", q, c.aRows))
+		storeMany(t, store, carrier.ID, epB.ID, keysInQueue("B-", q, 2))
+		got, err := store.DeliveryClaim(ctx, []int{q}, 10, 10, 1, 1, time.Minute)
+		require.NoError(t, err)
+		per := map[int64]int{}
+		for _, g := range got {
+			per[g.EndpointID]++
+		}
+		require.Equal(t, 2, per[epB.ID], "A with %d rows", c.aRows)
+		require.Equal(t, c.wantA, per[epA.ID], "A with %d rows", c.aRows)
+	}
 }

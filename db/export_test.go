@@ -15,6 +15,10 @@ import (
 // nothing else uses d.
 func SetAckStallHook(d *DB, f func()) { d.hooks.ackStall = f }
 
+// SetClaimPeek sets d's claim small-queue bound (0: every queue is walked).
+// Call it while nothing else uses d.
+func SetClaimPeek(d *DB, n int32) { d.claimPeek = n }
+
 // ClaimHomeLeases takes n connections from the claim statements' home list
 // at once, reads each one's backend pid, and gives them back, lease i with
 // errs[i] (when errs is that long) as the error its statements ended with.

@@ -106,7 +106,7 @@ func TestClaimPlanSurvivesGrowth(t *testing.T) {
 		SELECT 0, $1, 'grow-' || g, g, now(), now() - interval '1 minute' FROM generate_series(1, 5000) g`, ep.ID)
 	require.NoError(t, err)
 
-	text := keptClaimPlan(ctx, t, store, "'{0}', '{0}', 50, '{}', 50, '1 minute', 1, 99")
+	text := keptClaimPlan(ctx, t, store, "'{0}', '{0}', '{}', 32, 50, 50, '1 minute', 1, 99")
 	require.NotContains(t, text, "Seq Scan on deliveries", text)
 	require.NotContains(t, text, "Bitmap Heap Scan on deliveries", text)
 	require.Equal(t, 50, claim(100), "the kept plan claims from the grown table")
@@ -144,7 +144,7 @@ func TestClaimPlanOnBacklog(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, got)
 
-	text := keptClaimPlan(ctx, t, store, "'{0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15}', '{0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0}', 13, '{}', 50, '1 minute', 1, 99")
+	text := keptClaimPlan(ctx, t, store, "'{0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15}', '{0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0}', '{}', 32, 13, 50, '1 minute', 1, 99")
 	require.Contains(t, text, "Update on deliveries", text)
 	require.NotRegexp(t, `(Hash|Merge)( Left| Right| Semi| Anti)? Join`, text, text)
 	// Nor is it compiled: the estimates of a generic plan on a backlog pass

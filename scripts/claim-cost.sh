@@ -8,9 +8,13 @@
 # The backlog: for each of ENDPOINTS (one figure per value), 32 queues ×
 # that many endpoints, ROWS due rows each behind LEASED rows in flight
 # (leased, at the front), each row its own ordering key. The claim is the one
-# a dispatcher holding all 32 queues runs: per_queue 7, batch 50.
+# a dispatcher holding all 32 queues runs: per_queue 7, batch 50, queues of
+# fewer than PEEK rows (32, the service's bound) read whole, larger ones
+# walked (PEEK=0: every queue walked), with the planner settings of the
+# claim's sessions (db.go, claimSession).
 #
-#   scripts/claim-cost.sh                       # ENDPOINTS="1 10" ROWS=200 LEASED=4
+#   scripts/claim-cost.sh                       # ENDPOINTS="1 10" ROWS=200 LEASED=4: walked
+#   ROWS=1 LEASED=2 scripts/claim-cost.sh       # a queue at full load: read whole
 #   ENDPOINTS="1 10 100" TXNS=5000 scripts/claim-cost.sh
 #
 # Uses DATABASE_URL's server (default: the machine's PostgreSQL) and a
@@ -26,6 +30,8 @@ endpoints=${ENDPOINTS:-1 10}
 rows=${ROWS:-200}
 leased=${LEASED:-4}
 txns=${TXNS:-3000}
+peek=${PEEK:-32}
+claim_opts="-c plan_cache_mode=force_generic_plan -c enable_seqscan=off -c enable_bitmapscan=off -c enable_mergejoin=off -c enable_hashjoin=off -c jit=off"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -35,11 +41,12 @@ go build -o "$work/hookrelay" ./cmd/hookrelay
 HOOKRELAY_ENCRYPTION_KEY=$("$work/hookrelay" encryption-key) DATABASE_URL="$url" "$work/hookrelay" migrate >/dev/null 2>&1
 
 # The statement, its parameters as pgbench variables ($1 queues, $2 cursors,
-# $3 per_queue, $4 endpoints skipped (none), $5 batch, $6 lease, $7 owner,
-# $8 token).
+# $3 endpoints skipped (none), $4 the small-queue bound, $5 per_queue,
+# $6 batch, $7 lease, $8 owner, $9 token).
 awk '/^const deliveryClaim = `/{on=1; next} on && /^`$/{exit} on' db/internal/dbsqlc/deliveries.sql.go |
-  sed -e 's/\$1\b/:qs/g' -e 's/\$2\b/:afters/g' -e 's/\$3\b/:pq/g' -e "s/\\\$4\\b/'{}'/g" \
-      -e 's/\$5\b/:batch/g' -e "s/\\\$6\\b/'5 minutes'/g" -e 's/\$7\b/1/g' -e 's/\$8\b/:tok/g' >"$work/claim.sql"
+  sed -e 's/\$1\b/:qs/g' -e 's/\$2\b/:afters/g' -e "s/\\\$3\\b/'{}'/g" -e 's/\$4\b/:peek/g' \
+      -e 's/\$5\b/:pq/g' -e 's/\$6\b/:batch/g' -e "s/\\\$7\\b/'5 minutes'/g" -e 's/\$8\b/1/g' \
+      -e 's/\$9\b/:tok/g' >"$work/claim.sql"
 grep -q 'deliveries_claim_walk' "$work/claim.sql" || { echo "DeliveryClaim not found in the generated code" >&2; exit 1; }
 { echo '\set tok random(1, 1000000000)'; echo 'BEGIN;'; sed '$ s/;*$/;/' "$work/claim.sql"; echo 'ROLLBACK;'; } >"$work/whole.bench"
 { echo 'BEGIN;'; sed -n '/^WITH cand AS MATERIALIZED/,/^),$/p' "$work/claim.sql" | sed '$ s/),$/)/'
@@ -68,10 +75,10 @@ SQL
   after=$(psql -qAt -d "$url" -c "SELECT min(id) + (max(id) - min(id)) / 2 FROM endpoints")
   afters="{$(printf "$after%.0s," $(seq 1 32) | sed 's/,$//')}"
   run() {
-    pgbench -n -M prepared -t "$txns" -D qs="$qs" -D afters="$afters" -D pq=7 -D batch=50 -f "$1" "$url" 2>&1 |
+    PGOPTIONS="$claim_opts" pgbench -n -M prepared -t "$txns" -D qs="$qs" -D afters="$afters" -D pq=7 -D batch=50 -D peek="$peek" -f "$1" "$url" 2>&1 |
       awk '/latency average/ {print $4}'
   }
-  explain=$(sed -e "s/:qs/'$qs'/" -e "s/:afters/'$afters'/" -e 's/:pq/7/g' -e 's/:batch/50/g' -e 's/:tok/42/g' "$work/claim.sql")
+  explain=$(sed -e "s/:qs/'$qs'/" -e "s/:afters/'$afters'/" -e 's/:pq/7/g' -e 's/:batch/50/g' -e "s/:peek/$peek/g" -e 's/:tok/42/g' "$work/claim.sql")
   buffers=$(psql -qAt -d "$url" -c "BEGIN" -c "EXPLAIN (ANALYZE, BUFFERS, TIMING OFF) $explain" -c "ROLLBACK" |
     awk 'function hits(l) { sub(/.*shared hit=/, "", l); sub(/[^0-9].*/, "", l); return l }
          /Buffers: shared/ && !top { top = hits($0) }

@@ -53,15 +53,58 @@ WITH cand AS MATERIALIZED (
     FROM (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit(v)
     CROSS JOIN (SELECT unnest(sqlc.arg(queues)::smallint[]) AS queue,
                        unnest(sqlc.arg(afters)::bigint[]) AS after) AS q
+    -- The queue's first @peek rows in the claim index (in flight, due and
+    -- waiting together; an index scan that stops there): how many there
+    -- are, and those due and not in flight, in index order.
     CROSS JOIN LATERAL (
-        SELECT r.id, r.endpoint_id, r.ordering_key, r.ordered
+        SELECT count(*) AS n,
+               coalesce(array_agg(h.id) FILTER (WHERE h.free), '{}') AS ids,
+               coalesce(array_agg(h.endpoint_id) FILTER (WHERE h.free), '{}') AS eps
         FROM (
+            SELECT d.id, d.endpoint_id,
+                   d.visible_at <= now() AND (d.leased_until IS NULL OR d.leased_until <= now())
+                     AND d.endpoint_id <> ALL (coalesce(sqlc.arg(skip)::bigint[], '{}')) AS free
+            FROM deliveries d
+            WHERE d.queue = q.queue AND d.visible_at < 'infinity'
+            ORDER BY d.endpoint_id, d.visible_at, d.id
+            LIMIT sqlc.arg(peek)::integer
+        ) h
+    ) pk
+    CROSS JOIN LATERAL (
+        -- A queue with fewer rows than @peek was read whole: its due rows,
+        -- ranked as the walk would take them when there are more than
+        -- @per_queue, are locked by id. Only one of the two branches runs
+        -- (each is gated by pk.n).
+        (SELECT sm.id, sm.endpoint_id, sm.ordering_key, sm.ordered
+         FROM (
+            SELECT d.id, d.endpoint_id, d.ordering_key, d.ordered
+            FROM deliveries d
+            WHERE pk.n < sqlc.arg(peek)::integer
+              AND d.id = ANY (CASE
+                  WHEN cardinality(pk.ids) <= sqlc.arg(per_queue)::integer THEN pk.ids
+                  ELSE ARRAY(
+                      SELECT u.id
+                      FROM (SELECT pk.ids[i] AS id, pk.eps[i] AS ep,
+                                   row_number() OVER (PARTITION BY pk.eps[i] ORDER BY i) AS rn
+                            FROM generate_subscripts(pk.ids, 1) AS i) u
+                      ORDER BY u.rn, u.ep <= q.after, u.ep
+                      LIMIT sqlc.arg(per_queue)::integer)
+                  END)
+              AND d.queue = q.queue -- the queue's range of the claim index, never all of it
+              AND d.visible_at <= now() AND d.visible_at < 'infinity'
+              AND (d.leased_until IS NULL OR d.leased_until <= now())
+            FOR UPDATE SKIP LOCKED
+         ) sm)
+        UNION ALL
+        -- A larger queue: the walk and the shares.
+        (SELECT wk.id, wk.endpoint_id, wk.ordering_key, wk.ordered
+         FROM (SELECT r.id, r.endpoint_id, r.ordering_key, r.ordered
+         FROM (
             SELECT c.id, c.endpoint_id, c.ordering_key, c.ordered, w.turn, c.rn
             FROM deliveries_claim_walk(q.queue, q.after, sqlc.arg(per_queue)::integer, sqlc.arg(skip)::bigint[]) AS w (endpoint_id, turn, share)
             CROSS JOIN LATERAL (
                 -- Each row's rank within its endpoint's share, numbered as
-                -- the share scan returns them (already in (visible_at, id)
-                -- order: no sort).
+                -- the share scan returns them.
                 SELECT s.id, s.endpoint_id, s.ordering_key, s.ordered,
                        row_number() OVER (ORDER BY s.visible_at, s.id) AS rn
                 FROM (
@@ -78,9 +121,11 @@ WITH cand AS MATERIALIZED (
                     FOR UPDATE SKIP LOCKED
                 ) s
             ) c
-        ) r
-        ORDER BY r.rn, r.turn
-        LIMIT sqlc.arg(per_queue)::integer
+         ) r
+         ORDER BY r.rn, r.turn
+         LIMIT sqlc.arg(per_queue)::integer) wk
+         -- Above the LIMIT, so a small queue does not even start its sort.
+         WHERE pk.n >= sqlc.arg(peek)::integer)
     ) c
     LIMIT sqlc.arg(batch)::integer
 ),

@@ -246,15 +246,58 @@ WITH cand AS MATERIALIZED (
     FROM (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit(v)
     CROSS JOIN (SELECT unnest($1::smallint[]) AS queue,
                        unnest($2::bigint[]) AS after) AS q
+    -- The queue's first @peek rows in the claim index (in flight, due and
+    -- waiting together; an index scan that stops there): how many there
+    -- are, and those due and not in flight, in index order.
     CROSS JOIN LATERAL (
-        SELECT r.id, r.endpoint_id, r.ordering_key, r.ordered
+        SELECT count(*) AS n,
+               coalesce(array_agg(h.id) FILTER (WHERE h.free), '{}') AS ids,
+               coalesce(array_agg(h.endpoint_id) FILTER (WHERE h.free), '{}') AS eps
         FROM (
+            SELECT d.id, d.endpoint_id,
+                   d.visible_at <= now() AND (d.leased_until IS NULL OR d.leased_until <= now())
+                     AND d.endpoint_id <> ALL (coalesce($3::bigint[], '{}')) AS free
+            FROM deliveries d
+            WHERE d.queue = q.queue AND d.visible_at < 'infinity'
+            ORDER BY d.endpoint_id, d.visible_at, d.id
+            LIMIT $4::integer
+        ) h
+    ) pk
+    CROSS JOIN LATERAL (
+        -- A queue with fewer rows than @peek was read whole: its due rows,
+        -- ranked as the walk would take them when there are more than
+        -- @per_queue, are locked by id. Only one of the two branches runs
+        -- (each is gated by pk.n).
+        (SELECT sm.id, sm.endpoint_id, sm.ordering_key, sm.ordered
+         FROM (
+            SELECT d.id, d.endpoint_id, d.ordering_key, d.ordered
+            FROM deliveries d
+            WHERE pk.n < $4::integer
+              AND d.id = ANY (CASE
+                  WHEN cardinality(pk.ids) <= $5::integer THEN pk.ids
+                  ELSE ARRAY(
+                      SELECT u.id
+                      FROM (SELECT pk.ids[i] AS id, pk.eps[i] AS ep,
+                                   row_number() OVER (PARTITION BY pk.eps[i] ORDER BY i) AS rn
+                            FROM generate_subscripts(pk.ids, 1) AS i) u
+                      ORDER BY u.rn, u.ep <= q.after, u.ep
+                      LIMIT $5::integer)
+                  END)
+              AND d.queue = q.queue -- the queue's range of the claim index, never all of it
+              AND d.visible_at <= now() AND d.visible_at < 'infinity'
+              AND (d.leased_until IS NULL OR d.leased_until <= now())
+            FOR UPDATE SKIP LOCKED
+         ) sm)
+        UNION ALL
+        -- A larger queue: the walk and the shares.
+        (SELECT wk.id, wk.endpoint_id, wk.ordering_key, wk.ordered
+         FROM (SELECT r.id, r.endpoint_id, r.ordering_key, r.ordered
+         FROM (
             SELECT c.id, c.endpoint_id, c.ordering_key, c.ordered, w.turn, c.rn
-            FROM deliveries_claim_walk(q.queue, q.after, $3::integer, $4::bigint[]) AS w (endpoint_id, turn, share)
+            FROM deliveries_claim_walk(q.queue, q.after, $5::integer, $3::bigint[]) AS w (endpoint_id, turn, share)
             CROSS JOIN LATERAL (
                 -- Each row's rank within its endpoint's share, numbered as
-                -- the share scan returns them (already in (visible_at, id)
-                -- order: no sort).
+                -- the share scan returns them.
                 SELECT s.id, s.endpoint_id, s.ordering_key, s.ordered,
                        row_number() OVER (ORDER BY s.visible_at, s.id) AS rn
                 FROM (
@@ -271,11 +314,13 @@ WITH cand AS MATERIALIZED (
                     FOR UPDATE SKIP LOCKED
                 ) s
             ) c
-        ) r
-        ORDER BY r.rn, r.turn
-        LIMIT $3::integer
+         ) r
+         ORDER BY r.rn, r.turn
+         LIMIT $5::integer) wk
+         -- Above the LIMIT, so a small queue does not even start its sort.
+         WHERE pk.n >= $4::integer)
     ) c
-    LIMIT $5::integer
+    LIMIT $6::integer
 ),
 info AS MATERIALIZED (
     SELECT c.id, c.endpoint_id,
@@ -329,7 +374,7 @@ probe_rows AS MATERIALIZED (
 probe AS (
     UPDATE endpoint_health h
     SET circuit_state = 'half_open',
-        circuit_open_until = now() + $6::interval,
+        circuit_open_until = now() + $7::interval,
         updated_at = now()
     WHERE h.endpoint_id IN (SELECT p.endpoint_id FROM probe_rows p)
 ),
@@ -342,9 +387,9 @@ upd AS (
             WHEN 'wait_probe' THEN now() + interval '5 seconds'
             ELSE d.visible_at
         END,
-        leased_until = CASE WHEN x.action = 'lease' THEN now() + $6::interval END,
-        lease_owner = CASE WHEN x.action = 'lease' THEN $7::bigint END,
-        lease_token = CASE WHEN x.action = 'lease' THEN $8::bigint END
+        leased_until = CASE WHEN x.action = 'lease' THEN now() + $7::interval END,
+        lease_owner = CASE WHEN x.action = 'lease' THEN $8::bigint END,
+        lease_token = CASE WHEN x.action = 'lease' THEN $9::bigint END
     FROM decide x
     WHERE d.id = x.id AND x.action <> 'skip'
     RETURNING d.id, d.queue, d.endpoint_id, d.ordering_key, d.ordered, d.message_id,
@@ -380,8 +425,9 @@ ORDER BY u.id
 type DeliveryClaimParams struct {
 	Queues   []int16
 	Afters   []int64
-	PerQueue int32
 	Skip     []int64
+	Peek     int32
+	PerQueue int32
 	Batch    int32
 	Lease    time.Duration
 	Owner    int64
@@ -476,8 +522,9 @@ func (q *Queries) DeliveryClaim(ctx context.Context, arg DeliveryClaimParams) ([
 	rows, err := q.db.Query(ctx, deliveryClaim,
 		arg.Queues,
 		arg.Afters,
-		arg.PerQueue,
 		arg.Skip,
+		arg.Peek,
+		arg.PerQueue,
 		arg.Batch,
 		arg.Lease,
 		arg.Owner,
