@@ -3,6 +3,12 @@
 -- each queue contributes at most @per_queue rows, taken fairly across the
 -- endpoints that have due work in it, queues taken in the order given
 -- (callers rotate it). Per queue (docs/dispatch.md, "Fair claim"):
+--   * small: the queue's first @peek entries of deliveries_claim_idx are
+--     read (in flight, due and waiting together). With fewer, the queue was
+--     read whole: its due rows not in flight are ranked as the walk and
+--     shares below would take them (round by round across endpoints from
+--     the cursor, skipped endpoints left out), and the first @per_queue are
+--     locked by id; the queue is not walked. Larger queues:
 --   * walk: a loose index scan of deliveries_claim_idx (queue, endpoint_id,
 --     visible_at, id) visits the endpoints with unparked rows in the queue,
 --     one index descent each, in endpoint order starting after the queue's
