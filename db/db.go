@@ -137,7 +137,7 @@ type DB struct {
 	// warnings counts the WARNING notices of each pool connection
 	// (syncrep.go).
 	warnings *commitWarnings
-	// claimPeek is the claim's small-queue bound (DefaultClaimPeek; tests
+	// claimPeek is the claim's small-queue bound (defaultClaimPeek; tests
 	// set 0 to send every queue through the walk).
 	claimPeek int32
 	// hooks lets a test act inside a statement sequence of this DB only.

@@ -79,7 +79,7 @@ SQL
       awk '/latency average/ {print $4}'
   }
   explain=$(sed -e "s/:qs/'$qs'/" -e "s/:afters/'$afters'/" -e 's/:pq/7/g' -e 's/:batch/50/g' -e "s/:peek/$peek/g" -e 's/:tok/42/g' "$work/claim.sql")
-  buffers=$(psql -qAt -d "$url" -c "BEGIN" -c "EXPLAIN (ANALYZE, BUFFERS, TIMING OFF) $explain" -c "ROLLBACK" |
+  buffers=$(PGOPTIONS="$claim_opts" psql -qAt -d "$url" -c "BEGIN" -c "EXPLAIN (ANALYZE, BUFFERS, TIMING OFF) $explain" -c "ROLLBACK" |
     awk 'function hits(l) { sub(/.*shared hit=/, "", l); sub(/[^0-9].*/, "", l); return l }
          /Buffers: shared/ && !top { top = hits($0) }
          /CTE cand/ { incand = 1 }
