@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -106,7 +108,7 @@ func TestClaimPlanSurvivesGrowth(t *testing.T) {
 		SELECT 0, $1, 'grow-' || g, g, now(), now() - interval '1 minute' FROM generate_series(1, 5000) g`, ep.ID)
 	require.NoError(t, err)
 
-	text := keptClaimPlan(ctx, t, store, "'{0}', '{0}', '{}', 32, 50, 50, '1 minute', 1, 99")
+	text := keptClaimPlan(ctx, t, store, "", "'{0}', '{0}', '{}', 32, 50, 50, '1 minute', 1, 99")
 	require.NotContains(t, text, "Seq Scan on deliveries", text)
 	require.NotContains(t, text, "Bitmap Heap Scan on deliveries", text)
 	require.Equal(t, 50, claim(100), "the kept plan claims from the grown table")
@@ -144,7 +146,7 @@ func TestClaimPlanOnBacklog(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, got)
 
-	text := keptClaimPlan(ctx, t, store, "'{0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15}', '{0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0}', '{}', 32, 13, 50, '1 minute', 1, 99")
+	text := keptClaimPlan(ctx, t, store, "", "'{0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15}', '{0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0}', '{}', 32, 13, 50, '1 minute', 1, 99")
 	require.Contains(t, text, "Update on deliveries", text)
 	require.NotRegexp(t, `(Hash|Merge)( Left| Right| Semi| Anti)? Join`, text, text)
 	// Nor is it compiled: the estimates of a generic plan on a backlog pass
@@ -154,8 +156,8 @@ func TestClaimPlanOnBacklog(t *testing.T) {
 
 // keptClaimPlan returns the EXPLAIN of the claim's kept plan on its home
 // session, executed with args; the plan must be a generic one, never a
-// custom one.
-func keptClaimPlan(ctx context.Context, t *testing.T, store *db.DB, args string) string {
+// custom one. options are EXPLAIN's ("(ANALYZE, BUFFERS)": the claim runs).
+func keptClaimPlan(ctx context.Context, t *testing.T, store *db.DB, options, args string) string {
 	t.Helper()
 	var plan []string
 	require.NoError(t, db.OnClaimHomeConn(ctx, store, func(c *pgx.Conn) error {
@@ -169,7 +171,7 @@ func keptClaimPlan(ctx context.Context, t *testing.T, store *db.DB, args string)
 		if generic == 0 || custom != 0 {
 			return fmt.Errorf("claim plans: %d generic, %d custom", generic, custom)
 		}
-		rows, err := c.Query(ctx, "EXPLAIN EXECUTE "+name+"("+args+")")
+		rows, err := c.Query(ctx, "EXPLAIN "+options+" EXECUTE "+name+"("+args+")")
 		if err != nil {
 			return err
 		}
@@ -197,5 +199,81 @@ func TestClaimSessionSettingsOnlyWithCachedStatements(t *testing.T) {
 			return conn.QueryRow(ctx, "SELECT current_setting('plan_cache_mode')").Scan(&got)
 		}))
 		require.Equal(t, c.want, got, "URL suffix %q", c.suffix)
+	}
+}
+
+// TestClaimReadsLittleBehindIdleBacklogs: a backlog the claim cannot take
+// (an endpoint at its max_in_flight, named in skip; or every row waiting for
+// a retry) costs a claim of the queue about what an empty queue does, not a
+// read of the backlog: the endpoint before B in the claim index has 50,000
+// such rows, and the claim that gives B its 2 reads a few dozen buffers and
+// throws away no more than a handful of rows at any step. A claim that
+// locked a queue's due rows as it scanned them in index order read every
+// skipped row from the heap, and every waiting row's index entry (CHANGELOG,
+// "Tried and not kept").
+func TestClaimReadsLittleBehindIdleBacklogs(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, c := range []struct {
+		name      string
+		visibleAt string // of the backlog's rows
+		skip      bool
+	}{{"skipped", "now() - interval '1 minute'", true}, {"waiting", "now() + interval '1 hour'", false}} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			url := dbtest.NewURL(t)
+			store := dbtest.Open(t, url, db.Config{MaxConns: 4}) // one claim home connection
+			a, _ := dbtest.Endpoint(t, store, nil)
+			b, _ := dbtest.Endpoint(t, store, nil)
+			admin, err := pgx.Connect(ctx, url)
+			require.NoError(t, err)
+			defer admin.Close(ctx)
+			_, err = admin.Exec(ctx, `INSERT INTO deliveries (queue, endpoint_id, ordering_key, message_id, message_received_at, visible_at)
+				SELECT 3, $1, 'a-' || g, g, now(), `+c.visibleAt+` FROM generate_series(1, 50000) g`, a.ID)
+			require.NoError(t, err)
+			_, err = admin.Exec(ctx, `INSERT INTO deliveries (queue, endpoint_id, ordering_key, message_id, message_received_at, visible_at)
+				SELECT 3, $1, 'b-' || g, g, now(), now() - interval '1 minute' FROM generate_series(1, 2) g`, b.ID)
+			require.NoError(t, err)
+			_, err = admin.Exec(ctx, "VACUUM ANALYZE deliveries")
+			require.NoError(t, err)
+			skip := "'{}'"
+			var skipIDs []int64
+			if c.skip {
+				skip = fmt.Sprintf("'{%d}'", a.ID)
+				skipIDs = []int64{a.ID}
+			}
+			// The first claim prepares the statement on its home session.
+			got, _, err := store.DeliveryClaimTimed(ctx, []int{4}, nil, skipIDs, 7, 50, 1, 1, time.Minute)
+			require.NoError(t, err)
+			require.Empty(t, got)
+
+			text := keptClaimPlan(ctx, t, store, "(ANALYZE, BUFFERS, TIMING OFF)",
+				"'{3}', '{0}', "+skip+", 32, 7, 50, '1 minute', 1, 99")
+			var leased int
+			require.NoError(t, admin.QueryRow(ctx, `SELECT count(*) FROM deliveries WHERE lease_token = 99`).Scan(&leased))
+			require.Equal(t, 2, leased, "B's rows claimed\n%s", text)
+			m := regexp.MustCompile(`Buffers: shared(?: hit=(\d+))?(?: read=(\d+))?`).FindStringSubmatch(text)
+			require.NotNil(t, m, text)
+			buffers := 0
+			for _, n := range m[1:] {
+				if n != "" {
+					v, err := strconv.Atoi(n)
+					require.NoError(t, err)
+					buffers += v
+				}
+			}
+			t.Logf("claim buffers: %d", buffers)
+			require.Less(t, buffers, 400, "buffers of the claim behind a backlog it cannot take\n%s", text)
+			// Each plan node's rows read and thrown away: the filtered scan
+			// of the backlog shows here, whatever its pages cost.
+			removed := 0
+			for _, m := range regexp.MustCompile(`Rows Removed by (?:Filter|Join Filter|Index Recheck): (\d+)`).FindAllStringSubmatch(text, -1) {
+				n, err := strconv.Atoi(m[1])
+				require.NoError(t, err)
+				removed = max(removed, n)
+			}
+			t.Logf("most rows removed by one node: %d", removed)
+			require.Less(t, removed, 1000, "the claim read through the backlog it cannot take\n%s", text)
+		})
 	}
 }
