@@ -31,7 +31,11 @@ rows=${ROWS:-200}
 leased=${LEASED:-4}
 txns=${TXNS:-3000}
 peek=${PEEK:-32}
-claim_opts="-c plan_cache_mode=force_generic_plan -c enable_seqscan=off -c enable_bitmapscan=off -c enable_mergejoin=off -c enable_hashjoin=off -c jit=off"
+# The claim sessions' settings, read from db.go (claimSession's SETs) so that
+# they cannot drift apart, as PGOPTIONS "-c name=value" pairs.
+claim_opts=$(sed -n '/^var claimSession = /,/^}/s/^[[:space:]]*set: *"\(.*\)",$/\1/p' db/db.go |
+  tr ';' '\n' | sed -E 's/^ *SET ([a-z_]+) = (.*)$/-c \1=\2/' | paste -sd' ')
+case "$claim_opts" in *plan_cache_mode*) ;; *) echo "claimSession's settings not found in db/db.go" >&2; exit 1 ;; esac
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
