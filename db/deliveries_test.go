@@ -560,7 +560,11 @@ func TestLeaseIsHOTAndExpires(t *testing.T) {
 	m := dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: "H1"})
 	q := hookrelay.QueueFor("H1", 32)
 
-	got, err := store.DeliveryClaim(ctx, []int{q}, 50, 50, 1, 41, 300*time.Millisecond)
+	// The lease is long enough for the checks below to run inside it on a
+	// loaded machine (at 300 ms the second claim sometimes came after it).
+	const lease = 2 * time.Second
+	leasedAt := time.Now()
+	got, err := store.DeliveryClaim(ctx, []int{q}, 50, 50, 1, 41, lease)
 	require.NoError(t, err)
 	require.Len(t, got, 1)
 	require.Equal(t, m.DeliveryIDs[0], got[0].ID)
@@ -578,7 +582,7 @@ func TestLeaseIsHOTAndExpires(t *testing.T) {
 		WHERE t_infomask2 & 32768 <> 0`).Scan(&heapOnly))
 	require.Equal(t, 1, heapOnly, "the lease is a HOT update")
 
-	time.Sleep(400 * time.Millisecond)
+	time.Sleep(time.Until(leasedAt.Add(lease + 100*time.Millisecond)))
 	again, err := store.DeliveryClaim(ctx, []int{q}, 50, 50, 2, 43, time.Minute)
 	require.NoError(t, err)
 	require.Len(t, again, 1, "an expired lease makes the row claimable")

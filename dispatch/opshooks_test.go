@@ -175,9 +175,12 @@ func TestOpsDeadLettersCoalesced(t *testing.T) {
 	}
 	cfg := opsConfig()
 	cfg.CircuitThreshold = 1000
-	cfg.OpsCoalesce = 5 * time.Second
+	// The window must cover all 100 attempts (a dead letter after it closes
+	// makes a second event); 10 s leaves room for a machine loaded by the
+	// other packages' tests.
+	cfg.OpsCoalesce = 10 * time.Second
 	runDispatcher(t, store, cfg)
-	waitFor(t, 20*time.Second, "the coalesced event", func() bool { return len(opsEvents(t, ops)) > 0 })
+	waitFor(t, 40*time.Second, "the coalesced event", func() bool { return len(opsEvents(t, ops)) > 0 })
 	time.Sleep(3 * cfg.OpsPoll) // a second event would come now
 	evs := opsEvents(t, ops)
 	require.Len(t, evs, 1)

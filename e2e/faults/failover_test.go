@@ -151,7 +151,14 @@ func TestSyncStandbyBlocked(t *testing.T) {
 	time.Sleep(3 * time.Second)
 	pair.run("stop-standby")
 	blockedAt := time.Now()
-	time.Sleep(3 * statementTimeout)
+	// Requests in flight when the standby stops are answered about one
+	// statement timeout later, before the window below opens; their keys'
+	// next requests queue behind a blocked batch and are answered about two
+	// timeouts after that. The standby stays down long enough for that second
+	// round to be answered inside the window with seconds to spare (at 3
+	// timeouts it ended a tenth of a second after the standby came back on a
+	// loaded CI machine, and the window held no answer at all).
+	time.Sleep(5 * statementTimeout)
 	upAt := time.Now()
 	pair.run("start-standby")
 	require.True(t, waitFor(t.Context(), 120*time.Second, func() bool {
