@@ -154,10 +154,8 @@ func TestSyncStandbyBlocked(t *testing.T) {
 	// Requests in flight when the standby stops are answered about one
 	// statement timeout later, before the window below opens; their keys'
 	// next requests queue behind a blocked batch and are answered about two
-	// timeouts after that. The standby stays down long enough for that second
-	// round to be answered inside the window with seconds to spare (at 3
-	// timeouts it ended a tenth of a second after the standby came back on a
-	// loaded CI machine, and the window held no answer at all).
+	// timeouts after that. Five timeouts leave that second round inside the
+	// window with seconds to spare.
 	time.Sleep(5 * statementTimeout)
 	upAt := time.Now()
 	pair.run("start-standby")
