@@ -104,7 +104,7 @@ func FieldOf(err error) string {
 }
 
 // URLCheck checks and normalises an endpoint URL by the deployment's rules
-// (ingest.CheckURL with the API's settings); its errors are EINVALID.
+// (api.CheckURL with the API's settings); its errors are EINVALID.
 type URLCheck func(ctx context.Context, raw string) (string, error)
 
 // ApplyEndpoint merges in into f, validating every field given; check

@@ -17,7 +17,7 @@ import (
 	"github.com/hookrelay/hookrelay/db/dbtest"
 	"github.com/hookrelay/hookrelay/dispatch"
 	"github.com/hookrelay/hookrelay/httperr"
-	"github.com/hookrelay/hookrelay/ingest"
+	"github.com/hookrelay/hookrelay/api"
 	"github.com/hookrelay/hookrelay/internal/logtest"
 	"github.com/hookrelay/hookrelay/maintenance"
 	"github.com/hookrelay/hookrelay/ops"
@@ -68,19 +68,19 @@ func startWebFixture(t *testing.T, o fixtureOpts) webFixture {
 	d := dispatch.New(logger, dispatch.Config{AllowPrivateTargets: true, IdlePoll: 20 * time.Millisecond, DrainTimeout: time.Second,
 		QuickRetries: []time.Duration{}}, store, payloads, nil)
 	operations := ops.New(store, d)
-	api := ingest.New(logger, ingest.Config{AllowPrivateTargets: true, OffloadBytes: o.OffloadBytes,
-		Batcher: ingest.BatcherConfig{OnStored: func(_ int, queues []int) { d.WakeQueues(queues) }}}, store, payloads, nil, operations)
+	apiSrv := api.New(logger, api.Config{AllowPrivateTargets: true, OffloadBytes: o.OffloadBytes,
+		Batcher: api.BatcherConfig{OnStored: func(_ int, queues []int) { d.WakeQueues(queues) }}}, store, payloads, nil, operations)
 	dash, err := web.New(ctx, web.Config{Logger: logger, Store: store, Ops: operations, Presigner: payloads,
 		PortalFrameAncestors: o.FrameAncestors,
 		CheckURL: func(ctx context.Context, raw string) (string, error) {
-			return ingest.CheckURL(ctx, ingest.URLRule{AllowPrivateTargets: true}, raw)
+			return api.CheckURL(ctx, api.URLRule{AllowPrivateTargets: true}, raw)
 		}})
 	require.NoError(t, err)
 
 	e := echo.New()
 	errs := httperr.New(logger)
 	errs.Install(e)
-	api.Register(e)
+	apiSrv.Register(e)
 	dash.Mount(e, "/ui", errs)
 
 	runCtx, cancel := context.WithCancel(ctx)
@@ -92,7 +92,7 @@ func startWebFixture(t *testing.T, o fixtureOpts) webFixture {
 			_ = f(runCtx)
 		}()
 	}
-	run(api.Run)
+	run(apiSrv.Run)
 	run(d.Run)
 	if o.Replays {
 		run(ops.NewReplayRunner(logger, ops.ReplayConfig{Interval: 20 * time.Millisecond}, store).Run)

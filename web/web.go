@@ -117,7 +117,7 @@ type Config struct {
 	// Presigner links offloaded payloads; nil shows the object key only.
 	Presigner Presigner
 	// CheckURL checks and normalises an endpoint's or ops endpoint's URL as
-	// the API does (ingest.CheckURL with the API's settings). Nil refuses
+	// the API does (api.CheckURL with the API's settings). Nil refuses
 	// adding ops endpoints and setting endpoint URLs in the portal.
 	CheckURL func(ctx context.Context, raw string) (string, error)
 	// PortalFrameAncestors are the origins that may embed the merchant

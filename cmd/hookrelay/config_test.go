@@ -12,7 +12,7 @@ import (
 
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/dispatch"
-	"github.com/hookrelay/hookrelay/ingest"
+	"github.com/hookrelay/hookrelay/api"
 	"github.com/hookrelay/hookrelay/maintenance"
 	"github.com/hookrelay/hookrelay/ops"
 	"github.com/hookrelay/hookrelay/storage"
@@ -41,7 +41,7 @@ func TestConfigDefaultsArePackageDefaults(t *testing.T) {
 
 	dbDef := db.Config{}.WithDefaults()
 	sessDef := db.SessionConfig{}.WithDefaults()
-	in, inDef := c.Ingest, ingest.Config{}.WithDefaults()
+	in, inDef := c.Ingest, api.Config{}.WithDefaults()
 	d, dDef := c.Dispatch, dispatch.Config{}.WithDefaults()
 	m, mDef := c.Maintenance, maintenance.Config{}.WithDefaults()
 	w, wDef := c.Web, web.Config{}.WithDefaults()

@@ -4,7 +4,7 @@ import (
 	"context"
 	"slices"
 
-	"github.com/hookrelay/hookrelay/ingest"
+	"github.com/hookrelay/hookrelay/api"
 )
 
 // startAPI wires the api role: the ingest server's routes on the shared
@@ -22,7 +22,7 @@ func startAPI(ctx context.Context, s *service) (func(ctx context.Context) error,
 		d := s.dispatcher()
 		cfg.Batcher.OnStored = func(_ int, queues []int) { d.WakeQueues(queues) }
 	}
-	srv := ingest.New(s.logger, cfg, s.db, s.store, s.registry, s.operations())
+	srv := api.New(s.logger, cfg, s.db, s.store, s.registry, s.operations())
 	srv.Register(s.echo)
 	return srv.Run, nil
 }

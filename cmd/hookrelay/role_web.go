@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/hookrelay/hookrelay/db"
-	"github.com/hookrelay/hookrelay/ingest"
+	"github.com/hookrelay/hookrelay/api"
 	"github.com/hookrelay/hookrelay/web"
 )
 
@@ -31,7 +31,7 @@ func startWeb(ctx context.Context, s *service) (func(ctx context.Context) error,
 		PortalFrameAncestors: s.cfg.Web.PortalFrameAncestors,
 		Throttle:             s.throttle,
 		CheckURL: func(ctx context.Context, raw string) (string, error) {
-			return ingest.CheckURL(ctx, ingest.URLRule{AllowPrivateTargets: s.cfg.Ingest.AllowPrivateTargets, RequireHTTPS: s.cfg.Ingest.RequireHTTPS}, raw)
+			return api.CheckURL(ctx, api.URLRule{AllowPrivateTargets: s.cfg.Ingest.AllowPrivateTargets, RequireHTTPS: s.cfg.Ingest.RequireHTTPS}, raw)
 		},
 	})
 	if err != nil {

@@ -1,0 +1,190 @@
+package api
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/db"
+)
+
+// CarrierJSON is a carrier as the API shows it. APIKey appears only in the
+// answer to its creation; the signing secret never appears.
+type CarrierJSON struct {
+	ID               ID        `json:"id"`
+	Name             string    `json:"name"`
+	APIKey           string    `json:"api_key,omitempty"`
+	APIKeyPrefix     string    `json:"api_key_prefix"`
+	OrderingKeyField string    `json:"ordering_key_field"`
+	EventTypeField   string    `json:"event_type_field"`
+	MerchantField    string    `json:"merchant_field"`
+	Signed           bool      `json:"signed"`
+	RateLimitPerSec  int       `json:"rate_limit_per_sec"`
+	CreatedAt        time.Time `json:"created_at"`
+}
+
+func carrierJSON(c db.Carrier) CarrierJSON {
+	return CarrierJSON{
+		ID: ID(c.ID), Name: c.Name, APIKeyPrefix: c.APIKeyPrefix, OrderingKeyField: c.OrderingKeyField,
+		EventTypeField: c.EventTypeField, MerchantField: c.MerchantField, Signed: c.SigningSecret != "",
+		RateLimitPerSec: c.RateLimitPerSec, CreatedAt: c.CreatedAt,
+	}
+}
+
+type createCarrierRequest struct {
+	Name             string `json:"name"`
+	OrderingKeyField string `json:"ordering_key_field"`
+	EventTypeField   string `json:"event_type_field"`
+	MerchantField    string `json:"merchant_field"`
+	SigningSecret    string `json:"signing_secret"`
+	RateLimitPerSec  int    `json:"rate_limit_per_sec"`
+}
+
+// maxSigningSecret bounds a carrier's signing secret.
+const maxSigningSecret = 1024
+
+func validName(name, what string) error {
+	if strings.TrimSpace(name) == "" {
+		return invalidf("%s is required", what)
+	}
+	if len(name) > 200 {
+		return invalidf("%s longer than 200 characters", what)
+	}
+	return hookrelay.CheckText(what, name, 0)
+}
+
+func validPath(p, what string) error {
+	if p == "" {
+		return nil
+	}
+	if len(p) > 200 || strings.HasPrefix(p, ".") || strings.HasSuffix(p, ".") || strings.Contains(p, "..") {
+		return invalidf("%s must be a dot path such as \"shipment.tracking_no\"", what)
+	}
+	return hookrelay.CheckText(what, p, 0)
+}
+
+func (s *Server) createCarrier(c echo.Context) error {
+	var req createCarrierRequest
+	if err := decodeBody(c, &req); err != nil {
+		return err
+	}
+	if err := validName(req.Name, "name"); err != nil {
+		return err
+	}
+	for _, f := range []struct{ v, name string }{{req.OrderingKeyField, "ordering_key_field"}, {req.EventTypeField, "event_type_field"}, {req.MerchantField, "merchant_field"}} {
+		if err := validPath(f.v, f.name); err != nil {
+			return err
+		}
+	}
+	if req.RateLimitPerSec < 0 || req.RateLimitPerSec > 1_000_000 {
+		return invalidf("rate_limit_per_sec must be between 0 (unlimited) and 1000000")
+	}
+	if len(req.SigningSecret) > 0 && len(req.SigningSecret) < 16 {
+		return invalidf("signing_secret must be at least 16 characters")
+	}
+	if err := hookrelay.CheckText("signing_secret", req.SigningSecret, maxSigningSecret); err != nil {
+		return err
+	}
+	key := hookrelay.NewKey(hookrelay.CarrierKeyPrefix)
+	car, err := s.db.CarrierCreate(c.Request().Context(), db.CarrierCreateParams{
+		Name: req.Name, APIKeyHash: hookrelay.HashKey(key), APIKeyPrefix: hookrelay.KeyDisplayPrefix(key),
+		OrderingKeyField: req.OrderingKeyField, EventTypeField: req.EventTypeField, MerchantField: req.MerchantField,
+		SigningSecret: req.SigningSecret, RateLimitPerSec: req.RateLimitPerSec,
+	})
+	if err != nil {
+		return err
+	}
+	_, _ = s.cache.refresh(c.Request().Context())
+	out := carrierJSON(car)
+	out.APIKey = key
+	return c.JSON(http.StatusCreated, out)
+}
+
+func (s *Server) listCarriers(c echo.Context) error {
+	limit, cur, err := pageParams(c)
+	if err != nil {
+		return err
+	}
+	rows, err := s.db.CarrierList(c.Request().Context(), cur.ID, limit+1)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, page(rows, limit, carrierJSON, func(r db.Carrier) cursor { return cursor{ID: r.ID} }))
+}
+
+// MerchantJSON is a merchant as the API shows it; APIKey only at creation.
+type MerchantJSON struct {
+	ID           ID        `json:"id"`
+	Name         string    `json:"name"`
+	APIKey       string    `json:"api_key,omitempty"`
+	APIKeyPrefix string    `json:"api_key_prefix"`
+	CreatedAt    time.Time `json:"created_at"`
+}
+
+func merchantJSON(m db.Merchant) MerchantJSON {
+	return MerchantJSON{ID: ID(m.ID), Name: m.Name, APIKeyPrefix: m.APIKeyPrefix, CreatedAt: m.CreatedAt}
+}
+
+func (s *Server) createMerchant(c echo.Context) error {
+	var req struct {
+		Name string `json:"name"`
+	}
+	if err := decodeBody(c, &req); err != nil {
+		return err
+	}
+	if err := validName(req.Name, "name"); err != nil {
+		return err
+	}
+	key := hookrelay.NewKey(hookrelay.MerchantKeyPrefix)
+	m, err := s.db.MerchantCreate(c.Request().Context(), req.Name, hookrelay.HashKey(key), hookrelay.KeyDisplayPrefix(key))
+	if err != nil {
+		return err
+	}
+	_, _ = s.cache.refresh(c.Request().Context())
+	out := merchantJSON(m)
+	out.APIKey = key
+	return c.JSON(http.StatusCreated, out)
+}
+
+func (s *Server) listMerchants(c echo.Context) error {
+	limit, cur, err := pageParams(c)
+	if err != nil {
+		return err
+	}
+	rows, err := s.db.MerchantList(c.Request().Context(), cur.ID, limit+1)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, page(rows, limit, merchantJSON, func(r db.Merchant) cursor { return cursor{ID: r.ID} }))
+}
+
+// StatsJSON is the answer of GET /v1/stats. Counts over large tables stop at
+// db.StatsCap; their *_capped field says when they did.
+type StatsJSON struct {
+	Carriers                int64            `json:"carriers"`
+	Merchants               int64            `json:"merchants"`
+	Endpoints               map[string]int64 `json:"endpoints"`
+	PendingDeliveries       int64            `json:"pending_deliveries"`
+	PendingDeliveriesCapped bool             `json:"pending_deliveries_capped"`
+	DeadLetters             int64            `json:"dead_letters"`
+	DeadLettersCapped       bool             `json:"dead_letters_capped"`
+	MessagesTodayUTC        int64            `json:"messages_today_utc"`
+	MessagesTodayUTCCapped  bool             `json:"messages_today_utc_capped"`
+	CountCap                int64            `json:"count_cap"`
+}
+
+func (s *Server) stats(c echo.Context) error {
+	st, err := s.db.APIStatsGet(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, StatsJSON{
+		Carriers: st.Carriers, Merchants: st.Merchants, Endpoints: st.EndpointsByStatus,
+		PendingDeliveries: st.PendingDeliveries, PendingDeliveriesCapped: st.PendingCapped,
+		DeadLetters: st.DeadLetters, DeadLettersCapped: st.DeadLettersCapped,
+		MessagesTodayUTC: st.MessagesToday, MessagesTodayUTCCapped: st.MessagesTodayCapped, CountCap: db.StatsCap,
+	})
+}

@@ -1,0 +1,179 @@
+package api
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/hex"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/db"
+	"github.com/hookrelay/hookrelay/httperr"
+	"github.com/hookrelay/hookrelay/ops"
+	"github.com/hookrelay/hookrelay/throttle"
+)
+
+// adminTokenSetting is the settings row holding the admin token's SHA-256 (hex).
+const adminTokenSetting = db.AdminTokenSetting
+
+type keyKind int
+
+const (
+	kindAdmin keyKind = 1 << iota
+	kindMerchant
+	kindCarrier
+)
+
+// principal is who a request authenticated as.
+type principal struct {
+	kind       keyKind
+	merchantID int64      // kindMerchant
+	carrier    db.Carrier // kindCarrier
+}
+
+const principalKey = "hookrelay.principal"
+
+func principalOf(c echo.Context) principal {
+	p, _ := c.Get(principalKey).(principal)
+	return p
+}
+
+// actorOf is on whose behalf the request acts: the admin token is the
+// operator, a merchant key that merchant.
+func actorOf(c echo.Context) ops.Actor {
+	if p := principalOf(c); p.kind == kindMerchant {
+		return ops.Merchant(p.merchantID)
+	}
+	return ops.Actor{}
+}
+
+var (
+	errNoKey    = hookrelay.Errorf(hookrelay.EUNAUTHORIZED, "missing bearer token (Authorization: Bearer <key>)")
+	errBadKey   = hookrelay.Errorf(hookrelay.EUNAUTHORIZED, "invalid API key")
+	errWrongKey = hookrelay.Errorf(hookrelay.EFORBIDDEN, "this key may not use this endpoint")
+)
+
+// auth authenticates the bearer token and lets the request through when its
+// kind is one of allowed. An unknown or malformed token is 401; a valid key
+// of another kind is 403 (consistently, on every route). A client address
+// whose tokens failed too often waits (throttle): 429 with Retry-After,
+// whatever it sends meanwhile.
+func (s *Server) auth(allowed keyKind) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			addr := throttle.ClientAddr(c.Request())
+			wait, failedBefore := s.cfg.Throttle.Wait(throttle.SurfaceAPI, addr)
+			if wait > 0 {
+				secs := int(math.Ceil(wait.Seconds()))
+				return httperr.WithRetryAfter(hookrelay.Errorf(hookrelay.ERATELIMIT,
+					"too many failed authentications from this address; retry in %d s", secs), secs)
+			}
+			h := c.Request().Header.Get("Authorization")
+			token, ok := strings.CutPrefix(h, "Bearer ")
+			if !ok || token == "" {
+				return errNoKey
+			}
+			p, err := s.authenticate(c.Request().Context(), strings.TrimSpace(token))
+			if err != nil {
+				if hookrelay.ErrorCode(err) == hookrelay.EUNAUTHORIZED {
+					s.cfg.Throttle.Failed(throttle.SurfaceAPI, addr)
+				}
+				return err
+			}
+			if failedBefore {
+				s.cfg.Throttle.Succeeded(addr)
+			}
+			if p.kind&allowed == 0 {
+				return errWrongKey
+			}
+			c.Set(principalKey, p)
+			return next(c)
+		}
+	}
+}
+
+func (s *Server) authenticate(ctx context.Context, token string) (principal, error) {
+	hash := hookrelay.HashKey(token)
+	switch {
+	case strings.HasPrefix(token, hookrelay.AdminTokenPrefix) || !strings.HasPrefix(token, "hr"):
+		// The admin token may be any string set by HOOKRELAY_ADMIN_TOKEN.
+		want, err := s.adminTokenHash(ctx)
+		if err != nil {
+			return principal{}, err
+		}
+		if subtle.ConstantTimeCompare(hash, want) == 1 {
+			return principal{kind: kindAdmin}, nil
+		}
+	case strings.HasPrefix(token, hookrelay.CarrierKeyPrefix):
+		c, err := s.carrierByKey(ctx, token, hash)
+		if err != nil {
+			return principal{}, err
+		}
+		return principal{kind: kindCarrier, carrier: c}, nil
+	case strings.HasPrefix(token, hookrelay.MerchantKeyPrefix):
+		// Read from the database, not the configuration cache: a rotated
+		// merchant key stops working at once in every process. Merchant
+		// requests manage endpoints; they are not the callback hot path.
+		m, err := s.db.MerchantByKeyHash(ctx, hash)
+		if err != nil {
+			return principal{}, notFoundAs(err, errBadKey)
+		}
+		if hookrelay.KeyMatches(token, m.APIKeyHash) {
+			return principal{kind: kindMerchant, merchantID: m.ID}, nil
+		}
+	}
+	return principal{}, errBadKey
+}
+
+// carrierByKey finds the carrier of an API key in the cache, else in the
+// database (a carrier created in another process within the cache TTL).
+func (s *Server) carrierByKey(ctx context.Context, token string, hash []byte) (db.Carrier, error) {
+	snap, err := s.cache.get(ctx)
+	if err != nil {
+		return db.Carrier{}, err
+	}
+	c, ok := snap.carrierByHash[string(hash)]
+	if !ok {
+		if c, err = s.db.CarrierByKeyHash(ctx, hash); err != nil {
+			return db.Carrier{}, notFoundAs(err, errBadKey)
+		}
+	}
+	if !hookrelay.KeyMatches(token, c.APIKeyHash) {
+		return db.Carrier{}, errBadKey
+	}
+	return c, nil
+}
+
+// notFoundAs replaces a not-found error with repl.
+func notFoundAs(err, repl error) error {
+	if hookrelay.ErrorCode(err) == hookrelay.ENOTFOUND {
+		return repl
+	}
+	return err
+}
+
+// adminTokenHash returns the stored admin token hash, cached AdminTokenTTL.
+func (s *Server) adminTokenHash(ctx context.Context) ([]byte, error) {
+	s.adminMu.Lock()
+	defer s.adminMu.Unlock()
+	if s.adminHash != nil && time.Since(s.adminLoaded) < s.cfg.AdminTokenTTL {
+		return s.adminHash, nil
+	}
+	v, err := s.db.SettingGet(ctx, adminTokenSetting)
+	if err != nil {
+		if hookrelay.ErrorCode(err) == hookrelay.ENOTFOUND {
+			return nil, errBadKey
+		}
+		return nil, err
+	}
+	h, err := hex.DecodeString(v)
+	if err != nil {
+		return nil, hookrelay.WrapError(hookrelay.EINTERNAL, "stored admin token hash is not hex", err)
+	}
+	s.adminHash, s.adminLoaded = h, time.Now()
+	return h, nil
+}

@@ -1,0 +1,84 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"runtime"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+)
+
+// BenchmarkIngestCallbacks measures ingest alone: HTTP on loopback →
+// validation, parsing, fan-out to one endpoint → group commit → 202. Every
+// acknowledged callback is a committed message and delivery. The figure to
+// read is callbacks/s. BENCH_FLUSHERS overrides the concurrent batches,
+// BENCH_CLIENTS the concurrent requests (default 128); BENCH_TRACING=1
+// traces every callback (spans batched to an exporter that drops them).
+func BenchmarkIngestCallbacks(b *testing.B) {
+	cfg := privateOK()
+	if v, err := strconv.Atoi(os.Getenv("BENCH_FLUSHERS")); err == nil {
+		cfg.Batcher.Flushers = v
+	}
+	if os.Getenv("BENCH_TRACING") == "1" {
+		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+		b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+		cfg.Tracer = tp.Tracer("bench")
+	}
+	bd := setup(b, cfg)
+	w := bd.mustCreate(b, "/v1/carriers", adminToken, map[string]any{"name": "bench"})
+	m := bd.mustCreate(b, "/v1/merchants", adminToken, map[string]any{"name": "bench"})
+	bd.mustCreate(b, "/v1/endpoints", m["api_key"].(string), map[string]any{"url": "http://127.0.0.1:9/hook"})
+	key := w["api_key"].(string)
+	clients := 128 // concurrent requests: batches can only be as big as this
+	if v, err := strconv.Atoi(os.Getenv("BENCH_CLIENTS")); err == nil && v > 0 {
+		clients = v
+	}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}}
+	var seq atomic.Int64
+	b.SetParallelism(max(1, clients/runtime.GOMAXPROCS(0)))
+	b.ResetTimer()
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			n := seq.Add(1)
+			body := fmt.Appendf(nil, `{"tracking_no":"SF%08d","status":"in_transit","merchant_id":"%s","events":[{"at":"2026-11-29T10:00:00Z","where":"Shenzhen hub"}],"weight_kg":1.25}`, n%5000, m["id"])
+			req, _ := http.NewRequest(http.MethodPost, bd.URL+"/v1/callbacks", bytes.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer "+key)
+			resp, err := client.Do(req)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusAccepted {
+				b.Errorf("status %d", resp.StatusCode)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "callbacks/s")
+	mfs, err := bd.Registry.Gather()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, mf := range mfs {
+		h := mf.GetMetric()[0].GetHistogram()
+		switch mf.GetName() {
+		case "hookrelay_ingest_batch_size":
+			b.ReportMetric(h.GetSampleSum()/float64(h.GetSampleCount()), "callbacks/batch")
+		case "hookrelay_ingest_commit_seconds":
+			b.ReportMetric(1000*h.GetSampleSum()/float64(h.GetSampleCount()), "ms/commit")
+		}
+	}
+}

@@ -1,0 +1,252 @@
+package api
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/db"
+	"github.com/hookrelay/hookrelay/filter"
+	"github.com/hookrelay/hookrelay/httperr"
+	"github.com/hookrelay/hookrelay/internal/tracing"
+	"github.com/hookrelay/hookrelay/storage"
+)
+
+// CallbackResponse is the answer to POST /v1/callbacks.
+type CallbackResponse struct {
+	MessageID  string `json:"message_id"`
+	Deliveries int    `json:"deliveries"`
+	Duplicate  bool   `json:"duplicate"`
+}
+
+// maxIdempotencyKey bounds the Idempotency-Key header.
+const maxIdempotencyKey = 255
+
+// maxRoutingValue bounds the ordering key, event type and merchant reference.
+const maxRoutingValue = 1024
+
+func (s *Server) callback(c echo.Context) error {
+	if s.cfg.Tracer != nil {
+		return s.tracedCallback(c)
+	}
+	_, _, err := s.answerCallback(c)
+	return err
+}
+
+// answerCallback takes the callback and answers it; it returns the answer
+// and its status code, or the error for the router's error handler.
+func (s *Server) answerCallback(c echo.Context) (CallbackResponse, int, error) {
+	resp, status, err := s.acceptCallback(c)
+	code := status
+	if err != nil {
+		code = hookrelay.HTTPStatus(err)
+	}
+	s.metrics.requests.WithLabelValues(strconv.Itoa(code)).Inc()
+	if err != nil {
+		return resp, code, err
+	}
+	return resp, code, c.JSON(status, resp)
+}
+
+func (s *Server) acceptCallback(c echo.Context) (CallbackResponse, int, error) {
+	req := c.Request()
+	ctx := req.Context()
+	carrier := principalOf(c).carrier
+	if ok, wait := s.limits.allow(carrier.ID, carrier.RateLimitPerSec); !ok {
+		return CallbackResponse{}, 0, httperr.WithRetryAfter(hookrelay.Errorf(hookrelay.ERATELIMIT,
+			"carrier over its rate limit of %d callbacks/s", carrier.RateLimitPerSec), wait)
+	}
+	if !isJSON(req.Header.Get("Content-Type")) {
+		return CallbackResponse{}, 0, hookrelay.Errorf(hookrelay.EUNSUPPORTED, "Content-Type must be application/json")
+	}
+	var rb requestBody
+	if err := s.bodies.read(req, s.cfg.MaxBodyBytes, &rb); err != nil {
+		if code := hookrelay.ErrorCode(err); code == hookrelay.EUNAVAILABLE || code == hookrelay.ETOOLARGE {
+			// The rest of the body is not wanted: without this the server
+			// would wait for up to 256 KiB more of it before answering.
+			c.Response().Header().Set("Connection", "close")
+		}
+		return CallbackResponse{}, 0, err
+	}
+	// Until the batch answered: the batcher reads msg.Payload, which is
+	// body, until then.
+	defer rb.free()
+	body := rb.Bytes()
+	if carrier.SigningSecret != "" {
+		if err := verifySignature(req.Header.Get("X-Signature"), carrier.SigningSecret, body); err != nil {
+			return CallbackResponse{}, 0, err
+		}
+	}
+	idem := req.Header.Get("Idempotency-Key")
+	if err := hookrelay.CheckText("Idempotency-Key", idem, maxIdempotencyKey); err != nil {
+		return CallbackResponse{}, 0, err
+	}
+	// The snapshot first: its endpoints' content filters name more paths
+	// to read in the one pass over the body.
+	snap, err := s.cache.get(ctx)
+	if err != nil {
+		return CallbackResponse{}, 0, err
+	}
+	var fields []Field
+	var vals []filter.Value
+	if len(snap.filterPaths) == 0 {
+		fields, err = ParseCallback(body, carrier.OrderingKeyField, carrier.EventTypeField, carrier.MerchantField)
+	} else {
+		paths := append([]string{carrier.OrderingKeyField, carrier.EventTypeField, carrier.MerchantField}, snap.filterPaths...)
+		fields, vals, err = ParseCallbackValues(body, paths...)
+		if err == nil {
+			vals = vals[3:]
+		}
+	}
+	if err != nil {
+		return CallbackResponse{}, 0, hookrelay.Errorf(hookrelay.EINVALID, "body must be one valid JSON object")
+	}
+	orderingKey := headerOr(req, "X-Ordering-Key", fields[0])
+	if orderingKey == "" {
+		return CallbackResponse{}, 0, hookrelay.Errorf(hookrelay.EINVALID,
+			"missing ordering key: send X-Ordering-Key or a string or number at %q", carrier.OrderingKeyField)
+	}
+	eventType := headerOr(req, "X-Event-Type", fields[1])
+	merchantRef := headerOr(req, "X-Merchant-Id", fields[2])
+	if err := checkRouting(req, carrier, orderingKey, eventType, merchantRef); err != nil {
+		return CallbackResponse{}, 0, err
+	}
+
+	received := time.Now()
+	sum := sha256.Sum256(body)
+	msg := db.NewMessage{
+		ReceivedAt: received, CarrierID: carrier.ID, EventType: eventType, OrderingKey: orderingKey,
+		MerchantRef: merchantRef, Queue: hookrelay.QueueFor(orderingKey, s.cfg.Queues),
+		IdempotencyKey: idem, PayloadSize: len(body), PayloadSHA256: sum[:],
+		EndpointIDs: snap.fanOut(carrier.ID, eventType, merchantRef, vals),
+	}
+	msg.Unordered = snap.orderings(msg.EndpointIDs)
+	if s.cfg.Tracer != nil {
+		msg.Traceparent = tracing.Traceparent(trace.SpanContextFromContext(ctx))
+	}
+	if len(body) > s.cfg.OffloadBytes {
+		err := s.offload(ctx, &msg, body)
+		if err != nil {
+			// The store may still be reading it after giving up.
+			rb.lent = true
+			return CallbackResponse{}, 0, err
+		}
+		// The store has its copy.
+		rb.free()
+	} else {
+		msg.Payload = body
+	}
+	stored, err := s.batcher.Submit(ctx, msg)
+	if err != nil {
+		// The object stays: after a lost commit acknowledgement a row may
+		// name it. Retention removes it with its day otherwise.
+		return CallbackResponse{}, 0, err
+	}
+	if msg.PayloadKey != "" && stored.Duplicate {
+		// Certainly unreferenced: the first message has its own object.
+		s.dropOrphan(msg.PayloadKey)
+	}
+	status := http.StatusAccepted
+	if stored.Duplicate {
+		status = http.StatusOK
+	} else {
+		s.metrics.callbacks.Inc()
+	}
+	return CallbackResponse{MessageID: strconv.FormatInt(stored.ID, 10), Deliveries: stored.Deliveries, Duplicate: stored.Duplicate}, status, nil
+}
+
+// offload writes the payload to the S3 store under the message's own id
+// (reserved from messages_id_seq first) before any row exists.
+func (s *Server) offload(ctx context.Context, msg *db.NewMessage, body []byte) error {
+	ids, err := s.db.MessageIDsReserve(ctx, 1)
+	if err != nil {
+		return err
+	}
+	msg.ID = ids[0]
+	key := storage.PayloadKey(msg.ReceivedAt, strconv.FormatInt(msg.ID, 10))
+	putCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if _, err := s.payloads.Put(putCtx, key, body); err != nil {
+		return httperr.WithRetryAfter(hookrelay.WrapError(hookrelay.EUNAVAILABLE, "payload store unavailable; retry later", err), 5)
+	}
+	s.metrics.offloaded.Inc()
+	msg.PayloadKey = key
+	return nil
+}
+
+// dropOrphan deletes an offloaded payload no message refers to (best
+// effort: retention removes the day's objects anyway).
+func (s *Server) dropOrphan(key string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.payloads.Delete(ctx, key); err != nil {
+		s.logger.Warn("could not delete an unreferenced payload object", "key", key, "error", err)
+	}
+}
+
+func headerOr(req *http.Request, name string, f Field) string {
+	if v := req.Header.Get(name); v != "" {
+		return v
+	}
+	return f.Value
+}
+
+// isJSON reports whether a Content-Type names JSON (application/json or
+// application/<something>+json).
+func isJSON(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return false
+	}
+	return mt == "application/json" || strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json")
+}
+
+// readBody reads at most limit bytes of a small JSON body (an API request's,
+// not a callback's); more is ETOOLARGE. Its buffer grows with what arrives:
+// a declared Content-Length is only used to refuse early.
+func readBody(req *http.Request, limit int) ([]byte, error) {
+	tooLarge := func() error { return hookrelay.Errorf(hookrelay.ETOOLARGE, "body larger than %d bytes", limit) }
+	if req.ContentLength > int64(limit) {
+		return nil, tooLarge()
+	}
+	body, err := io.ReadAll(io.LimitReader(req.Body, int64(limit)+1))
+	if err != nil {
+		return nil, hookrelay.WrapError(hookrelay.EINVALID, "could not read the body", err)
+	}
+	if len(body) > limit {
+		return nil, tooLarge()
+	}
+	return body, nil
+}
+
+var errBadSignature = hookrelay.Errorf(hookrelay.EBADSIGNATURE, "missing or invalid X-Signature (want sha256=<hex HMAC-SHA256 of the body>)")
+
+// verifySignature checks header "sha256=<hex>" against the HMAC-SHA256 of
+// body with secret, in constant time.
+func verifySignature(header, secret string, body []byte) error {
+	hexSig, ok := strings.CutPrefix(strings.TrimSpace(header), "sha256=")
+	if !ok {
+		return errBadSignature
+	}
+	got, err := hex.DecodeString(hexSig)
+	if err != nil {
+		return errBadSignature
+	}
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write(body)
+	if !hmac.Equal(got, mac.Sum(nil)) {
+		return errBadSignature
+	}
+	return nil
+}

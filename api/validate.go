@@ -1,0 +1,156 @@
+package api
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hookrelay/hookrelay"
+)
+
+// Resolver looks up a host's addresses (net.DefaultResolver in production).
+type Resolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+}
+
+type defaultResolver struct{}
+
+func (defaultResolver) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
+	return net.DefaultResolver.LookupNetIP(ctx, network, host)
+}
+
+func invalidf(format string, args ...any) error {
+	return hookrelay.Errorf(hookrelay.EINVALID, format, args...)
+}
+
+// validateURL checks an endpoint URL by the server's settings (CheckURL).
+func (s *Server) validateURL(ctx context.Context, raw string) (string, error) {
+	return CheckURL(ctx, URLRule{AllowPrivateTargets: s.cfg.AllowPrivateTargets, RequireHTTPS: s.cfg.RequireHTTPS, Resolver: s.cfg.Resolver}, raw)
+}
+
+// URLRule is what CheckURL allows; the Config fields of the same names set
+// the API's.
+type URLRule struct {
+	AllowPrivateTargets bool
+	RequireHTTPS        bool
+	Resolver            Resolver // nil: net.DefaultResolver
+}
+
+// CheckURL checks an endpoint URL and returns it normalised: absolute
+// http(s) (https only with RequireHTTPS), no credentials, and unless private
+// targets are allowed, every address the host resolves to (or the literal
+// address it is, in any notation such as 2130706433 or 0x7f.1) must pass
+// hookrelay.TargetAllowed. The dispatcher checks the address again when it
+// connects (DNS may change). The dashboard applies it too.
+func CheckURL(ctx context.Context, rule URLRule, raw string) (string, error) {
+	if rule.Resolver == nil {
+		rule.Resolver = defaultResolver{}
+	}
+	if raw == "" {
+		return "", invalidf("url is required")
+	}
+	if len(raw) > 2048 {
+		return "", invalidf("url longer than 2048 characters")
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", invalidf("url is not a valid URL")
+	}
+	switch u.Scheme {
+	case "https":
+	case "http":
+		if rule.RequireHTTPS {
+			return "", invalidf("url must use https")
+		}
+	default:
+		return "", invalidf("url must be an http or https URL")
+	}
+	if u.Host == "" || u.Hostname() == "" {
+		return "", invalidf("url has no host")
+	}
+	if u.User != nil {
+		return "", invalidf("url must not contain credentials")
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return "", invalidf("url has an invalid port")
+		}
+	}
+	if rule.AllowPrivateTargets {
+		return u.String(), nil
+	}
+	host := u.Hostname()
+	if ip, ok := parseLooseIPv4(host); ok {
+		if !hookrelay.TargetAllowed(ip) {
+			return "", invalidf("url points to a private, loopback or link-local address (%s)", ip)
+		}
+		return u.String(), nil
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		if !hookrelay.TargetAllowed(ip.Unmap()) {
+			return "", invalidf("url points to a private, loopback or link-local address (%s)", ip)
+		}
+		return u.String(), nil
+	}
+	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
+		return "", invalidf("url points to localhost")
+	}
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	addrs, err := rule.Resolver.LookupNetIP(rctx, "ip", host)
+	if err != nil || len(addrs) == 0 {
+		return "", invalidf("url host %q does not resolve", host)
+	}
+	for _, a := range addrs {
+		if !hookrelay.TargetAllowed(a.Unmap()) {
+			return "", invalidf("url host %q resolves to a private, loopback or link-local address (%s)", host, a.Unmap())
+		}
+	}
+	return u.String(), nil
+}
+
+// parseLooseIPv4 parses the IPv4 notations inet_aton accepts (and so some
+// HTTP clients and resolvers): 1 to 4 dot-separated parts, each decimal,
+// 0x-hex or 0-octal, the last part filling the remaining bytes
+// ("2130706433", "0x7f.1", "0177.0.0.01").
+func parseLooseIPv4(host string) (netip.Addr, bool) {
+	parts := strings.Split(host, ".")
+	if len(parts) > 4 || host == "" {
+		return netip.Addr{}, false
+	}
+	vals := make([]uint64, len(parts))
+	for i, p := range parts {
+		if p == "" {
+			return netip.Addr{}, false
+		}
+		base, digits := 10, p
+		switch {
+		case len(p) > 2 && (p[:2] == "0x" || p[:2] == "0X"):
+			base, digits = 16, p[2:]
+		case len(p) > 1 && p[0] == '0':
+			base, digits = 8, p[1:]
+		}
+		v, err := strconv.ParseUint(digits, base, 32)
+		if err != nil {
+			return netip.Addr{}, false
+		}
+		vals[i] = v
+	}
+	var n uint64
+	last := len(vals) - 1
+	for i := 0; i < last; i++ {
+		if vals[i] > 255 {
+			return netip.Addr{}, false
+		}
+		n |= vals[i] << (8 * (3 - i))
+	}
+	if vals[last] >= 1<<(8*(4-last)) {
+		return netip.Addr{}, false
+	}
+	n |= vals[last]
+	return netip.AddrFrom4([4]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}), true
+}
