@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookrelay/hookrelay"
-	"github.com/hookrelay/hookrelay/db/dbtest"
 	"github.com/hookrelay/hookrelay/api"
+	"github.com/hookrelay/hookrelay/db/dbtest"
 )
 
 // Objects created by another process (here: straight in the database) are

@@ -18,11 +18,11 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/api"
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/db/dbtest"
 	"github.com/hookrelay/hookrelay/dispatch"
 	"github.com/hookrelay/hookrelay/httperr"
-	"github.com/hookrelay/hookrelay/api"
 	"github.com/hookrelay/hookrelay/internal/logtest"
 	"github.com/hookrelay/hookrelay/ops"
 	"github.com/hookrelay/hookrelay/storage"

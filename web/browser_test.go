@@ -18,9 +18,9 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookrelay/hookrelay/api"
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/db/dbtest"
-	"github.com/hookrelay/hookrelay/api"
 	"github.com/hookrelay/hookrelay/internal/apitest"
 )
 

@@ -13,11 +13,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/api"
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/db/dbtest"
 	"github.com/hookrelay/hookrelay/dispatch"
 	"github.com/hookrelay/hookrelay/httperr"
-	"github.com/hookrelay/hookrelay/api"
 	"github.com/hookrelay/hookrelay/internal/logtest"
 	"github.com/hookrelay/hookrelay/maintenance"
 	"github.com/hookrelay/hookrelay/ops"

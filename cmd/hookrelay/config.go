@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/api"
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/dispatch"
-	"github.com/hookrelay/hookrelay/api"
 	"github.com/hookrelay/hookrelay/keyring"
 	"github.com/hookrelay/hookrelay/maintenance"
 	"github.com/hookrelay/hookrelay/ops"
@@ -44,7 +44,7 @@ type config struct {
 	// ReplicaURL (HOOKRELAY_DATABASE_REPLICA_URL) is a read replica the
 	// dashboard's read-only pages read from; empty: they read DATABASE_URL.
 	ReplicaURL  string
-	Ingest      api.Config      // the api role
+	Ingest      api.Config         // the api role
 	Dispatch    dispatch.Config    // the dispatch role (and the test pings of api and web)
 	Maintenance maintenance.Config // the maintenance role
 	Web         web.Config         // the web role

@@ -10,9 +10,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookrelay/hookrelay/api"
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/dispatch"
-	"github.com/hookrelay/hookrelay/api"
 	"github.com/hookrelay/hookrelay/maintenance"
 	"github.com/hookrelay/hookrelay/ops"
 	"github.com/hookrelay/hookrelay/storage"

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/api"
+	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/web"
 )
 
