@@ -8,30 +8,37 @@ import (
 	"hash/fnv"
 )
 
+// ErrorCode names a kind of error a caller may need to tell apart. It is
+// what API clients see in {"error":{"code":...}}, so its values never change.
+type ErrorCode string
+
 // Error codes. Every error a caller may need to tell apart carries one;
 // HTTPStatus maps them to HTTP statuses for the API and the dashboard.
 const (
-	ECONFLICT     = "conflict"          // the object exists or is in the wrong state
-	EINTERNAL     = "internal"          // a bug or an unexpected failure
-	EINVALID      = "invalid"           // the input is wrong; the message says how
-	ENOTFOUND     = "not_found"         // no such object (or not yours)
-	EUNAUTHORIZED = "unauthorized"      // missing or bad credentials
-	EFORBIDDEN    = "forbidden"         // credentials of the wrong kind
-	ETOOLARGE     = "too_large"         // a body over the limit
-	EUNSUPPORTED  = "unsupported"       // e.g. a content type we do not take
-	ERATELIMIT    = "rate_limited"      // over a configured rate
-	EUNAVAILABLE  = "unavailable"       // a dependency (database, S3) cannot take it now
-	EDUPLICATE    = "duplicate"         // an idempotency key seen before
-	ETIMEOUT      = "timeout"           // the operation took too long
-	EGONE         = "gone"              // the object was deleted
-	EPRECONDITION = "precondition"      // the request conflicts with current state
-	EBADSIGNATURE = "invalid_signature" // an HMAC that does not verify
+	ECONFLICT     ErrorCode = "conflict"          // the object exists or is in the wrong state
+	EINTERNAL     ErrorCode = "internal"          // a bug or an unexpected failure
+	EINVALID      ErrorCode = "invalid"           // the input is wrong; the message says how
+	ENOTFOUND     ErrorCode = "not_found"         // no such object (or not yours)
+	EUNAUTHORIZED ErrorCode = "unauthorized"      // missing or bad credentials
+	EFORBIDDEN    ErrorCode = "forbidden"         // credentials of the wrong kind
+	ETOOLARGE     ErrorCode = "too_large"         // a body over the limit
+	EUNSUPPORTED  ErrorCode = "unsupported"       // e.g. a content type we do not take
+	ERATELIMIT    ErrorCode = "rate_limited"      // over a configured rate
+	EUNAVAILABLE  ErrorCode = "unavailable"       // a dependency (database, S3) cannot take it now
+	EDUPLICATE    ErrorCode = "duplicate"         // an idempotency key seen before
+	ETIMEOUT      ErrorCode = "timeout"           // the operation took too long
+	EGONE         ErrorCode = "gone"              // the object was deleted
+	EPRECONDITION ErrorCode = "precondition"      // the request conflicts with current state
+	EBADSIGNATURE ErrorCode = "invalid_signature" // an HMAC that does not verify
+	// EMETHOD is a route asked with a method it does not serve (echo's own
+	// 405; no handler returns it).
+	EMETHOD ErrorCode = "method_not_allowed"
 )
 
 // Error is an application error with a code and a message safe to show to the
 // client. The wrapped cause (if any) is for logs only.
 type Error struct {
-	Code    string
+	Code    ErrorCode
 	Message string
 	Err     error
 }
@@ -48,18 +55,18 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return e.Err }
 
 // Errorf returns an *Error with the code and a formatted message.
-func Errorf(code, format string, args ...any) *Error {
+func Errorf(code ErrorCode, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
 // WrapError returns an *Error with the code and message wrapping cause.
-func WrapError(code, message string, cause error) *Error {
+func WrapError(code ErrorCode, message string, cause error) *Error {
 	return &Error{Code: code, Message: message, Err: cause}
 }
 
-// ErrorCode returns the code of the first *Error in err's chain, EINTERNAL for
+// CodeOf returns the code of the first *Error in err's chain, EINTERNAL for
 // any other non-nil error and "" for nil.
-func ErrorCode(err error) string {
+func CodeOf(err error) ErrorCode {
 	if err == nil {
 		return ""
 	}

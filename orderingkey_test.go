@@ -21,7 +21,7 @@ func TestReplayChainRoundTrip(t *testing.T) {
 		if err := hookrelay.CheckOrderingKey("k", key, 100); err != nil {
 			t.Errorf("CheckOrderingKey(%q) = %v", key, err)
 		}
-		if err := hookrelay.CheckOrderingKey("k", chain, 100); hookrelay.ErrorCode(err) != hookrelay.EINVALID {
+		if err := hookrelay.CheckOrderingKey("k", chain, 100); hookrelay.CodeOf(err) != hookrelay.EINVALID {
 			t.Errorf("CheckOrderingKey(%q) = %v; want EINVALID: a live key cannot be a replay chain", chain, err)
 		}
 	}

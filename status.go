@@ -4,7 +4,7 @@ import "net/http"
 
 // httpStatus is the HTTP status of each error code, for the API and the
 // dashboard alike.
-var httpStatus = map[string]int{
+var httpStatus = map[ErrorCode]int{
 	EINVALID:      http.StatusBadRequest,
 	EUNAUTHORIZED: http.StatusUnauthorized,
 	EBADSIGNATURE: http.StatusUnauthorized,
@@ -28,7 +28,7 @@ func HTTPStatus(err error) int {
 	if err == nil {
 		return http.StatusOK
 	}
-	if s, ok := httpStatus[ErrorCode(err)]; ok {
+	if s, ok := httpStatus[CodeOf(err)]; ok {
 		return s
 	}
 	return http.StatusInternalServerError

@@ -27,7 +27,7 @@ func TestCheckText(t *testing.T) {
 			}
 			continue
 		}
-		if hookrelay.ErrorCode(err) != hookrelay.EINVALID || hookrelay.ErrorMessage(err) != tc.want {
+		if hookrelay.CodeOf(err) != hookrelay.EINVALID || hookrelay.ErrorMessage(err) != tc.want {
 			t.Errorf("%q: got %v, want invalid %q", tc.s, err, tc.want)
 		}
 	}

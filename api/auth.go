@@ -79,7 +79,7 @@ func (s *Server) auth(allowed keyKind) echo.MiddlewareFunc {
 			}
 			p, err := s.authenticate(c.Request().Context(), strings.TrimSpace(token))
 			if err != nil {
-				if hookrelay.ErrorCode(err) == hookrelay.EUNAUTHORIZED {
+				if hookrelay.CodeOf(err) == hookrelay.EUNAUTHORIZED {
 					s.cfg.Throttle.Failed(throttle.SurfaceAPI, addr)
 				}
 				return err
@@ -150,7 +150,7 @@ func (s *Server) carrierByKey(ctx context.Context, token string, hash []byte) (d
 
 // notFoundAs replaces a not-found error with repl.
 func notFoundAs(err, repl error) error {
-	if hookrelay.ErrorCode(err) == hookrelay.ENOTFOUND {
+	if hookrelay.CodeOf(err) == hookrelay.ENOTFOUND {
 		return repl
 	}
 	return err
@@ -165,7 +165,7 @@ func (s *Server) adminTokenHash(ctx context.Context) ([]byte, error) {
 	}
 	v, err := s.db.SettingGet(ctx, adminTokenSetting)
 	if err != nil {
-		if hookrelay.ErrorCode(err) == hookrelay.ENOTFOUND {
+		if hookrelay.CodeOf(err) == hookrelay.ENOTFOUND {
 			return nil, errBadKey
 		}
 		return nil, err

@@ -265,7 +265,7 @@ func (b *batcher) commit(ctx context.Context, batch []*pendingMsg) {
 		b.metrics.commitSeconds.Observe(time.Since(start).Seconds())
 	}
 	if err != nil {
-		if hookrelay.ErrorCode(err) == hookrelay.EINVALID {
+		if hookrelay.CodeOf(err) == hookrelay.EINVALID {
 			if len(batch) > 1 {
 				half := len(batch) / 2
 				b.commit(ctx, batch[:half])
@@ -278,7 +278,7 @@ func (b *batcher) commit(ctx context.Context, batch []*pendingMsg) {
 			batch[0].done <- batchResult{err: err, commit: sc}
 			return
 		}
-		if hookrelay.ErrorCode(err) != hookrelay.EUNAVAILABLE {
+		if hookrelay.CodeOf(err) != hookrelay.EUNAVAILABLE {
 			err = hookrelay.WrapError(hookrelay.EUNAVAILABLE, "could not store the callback; retry", err)
 		}
 		if span != nil {

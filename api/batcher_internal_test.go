@@ -80,7 +80,7 @@ func TestBatcherFailedBatchFailsExactlyItsRequests(t *testing.T) {
 		key := fmt.Sprintf("k%d", i)
 		if failed[key] {
 			require.Error(t, errs[i], key)
-			require.Equal(t, hookrelay.EUNAVAILABLE, hookrelay.ErrorCode(errs[i]))
+			require.Equal(t, hookrelay.EUNAVAILABLE, hookrelay.CodeOf(errs[i]))
 			continue
 		}
 		require.NoError(t, errs[i], key)
@@ -108,7 +108,7 @@ func TestBatcherRefusesAfterShutdown(t *testing.T) {
 	cancel()
 	b.run(ctx)
 	_, err := b.Submit(context.Background(), db.NewMessage{})
-	require.Equal(t, hookrelay.EUNAVAILABLE, hookrelay.ErrorCode(err))
+	require.Equal(t, hookrelay.EUNAVAILABLE, hookrelay.CodeOf(err))
 }
 
 // OnStored runs after a batch that committed deliveries, not after one that
@@ -209,7 +209,7 @@ func TestBatcherSplitsAroundARefusedMessage(t *testing.T) {
 		msg("d", "K1"), msg("e", ""), badType, msg("f", ""),
 	)
 	for _, i := range []int{2, 6} {
-		require.Equal(t, hookrelay.EINVALID, hookrelay.ErrorCode(res[i].err), "message %d: %v", i, res[i].err)
+		require.Equal(t, hookrelay.EINVALID, hookrelay.CodeOf(res[i].err), "message %d: %v", i, res[i].err)
 	}
 	for _, i := range []int{0, 1, 3, 4, 5, 7} {
 		require.NoError(t, res[i].err, "message %d", i)

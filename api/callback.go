@@ -72,7 +72,7 @@ func (s *Server) acceptCallback(c echo.Context) (CallbackResponse, int, error) {
 	}
 	var rb requestBody
 	if err := s.bodies.read(req, s.cfg.MaxBodyBytes, &rb); err != nil {
-		if code := hookrelay.ErrorCode(err); code == hookrelay.EUNAVAILABLE || code == hookrelay.ETOOLARGE {
+		if code := hookrelay.CodeOf(err); code == hookrelay.EUNAVAILABLE || code == hookrelay.ETOOLARGE {
 			// The rest of the body is not wanted: without this the server
 			// would wait for up to 256 KiB more of it before answering.
 			c.Response().Header().Set("Connection", "close")

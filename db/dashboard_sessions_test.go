@@ -41,7 +41,7 @@ func TestDashboardSessionValidity(t *testing.T) {
 	valid := func(i int, at time.Time) bool {
 		_, err := store.DashboardSessionValid(ctx, sessionToken(i), at)
 		if err != nil {
-			require.Equal(t, hookrelay.ENOTFOUND, hookrelay.ErrorCode(err), "%v", err)
+			require.Equal(t, hookrelay.ENOTFOUND, hookrelay.CodeOf(err), "%v", err)
 			return false
 		}
 		return true
@@ -73,7 +73,7 @@ func TestDashboardSessionValidity(t *testing.T) {
 	require.False(t, valid(2, now), "rotated merchant")
 	require.True(t, valid(3, now), "other merchant")
 	_, _, err = store.MerchantKeyRotate(ctx, 999999, hookrelay.HashKey("hrm_x"), "hrm_x", now)
-	require.Equal(t, hookrelay.ENOTFOUND, hookrelay.ErrorCode(err))
+	require.Equal(t, hookrelay.ENOTFOUND, hookrelay.CodeOf(err))
 
 	n, err = store.AdminTokenSet(ctx, adminHash, now)
 	require.NoError(t, err)

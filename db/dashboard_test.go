@@ -89,9 +89,9 @@ func TestDashboardOverviewAndDeliveryStates(t *testing.T) {
 	require.JSONEq(t, `{"tracking_no":"C-3","status":"delivered"}`, string(m.Payload))
 
 	_, err = store.DashboardDelivery(ctx, 987654321)
-	require.Equal(t, hookrelay.ENOTFOUND, hookrelay.ErrorCode(err))
+	require.Equal(t, hookrelay.ENOTFOUND, hookrelay.CodeOf(err))
 	_, err = store.MessageRead(ctx, 987654321, nil, 0)
-	require.Equal(t, hookrelay.ENOTFOUND, hookrelay.ErrorCode(err))
+	require.Equal(t, hookrelay.ENOTFOUND, hookrelay.CodeOf(err))
 
 	recent, err := store.DashboardRecentAttempts(ctx, ep.ID, time.Now().Add(-time.Hour), time.Now().Add(time.Minute), 10)
 	require.NoError(t, err)

@@ -86,7 +86,7 @@ func TestSettings(t *testing.T) {
 	ctx := context.Background()
 	store := dbtest.New(t)
 	_, err := store.SettingGet(ctx, "nope")
-	require.Equal(t, hookrelay.ENOTFOUND, hookrelay.ErrorCode(err))
+	require.Equal(t, hookrelay.ENOTFOUND, hookrelay.CodeOf(err))
 	ok, err := store.SettingPutIfAbsent(ctx, "k", "v1")
 	require.NoError(t, err)
 	require.True(t, ok)

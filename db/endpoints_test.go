@@ -24,9 +24,9 @@ func TestCarrierAndMerchantStore(t *testing.T) {
 	require.Equal(t, c.ID, got.ID)
 	require.Equal(t, "s3cret", got.SigningSecret)
 	_, err = store.CarrierCreate(ctx, db.CarrierCreateParams{Name: "acme", APIKeyHash: []byte("x"), APIKeyPrefix: "x"})
-	require.Equal(t, hookrelay.ECONFLICT, hookrelay.ErrorCode(err))
+	require.Equal(t, hookrelay.ECONFLICT, hookrelay.CodeOf(err))
 	_, err = store.CarrierByKeyHash(ctx, []byte("nope"))
-	require.Equal(t, hookrelay.ENOTFOUND, hookrelay.ErrorCode(err))
+	require.Equal(t, hookrelay.ENOTFOUND, hookrelay.CodeOf(err))
 
 	m, mkey := dbtest.Merchant(t, store, nil)
 	gm, err := store.MerchantByKeyHash(ctx, hookrelay.HashKey(mkey))
@@ -85,12 +85,12 @@ func TestEndpointLifecycle(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(1), n)
 	_, err = store.EndpointGet(ctx, ep.ID)
-	require.Equal(t, hookrelay.ENOTFOUND, hookrelay.ErrorCode(err))
+	require.Equal(t, hookrelay.ENOTFOUND, hookrelay.CodeOf(err))
 	routes, err = store.EndpointRoutes(ctx)
 	require.NoError(t, err)
 	require.Empty(t, routes)
 	_, err = store.EndpointDelete(ctx, ep.ID)
-	require.Equal(t, hookrelay.ENOTFOUND, hookrelay.ErrorCode(err))
+	require.Equal(t, hookrelay.ENOTFOUND, hookrelay.CodeOf(err))
 }
 
 // TestEndpointSignatureSwitch: an update that changes the scheme with a new

@@ -31,7 +31,7 @@ func TestMessageInsertManyDataErrorIsInvalid(t *testing.T) {
 		spoil(&bad)
 		_, err := store.MessageInsertMany(ctx, []db.NewMessage{newMsg(c.ID, "ok1", ""), bad, newMsg(c.ID, "ok2", "")})
 		require.Error(t, err, name)
-		require.Equal(t, hookrelay.EINVALID, hookrelay.ErrorCode(err), "%s: %v", name, err)
+		require.Equal(t, hookrelay.EINVALID, hookrelay.CodeOf(err), "%s: %v", name, err)
 		require.Contains(t, hookrelay.ErrorMessage(err), "SQLSTATE 22", name)
 	}
 	st, err := store.APIStatsGet(ctx)
@@ -42,5 +42,5 @@ func TestMessageInsertManyDataErrorIsInvalid(t *testing.T) {
 	old.ReceivedAt = time.Date(1999, 1, 1, 0, 0, 0, 0, time.UTC) // no partition
 	_, err = store.MessageInsertMany(ctx, []db.NewMessage{old})
 	require.Error(t, err)
-	require.NotEqual(t, hookrelay.EINVALID, hookrelay.ErrorCode(err), "%v", err)
+	require.NotEqual(t, hookrelay.EINVALID, hookrelay.CodeOf(err), "%v", err)
 }

@@ -50,7 +50,7 @@ func TestMessageInsertManyStoresMessagesAndDeliveries(t *testing.T) {
 		require.Equal(t, r.Deliveries, m.Deliveries)
 	}
 	_, err = store.MessageGet(ctx, res[0].ID+1000, res[0].ReceivedAt)
-	require.Equal(t, hookrelay.ENOTFOUND, hookrelay.ErrorCode(err))
+	require.Equal(t, hookrelay.ENOTFOUND, hookrelay.CodeOf(err))
 }
 
 // TestMessageInsertManyIDsInInputOrder: the statement takes the ids of a

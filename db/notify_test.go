@@ -69,7 +69,7 @@ func TestDueNotifyReachesListeners(t *testing.T) {
 	wcancel()
 	require.Error(t, err)
 	require.NotErrorIs(t, err, context.DeadlineExceeded)
-	require.Equal(t, hookrelay.EUNAVAILABLE, hookrelay.ErrorCode(err), "%v", err)
+	require.Equal(t, hookrelay.EUNAVAILABLE, hookrelay.CodeOf(err), "%v", err)
 	// The other listener still hears.
 	require.NoError(t, store.DueNotify(ctx, db.Announcement{Token: "process-c"}))
 	wctx, wcancel = context.WithTimeout(ctx, 5*time.Second)

@@ -56,5 +56,5 @@ func TestOpsEventsOnlyForTransitionsAndSubscribers(t *testing.T) {
 	require.Empty(t, take(), "taken rows are gone")
 
 	_, err = store.EndpointDisable(ctx, 1<<40, "")
-	require.Equal(t, hookrelay.ENOTFOUND, hookrelay.ErrorCode(err))
+	require.Equal(t, hookrelay.ENOTFOUND, hookrelay.CodeOf(err))
 }

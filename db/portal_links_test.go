@@ -53,24 +53,24 @@ func TestPortalLinkRedeemOnce(t *testing.T) {
 				assert.True(t, got.ReadOnly && got.Portal)
 				return
 			}
-			assert.Equal(t, hookrelay.ENOTFOUND, hookrelay.ErrorCode(err))
+			assert.Equal(t, hookrelay.ENOTFOUND, hookrelay.CodeOf(err))
 		}()
 	}
 	wg.Wait()
 	require.Equal(t, int64(1), wins.Load())
 
 	_, err := store.PortalLinkCreate(ctx, db.NewPortalLink{TokenSHA256: sessionToken(1100), MerchantID: 999999, Now: now, ExpiresAt: now.Add(time.Minute)})
-	require.Equal(t, hookrelay.ENOTFOUND, hookrelay.ErrorCode(err))
+	require.Equal(t, hookrelay.ENOTFOUND, hookrelay.CodeOf(err))
 
 	expired := link(2, -time.Second, false)
 	_, err = redeem(expired, 20)
-	require.Equal(t, hookrelay.ENOTFOUND, hookrelay.ErrorCode(err))
+	require.Equal(t, hookrelay.ENOTFOUND, hookrelay.CodeOf(err))
 
 	stale := link(3, time.Minute, false)
 	_, _, err = store.MerchantKeyRotate(ctx, m.ID, hookrelay.HashKey("hrm_new_key_for_portal_test"), "hrm_new", now)
 	require.NoError(t, err)
 	_, err = redeem(stale, 30)
-	require.Equal(t, hookrelay.ENOTFOUND, hookrelay.ErrorCode(err))
+	require.Equal(t, hookrelay.ENOTFOUND, hookrelay.CodeOf(err))
 
 	n, err := store.PortalLinksDeleteExpired(ctx, now)
 	require.NoError(t, err)

@@ -92,7 +92,7 @@ func TestStatSampleCountsTheWindow(t *testing.T) {
 	_, err = store.StatSamplesTrim(ctx, now.Add(time.Hour))
 	require.NoError(t, err)
 	_, err = store.StatSampleLatest(ctx)
-	require.Equal(t, hookrelay.ENOTFOUND, hookrelay.ErrorCode(err))
+	require.Equal(t, hookrelay.ENOTFOUND, hookrelay.CodeOf(err))
 }
 
 // TestStatSampleEstimatesLargeBacklog: above StatExactBacklog the backlog is

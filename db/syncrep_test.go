@@ -42,7 +42,7 @@ CREATE TRIGGER test_warn AFTER INSERT ON messages FOR EACH STATEMENT EXECUTE FUN
 
 	_, err = store.MessageInsertMany(ctx, []db.NewMessage{newMsg(c.ID, "W2", "w-2", e.ID)})
 	require.Error(t, err)
-	require.Equal(t, hookrelay.EUNAVAILABLE, hookrelay.ErrorCode(err))
+	require.Equal(t, hookrelay.EUNAVAILABLE, hookrelay.CodeOf(err))
 	require.Contains(t, err.Error(), "synchronous standby")
 
 	_, err = conn.Exec(ctx, `DROP TRIGGER test_warn ON messages`)

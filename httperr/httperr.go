@@ -21,7 +21,7 @@ import (
 // Answer is what a client is told of a failed request.
 type Answer struct {
 	Status  int
-	Code    string // a hookrelay error code, or "method_not_allowed"
+	Code    hookrelay.ErrorCode
 	Message string // safe to show: never the cause
 }
 
@@ -39,17 +39,17 @@ type Body struct {
 // JSON renders the answer as a Body.
 func JSON(c echo.Context, a Answer) error {
 	var b Body
-	b.Error.Code, b.Error.Message = a.Code, a.Message
+	b.Error.Code, b.Error.Message = string(a.Code), a.Message
 	return c.JSON(a.Status, b)
 }
 
 // codeOfStatus names echo's own errors (unknown route, wrong method, ...).
-var codeOfStatus = map[int]string{
+var codeOfStatus = map[int]hookrelay.ErrorCode{
 	http.StatusBadRequest:            hookrelay.EINVALID,
 	http.StatusUnauthorized:          hookrelay.EUNAUTHORIZED,
 	http.StatusForbidden:             hookrelay.EFORBIDDEN,
 	http.StatusNotFound:              hookrelay.ENOTFOUND,
-	http.StatusMethodNotAllowed:      "method_not_allowed",
+	http.StatusMethodNotAllowed:      hookrelay.EMETHOD,
 	http.StatusRequestEntityTooLarge: hookrelay.ETOOLARGE,
 	http.StatusUnsupportedMediaType:  hookrelay.EUNSUPPORTED,
 	http.StatusTooManyRequests:       hookrelay.ERATELIMIT,
@@ -75,7 +75,7 @@ func WithRetryAfter(err error, seconds int) error {
 func AnswerFor(err error) Answer {
 	var a Answer
 	var he *echo.HTTPError
-	if errors.As(err, &he) && hookrelay.ErrorCode(err) == hookrelay.EINTERNAL {
+	if errors.As(err, &he) && hookrelay.CodeOf(err) == hookrelay.EINTERNAL {
 		// echo's own (unknown route, wrong method, ...): its status stands.
 		a.Status = he.Code
 		a.Code = codeOfStatus[a.Status]
@@ -88,7 +88,7 @@ func AnswerFor(err error) Answer {
 		}
 	} else {
 		a.Status = hookrelay.HTTPStatus(err)
-		a.Code = hookrelay.ErrorCode(err)
+		a.Code = hookrelay.CodeOf(err)
 		a.Message = hookrelay.ErrorMessage(err)
 	}
 	if a.Status == http.StatusInternalServerError {

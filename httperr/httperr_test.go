@@ -21,7 +21,7 @@ func TestHandler(t *testing.T) {
 	h := httperr.New(slog.New(slog.NewTextHandler(&logs, nil)))
 	h.Install(e)
 	h.Render("/ui", func(c echo.Context, a httperr.Answer) error {
-		return c.HTML(a.Status, "<p>"+a.Code+": "+a.Message+"</p>")
+		return c.HTML(a.Status, "<p>"+string(a.Code)+": "+a.Message+"</p>")
 	})
 	fail := func(err error) echo.HandlerFunc { return func(echo.Context) error { return err } }
 	e.GET("/v1/gone", fail(hookrelay.Errorf(hookrelay.EGONE, "it went")))

@@ -276,7 +276,7 @@ func (s *Service) CreateEndpoint(ctx context.Context, a Actor, merchantID int64,
 	}
 	if a.MerchantID == 0 {
 		if _, err := s.db.MerchantGet(ctx, merchantID); err != nil {
-			if hookrelay.ErrorCode(err) == hookrelay.ENOTFOUND {
+			if hookrelay.CodeOf(err) == hookrelay.ENOTFOUND {
 				return NewEndpoint{}, fieldErrorf(fieldMerchantID, "merchant_id: no such merchant")
 			}
 			return NewEndpoint{}, err

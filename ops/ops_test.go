@@ -41,7 +41,7 @@ func TestOwnership(t *testing.T) {
 
 	notFound := func(err error) {
 		t.Helper()
-		require.Equal(t, hookrelay.ENOTFOUND, hookrelay.ErrorCode(err), "%v", err)
+		require.Equal(t, hookrelay.ENOTFOUND, hookrelay.CodeOf(err), "%v", err)
 	}
 	_, err := s.Endpoint(ctx, theirs, ep.ID)
 	notFound(err)
@@ -74,7 +74,7 @@ func TestOwnership(t *testing.T) {
 	require.WithinDuration(t, time.Now().Add(db.SecretOverlap), rot.PreviousExpireAt, time.Minute)
 
 	_, err = s.DisableEndpoint(ctx, mine, ep.ID, strings.Repeat("x", ops.MaxDisableReason+1))
-	require.Equal(t, hookrelay.EINVALID, hookrelay.ErrorCode(err))
+	require.Equal(t, hookrelay.EINVALID, hookrelay.CodeOf(err))
 	off, err := s.DisableEndpoint(ctx, mine, ep.ID, "maintenance")
 	require.NoError(t, err)
 	require.Equal(t, db.EndpointDisabled, off.Status)
@@ -104,7 +104,7 @@ func TestRetryDelivery(t *testing.T) {
 	dbtest.Finish(t, store, "X1", db.AckDead)
 
 	err := s.RetryDelivery(ctx, ops.Actor{}, delivered)
-	require.Equal(t, hookrelay.ECONFLICT, hookrelay.ErrorCode(err), "%v", err)
+	require.Equal(t, hookrelay.ECONFLICT, hookrelay.CodeOf(err), "%v", err)
 	require.NoError(t, s.RetryDelivery(ctx, ops.Actor{}, pending), "a pending delivery already due is left as it is")
 	require.NoError(t, s.RetryDelivery(ctx, ops.Actor{}, dead))
 	d, _, err := s.Delivery(ctx, ops.Actor{}, dead)
@@ -112,11 +112,11 @@ func TestRetryDelivery(t *testing.T) {
 	require.Equal(t, db.DeliveryPending, d.State)
 	require.False(t, d.Ordered, "a retried dead letter does not hold back its key")
 	err = s.RetryDelivery(ctx, ops.Actor{}, 999999999)
-	require.Equal(t, hookrelay.ENOTFOUND, hookrelay.ErrorCode(err))
+	require.Equal(t, hookrelay.ENOTFOUND, hookrelay.CodeOf(err))
 
 	// Without a sender a test event cannot be made.
 	_, err = s.SendTest(ctx, ops.Actor{}, ep.ID)
-	require.Equal(t, hookrelay.EUNAVAILABLE, hookrelay.ErrorCode(err))
+	require.Equal(t, hookrelay.EUNAVAILABLE, hookrelay.CodeOf(err))
 	require.False(t, s.CanSendTest())
 }
 
@@ -142,7 +142,7 @@ func TestDeadLetters(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, n, "an empty id list selects nothing")
 	_, err = s.RetryDeadLetters(ctx, ops.DeadLetters{IDs: make([]int64, ops.MaxDeadLetterIDs+1)})
-	require.Equal(t, hookrelay.EINVALID, hookrelay.ErrorCode(err))
+	require.Equal(t, hookrelay.EINVALID, hookrelay.CodeOf(err))
 	n, err = s.RetryDeadLetters(ctx, ops.DeadLetters{IDs: []int64{first}})
 	require.NoError(t, err)
 	require.Equal(t, int64(1), n)

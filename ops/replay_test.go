@@ -265,24 +265,24 @@ func TestReplayBadInput(t *testing.T) {
 		"key with NUL": {Since: ok.Since, Until: ok.Until, Status: db.ReplayAll, OrderingKey: "a\x00"},
 	} {
 		_, err := s.StartReplay(ctx, ops.Actor{}, ep.ID, req)
-		require.Equal(t, hookrelay.EINVALID, hookrelay.ErrorCode(err), "%s: %v", name, err)
+		require.Equal(t, hookrelay.EINVALID, hookrelay.CodeOf(err), "%s: %v", name, err)
 		_, err = s.CountReplay(ctx, ops.Actor{}, ep.ID, req)
-		require.Equal(t, hookrelay.EINVALID, hookrelay.ErrorCode(err), "count: %s: %v", name, err)
+		require.Equal(t, hookrelay.EINVALID, hookrelay.CodeOf(err), "count: %s: %v", name, err)
 	}
 	_, err := s.StartReplay(ctx, ops.Merchant(m2.ID), ep.ID, ok)
-	require.Equal(t, hookrelay.ENOTFOUND, hookrelay.ErrorCode(err), "%v", err)
+	require.Equal(t, hookrelay.ENOTFOUND, hookrelay.CodeOf(err), "%v", err)
 	_, err = s.CountReplay(ctx, ops.Merchant(m2.ID), ep.ID, ok)
-	require.Equal(t, hookrelay.ENOTFOUND, hookrelay.ErrorCode(err), "%v", err)
+	require.Equal(t, hookrelay.ENOTFOUND, hookrelay.CodeOf(err), "%v", err)
 
 	rp, err := s.StartReplay(ctx, ops.Merchant(m1.ID), ep.ID, ok)
 	require.NoError(t, err)
 	require.Zero(t, rp.Total)
 	_, err = s.Replay(ctx, ops.Merchant(m2.ID), rp.ID)
-	require.Equal(t, hookrelay.ENOTFOUND, hookrelay.ErrorCode(err))
+	require.Equal(t, hookrelay.ENOTFOUND, hookrelay.CodeOf(err))
 	_, err = s.CancelReplay(ctx, ops.Merchant(m2.ID), rp.ID)
-	require.Equal(t, hookrelay.ENOTFOUND, hookrelay.ErrorCode(err))
+	require.Equal(t, hookrelay.ENOTFOUND, hookrelay.CodeOf(err))
 	_, err = s.Replay(ctx, ops.Actor{}, 999999999)
-	require.Equal(t, hookrelay.ENOTFOUND, hookrelay.ErrorCode(err))
+	require.Equal(t, hookrelay.ENOTFOUND, hookrelay.CodeOf(err))
 
 	// An empty window finishes at its first batch; it cannot be cancelled then.
 	r := ops.NewReplayRunner(quietLogger(), ops.ReplayConfig{}, store)
@@ -292,7 +292,7 @@ func TestReplayBadInput(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, db.ReplayFinished, got.State)
 	_, err = s.CancelReplay(ctx, ops.Merchant(m1.ID), rp.ID)
-	require.Equal(t, hookrelay.ECONFLICT, hookrelay.ErrorCode(err))
+	require.Equal(t, hookrelay.ECONFLICT, hookrelay.CodeOf(err))
 }
 
 // A cancelled replay queues nothing more.

@@ -35,7 +35,7 @@ func TestRotateMerchantKeyAndRevokeSession(t *testing.T) {
 	require.Equal(t, m.ID, rot.Merchant.ID)
 	require.Equal(t, hookrelay.KeyDisplayPrefix(rot.Key), rot.Merchant.APIKeyPrefix)
 	_, err = store.MerchantByKeyHash(ctx, hookrelay.HashKey(oldKey))
-	require.Equal(t, hookrelay.ENOTFOUND, hookrelay.ErrorCode(err), "the old key")
+	require.Equal(t, hookrelay.ENOTFOUND, hookrelay.CodeOf(err), "the old key")
 	got, err := store.MerchantByKeyHash(ctx, hookrelay.HashKey(rot.Key))
 	require.NoError(t, err)
 	require.Equal(t, m.ID, got.ID)
@@ -43,7 +43,7 @@ func TestRotateMerchantKeyAndRevokeSession(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, list)
 
-	require.Equal(t, hookrelay.ENOTFOUND, hookrelay.ErrorCode(s.RevokeSession(ctx, 424242)))
+	require.Equal(t, hookrelay.ENOTFOUND, hookrelay.CodeOf(s.RevokeSession(ctx, 424242)))
 	_, err = s.RotateMerchantKey(ctx, 424242)
-	require.Equal(t, hookrelay.ENOTFOUND, hookrelay.ErrorCode(err))
+	require.Equal(t, hookrelay.ENOTFOUND, hookrelay.CodeOf(err))
 }

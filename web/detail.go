@@ -34,7 +34,7 @@ func (d *Dashboard) loadDelivery(ctx context.Context, id int64) (deliveryData, e
 		p != nil && p.VisibleAt.After(d.cfg.Now()) && !db.NeverDue(p.VisibleAt) && p.Attempt > 0
 	if ep, err := d.store.EndpointGet(ctx, v.EndpointID); err == nil {
 		data.Endpoint = &ep
-	} else if hookrelay.ErrorCode(err) != hookrelay.ENOTFOUND {
+	} else if hookrelay.CodeOf(err) != hookrelay.ENOTFOUND {
 		return data, err
 	}
 	return data, nil

@@ -48,7 +48,7 @@ func (d *Dashboard) renderEndpointForm(c echo.Context, status int, ep *db.Endpoi
 // formFailed shows the form again with err next to its field, or returns
 // err when it is not a refused field (a missing endpoint, a failure).
 func (d *Dashboard) formFailed(c echo.Context, ep *db.Endpoint, err error) error {
-	if hookrelay.ErrorCode(err) != hookrelay.EINVALID {
+	if hookrelay.CodeOf(err) != hookrelay.EINVALID {
 		return err
 	}
 	errs := fieldErrors{ops.FieldOf(err): hookrelay.ErrorMessage(err)}

@@ -58,7 +58,7 @@ func (d *Dashboard) opsEndpointCreate(c echo.Context) error {
 	ctx := c.Request().Context()
 	u, err := d.checkURL(c, f.URL)
 	if err != nil {
-		if hookrelay.ErrorCode(err) != hookrelay.EINVALID {
+		if hookrelay.CodeOf(err) != hookrelay.EINVALID {
 			return err
 		}
 		f.Errors["url"] = hookrelay.ErrorMessage(err)
@@ -66,7 +66,7 @@ func (d *Dashboard) opsEndpointCreate(c echo.Context) error {
 	}
 	created, err := o.CreateOpsEndpoint(ctx, ops.NewOpsEndpoint{URL: u, Events: f.Events, Description: f.Description})
 	if err != nil {
-		if hookrelay.ErrorCode(err) != hookrelay.EINVALID {
+		if hookrelay.CodeOf(err) != hookrelay.EINVALID {
 			return err
 		}
 		f.Errors.place(err, "events", "description")

@@ -164,7 +164,7 @@ func (d *Dashboard) replayConfirm(c echo.Context) error {
 	req, ok := data.Form.request()
 	if ok {
 		data.Count, err = o.CountReplay(c.Request().Context(), sc.Actor, ep.ID, req)
-		if hookrelay.ErrorCode(err) == hookrelay.EINVALID {
+		if hookrelay.CodeOf(err) == hookrelay.EINVALID {
 			data.Form.check(err)
 		} else if err != nil {
 			return err
@@ -191,7 +191,7 @@ func (d *Dashboard) replayStart(c echo.Context) error {
 		if err == nil {
 			return c.Redirect(http.StatusSeeOther, fmt.Sprintf("%s/replays/%d", sc.Base, rp.ID))
 		}
-		if hookrelay.ErrorCode(err) != hookrelay.EINVALID {
+		if hookrelay.CodeOf(err) != hookrelay.EINVALID {
 			return err
 		}
 		data.Form.check(err)

@@ -113,7 +113,7 @@ func (s *sessions) login(ctx context.Context, credential string, from client) (*
 	case strings.HasPrefix(credential, hookrelay.MerchantKeyPrefix):
 		m, err := s.store.MerchantByKeyHash(ctx, hash)
 		if err != nil {
-			if hookrelay.ErrorCode(err) == hookrelay.ENOTFOUND {
+			if hookrelay.CodeOf(err) == hookrelay.ENOTFOUND {
 				return nil, claims{}, errBadCredential
 			}
 			return nil, claims{}, err
@@ -211,7 +211,7 @@ func (s *sessions) redeem(ctx context.Context, link string, from client) (*http.
 		UserAgent: cleanText(from.UserAgent, maxUserAgent), ClientAddr: from.Addr,
 	})
 	if err != nil {
-		if hookrelay.ErrorCode(err) == hookrelay.ENOTFOUND {
+		if hookrelay.CodeOf(err) == hookrelay.ENOTFOUND {
 			return nil, claims{}, errBadLink
 		}
 		return nil, claims{}, err
@@ -233,7 +233,7 @@ func (s *sessions) check(ctx context.Context, token string) (claims, error) {
 	now := s.now()
 	row, err := s.store.DashboardSessionValid(ctx, h, now)
 	if err != nil {
-		if hookrelay.ErrorCode(err) == hookrelay.ENOTFOUND {
+		if hookrelay.CodeOf(err) == hookrelay.ENOTFOUND {
 			return claims{}, errNoSession
 		}
 		return claims{}, err
