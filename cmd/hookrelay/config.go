@@ -20,7 +20,7 @@ import (
 	"github.com/hookrelay/hookrelay/web"
 )
 
-// config is the process configuration, read from the environment (SPEC §2)
+// config is the process configuration, read from the environment (docs/operations/configuration.md)
 // by loadConfig: the settings of the process itself, and the Config of each
 // package a role runs, filled from the environment. The role files add only
 // what exists at run time (logger, store, tokens, callbacks).
