@@ -106,7 +106,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	c.Ingest = loadIngest(p, queues, allowPrivate, notify)
 	// A group commit gets as long as any statement: past it the callbacks
 	// are answered 503 (a commit waiting for a synchronous standby that is
-	// gone is cut short there; docs/operations.md, "Running on a cluster").
+	// gone is cut short there; docs/operations/postgresql.md, "Running on a cluster").
 	c.Ingest.Batcher.CommitTimeout = c.DB.StatementTimeout
 	c.Dispatch = loadDispatch(p, queues, lease, allowPrivate, notify)
 	c.Maintenance = loadMaintenance(p, queues, c.DB.IdleInTransactionTimeout)
