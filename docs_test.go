@@ -128,13 +128,16 @@ func TestDocsRelativeLinksResolve(t *testing.T) {
 // and not checked.
 func TestNoCitationOfAnAbsentSpec(t *testing.T) {
 	t.Parallel()
-	needle := "SPEC " + "§"
+	// Spelt in pieces so that a search of the repository for the citation
+	// does not find this test.
+	spec := "SP" + "EC"
+	needle := spec + " §"
 	for _, path := range repoFiles(t, ".go", ".md", ".sh", ".sql", ".yaml") {
 		if strings.HasPrefix(path, "migrations"+string(filepath.Separator)) {
 			continue
 		}
-		if text := readFile(t, path); strings.Contains(text, needle) || strings.Contains(text, "SPEC"+".md") {
-			t.Errorf("%s cites the SPEC; cite docs/guarantees.md, docs/api.md or docs/benchmarks.md instead", path)
+		if text := readFile(t, path); strings.Contains(text, needle) || strings.Contains(text, spec+".md") {
+			t.Errorf("%s cites a specification users do not have; cite docs/guarantees.md, docs/api.md or docs/benchmarks.md instead", path)
 		}
 	}
 }
