@@ -13,7 +13,7 @@ import (
 	"github.com/hookrelay/hookrelay/internal/tracing"
 )
 
-// Span names of ingest (docs/operations.md, "Tracing").
+// Span names of ingest (docs/operations/monitoring.md, "Tracing").
 const (
 	spanCallback    = "POST /v1/callbacks"
 	spanGroupCommit = "hookrelay.group_commit"

@@ -20,7 +20,7 @@ const (
 )
 
 // Endpoint orderings: "key" delivers one ordering key's callbacks to the
-// endpoint one after another (SPEC §5.3); "none" lets them go at once.
+// endpoint one after another (docs/guarantees.md); "none" lets them go at once.
 const (
 	OrderingKey  = "key"
 	OrderingNone = "none"

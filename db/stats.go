@@ -66,7 +66,7 @@ func (s StatSample) Rate(n int64) float64 {
 // a snapshot (and with it the xmin horizon that every VACUUM of the hot queue
 // table waits behind) for longer than it takes to read one slice: counting a
 // whole window at full load in one statement holds it long enough for the
-// queue table's dead space to pass 10 % (docs/operations.md, "What holds back
+// queue table's dead space to pass 10 % (docs/operations/postgresql.md, "What holds back
 // the hot table's VACUUMs").
 const StatSlice = time.Second
 

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// DefaultRetrySchedule is the wait after each failed attempt (SPEC §5): at
+// DefaultRetrySchedule is the wait after each failed attempt (docs/guarantees.md): at
 // most 1 + len attempts, then a dead letter.
 var DefaultRetrySchedule = []time.Duration{
 	5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour,

@@ -13,7 +13,7 @@ import (
 	"github.com/hookrelay/hookrelay/internal/tracing"
 )
 
-// Span names of dispatch (docs/operations.md, "Tracing").
+// Span names of dispatch (docs/operations/monitoring.md, "Tracing").
 const (
 	spanClaim   = "hookrelay.claim"
 	spanDeliver = "hookrelay.deliver"

@@ -29,7 +29,7 @@ func (mt *Maintainer) healthLoop(ctx context.Context) {
 				autovacuumWarned = time.Time{}
 			} else if time.Since(autovacuumWarned) >= autovacuumRewarn {
 				autovacuumWarned = time.Now()
-				mt.logger.Warn("maintenance: the server runs with autovacuum off: nothing vacuums TOAST, the catalogs or the open day of the history, and nothing guards against transaction ID wraparound; turn it on (docs/operations.md)")
+				mt.logger.Warn("maintenance: the server runs with autovacuum off: nothing vacuums TOAST, the catalogs or the open day of the history, and nothing guards against transaction ID wraparound; turn it on (docs/operations/postgresql.md)")
 			}
 		}
 		select {

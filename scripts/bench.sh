@@ -3,7 +3,7 @@
 # module) and runs the load benchmark against a private PostgreSQL cluster (so its CPU and
 # pg_stat_statements see only the benchmark): started here on port 55433
 # under /tmp with pg_stat_statements preloaded, the WAL settings
-# docs/operations.md recommends (max_wal_size 4GB, checkpoint_timeout 15min),
+# docs/operations/postgresql.md recommends (max_wal_size 4GB, checkpoint_timeout 15min),
 # PostgreSQL defaults otherwise (plus the BENCH_PG_OPTS you give, which win).
 # Arguments go to hookrelay-bench.
 #   scripts/bench.sh --phases max --duration 30s

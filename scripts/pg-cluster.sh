@@ -3,7 +3,7 @@
 # synchronous streaming standby made with pg_basebackup, each in its own data
 # directory, run as the non-root postgres user (as scripts/pg-url.sh does).
 # The fault suite's failover scenario drives it; `make cluster` runs it for a
-# drill by hand (docs/operations.md, "Running on a cluster").
+# drill by hand (docs/operations/postgresql.md, "Running on a cluster").
 #
 #   scripts/pg-cluster.sh start          create (first time) and start both nodes
 #   scripts/pg-cluster.sh stop           stop both nodes (fast)

@@ -7,7 +7,7 @@
 # dead_tuple_percent (share of the table's bytes held by dead tuples), and
 # pgstattuple's count of dead tuples against all (dead_count_pct: with a live
 # set of a few hundred rows, a few dozen dead ones are 10 %).
-# Pass criteria (SPEC §5.6, §7): >= 5,000,000 callbacks, size < 64 MB, dead < 10 %.
+# Pass criteria (docs/benchmarks.md, "Targets"): >= 5,000,000 callbacks, size < 64 MB, dead < 10 %.
 #
 #   SOAK_DURATION=1200s scripts/soak.sh
 #   SOAK_RATE=2000 SOAK_DURATION=300s scripts/soak.sh   # a fixed rate instead of max

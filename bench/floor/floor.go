@@ -2,7 +2,7 @@
 // hookrelay's fixed stack (echo, pgx, go-retryablehttp, the embedded S3
 // store) costs on the machine it runs on. It is a measuring instrument for
 // docs/benchmarks.md, not a product: it answers "could any relay on this
-// stack meet SPEC §7's CPU budget here?".
+// stack meet the CPU target of docs/benchmarks.md here?".
 //
 // The relay runs in a child process (its CPU is measured alone: the
 // hookrelay-floor command execs itself with the argument "relay") and does
@@ -14,7 +14,7 @@
 //     body back from the store, sign and POST it (go-retryablehttp), delete
 //     the delivered rows in batches. At least once, durable before the 202,
 //     no transaction across network I/O.
-//   - mode pg-history: mode pg plus the history the SPEC requires of every
+//   - mode pg-history: mode pg plus the history hookrelay keeps of every
 //     callback: the body in a day-partitioned message table (the queue row
 //     refers to it) and an attempt row, day-partitioned, per delivery.
 //   - mode http: the same HTTP work with an in-memory queue between the two

@@ -38,7 +38,7 @@ const (
 )
 
 // largeBytes is where a body leaves the queue row for the object store
-// (SPEC: payloads over 8 KB).
+// (hookrelay's default: payloads over 8 KB).
 const largeBytes = 8 << 10
 
 // runRelay serves POST /v1/callbacks on a free loopback port, prints the
@@ -215,7 +215,7 @@ func (q *memQueue) enqueue(ctx context.Context, body []byte) error {
 // claims, batched deletes. With history, the body lives in a day-partitioned
 // message table (the queue row refers to it, the claim joins it) and every
 // delete appends an attempt row to a day-partitioned attempt table: the least
-// the SPEC's history asks for (a message and its attempts stay readable for
+// hookrelay's history keeps (a message and its attempts stay readable for
 // the retention period after delivery).
 type pgQueue struct {
 	sql      statements

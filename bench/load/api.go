@@ -10,7 +10,7 @@ import (
 	"strings"
 )
 
-// Admin is a client of the service's admin API (SPEC §3), for setting up a
+// Admin is a client of the service's admin API (docs/api.md), for setting up a
 // benchmark.
 type Admin struct {
 	BaseURL string // http://host:port

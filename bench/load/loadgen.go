@@ -32,7 +32,7 @@ type LoadConfig struct {
 	// LargeBytes is the size of a large callback. Default 30,000.
 	LargeBytes int
 	// LargeFraction is the share (0..1) of large callbacks. Default 0 (set
-	// 0.05 for the SPEC mix).
+	// 0.05 for the benchmarks' mix).
 	LargeFraction float64
 	// Rate is the open-loop pace in callbacks per second; 0 sends as fast as
 	// Concurrency allows (closed loop).

@@ -38,7 +38,7 @@ type Result struct {
 	ClaimServerP50ms *float64 `json:"claim_server_p50_ms"`
 	ClaimServerP99ms *float64 `json:"claim_server_p99_ms"`
 
-	// Extra detail, beyond the fields the SPEC asks for.
+	// Extra detail, beyond the fields docs/benchmarks.md reports.
 	AckP50ms *float64 `json:"ack_p50_ms"` // carrier request → 202
 	AckP99ms *float64 `json:"ack_p99_ms"`
 	// From the service's histograms (estimates within their buckets).

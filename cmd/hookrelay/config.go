@@ -20,7 +20,7 @@ import (
 	"github.com/hookrelay/hookrelay/web"
 )
 
-// config is the process configuration, read from the environment (SPEC §2)
+// config is the process configuration, read from the environment (docs/operations/configuration.md)
 // by loadConfig: the settings of the process itself, and the Config of each
 // package a role runs, filled from the environment. The role files add only
 // what exists at run time (logger, store, tokens, callbacks).
@@ -106,7 +106,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	c.Ingest = loadIngest(p, queues, allowPrivate, notify)
 	// A group commit gets as long as any statement: past it the callbacks
 	// are answered 503 (a commit waiting for a synchronous standby that is
-	// gone is cut short there; docs/operations.md, "Running on a cluster").
+	// gone is cut short there; docs/operations/postgresql.md, "Running on a cluster").
 	c.Ingest.Batcher.CommitTimeout = c.DB.StatementTimeout
 	c.Dispatch = loadDispatch(p, queues, lease, allowPrivate, notify)
 	c.Maintenance = loadMaintenance(p, queues, c.DB.IdleInTransactionTimeout)

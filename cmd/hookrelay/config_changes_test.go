@@ -76,7 +76,7 @@ func signedWith(r changeReq, secret string) bool {
 // TestChangesHoldAcrossProcesses: two serve processes on one database, each
 // with an API and a dispatcher. A change is made through process A and, the
 // moment its 2xx arrives, a callback is posted to process B: whichever
-// dispatcher delivers it, the delivery reflects the change (SPEC §5.9) —
+// dispatcher delivers it, the delivery reflects the change (docs/guarantees.md) —
 // signed with the rotated secret, sent to the new URL, not sent at all once
 // the endpoint is disabled or deleted. The caches are warmed just before
 // each change, so a cache that lags by its TTL serves the old settings.

@@ -247,7 +247,7 @@ func secCheckClass(t *testing.T, class string, st int, msg string) {
 	}
 }
 
-// TestAuthMatrix calls every route of SPEC §3 as every kind of caller and
+// TestAuthMatrix calls every route of docs/api.md as every kind of caller and
 // checks the status: no key or an unknown key is 401, a key of the wrong
 // kind 403, another merchant's object 404, the right key succeeds.
 func TestAuthMatrix(t *testing.T) {

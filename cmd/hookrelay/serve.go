@@ -329,7 +329,7 @@ func openDatabase(ctx context.Context, cfg config, logger *slog.Logger) (*db.DB,
 
 // warnSettings logs a warning for each timeout the pool's sessions do not
 // have: behind PgBouncer in transaction mode hookrelay cannot set them at
-// connection, and they come from the role (docs/operations.md, "PgBouncer").
+// connection, and they come from the role (docs/operations/postgresql.md, "PgBouncer").
 func warnSettings(ctx context.Context, store *db.DB, logger *slog.Logger) {
 	bad, err := store.SettingMismatches(ctx)
 	if err != nil {

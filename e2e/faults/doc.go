@@ -1,4 +1,4 @@
-// Package faults is hookrelay's end-to-end fault suite (SPEC §5 as executable
+// Package faults is hookrelay's end-to-end fault suite (docs/guarantees.md as executable
 // evidence). Every scenario starts real `hookrelay serve` processes, built
 // once from the product module, against a real PostgreSQL and an S3 store,
 // drives them with a carrier load generator (bench/load), injects a fault

@@ -184,7 +184,7 @@ func TestPgBouncer(t *testing.T) {
 	direct := dbURL(t)
 	ctx := t.Context()
 	// The timeouts hookrelay cannot send through PgBouncer come from the
-	// role, as docs/operations.md ("PgBouncer") asks.
+	// role, as docs/operations/postgresql.md ("PgBouncer") asks.
 	conn, err := pgx.Connect(ctx, direct)
 	require.NoError(t, err)
 	var dbName string

@@ -20,7 +20,7 @@ import (
 // endpoints' endpoint_health rows, which every other dispatcher's
 // acknowledgements update too. The other dispatchers must keep delivering
 // meanwhile: a stalled process may delay only its own in-flight work, never
-// everybody's (SPEC §5.4).
+// everybody's (docs/guarantees.md).
 //
 // Freezing a real process at exactly that statement takes minutes of tries
 // (it was done while writing this test: the other dispatcher then delivered

@@ -31,8 +31,8 @@ const (
 // dispatchConcurrency is HOOKRELAY_DISPATCH_CONCURRENCY and ackBatch the
 // dispatcher's default HOOKRELAY_DISPATCH_ACK_BATCH: together they bound what
 // one dispatcher has sent but not yet acknowledged, and so what one crash,
-// pause or dropped acknowledgement may deliver twice (SPEC §5.2: "a crash
-// redelivers only what was in flight").
+// pause or dropped acknowledgement may deliver twice (docs/guarantees.md: duplicates are bounded by
+// what was in flight).
 const (
 	dispatchConcurrency = 64
 	ackBatch            = 100

@@ -15,7 +15,7 @@ import (
 )
 
 // Histograms read from the service's /metrics: the dispatch role's claim
-// latency (a SPEC field) and, for the diagnosis, ingest group-commit and
+// latency (a reported field) and, for the diagnosis, ingest group-commit and
 // delivery details.
 const (
 	claimHistogram      = "hookrelay_dispatch_claim_seconds"
