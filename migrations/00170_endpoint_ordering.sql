@@ -1,6 +1,6 @@
 -- +goose Up
 -- An endpoint's ordering: 'key' (the default) delivers one ordering key's
--- callbacks one after another (SPEC §5.3); 'none' lets them go at once, for
+-- callbacks one after another (docs/guarantees.md, "Order"); 'none' lets them go at once, for
 -- receivers that do not need order. Ingest reads it when it stores a
 -- callback's deliveries (deliveries.ordered), so a change applies to
 -- callbacks stored after it; deliveries already queued keep their mode.
