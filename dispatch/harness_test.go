@@ -1,7 +1,6 @@
 package dispatch
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"net/http"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hookrelay/hookrelay/db"
+	"github.com/hookrelay/hookrelay/internal/testenv"
 )
 
 // received is one request a sink got.
@@ -71,19 +71,6 @@ func (s *sink) requests() []received {
 	return append([]received(nil), s.got...)
 }
 
-// waitFor polls cond (on sink activity or every 20 ms) until it holds or
-// the timeout passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // testConfig is a dispatcher configuration for fast tests.
 func testConfig() Config {
 	return Config{
@@ -97,40 +84,16 @@ func testConfig() Config {
 	}
 }
 
-func testLogger(t testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-}
-
-type testWriter struct{ t testing.TB }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(string(p))
-	return len(p), nil
-}
+// testLogger logs warnings and errors into the test's output.
+func testLogger(t testing.TB) *slog.Logger { return testenv.Logger(t, slog.LevelWarn) }
 
 // runDispatcher starts a dispatcher and returns it with a stop function
 // (also called at cleanup) that returns Run's error.
 func runDispatcher(t *testing.T, store *db.DB, cfg Config) (*Dispatcher, func() error) {
 	t.Helper()
 	d := New(testLogger(t), cfg, store, nil, nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
-	var once sync.Once
-	var err error
-	stop := func() error {
-		once.Do(func() {
-			cancel()
-			select {
-			case err = <-done:
-			case <-time.After(30 * time.Second):
-				t.Error("dispatcher did not stop")
-			}
-		})
-		return err
-	}
-	t.Cleanup(func() { _ = stop() })
-	waitFor(t, 10*time.Second, "dispatcher registration", func() bool { return d.ID() != 0 })
+	stop := testenv.Go(t, "the dispatcher", d.Run)
+	testenv.Eventually(t, 10*time.Second, "dispatcher registration", func() bool { return d.ID() != 0 })
 	return d, stop
 }
 
