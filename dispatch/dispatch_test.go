@@ -321,16 +321,18 @@ func TestWakeEndsTheIdlePause(t *testing.T) {
 	ep, _ := dbtest.Endpoint(t, store, &dbtest.EndpointOpts{URL: s.srv.URL + "/hook"})
 	cfg := testConfig()
 	cfg.IdlePoll, cfg.BusyPoll = time.Minute, time.Minute // the first empty claim pauses a minute
-	d, _ := runDispatcher(t, store, cfg)
+	d := New(testLogger(t), cfg, store, nil, nil)
+	claims := watchClaims(d)
+	startDispatcher(t, d)
 	testenv.Eventually(t, 10*time.Second, "every queue held", func() bool {
 		d.mu.Lock()
 		defer d.mu.Unlock()
 		return len(d.held) == cfg.Queues
 	})
-	time.Sleep(300 * time.Millisecond) // the claims found nothing: every loop is paused
+	claims.waitPaused(t, nil) // the claims found nothing
 
 	dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: "W1", Queues: 8})
-	time.Sleep(time.Second)
+	time.Sleep(time.Second) // a second for a claim that should not come
 	require.Empty(t, s.requests(), "paused: nothing claimed without a wake-up")
 
 	start := time.Now()
@@ -356,20 +358,22 @@ func TestListenWakesTheIdlePause(t *testing.T) {
 	cfg.IdlePoll, cfg.BusyPoll = time.Minute, time.Minute // the first empty claim pauses a minute
 	cfg.ClaimLoops = 2                                    // loop q%2 holds queue q (the held queues are 0..7)
 	cfg.Listen, cfg.SelfToken, cfg.ListenRetry = true, "this-process", 100*time.Millisecond
-	d, _ := runDispatcher(t, store, cfg)
+	d := New(testLogger(t), cfg, store, nil, nil)
+	claims := watchClaims(d)
+	startDispatcher(t, d)
 	listening := func() bool { return metricValue(t, d.metrics.listening) == 1 }
 	testenv.Eventually(t, 10*time.Second, "every queue held and the LISTEN session open", func() bool {
 		d.mu.Lock()
 		defer d.mu.Unlock()
 		return len(d.held) == cfg.Queues && listening()
 	})
-	time.Sleep(300 * time.Millisecond) // the claims found nothing: every loop is paused
+	claims.waitPaused(t, nil) // the claims found nothing
 	wakeups := func() float64 { return metricValue(t, d.metrics.wakeups) }
 
 	q := hookrelay.QueueFor("L1", cfg.Queues)
 	dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: "L1", Queues: cfg.Queues})
 	require.NoError(t, store.DueNotify(ctx, db.Announcement{Token: cfg.SelfToken}))
-	time.Sleep(time.Second)
+	time.Sleep(time.Second) // a second for a claim that should not come
 	require.Empty(t, s.requests(), "its own process's announcement is not acted on")
 	require.Zero(t, metricValue(t, d.metrics.notifications))
 
@@ -377,7 +381,7 @@ func TestListenWakesTheIdlePause(t *testing.T) {
 	other := (q + 1) % cfg.Queues // held by the other loop
 	require.NoError(t, store.DueNotify(ctx, db.Announcement{Token: "another-process", Queues: []int{other}}))
 	testenv.Eventually(t, 5*time.Second, "the other loop woken", func() bool { return wakeups() == w0+1 })
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(500 * time.Millisecond) // for a second wake-up or claim that should not come
 	require.Empty(t, s.requests(), "the loop holding the row's queue was not woken")
 	require.Equal(t, w0+1, wakeups(), "one loop woken")
 
@@ -388,6 +392,7 @@ func TestListenWakesTheIdlePause(t *testing.T) {
 	require.Equal(t, 2.0, metricValue(t, d.metrics.notifications))
 
 	// The LISTEN session is killed: the dispatcher opens another.
+	before := claims.snapshot()
 	conn, err := pgx.Connect(ctx, url)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close(context.Background()) })
@@ -397,10 +402,10 @@ func TestListenWakesTheIdlePause(t *testing.T) {
 	require.Equal(t, 1, killed)
 	testenv.Eventually(t, 5*time.Second, "the LISTEN session lost", func() bool { return !listening() })
 	testenv.Eventually(t, 10*time.Second, "a new LISTEN session", listening)
-	time.Sleep(300 * time.Millisecond) // the wake-up on reconnecting found nothing: paused again
+	claims.waitPaused(t, before) // the wake-up on reconnecting found nothing: paused again
 
 	dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: "L2", Queues: cfg.Queues})
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(500 * time.Millisecond) // for a claim that should not come
 	require.Len(t, s.requests(), 1, "paused: nothing claimed without a wake-up")
 	// An announcement naming no queue wakes every loop.
 	require.NoError(t, store.DueNotify(ctx, db.Announcement{Token: "another-process"}))

@@ -27,7 +27,7 @@ func TestEndpointLimits(t *testing.T) {
 		cur++
 		peak = max(peak, cur)
 		mu.Unlock()
-		time.Sleep(30 * time.Millisecond)
+		time.Sleep(30 * time.Millisecond) // a slow endpoint: requests overlap
 		mu.Lock()
 		cur--
 		mu.Unlock()

@@ -176,13 +176,22 @@ func TestOpsDeadLettersCoalesced(t *testing.T) {
 	}
 	cfg := opsConfig()
 	cfg.CircuitThreshold = 1000
-	// The window must cover all 100 attempts (a dead letter after it closes
-	// makes a second event); 10 s leaves room for a machine loaded by the
-	// other packages' tests.
-	cfg.OpsCoalesce = 10 * time.Second
+	// The window stays open while the 100 attempts are made, however long
+	// they take (a dead letter after it closed would make a second event):
+	// the window closes when a dispatcher with a shorter one takes over.
+	cfg.OpsCoalesce = time.Hour
+	_, stop := runDispatcher(t, store, cfg)
+	testenv.Eventually(t, 40*time.Second, "the 50 dead letters", func() bool {
+		dl, err := store.DeadLetterList(ctx, db.DeadLetterFilter{EndpointID: ep.ID}, db.DeadLetterPage{}, 100)
+		require.NoError(t, err)
+		return len(dl) == 50
+	})
+	require.NoError(t, stop())
+	require.Empty(t, opsEvents(t, ops), "no event while the window is open")
+	cfg.OpsCoalesce = time.Millisecond
 	runDispatcher(t, store, cfg)
 	testenv.Eventually(t, 40*time.Second, "the coalesced event", func() bool { return len(opsEvents(t, ops)) > 0 })
-	time.Sleep(3 * cfg.OpsPoll) // a second event would come now
+	time.Sleep(3 * cfg.OpsPoll) // a second event (a duplicate) would come now
 	evs := opsEvents(t, ops)
 	require.Len(t, evs, 1)
 	require.Len(t, dead.requests(), 100, "every message tried twice")
@@ -281,6 +290,6 @@ func TestOpsMessageDroppedAfterItsAttempts(t *testing.T) {
 	var left int
 	require.NoError(t, conn.QueryRow(ctx, "SELECT count(*) FROM ops_deliveries").Scan(&left))
 	require.Zero(t, left, "the message is deleted")
-	time.Sleep(5 * cfg.OpsRetryBase)
+	time.Sleep(5 * cfg.OpsRetryBase) // for an attempt that should not come
 	require.EqualValues(t, 3, tries.Load(), "no attempt after it was given up")
 }
