@@ -83,6 +83,20 @@ type running struct {
 	reg     *prometheus.Registry
 	reports chan RetentionReport
 	stop    func()
+
+	mu          sync.Mutex // mu guards vacuumCheck
+	vacuumCheck time.Time  // when the last check of the hot tables started
+}
+
+// waitVacuumCheck waits until a check of the hot tables that started at
+// after or later (any check, for the zero time) is done.
+func (r *running) waitVacuumCheck(t *testing.T, after time.Time) {
+	t.Helper()
+	testenv.Eventually(t, 30*time.Second, "a check of the hot tables", func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return !r.vacuumCheck.IsZero() && !r.vacuumCheck.Before(after)
+	})
 }
 
 // start runs a Maintainer with cfg (clock, reports and quiet defaults filled
@@ -98,6 +112,11 @@ func (b *bundle) start(t *testing.T, cfg Config) *running {
 	cfg.StatInterval = cmp.Or(cfg.StatInterval, -1)
 	cfg.LockRetry = cmp.Or(cfg.LockRetry, 50*time.Millisecond)
 	r.mt = New(b.logger, cfg, b.store, b.payloads, r.reg)
+	r.mt.test.vacuumChecked = func(now time.Time) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.vacuumCheck = now
+	}
 	stop := testenv.Go(t, "the maintainer", r.mt.Run)
 	r.stop = func() { require.NoError(t, stop()) }
 	t.Cleanup(r.stop)
