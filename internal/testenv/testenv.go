@@ -10,7 +10,6 @@
 package testenv
 
 import (
-	"cmp"
 	"encoding/hex"
 	"log/slog"
 	"testing"
@@ -25,9 +24,6 @@ import (
 // Options vary New; the zero value is a database, an S3 store and JSON logs
 // at info level.
 type Options struct {
-	// Store configures the store (dbtest.Open fills in the URL, the pool
-	// size and the encryption keys).
-	Store db.Config
 	// AdminToken, when set, is stored as the operator's admin token.
 	AdminToken string
 	// LogLevel is the level of Logger (default info).
@@ -35,17 +31,14 @@ type Options struct {
 	// LogS3 has the embedded S3 store log to Logger too; by default its
 	// lines are dropped.
 	LogS3 bool
-	// S3Addr is the address the S3 store listens on (default 127.0.0.1:0);
-	// a test that restarts the store on the same address picks one.
-	S3Addr string
 }
 
 // Env is what New sets up; everything in it is closed when the test ends.
 type Env struct {
 	DB    *db.DB // on a database of the test's own
 	DBURL string // that database's URL
-	// S3 is the embedded S3 store serving S3Dir; Payloads is a client of it
-	// whose bucket exists.
+	// S3 is the embedded S3 store serving S3Dir on a free loopback port;
+	// Payloads is a client of it whose bucket exists.
 	S3       *storage.Embedded
 	S3Dir    string
 	Payloads *storage.Store
@@ -59,7 +52,7 @@ func New(t testing.TB, o Options) *Env {
 	t.Helper()
 	ctx := t.Context()
 	e := &Env{DBURL: dbtest.NewURL(t), Logs: &logtest.Buffer{}, S3Dir: t.TempDir()}
-	e.DB = dbtest.Open(t, e.DBURL, o.Store)
+	e.DB = dbtest.Open(t, e.DBURL, db.Config{})
 	if o.AdminToken != "" {
 		// The database is new: there is no token to replace.
 		if _, err := e.DB.SettingPutIfAbsent(ctx, db.AdminTokenSetting, hex.EncodeToString(hookrelay.HashKey(o.AdminToken))); err != nil {
@@ -71,7 +64,7 @@ func New(t testing.TB, o Options) *Env {
 	if o.LogS3 {
 		s3Logger = e.Logger
 	}
-	e.S3 = StartS3(t, s3Logger, cmp.Or(o.S3Addr, "127.0.0.1:0"), e.S3Dir)
+	e.S3 = StartS3(t, s3Logger, "127.0.0.1:0", e.S3Dir)
 	e.Payloads = Payloads(t, e.S3)
 	return e
 }
