@@ -2,11 +2,8 @@ package api_test
 
 import (
 	"bytes"
-	"context"
-	"encoding/hex"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -15,13 +12,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
-	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/api"
 	"github.com/hookrelay/hookrelay/db"
-	"github.com/hookrelay/hookrelay/db/dbtest"
 	"github.com/hookrelay/hookrelay/httperr"
 	"github.com/hookrelay/hookrelay/internal/apitest"
 	"github.com/hookrelay/hookrelay/internal/logtest"
+	"github.com/hookrelay/hookrelay/internal/testenv"
 	"github.com/hookrelay/hookrelay/ops"
 	"github.com/hookrelay/hookrelay/storage"
 )
@@ -50,38 +46,16 @@ func setup(t testing.TB, cfg api.Config) *bundle {
 // setupWith is setup with a sender of test events.
 func setupWith(t testing.TB, cfg api.Config, pinger ops.Pinger) *bundle {
 	t.Helper()
-	ctx := context.Background()
-	dbURL := dbtest.NewURL(t)
-	store := dbtest.Open(t, dbURL, db.Config{})
-	require.NoError(t, store.SettingPut(ctx, "admin_token_sha256", hex.EncodeToString(hookrelay.HashKey(adminToken))))
-	emb, err := storage.StartEmbedded(ctx, nil, "127.0.0.1:0", t.TempDir())
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = emb.Close() })
-	payloads, err := storage.New(ctx, emb.Config())
-	require.NoError(t, err)
-	t.Cleanup(payloads.Close)
-	require.NoError(t, payloads.EnsureBucket(ctx))
-
-	logs := &logtest.Buffer{}
-	logger := slog.New(slog.NewJSONHandler(logs, nil))
+	env := testenv.New(t, testenv.Options{AdminToken: adminToken})
 	reg := prometheus.NewRegistry()
-	srv := api.New(logger, cfg, store, payloads, reg, ops.New(store, pinger))
+	srv := api.New(env.Logger, cfg, env.DB, env.Payloads, reg, ops.New(env.DB, pinger))
 	e := echo.New()
-	httperr.New(logger).Install(e)
+	httperr.New(env.Logger).Install(e)
 	srv.Register(e)
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.Run(runCtx)
-	}()
+	testenv.Go(t, "the API", srv.Run)
 	hs := httptest.NewServer(e)
-	t.Cleanup(func() {
-		hs.Close()
-		cancel()
-		<-done
-	})
-	return &bundle{URL: hs.URL, DB: store, DBURL: dbURL, Payloads: payloads, S3: emb, Server: srv, Logs: logs, Registry: reg}
+	t.Cleanup(hs.Close)
+	return &bundle{URL: hs.URL, DB: env.DB, DBURL: env.DBURL, Payloads: env.Payloads, S3: env.S3, Server: srv, Logs: env.Logs, Registry: reg}
 }
 
 // call sends a request with an optional bearer token and JSON body (a

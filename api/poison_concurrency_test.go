@@ -2,11 +2,9 @@ package api_test
 
 import (
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -17,15 +15,11 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/api"
-	"github.com/hookrelay/hookrelay/db"
-	"github.com/hookrelay/hookrelay/db/dbtest"
 	"github.com/hookrelay/hookrelay/dispatch"
 	"github.com/hookrelay/hookrelay/httperr"
-	"github.com/hookrelay/hookrelay/internal/logtest"
+	"github.com/hookrelay/hookrelay/internal/testenv"
 	"github.com/hookrelay/hookrelay/ops"
-	"github.com/hookrelay/hookrelay/storage"
 )
 
 // relay is the API and a running dispatcher on one database, as a server
@@ -50,46 +44,23 @@ type relayOpts struct {
 
 func startRelayWith(t *testing.T, o relayOpts) relay {
 	t.Helper()
-	ctx := context.Background()
-	dbURL := dbtest.NewURL(t)
-	store := dbtest.Open(t, dbURL, db.Config{})
-	require.NoError(t, store.SettingPut(ctx, "admin_token_sha256", hex.EncodeToString(hookrelay.HashKey(adminToken))))
-	emb, err := storage.StartEmbedded(ctx, nil, "127.0.0.1:0", t.TempDir())
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = emb.Close() })
-	payloads, err := storage.New(ctx, emb.Config())
-	require.NoError(t, err)
-	t.Cleanup(payloads.Close)
-	require.NoError(t, payloads.EnsureBucket(ctx))
-
-	logs := &logtest.Buffer{}
-	logger := slog.New(slog.NewJSONHandler(logs, nil))
-	d := dispatch.New(logger, dispatch.Config{AllowPrivateTargets: true, IdlePoll: 20 * time.Millisecond, DrainTimeout: time.Second,
-		Tracer: o.dispatchTracer}, store, payloads, nil)
+	env := testenv.New(t, testenv.Options{AdminToken: adminToken})
+	d := dispatch.New(env.Logger, dispatch.Config{AllowPrivateTargets: true, IdlePoll: 20 * time.Millisecond, DrainTimeout: time.Second,
+		Tracer: o.dispatchTracer}, env.DB, env.Payloads, nil)
 	cfg := api.Config{AllowPrivateTargets: true, Tracer: o.apiTracer}
 	if o.wake {
 		cfg.Batcher.OnStored = func(_ int, queues []int) { d.WakeQueues(queues) }
 	}
-	srv := api.New(logger, cfg, store, payloads, nil, ops.New(store, d))
+	srv := api.New(env.Logger, cfg, env.DB, env.Payloads, nil, ops.New(env.DB, d))
 	e := echo.New()
-	httperr.New(logger).Install(e)
+	httperr.New(env.Logger).Install(e)
 	srv.Register(e)
-	runCtx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	for _, run := range []func(context.Context) error{srv.Run, d.Run} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_ = run(runCtx)
-		}()
-	}
+	// Stopped in reverse: the API (and its last batch's wake-ups) first.
+	testenv.Go(t, "the dispatcher", d.Run)
+	testenv.Go(t, "the API", srv.Run)
 	hs := httptest.NewServer(e)
-	t.Cleanup(func() {
-		hs.Close()
-		cancel()
-		wg.Wait()
-	})
-	return relay{&bundle{URL: hs.URL, DB: store, DBURL: dbURL, Payloads: payloads, S3: emb, Server: srv, Logs: logs}}
+	t.Cleanup(hs.Close)
+	return relay{&bundle{URL: hs.URL, DB: env.DB, DBURL: env.DBURL, Payloads: env.Payloads, S3: env.S3, Server: srv, Logs: env.Logs}}
 }
 
 // One poison callback never fails another: 1,000 valid callbacks of four

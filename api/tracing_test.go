@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/hookrelay/hookrelay/internal/testenv"
 	"github.com/hookrelay/hookrelay/internal/tracing"
 )
 
@@ -138,7 +139,7 @@ func TestTracingFromIngestToDelivery(t *testing.T) {
 		map[string]any{"tracking_no": "T1", "status": "DELIVERED"}, "Traceparent", carrierParent)
 	require.Equal(t, http.StatusAccepted, st, "%v", ans)
 
-	waitUntil(t, 30*time.Second, "the retry to the traced endpoint and the delivery to the other", func() bool {
+	testenv.Eventually(t, 30*time.Second, "the retry to the traced endpoint and the delivery to the other", func() bool {
 		a, _ := traced.requests()
 		b, _ := optedOut.requests()
 		return len(a) >= 2 && len(b) >= 1
@@ -165,7 +166,7 @@ func TestTracingFromIngestToDelivery(t *testing.T) {
 
 	// Dispatch: three attempts, each a child of the request's span, linked
 	// to a claim span of the dispatcher.
-	waitUntil(t, 10*time.Second, "the three attempt spans", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the three attempt spans", func() bool {
 		return len(spansNamed(dispatchSpans, "hookrelay.deliver")) == 3
 	})
 	claims := spansNamed(dispatchSpans, "hookrelay.claim")
@@ -215,7 +216,7 @@ func TestTracingOff(t *testing.T) {
 			map[string]any{"tracking_no": "T" + strconv.Itoa(i)}, "Traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
 		require.Equal(t, http.StatusAccepted, st, "%v", ans)
 	}
-	waitUntil(t, 30*time.Second, "three deliveries", func() bool {
+	testenv.Eventually(t, 30*time.Second, "three deliveries", func() bool {
 		got, _ := sink.requests()
 		return len(got) == 3
 	})
@@ -225,18 +226,6 @@ func TestTracingOff(t *testing.T) {
 	require.Len(t, tps, 3)
 	for _, tp := range tps {
 		require.Nil(t, tp)
-	}
-}
-
-// waitUntil polls cond every 20 ms until it holds or timeout passes.
-func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -253,7 +242,7 @@ func TestTracingDispatchOnly(t *testing.T) {
 	r.mustCreate(t, "/v1/endpoints", m["api_key"].(string), map[string]any{"url": sink.srv.URL + "/hook"})
 	st, ans := r.call(t, http.MethodPost, "/v1/callbacks", c["api_key"].(string), map[string]any{"tracking_no": "T1"})
 	require.Equal(t, http.StatusAccepted, st, "%v", ans)
-	waitUntil(t, 30*time.Second, "the delivery and its span", func() bool {
+	testenv.Eventually(t, 30*time.Second, "the delivery and its span", func() bool {
 		got, _ := sink.requests()
 		return len(got) == 1 && len(spansNamed(dispatchSpans, "hookrelay.deliver")) == 1
 	})

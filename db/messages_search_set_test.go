@@ -11,6 +11,7 @@ import (
 
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/db/dbtest"
+	"github.com/hookrelay/hookrelay/internal/testenv"
 )
 
 // TestMessageSearchRareStateReadsTheSet: a search by a rare state (pending,
@@ -70,7 +71,7 @@ func TestMessageSearchRareStateReadsTheSet(t *testing.T) {
 	require.Empty(t, page, "the other filters still apply")
 	// A backend reports its table statistics when it exits.
 	store.Close()
-	time.Sleep(2 * time.Second)
+	waitSessionsGone(t, stats)
 	n := reads() - before
 	t.Logf("%d message rows read", n)
 	require.Less(t, n, int64(100), "the messages of the window are not walked")
@@ -114,7 +115,7 @@ func TestMessageSearchByEndpointReadsItsAttempts(t *testing.T) {
 	// A backend reports its table statistics when it exits: the setup's
 	// own reads are counted before the searches start.
 	setup.Close()
-	time.Sleep(2 * time.Second)
+	waitSessionsGone(t, stats)
 	before := reads()
 	store := dbtest.Open(t, url, db.Config{})
 	search := func(f db.MessageFilter) []int64 {
@@ -142,7 +143,7 @@ func TestMessageSearchByEndpointReadsItsAttempts(t *testing.T) {
 	require.Equal(t, []int64{want[2]}, search(db.MessageFilter{MerchantID: mer.ID, State: db.DeliveryDead}))
 	require.Equal(t, []int64{want[0]}, search(db.MessageFilter{EndpointID: e.ID, State: db.DeliveryPending}))
 	store.Close()
-	time.Sleep(2 * time.Second)
+	waitSessionsGone(t, stats)
 	n := reads() - before
 	t.Logf("%d message rows read", n)
 	require.Less(t, n, int64(100), "the messages of the window are not walked")
@@ -150,4 +151,18 @@ func TestMessageSearchByEndpointReadsItsAttempts(t *testing.T) {
 	// a sequential read of the messages.)
 	store = dbtest.Open(t, url, db.Config{})
 	require.Empty(t, search(db.MessageFilter{EndpointID: e.ID, CarrierID: c.ID + 1000}), "the other filters still apply")
+}
+
+// waitSessionsGone waits until conn is the only client session on its
+// database. A backend reports its statistics before it leaves
+// pg_stat_activity, so those of a closed store's sessions are counted from
+// then on.
+func waitSessionsGone(t *testing.T, conn *pgx.Conn) {
+	t.Helper()
+	testenv.Eventually(t, 30*time.Second, "the closed store's sessions to end", func() bool {
+		var n int
+		require.NoError(t, conn.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'`).Scan(&n))
+		return n == 0
+	})
 }

@@ -58,6 +58,9 @@ func (d *Dispatcher) claimLoop(ctx, workCtx context.Context, part, loops int) {
 		k := rotate % len(queues)
 		queues = slices.Concat(queues[k:], queues[:k])
 		rows, claimSpan, err := d.claim(ctx, queues, cursors.of(queues), n)
+		if d.test.claimed != nil && err == nil {
+			d.test.claimed(part, queues, len(rows))
+		}
 		d.unreserve(n - len(rows))
 		if d.pace != nil {
 			d.pace.giveBack(n - len(rows))

@@ -18,6 +18,7 @@ import (
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/db/dbtest"
+	"github.com/hookrelay/hookrelay/internal/testenv"
 )
 
 // chainOrderOK checks that for each ordering key the successful deliveries
@@ -60,7 +61,7 @@ func TestDeliversSignedOnceInOrder(t *testing.T) {
 		}
 	}
 	runDispatcher(t, store, testConfig())
-	waitFor(t, 20*time.Second, "every delivery", func() bool { return len(s.requests()) >= want })
+	testenv.Eventually(t, 20*time.Second, "every delivery", func() bool { return len(s.requests()) >= want })
 	reqs := s.requests()
 	require.Len(t, reqs, want, "each delivered exactly once with a healthy endpoint")
 	for _, r := range reqs {
@@ -75,7 +76,7 @@ func TestDeliversSignedOnceInOrder(t *testing.T) {
 	for _, n := range checkOrder(t, reqs) {
 		require.Equal(t, perKey, n)
 	}
-	waitFor(t, 10*time.Second, "queue empty", func() bool {
+	testenv.Eventually(t, 10*time.Second, "queue empty", func() bool {
 		c, err := store.DeliveryQueueCounts(context.Background())
 		require.NoError(t, err)
 		return len(c) == 0
@@ -119,7 +120,7 @@ func TestOrderUnderRetriesWithCompetingDispatchers(t *testing.T) {
 		ids = append(ids, d.ID())
 	}
 	require.Len(t, map[int64]bool{ids[0]: true, ids[1]: true, ids[2]: true}, 3)
-	waitFor(t, 60*time.Second, "every message delivered", func() bool {
+	testenv.Eventually(t, 60*time.Second, "every message delivered", func() bool {
 		n := 0
 		for _, r := range s.requests() {
 			if r.Status == 200 {
@@ -148,7 +149,7 @@ func TestRetriesThenDeadLetterThenNextOfKey(t *testing.T) {
 	first := dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: "D", Queues: 8, Payload: []byte(`{"n":1}`)})
 	dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: "D", Queues: 8, Payload: []byte(`{"n":2}`)})
 	runDispatcher(t, store, testConfig())
-	waitFor(t, 20*time.Second, "second message", func() bool {
+	testenv.Eventually(t, 20*time.Second, "second message", func() bool {
 		r := s.requests()
 		return len(r) > 0 && string(r[len(r)-1].Body) == `{"n":2}`
 	})
@@ -184,7 +185,7 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 	ep, _ := dbtest.Endpoint(t, store, &dbtest.EndpointOpts{URL: s.srv.URL, RetrySchedule: []time.Duration{10 * time.Millisecond}})
 	dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, Queues: 8})
 	runDispatcher(t, store, testConfig())
-	waitFor(t, 20*time.Second, "retry", func() bool { return len(s.requests()) >= 2 })
+	testenv.Eventually(t, 20*time.Second, "retry", func() bool { return len(s.requests()) >= 2 })
 	r := s.requests()
 	require.GreaterOrEqual(t, r[1].At.Sub(r[0].At), 1900*time.Millisecond, "waited at least Retry-After, not the 10ms schedule")
 }
@@ -198,7 +199,7 @@ func TestGoneDisablesAndEnableResumes(t *testing.T) {
 	ep, _ := dbtest.Endpoint(t, store, &dbtest.EndpointOpts{URL: s.srv.URL})
 	m := dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, Queues: 8})
 	runDispatcher(t, store, testConfig())
-	waitFor(t, 20*time.Second, "endpoint disabled", func() bool {
+	testenv.Eventually(t, 20*time.Second, "endpoint disabled", func() bool {
 		e, err := store.EndpointGet(ctx, ep.ID)
 		require.NoError(t, err)
 		return e.Status == "disabled"
@@ -211,11 +212,11 @@ func TestGoneDisablesAndEnableResumes(t *testing.T) {
 	s.setDecide(nil)
 	_, err = store.EndpointEnable(ctx, ep.ID)
 	require.NoError(t, err)
-	waitFor(t, 20*time.Second, "delivery after enable", func() bool { return len(s.requests()) == 2 })
+	testenv.Eventually(t, 20*time.Second, "delivery after enable", func() bool { return len(s.requests()) == 2 })
 	r := s.requests()
 	require.Equal(t, "1", r[1].Header.Get("X-Hookrelay-Attempt"), "the 410 spent no attempt")
 	var atts []db.Attempt
-	waitFor(t, 10*time.Second, "attempts recorded", func() bool {
+	testenv.Eventually(t, 10*time.Second, "attempts recorded", func() bool {
 		var err error
 		atts, err = store.AttemptsForDelivery(ctx, m.DeliveryIDs[0])
 		require.NoError(t, err)
@@ -250,32 +251,32 @@ func TestCircuitBreakerOpensProbesAndCloses(t *testing.T) {
 	cfg := testConfig()
 	cfg.CircuitThreshold, cfg.CircuitBase, cfg.CircuitMax = 3, time.Second, 4*time.Second
 	runDispatcher(t, store, cfg)
-	waitFor(t, 20*time.Second, "circuit open", func() bool {
+	testenv.Eventually(t, 20*time.Second, "circuit open", func() bool {
 		h, err := store.EndpointHealthGet(ctx, ep.ID)
 		return err == nil && h.CircuitState != "closed"
 	})
 	// While open, another endpoint is not held back.
 	dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep2.ID}, Queues: 8})
-	waitFor(t, 20*time.Second, "other endpoint delivered", func() bool { return len(other.requests()) == 1 })
+	testenv.Eventually(t, 20*time.Second, "other endpoint delivered", func() bool { return len(other.requests()) == 1 })
 	// The failing endpoint sees a probe only after the open period, and
 	// attempts are not spent while waiting.
 	n0 := len(s.requests())
 	require.Equal(t, 3, n0, "no attempts while open")
-	waitFor(t, 20*time.Second, "probe", func() bool { return len(s.requests()) > n0 })
+	testenv.Eventually(t, 20*time.Second, "probe", func() bool { return len(s.requests()) > n0 })
 	r := s.requests()
 	require.GreaterOrEqual(t, r[n0].At.Sub(r[n0-1].At), 900*time.Millisecond)
 	mu.Lock()
 	failing = false
 	mu.Unlock()
-	waitFor(t, 30*time.Second, "delivered after recovery", func() bool {
+	testenv.Eventually(t, 30*time.Second, "delivered after recovery", func() bool {
 		rs := s.requests()
 		return rs[len(rs)-1].Status == 200
 	})
-	waitFor(t, 10*time.Second, "circuit closed", func() bool {
+	testenv.Eventually(t, 10*time.Second, "circuit closed", func() bool {
 		h, err := store.EndpointHealthGet(ctx, ep.ID)
 		return err == nil && h.CircuitState == "closed" && h.ConsecutiveFailures == 0
 	})
-	waitFor(t, 10*time.Second, "every attempt recorded", func() bool {
+	testenv.Eventually(t, 10*time.Second, "every attempt recorded", func() bool {
 		atts, err := store.AttemptsForDelivery(ctx, m.DeliveryIDs[0])
 		require.NoError(t, err)
 		return len(atts) == len(s.requests())
@@ -297,7 +298,7 @@ func TestFailingTooLongDisables(t *testing.T) {
 	cfg := testConfig()
 	cfg.CircuitThreshold, cfg.DisableAfter = 1000, 300*time.Millisecond
 	runDispatcher(t, store, cfg)
-	waitFor(t, 20*time.Second, "auto-disable", func() bool {
+	testenv.Eventually(t, 20*time.Second, "auto-disable", func() bool {
 		e, err := store.EndpointGet(ctx, ep.ID)
 		require.NoError(t, err)
 		return e.Status == "disabled"
@@ -320,21 +321,23 @@ func TestWakeEndsTheIdlePause(t *testing.T) {
 	ep, _ := dbtest.Endpoint(t, store, &dbtest.EndpointOpts{URL: s.srv.URL + "/hook"})
 	cfg := testConfig()
 	cfg.IdlePoll, cfg.BusyPoll = time.Minute, time.Minute // the first empty claim pauses a minute
-	d, _ := runDispatcher(t, store, cfg)
-	waitFor(t, 10*time.Second, "every queue held", func() bool {
+	d := New(testLogger(t), cfg, store, nil, nil)
+	claims := watchClaims(d)
+	startDispatcher(t, d)
+	testenv.Eventually(t, 10*time.Second, "every queue held", func() bool {
 		d.mu.Lock()
 		defer d.mu.Unlock()
 		return len(d.held) == cfg.Queues
 	})
-	time.Sleep(300 * time.Millisecond) // the claims found nothing: every loop is paused
+	claims.waitPaused(t, nil) // the claims found nothing
 
 	dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: "W1", Queues: 8})
-	time.Sleep(time.Second)
+	time.Sleep(time.Second) // a second for a claim that should not come
 	require.Empty(t, s.requests(), "paused: nothing claimed without a wake-up")
 
 	start := time.Now()
 	d.Wake()
-	waitFor(t, 5*time.Second, "the delivery after Wake", func() bool { return len(s.requests()) == 1 })
+	testenv.Eventually(t, 5*time.Second, "the delivery after Wake", func() bool { return len(s.requests()) == 1 })
 	require.Less(t, time.Since(start), 5*time.Second)
 }
 
@@ -355,38 +358,41 @@ func TestListenWakesTheIdlePause(t *testing.T) {
 	cfg.IdlePoll, cfg.BusyPoll = time.Minute, time.Minute // the first empty claim pauses a minute
 	cfg.ClaimLoops = 2                                    // loop q%2 holds queue q (the held queues are 0..7)
 	cfg.Listen, cfg.SelfToken, cfg.ListenRetry = true, "this-process", 100*time.Millisecond
-	d, _ := runDispatcher(t, store, cfg)
+	d := New(testLogger(t), cfg, store, nil, nil)
+	claims := watchClaims(d)
+	startDispatcher(t, d)
 	listening := func() bool { return metricValue(t, d.metrics.listening) == 1 }
-	waitFor(t, 10*time.Second, "every queue held and the LISTEN session open", func() bool {
+	testenv.Eventually(t, 10*time.Second, "every queue held and the LISTEN session open", func() bool {
 		d.mu.Lock()
 		defer d.mu.Unlock()
 		return len(d.held) == cfg.Queues && listening()
 	})
-	time.Sleep(300 * time.Millisecond) // the claims found nothing: every loop is paused
+	claims.waitPaused(t, nil) // the claims found nothing
 	wakeups := func() float64 { return metricValue(t, d.metrics.wakeups) }
 
 	q := hookrelay.QueueFor("L1", cfg.Queues)
 	dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: "L1", Queues: cfg.Queues})
 	require.NoError(t, store.DueNotify(ctx, db.Announcement{Token: cfg.SelfToken}))
-	time.Sleep(time.Second)
+	time.Sleep(time.Second) // a second for a claim that should not come
 	require.Empty(t, s.requests(), "its own process's announcement is not acted on")
 	require.Zero(t, metricValue(t, d.metrics.notifications))
 
 	w0 := wakeups()
 	other := (q + 1) % cfg.Queues // held by the other loop
 	require.NoError(t, store.DueNotify(ctx, db.Announcement{Token: "another-process", Queues: []int{other}}))
-	waitFor(t, 5*time.Second, "the other loop woken", func() bool { return wakeups() == w0+1 })
-	time.Sleep(500 * time.Millisecond)
+	testenv.Eventually(t, 5*time.Second, "the other loop woken", func() bool { return wakeups() == w0+1 })
+	time.Sleep(500 * time.Millisecond) // for a second wake-up or claim that should not come
 	require.Empty(t, s.requests(), "the loop holding the row's queue was not woken")
 	require.Equal(t, w0+1, wakeups(), "one loop woken")
 
 	start := time.Now()
 	require.NoError(t, store.DueNotify(ctx, db.Announcement{Token: "another-process", Queues: []int{q}}))
-	waitFor(t, 5*time.Second, "the delivery after the announcement of its queue", func() bool { return len(s.requests()) == 1 })
+	testenv.Eventually(t, 5*time.Second, "the delivery after the announcement of its queue", func() bool { return len(s.requests()) == 1 })
 	require.Less(t, time.Since(start), 5*time.Second)
 	require.Equal(t, 2.0, metricValue(t, d.metrics.notifications))
 
 	// The LISTEN session is killed: the dispatcher opens another.
+	before := claims.snapshot()
 	conn, err := pgx.Connect(ctx, url)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close(context.Background()) })
@@ -394,16 +400,16 @@ func TestListenWakesTheIdlePause(t *testing.T) {
 	require.NoError(t, conn.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
 		WHERE datname = current_database() AND application_name = 'hookrelay-dispatch-listen'`).Scan(&killed))
 	require.Equal(t, 1, killed)
-	waitFor(t, 5*time.Second, "the LISTEN session lost", func() bool { return !listening() })
-	waitFor(t, 10*time.Second, "a new LISTEN session", listening)
-	time.Sleep(300 * time.Millisecond) // the wake-up on reconnecting found nothing: paused again
+	testenv.Eventually(t, 5*time.Second, "the LISTEN session lost", func() bool { return !listening() })
+	testenv.Eventually(t, 10*time.Second, "a new LISTEN session", listening)
+	claims.waitPaused(t, before) // the wake-up on reconnecting found nothing: paused again
 
 	dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: "L2", Queues: cfg.Queues})
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(500 * time.Millisecond) // for a claim that should not come
 	require.Len(t, s.requests(), 1, "paused: nothing claimed without a wake-up")
 	// An announcement naming no queue wakes every loop.
 	require.NoError(t, store.DueNotify(ctx, db.Announcement{Token: "another-process"}))
-	waitFor(t, 5*time.Second, "the delivery after the reconnected session's announcement", func() bool { return len(s.requests()) == 2 })
+	testenv.Eventually(t, 5*time.Second, "the delivery after the reconnected session's announcement", func() bool { return len(s.requests()) == 2 })
 }
 
 // metricValue reads a counter's or a gauge's value.

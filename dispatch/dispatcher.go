@@ -54,6 +54,18 @@ type Dispatcher struct {
 	// due has one channel per claim loop: the signal that new rows may be
 	// due (Wake, or queues gained), taken by a loop that is idle.
 	due []chan struct{}
+
+	// test lets this package's tests see inside the loops.
+	test testSignals
+}
+
+// testSignals are points in the dispatcher's loops that a test of this
+// package observes. A test sets them before Run; nil does nothing, and the
+// product never sets them.
+type testSignals struct {
+	// claimed runs after each claim of loop part over queues that did not
+	// fail, with the number of rows it leased.
+	claimed func(part int, queues []int, rows int)
 }
 
 // inflight is a leased row being delivered.

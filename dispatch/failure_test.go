@@ -19,6 +19,7 @@ import (
 
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/db/dbtest"
+	"github.com/hookrelay/hookrelay/internal/testenv"
 )
 
 // TestKill9LosesNothing kills a real dispatcher child process while
@@ -38,9 +39,9 @@ func TestKill9LosesNothing(t *testing.T) {
 
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"="+url)
-	cmd.Stderr = testWriter{t}
+	cmd.Stderr = t.Output()
 	require.NoError(t, cmd.Start())
-	waitFor(t, 20*time.Second, "child deliveries in flight", func() bool { return g.count() >= 5 })
+	testenv.Eventually(t, 20*time.Second, "child deliveries in flight", func() bool { return g.count() >= 5 })
 	require.NoError(t, cmd.Process.Kill()) // SIGKILL
 	_ = cmd.Wait()
 	killedAt := time.Now()
@@ -49,7 +50,7 @@ func TestKill9LosesNothing(t *testing.T) {
 	g.open()
 
 	runDispatcher(t, store, testConfig())
-	waitFor(t, 30*time.Second, "every message delivered", func() bool { return len(g.delivered()) == n })
+	testenv.Eventually(t, 30*time.Second, "every message delivered", func() bool { return len(g.delivered()) == n })
 	ids := g.delivered()
 	require.Len(t, ids, n, "nothing lost")
 	dups := g.count() - n
@@ -136,13 +137,13 @@ func TestPausedDispatcherCannotAcknowledgeTwice(t *testing.T) {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	})
-	waitFor(t, 20*time.Second, "child deliveries in flight", func() bool { return g.count() >= 3 })
+	testenv.Eventually(t, 20*time.Second, "child deliveries in flight", func() bool { return g.count() >= 3 })
 	require.NoError(t, cmd.Process.Signal(syscall.SIGSTOP))
 
 	// After the child's 2 s lease another dispatcher delivers everything.
 	runDispatcher(t, store, testConfig())
-	waitFor(t, 30*time.Second, "delivered by the other dispatcher", func() bool { return len(g.delivered()) == n })
-	waitFor(t, 10*time.Second, "acknowledged", func() bool {
+	testenv.Eventually(t, 30*time.Second, "delivered by the other dispatcher", func() bool { return len(g.delivered()) == n })
+	testenv.Eventually(t, 10*time.Second, "acknowledged", func() bool {
 		c, err := store.DeliveryQueueCounts(ctx)
 		require.NoError(t, err)
 		return len(c) == 0
@@ -150,7 +151,7 @@ func TestPausedDispatcherCannotAcknowledgeTwice(t *testing.T) {
 
 	require.NoError(t, cmd.Process.Signal(syscall.SIGCONT))
 	g.open()
-	waitFor(t, 20*time.Second, "the child's stale results ignored", func() bool {
+	testenv.Eventually(t, 20*time.Second, "the child's stale results ignored", func() bool {
 		return strings.Contains(logs.String(), "stale delivery results ignored")
 	})
 	for _, id := range deliveryIDs {
@@ -212,14 +213,14 @@ func TestQueuesRebalanceAndTakeover(t *testing.T) {
 		return n
 	}
 	d1, _ := runDispatcher(t, store, cfg)
-	waitFor(t, 10*time.Second, "takeover of the dead dispatcher's queues", func() bool { return held(d1.ID()) == cfg.Queues })
+	testenv.Eventually(t, 10*time.Second, "takeover of the dead dispatcher's queues", func() bool { return held(d1.ID()) == cfg.Queues })
 
 	d2, stop2 := runDispatcher(t, store, cfg)
-	waitFor(t, 10*time.Second, "rebalance on join", func() bool {
+	testenv.Eventually(t, 10*time.Second, "rebalance on join", func() bool {
 		return held(d1.ID()) == cfg.Queues/2 && held(d2.ID()) == cfg.Queues/2
 	})
 	require.NoError(t, stop2())
-	waitFor(t, 10*time.Second, "queues back after leave", func() bool { return held(d1.ID()) == cfg.Queues })
+	testenv.Eventually(t, 10*time.Second, "queues back after leave", func() bool { return held(d1.ID()) == cfg.Queues })
 }
 
 // TestSSRFRefusedAtConnectTime: the endpoint's name resolved to a public
@@ -252,11 +253,8 @@ func TestSSRFRefusedAtConnectTime(t *testing.T) {
 
 	m := dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, Queues: 8})
 	d2 := New(testLogger(t), cfg, store, nil, nil)
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- d2.Run(runCtx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	waitFor(t, 20*time.Second, "refused attempt recorded", func() bool {
+	testenv.Go(t, "the dispatcher", d2.Run)
+	testenv.Eventually(t, 20*time.Second, "refused attempt recorded", func() bool {
 		atts, err := store.AttemptsForDelivery(ctx, m.DeliveryIDs[0])
 		require.NoError(t, err)
 		return len(atts) == 1 && atts[0].Outcome == OutcomeRefused

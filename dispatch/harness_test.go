@@ -1,9 +1,9 @@
 package dispatch
 
 import (
-	"context"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hookrelay/hookrelay/db"
+	"github.com/hookrelay/hookrelay/internal/testenv"
 )
 
 // received is one request a sink got.
@@ -71,19 +72,6 @@ func (s *sink) requests() []received {
 	return append([]received(nil), s.got...)
 }
 
-// waitFor polls cond (on sink activity or every 20 ms) until it holds or
-// the timeout passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // testConfig is a dispatcher configuration for fast tests.
 func testConfig() Config {
 	return Config{
@@ -97,41 +85,94 @@ func testConfig() Config {
 	}
 }
 
-func testLogger(t testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-}
-
-type testWriter struct{ t testing.TB }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(string(p))
-	return len(p), nil
-}
+// testLogger logs warnings and errors into the test's output.
+func testLogger(t testing.TB) *slog.Logger { return testenv.Logger(t, slog.LevelWarn) }
 
 // runDispatcher starts a dispatcher and returns it with a stop function
 // (also called at cleanup) that returns Run's error.
 func runDispatcher(t *testing.T, store *db.DB, cfg Config) (*Dispatcher, func() error) {
 	t.Helper()
 	d := New(testLogger(t), cfg, store, nil, nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
-	var once sync.Once
-	var err error
-	stop := func() error {
-		once.Do(func() {
-			cancel()
-			select {
-			case err = <-done:
-			case <-time.After(30 * time.Second):
-				t.Error("dispatcher did not stop")
-			}
-		})
-		return err
+	return d, startDispatcher(t, d)
+}
+
+// startDispatcher runs d (its test signals set, if any) as runDispatcher
+// does.
+func startDispatcher(t *testing.T, d *Dispatcher) (stop func() error) {
+	t.Helper()
+	stop = testenv.Go(t, "the dispatcher", d.Run)
+	testenv.Eventually(t, 10*time.Second, "dispatcher registration", func() bool { return d.ID() != 0 })
+	return stop
+}
+
+// claimWatch records the claims of a dispatcher's claim loops (its
+// test.claimed signal), to tell when each is paused: a loop whose claim over
+// every queue it holds found nothing waits, until a wake-up or the end of
+// its pause (IdlePoll), before it claims again.
+type claimWatch struct {
+	d     *Dispatcher
+	mu    sync.Mutex // mu guards loops
+	loops map[int]loopClaims
+}
+
+// loopClaims is what a claim loop's claims so far were.
+type loopClaims struct {
+	n     int // claims
+	over  int // queues the last one covered
+	found int // rows the last one leased
+}
+
+// watchClaims starts recording d's claims; call it before Run.
+func watchClaims(d *Dispatcher) *claimWatch {
+	w := &claimWatch{d: d, loops: map[int]loopClaims{}}
+	d.test.claimed = func(part int, queues []int, rows int) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.loops[part] = loopClaims{n: w.loops[part].n + 1, over: len(queues), found: rows}
 	}
-	t.Cleanup(func() { _ = stop() })
-	waitFor(t, 10*time.Second, "dispatcher registration", func() bool { return d.ID() != 0 })
-	return d, stop
+	return w
+}
+
+// snapshot returns each loop's claims so far.
+func (w *claimWatch) snapshot() map[int]loopClaims {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return maps.Clone(w.loops)
+}
+
+// paused reports whether loop part's last claim was over every queue it
+// holds and found nothing; w.mu must be held.
+func (w *claimWatch) paused(part int) bool {
+	l := w.loops[part]
+	return l.n > 0 && l.found == 0 && l.over == len(w.d.heldQueues(part, w.d.cfg.ClaimLoops))
+}
+
+// waitPaused waits until every claim loop is paused with no wake-up
+// waiting for it. Given since (a snapshot), it waits only for the loops
+// that were paused then, and for each of them to have claimed again since
+// (a wake-up after the snapshot was taken, and its claim found nothing);
+// the others were waiting out a busy pause, which takes no wake-up.
+func (w *claimWatch) waitPaused(t *testing.T, since map[int]loopClaims) {
+	t.Helper()
+	testenv.Eventually(t, 10*time.Second, "every claim loop paused", func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		for part := range w.d.cfg.ClaimLoops {
+			if since != nil {
+				was, ok := since[part]
+				if !ok || was.found != 0 {
+					continue
+				}
+				if w.loops[part].n <= was.n {
+					return false
+				}
+			}
+			if !w.paused(part) || len(w.d.due[part]) > 0 {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // httpTestServer is an httptest.Server closed at cleanup.

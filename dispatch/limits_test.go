@@ -12,6 +12,7 @@ import (
 
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/db/dbtest"
+	"github.com/hookrelay/hookrelay/internal/testenv"
 )
 
 // TestEndpointLimits: max_in_flight bounds concurrent requests to an
@@ -26,7 +27,7 @@ func TestEndpointLimits(t *testing.T) {
 		cur++
 		peak = max(peak, cur)
 		mu.Unlock()
-		time.Sleep(30 * time.Millisecond)
+		time.Sleep(30 * time.Millisecond) // a slow endpoint: requests overlap
 		mu.Lock()
 		cur--
 		mu.Unlock()
@@ -40,7 +41,7 @@ func TestEndpointLimits(t *testing.T) {
 		dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{epBusy.ID, epRate.ID}, OrderingKey: fmt.Sprintf("L%d", i), Queues: 8})
 	}
 	runDispatcher(t, store, testConfig())
-	waitFor(t, 30*time.Second, "rate-limited deliveries", func() bool { return len(limited.requests()) == n })
+	testenv.Eventually(t, 30*time.Second, "rate-limited deliveries", func() bool { return len(limited.requests()) == n })
 	r := limited.requests()
 	require.GreaterOrEqual(t, r[n-1].At.Sub(r[0].At), 1500*time.Millisecond, "10 requests at 5/s take at least ~1.8 s")
 	mu.Lock()
@@ -82,18 +83,18 @@ func TestRetriedDeadLetterDoesNotWaitForItsChain(t *testing.T) {
 		}
 		return out
 	}
-	waitFor(t, 20*time.Second, "second delivered after the first died", func() bool { return len(s.requests()) == 3 })
+	testenv.Eventually(t, 20*time.Second, "second delivered after the first died", func() bool { return len(s.requests()) == 3 })
 	require.Equal(t, []string{`{"n":1}:500`, `{"n":1}:500`, `{"n":2}:200`}, bodies())
 
 	dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: "R", Queues: 8, Payload: []byte(`{"n":3}`)})
-	waitFor(t, 20*time.Second, "third throttled", func() bool { return len(s.requests()) == 4 })
+	testenv.Eventually(t, 20*time.Second, "third throttled", func() bool { return len(s.requests()) == 4 })
 	mu.Lock()
 	firstOK = true
 	mu.Unlock()
 	n, err := store.DeadLetterRetry(ctx, []int64{m1.DeliveryIDs[0]}, db.DeadLetterFilter{})
 	require.NoError(t, err)
 	require.EqualValues(t, 1, n)
-	waitFor(t, 20*time.Second, "retried dead letter delivered", func() bool { return len(s.requests()) == 5 })
+	testenv.Eventually(t, 20*time.Second, "retried dead letter delivered", func() bool { return len(s.requests()) == 5 })
 	require.Equal(t, `{"n":1}:200`, bodies()[4], "delivered while {n:3} of its key still waits")
 }
 
@@ -129,7 +130,7 @@ func TestRedirectAndTimeoutAreFailedAttempts(t *testing.T) {
 		}
 		return atts[0], true
 	}
-	waitFor(t, 20*time.Second, "both attempts recorded", func() bool {
+	testenv.Eventually(t, 20*time.Second, "both attempts recorded", func() bool {
 		_, a := outcome(mR.DeliveryIDs[0])
 		_, b := outcome(mS.DeliveryIDs[0])
 		return a && b
@@ -164,7 +165,7 @@ func TestHangingEndpointDoesNotStarveOthers(t *testing.T) {
 	cfg := testConfig()
 	cfg.Concurrency = 8 // far fewer slots than the hanging endpoint's due heads
 	runDispatcher(t, store, cfg)
-	waitFor(t, 20*time.Second, "healthy endpoint served", func() bool { return len(healthy.requests()) == keys })
+	testenv.Eventually(t, 20*time.Second, "healthy endpoint served", func() bool { return len(healthy.requests()) == keys })
 	require.LessOrEqual(t, hang.count(), cfg.Concurrency/4, "the hanging endpoint holds at most its share of slots")
 	require.Empty(t, hang.delivered(), "the hanging requests were still open all along")
 	hang.open()

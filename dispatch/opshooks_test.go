@@ -16,6 +16,7 @@ import (
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/db/dbtest"
+	"github.com/hookrelay/hookrelay/internal/testenv"
 )
 
 // requireSigned checks an ops request's Standard Webhooks headers with the
@@ -113,7 +114,7 @@ func TestOpsEventsDeliveredSigned(t *testing.T) {
 		}
 		return m
 	}
-	waitFor(t, 20*time.Second, "every event type", func() bool { return len(byType()) == len(hookrelay.OpsEventTypes) })
+	testenv.Eventually(t, 20*time.Second, "every event type", func() bool { return len(byType()) == len(hookrelay.OpsEventTypes) })
 	for _, r := range all.requests() {
 		requireSigned(t, allEP.Secret, r)
 		require.Equal(t, "application/json", r.Header.Get("Content-Type"))
@@ -150,9 +151,9 @@ func TestOpsEventsDeliveredSigned(t *testing.T) {
 	require.Equal(t, "7", got[hookrelay.OpsReplayFinished][0].Data["replay_id"])
 
 	// The subscriber of endpoint.enabled alone got that one event.
-	waitFor(t, 5*time.Second, "the filtered subscriber", func() bool { return len(opsEvents(t, only)) == 1 })
+	testenv.Eventually(t, 5*time.Second, "the filtered subscriber", func() bool { return len(opsEvents(t, only)) == 1 })
 	require.Equal(t, hookrelay.OpsEndpointEnabled, opsEvents(t, only)[0].Type)
-	waitFor(t, 5*time.Second, "the ops queue empty", func() bool {
+	testenv.Eventually(t, 5*time.Second, "the ops queue empty", func() bool {
 		n, err := store.OpsDeliveryCount(ctx)
 		return err == nil && n == 0
 	})
@@ -175,13 +176,22 @@ func TestOpsDeadLettersCoalesced(t *testing.T) {
 	}
 	cfg := opsConfig()
 	cfg.CircuitThreshold = 1000
-	// The window must cover all 100 attempts (a dead letter after it closes
-	// makes a second event); 10 s leaves room for a machine loaded by the
-	// other packages' tests.
-	cfg.OpsCoalesce = 10 * time.Second
+	// The window stays open while the 100 attempts are made, however long
+	// they take (a dead letter after it closed would make a second event):
+	// the window closes when a dispatcher with a shorter one takes over.
+	cfg.OpsCoalesce = time.Hour
+	_, stop := runDispatcher(t, store, cfg)
+	testenv.Eventually(t, 40*time.Second, "the 50 dead letters", func() bool {
+		dl, err := store.DeadLetterList(ctx, db.DeadLetterFilter{EndpointID: ep.ID}, db.DeadLetterPage{}, 100)
+		require.NoError(t, err)
+		return len(dl) == 50
+	})
+	require.NoError(t, stop())
+	require.Empty(t, opsEvents(t, ops), "no event while the window is open")
+	cfg.OpsCoalesce = time.Millisecond
 	runDispatcher(t, store, cfg)
-	waitFor(t, 40*time.Second, "the coalesced event", func() bool { return len(opsEvents(t, ops)) > 0 })
-	time.Sleep(3 * cfg.OpsPoll) // a second event would come now
+	testenv.Eventually(t, 40*time.Second, "the coalesced event", func() bool { return len(opsEvents(t, ops)) > 0 })
+	time.Sleep(3 * cfg.OpsPoll) // a second event (a duplicate) would come now
 	evs := opsEvents(t, ops)
 	require.Len(t, evs, 1)
 	require.Len(t, dead.requests(), 100, "every message tried twice")
@@ -226,21 +236,21 @@ func TestOpsReceiverHangingDoesNotSlowDeliveries(t *testing.T) {
 	cfg.OpsTimeout = 5 * time.Second
 	d, _ := runDispatcher(t, store, cfg)
 	require.NoError(t, store.OpsReplayFinished(ctx, db.Replay{ID: 1, ReplaySpec: db.ReplaySpec{EndpointID: ep.ID}, State: db.ReplayFinished}))
-	waitFor(t, 5*time.Second, "the ops receiver hanging", func() bool { return opsTries.Load() == 1 })
+	testenv.Eventually(t, 5*time.Second, "the ops receiver hanging", func() bool { return opsTries.Load() == 1 })
 
 	const n = 40
 	for i := range n {
 		dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: fmt.Sprint("live-", i%4), Queues: 8})
 	}
-	waitFor(t, 10*time.Second, "merchant deliveries", func() bool { return len(merchant.requests()) == n })
+	testenv.Eventually(t, 10*time.Second, "merchant deliveries", func() bool { return len(merchant.requests()) == n })
 	require.False(t, hung.Load(), "merchant deliveries waited for the ops receiver")
 	require.EqualValues(t, 1, opsTries.Load(), "the ops receiver was still hanging")
 
 	// It times out and is retried: the third attempt is answered.
-	waitFor(t, 30*time.Second, "the ops message delivered", func() bool { return len(opsEvents(t, opsRecv)) == 1 })
+	testenv.Eventually(t, 30*time.Second, "the ops message delivered", func() bool { return len(opsEvents(t, opsRecv)) == 1 })
 	require.GreaterOrEqual(t, opsTries.Load(), int32(3))
 	close(release)
-	waitFor(t, 5*time.Second, "the delivered attempt counted", func() bool {
+	testenv.Eventually(t, 5*time.Second, "the delivered attempt counted", func() bool {
 		return metricValue(t, d.metrics.opsAttempts.WithLabelValues("delivered")) == 1
 	})
 	require.GreaterOrEqual(t, metricValue(t, d.metrics.opsAttempts.WithLabelValues("retried")), 2.0)
@@ -268,7 +278,7 @@ func TestOpsMessageDroppedAfterItsAttempts(t *testing.T) {
 	cfg.OpsAttempts = 3
 	d, _ := runDispatcher(t, store, cfg)
 	require.NoError(t, store.OpsReplayFinished(ctx, db.Replay{ID: 1, ReplaySpec: db.ReplaySpec{EndpointID: ep.ID}, State: db.ReplayFinished}))
-	waitFor(t, 10*time.Second, "the message given up", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the message given up", func() bool {
 		return metricValue(t, d.metrics.opsAttempts.WithLabelValues("dropped")) == 1
 	})
 	require.EqualValues(t, 3, tries.Load())
@@ -280,6 +290,6 @@ func TestOpsMessageDroppedAfterItsAttempts(t *testing.T) {
 	var left int
 	require.NoError(t, conn.QueryRow(ctx, "SELECT count(*) FROM ops_deliveries").Scan(&left))
 	require.Zero(t, left, "the message is deleted")
-	time.Sleep(5 * cfg.OpsRetryBase)
+	time.Sleep(5 * cfg.OpsRetryBase) // for an attempt that should not come
 	require.EqualValues(t, 3, tries.Load(), "no attempt after it was given up")
 }

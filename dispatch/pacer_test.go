@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookrelay/hookrelay/db/dbtest"
+	"github.com/hookrelay/hookrelay/internal/testenv"
 )
 
 // fakeClock is a clock the test moves by hand.
@@ -72,7 +73,7 @@ func TestMaxRateCapsClaims(t *testing.T) {
 	cfg.BatchSize = 25
 	start := time.Now()
 	runDispatcher(t, store, cfg)
-	waitFor(t, 30*time.Second, "all deliveries", func() bool { return len(s.requests()) >= n })
+	testenv.Eventually(t, 30*time.Second, "all deliveries", func() bool { return len(s.requests()) >= n })
 	// 25 at once from the full bucket, then 125 at 200/s: at least 625 ms
 	// (without the cap a loopback sink takes all 150 in well under 200 ms).
 	require.GreaterOrEqual(t, time.Since(start), 600*time.Millisecond)

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookrelay/hookrelay/db/dbtest"
+	"github.com/hookrelay/hookrelay/internal/testenv"
 	"github.com/hookrelay/hookrelay/storage"
 )
 
@@ -36,16 +37,12 @@ func TestOffloadedPayloads(t *testing.T) {
 	store := dbtest.New(t)
 	ctx := context.Background()
 	addr, dir := freeAddr(t), t.TempDir()
-	emb, err := storage.StartEmbedded(ctx, nil, addr, dir)
-	require.NoError(t, err)
-	payloads, err := storage.New(ctx, emb.Config())
-	require.NoError(t, err)
-	t.Cleanup(payloads.Close)
-	require.NoError(t, payloads.EnsureBucket(ctx))
+	emb := testenv.StartS3(t, nil, addr, dir)
+	payloads := testenv.Payloads(t, emb)
 
 	big := []byte(`{"tracking_no":"BIG","label":"` + strings.Repeat("x", 20000) + `"}`)
 	key := storage.PayloadKey(time.Now(), "big-1")
-	_, err = payloads.Put(ctx, key, big)
+	_, err := payloads.Put(ctx, key, big)
 	require.NoError(t, err)
 	sum := sha256.Sum256(big)
 
@@ -56,12 +53,9 @@ func TestOffloadedPayloads(t *testing.T) {
 
 	cfg := testConfig()
 	d := New(testLogger(t), cfg, store, payloads, nil)
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- d.Run(runCtx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	testenv.Go(t, "the dispatcher", d.Run)
 
-	waitFor(t, 20*time.Second, "both deliveries", func() bool { return len(inline.requests()) == 1 && len(ref.requests()) == 1 })
+	testenv.Eventually(t, 20*time.Second, "both deliveries", func() bool { return len(inline.requests()) == 1 && len(ref.requests()) == 1 })
 	require.Equal(t, big, inline.requests()[0].Body)
 	var env struct {
 		Type   string `json:"type"`
@@ -85,7 +79,7 @@ func TestOffloadedPayloads(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, emb.Close())
 	m := dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{epInline.ID}, OrderingKey: "BIG2", Queues: 8, Payload: big, PayloadKey: key2})
-	waitFor(t, 30*time.Second, "failed attempt recorded", func() bool {
+	testenv.Eventually(t, 30*time.Second, "failed attempt recorded", func() bool {
 		atts, err := store.AttemptsForDelivery(ctx, m.DeliveryIDs[0])
 		require.NoError(t, err)
 		return len(atts) >= 1
@@ -99,10 +93,8 @@ func TestOffloadedPayloads(t *testing.T) {
 	}
 	require.Len(t, inline.requests(), 1)
 
-	emb2, err := storage.StartEmbedded(ctx, nil, addr, dir)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = emb2.Close() })
-	waitFor(t, 30*time.Second, "delivery after the store is back", func() bool { return len(inline.requests()) == 2 })
+	testenv.StartS3(t, nil, addr, dir)
+	testenv.Eventually(t, 30*time.Second, "delivery after the store is back", func() bool { return len(inline.requests()) == 2 })
 	r := inline.requests()[1]
 	require.Equal(t, big, r.Body)
 	require.Equal(t, "1", r.Header.Get("X-Hookrelay-Attempt"), "the outage spent no attempt")
@@ -121,7 +113,7 @@ func TestShutdownReleasesInFlight(t *testing.T) {
 	cfg := testConfig()
 	cfg.Lease, cfg.DrainTimeout = time.Minute, 200*time.Millisecond
 	d, stop := runDispatcher(t, store, cfg)
-	waitFor(t, 20*time.Second, "delivery in flight", func() bool { return g.count() == 1 })
+	testenv.Eventually(t, 20*time.Second, "delivery in flight", func() bool { return g.count() == 1 })
 	require.NoError(t, stop())
 
 	counts, err := store.DeliveryQueueCounts(ctx)
@@ -139,5 +131,5 @@ func TestShutdownReleasesInFlight(t *testing.T) {
 
 	g.open()
 	runDispatcher(t, store, testConfig())
-	waitFor(t, 20*time.Second, "delivered by the next dispatcher", func() bool { return len(g.delivered()) == 1 })
+	testenv.Eventually(t, 20*time.Second, "delivered by the next dispatcher", func() bool { return len(g.delivered()) == 1 })
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookrelay/hookrelay/db/dbtest"
+	"github.com/hookrelay/hookrelay/internal/testenv"
 )
 
 // connectProxy is a loopback HTTP proxy that only tunnels (CONNECT), asks
@@ -191,7 +192,7 @@ func TestEgressProxyCarriesDeliveries(t *testing.T) {
 			Payload: fmt.Appendf(nil, `{"tracking_no":"T1","seq":%d}`, i)})
 	}
 	_, stop := runDispatcher(t, store, cfg)
-	waitFor(t, 20*time.Second, "every delivery through the proxy", func() bool {
+	testenv.Eventually(t, 20*time.Second, "every delivery through the proxy", func() bool {
 		tlsGot.Lock()
 		n := len(tlsHosts)
 		tlsGot.Unlock()

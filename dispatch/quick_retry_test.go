@@ -13,6 +13,7 @@ import (
 
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/db/dbtest"
+	"github.com/hookrelay/hookrelay/internal/testenv"
 )
 
 // TestOrderedHeadFailingOnceIsRetriedQuickly: the head of a key's chain
@@ -42,9 +43,9 @@ func TestOrderedHeadFailingOnceIsRetriedQuickly(t *testing.T) {
 	cfg.QuickRetries = nil // the defaults
 	runDispatcher(t, store, cfg)
 
-	waitFor(t, 10*time.Second, "the head's failure", func() bool { return len(s.requests()) > 0 })
+	testenv.Eventually(t, 10*time.Second, "the head's failure", func() bool { return len(s.requests()) > 0 })
 	sawParked := false
-	waitFor(t, 10*time.Second, "the head's retry", func() bool {
+	testenv.Eventually(t, 10*time.Second, "the head's retry", func() bool {
 		counts, err := store.DeliveryQueueCounts(ctx)
 		require.NoError(t, err)
 		for _, c := range counts {
@@ -53,7 +54,7 @@ func TestOrderedHeadFailingOnceIsRetriedQuickly(t *testing.T) {
 		return len(s.requests()) > 1
 	})
 	require.True(t, sawParked, "the successors waited parked behind the failed head")
-	waitFor(t, 10*time.Second, "the whole chain", func() bool { return len(s.requests()) == n+1 })
+	testenv.Eventually(t, 10*time.Second, "the whole chain", func() bool { return len(s.requests()) == n+1 })
 
 	reqs := s.requests()
 	require.Equal(t, `{"n":1}`, string(reqs[0].Body))
@@ -114,7 +115,7 @@ func TestUnorderedDeliveriesOfAKeyGoTogether(t *testing.T) {
 		require.False(t, d.Ordered, "stored unordered")
 	}
 	runDispatcher(t, store, testConfig())
-	waitFor(t, 20*time.Second, "every delivery", func() bool {
+	testenv.Eventually(t, 20*time.Second, "every delivery", func() bool {
 		for _, id := range ids {
 			d, _, err := store.DeliveryGet(ctx, id)
 			require.NoError(t, err)

@@ -11,6 +11,7 @@ import (
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/db/dbtest"
+	"github.com/hookrelay/hookrelay/internal/testenv"
 )
 
 // TestSlowEndpointsKeepToTheirSlots: of 1,000 endpoints, 10 never answer
@@ -57,7 +58,7 @@ func TestSlowEndpointsKeepToTheirSlots(t *testing.T) {
 	runDispatcher(t, store, cfg)
 	// Generous: under the race detector on a loaded 2-vCPU machine a
 	// thousand endpoints' first deliveries take minutes.
-	waitFor(t, 5*time.Minute, "the fast endpoints served", func() bool {
+	testenv.Eventually(t, 5*time.Minute, "the fast endpoints served", func() bool {
 		return len(fast.requests()) == endpoints-slowOnes
 	})
 	t.Logf("%d fast deliveries in %s", endpoints-slowOnes, time.Since(start).Round(time.Millisecond))

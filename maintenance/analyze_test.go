@@ -83,11 +83,11 @@ func TestAnalyzesHistoryPartitionsWhileSmall(t *testing.T) {
 	}
 	// expect waits for the partition's count-th ANALYZE (after its
 	// statistics show the rows), or, when none more is due, gives the loop
-	// a dozen checks and finds none.
+	// a dozen checks (600 ms of them) and finds none.
 	expect := func(count int64) {
 		t.Helper()
 		if c, _ := analyzed(); c == count {
-			time.Sleep(600 * time.Millisecond)
+			r.waitVacuumCheck(t, time.Now().Add(600*time.Millisecond))
 			c, _ = analyzed()
 			require.Equal(t, count, c, "ANALYZEs of %s at %d rows", part, total)
 			return

@@ -1,6 +1,7 @@
 package maintenance
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,8 +18,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookrelay/hookrelay/db"
-	"github.com/hookrelay/hookrelay/db/dbtest"
 	"github.com/hookrelay/hookrelay/internal/logtest"
+	"github.com/hookrelay/hookrelay/internal/testenv"
 	"github.com/hookrelay/hookrelay/storage"
 )
 
@@ -68,22 +69,12 @@ type bundle struct {
 
 func setup(t *testing.T) *bundle {
 	t.Helper()
-	url := dbtest.NewURL(t)
-	store := dbtest.Open(t, url, db.Config{})
-	conn, err := pgx.Connect(t.Context(), url)
+	env := testenv.New(t, testenv.Options{LogLevel: slog.LevelDebug, LogS3: true})
+	conn, err := pgx.Connect(t.Context(), env.DBURL)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close(context.Background()) })
-	logs := &logtest.Buffer{}
-	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	emb, err := storage.StartEmbedded(t.Context(), logger, "127.0.0.1:0", t.TempDir())
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = emb.Close() })
-	payloads, err := storage.New(t.Context(), emb.Config())
-	require.NoError(t, err)
-	t.Cleanup(payloads.Close)
-	require.NoError(t, payloads.EnsureBucket(t.Context()))
-	return &bundle{url: url, store: store, sql: conn, payloads: payloads,
-		clock: &fakeClock{now: time.Now().UTC()}, logs: logs, logger: logger}
+	return &bundle{url: env.DBURL, store: env.DB, sql: conn, payloads: env.Payloads,
+		clock: &fakeClock{now: time.Now().UTC()}, logs: env.Logs, logger: env.Logger}
 }
 
 // running is a Maintainer whose Run goroutine the test owns.
@@ -92,6 +83,20 @@ type running struct {
 	reg     *prometheus.Registry
 	reports chan RetentionReport
 	stop    func()
+
+	mu          sync.Mutex // mu guards vacuumCheck
+	vacuumCheck time.Time  // when the last check of the hot tables started
+}
+
+// waitVacuumCheck waits until a check of the hot tables that started at
+// after or later (any check, for the zero time) is done.
+func (r *running) waitVacuumCheck(t *testing.T, after time.Time) {
+	t.Helper()
+	testenv.Eventually(t, 30*time.Second, "a check of the hot tables", func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return !r.vacuumCheck.IsZero() && !r.vacuumCheck.Before(after)
+	})
 }
 
 // start runs a Maintainer with cfg (clock, reports and quiet defaults filled
@@ -101,36 +106,21 @@ func (b *bundle) start(t *testing.T, cfg Config) *running {
 	r := &running{reg: prometheus.NewRegistry(), reports: make(chan RetentionReport, 64)}
 	cfg.Now = b.clock.Now
 	cfg.OnRetention = func(rep RetentionReport) { r.reports <- rep }
-	cfg.RetentionInterval = cmpOr(cfg.RetentionInterval, time.Hour)
-	cfg.VacuumInterval = cmpOr(cfg.VacuumInterval, -1)
-	cfg.HealthInterval = cmpOr(cfg.HealthInterval, -1)
-	cfg.StatInterval = cmpOr(cfg.StatInterval, -1)
-	cfg.LockRetry = cmpOr(cfg.LockRetry, 50*time.Millisecond)
+	cfg.RetentionInterval = cmp.Or(cfg.RetentionInterval, time.Hour)
+	cfg.VacuumInterval = cmp.Or(cfg.VacuumInterval, -1)
+	cfg.HealthInterval = cmp.Or(cfg.HealthInterval, -1)
+	cfg.StatInterval = cmp.Or(cfg.StatInterval, -1)
+	cfg.LockRetry = cmp.Or(cfg.LockRetry, 50*time.Millisecond)
 	r.mt = New(b.logger, cfg, b.store, b.payloads, r.reg)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.mt.Run(ctx) }()
-	var once sync.Once
-	r.stop = func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				require.NoError(t, err)
-			case <-time.After(30 * time.Second):
-				t.Error("maintainer did not stop")
-			}
-		})
+	r.mt.test.vacuumChecked = func(now time.Time) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.vacuumCheck = now
 	}
+	stop := testenv.Go(t, "the maintainer", r.mt.Run)
+	r.stop = func() { require.NoError(t, stop()) }
 	t.Cleanup(r.stop)
 	return r
-}
-
-func cmpOr(d, def time.Duration) time.Duration {
-	if d == 0 {
-		return def
-	}
-	return d
 }
 
 // pass waits for the retention pass run for the clock's current time,
@@ -313,17 +303,15 @@ func (b *bundle) settleCommits(t *testing.T, tables ...string) {
 		require.NoError(t, b.sql.QueryRow(ctx, "SELECT pg_current_xact_id()::text::bigint").Scan(&cur))
 	}
 	// ... and ended.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testenv.EventuallyErr(t, 30*time.Second, func() error {
 		var running int
 		require.NoError(t, b.sql.QueryRow(ctx, `SELECT count(*) FROM unnest($1::bigint[]) x
 			WHERE pg_xact_status(x::text::xid8) = 'in progress'`, xids).Scan(&running))
-		if running == 0 {
-			break
+		if running > 0 {
+			return fmt.Errorf("%d transactions of the rows' xid groups still running", running)
 		}
-		require.True(t, time.Now().Before(deadline), "%d transactions of the rows' xid groups still running", running)
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	// A synchronous commit flushes the WAL up to it, their commits included.
 	require.NoError(t, b.sql.QueryRow(ctx, "SELECT pg_current_xact_id()::text::bigint").Scan(new(int64)))
 }

@@ -29,6 +29,17 @@ type Maintainer struct {
 	payloads PayloadStore // nil: no S3 store, nothing to purge
 	m        *metrics
 	kick     chan struct{} // asks the holder for a retention pass now
+	// test lets this package's tests see inside the loops.
+	test testSignals
+}
+
+// testSignals are points in the maintainer's loops that a test of this
+// package observes. A test sets them before Run; nil does nothing, and the
+// product never sets them.
+type testSignals struct {
+	// vacuumChecked runs after each check of the hot tables (and the
+	// VACUUMs it ran) that started at now.
+	vacuumChecked func(now time.Time)
 }
 
 // New returns a Maintainer. payloads may be nil; reg receives the metrics

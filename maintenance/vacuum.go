@@ -146,6 +146,9 @@ func (mt *Maintainer) vacuumLoop(ctx context.Context) {
 			mt.m.vacuumSeconds.Observe(took.Seconds())
 			mt.logger.Debug("maintenance: vacuumed", "table", c.Table, "kind", kind, "dead", c.Dead, "live", c.Live, "took", took)
 		}
+		if mt.test.vacuumChecked != nil {
+			mt.test.vacuumChecked(now)
+		}
 		if mt.cfg.HistoryAnalyzeInterval > 0 && time.Now().After(nextHistoryAnalyze) {
 			// The next check waits the interval, or an ANALYZE's duration
 			// over VacuumBudget when longer.

@@ -70,8 +70,8 @@ func TestAnalyzesTableThatOutgrewItsStatistics(t *testing.T) {
 	require.InDelta(t, 20000, tuples, 2000, "the planner's row count after the ANALYZE")
 	require.Zero(t, value(t, r.mt.m.vacuums.WithLabelValues("deliveries")), "no dead tuples: no VACUUM")
 
-	// The count now matches: no further ANALYZE.
-	time.Sleep(300 * time.Millisecond)
+	// The count now matches: no further ANALYZE in the checks of 300 ms.
+	r.waitVacuumCheck(t, time.Now().Add(300*time.Millisecond))
 	require.Equal(t, 1.0, value(t, r.mt.m.analyzes.WithLabelValues("deliveries")))
 }
 
@@ -302,7 +302,7 @@ func TestChurningTableGetsRegularHeapPasses(t *testing.T) {
 	b.fillDeliveries(t, 2000)
 	r := b.start(t, Config{RetentionInterval: -1, VacuumInterval: 50 * time.Millisecond, VacuumChurnWindow: 500 * time.Millisecond,
 		VacuumDeadSpace: 1e-6})
-	time.Sleep(200 * time.Millisecond) // the first check records the counter
+	r.waitVacuumCheck(t, time.Time{}) // the first check records the counter
 	vacuums := func() float64 { return value(t, r.mt.m.vacuums.WithLabelValues("deliveries")) }
 	before := vacuums()
 
@@ -314,9 +314,9 @@ func TestChurningTableGetsRegularHeapPasses(t *testing.T) {
 	require.GreaterOrEqual(t, got, float64(churned/(300*time.Millisecond)), "heap passes while churning (%v)", churned)
 
 	// The churn has stopped: within the window (and a tick) the passes stop.
-	time.Sleep(700 * time.Millisecond)
+	r.waitVacuumCheck(t, time.Now().Add(700*time.Millisecond))
 	settled := vacuums()
-	time.Sleep(time.Second)
+	time.Sleep(time.Second) // for a VACUUM that should not come
 	require.Equal(t, settled, vacuums(), "no VACUUM once the table is quiet")
 }
 
@@ -329,7 +329,7 @@ func TestChurnGapFollowsTheHeap(t *testing.T) {
 	b := setup(t)
 	b.fillDeliveries(t, 2000)
 	r := b.start(t, Config{RetentionInterval: -1, VacuumInterval: 50 * time.Millisecond})
-	time.Sleep(200 * time.Millisecond) // the first check records the counter
+	r.waitVacuumCheck(t, time.Time{}) // the first check records the counter
 	vacuums := func() float64 { return value(t, r.mt.m.vacuums.WithLabelValues("deliveries")) }
 	b.churn(t, 0, 15) // until the rate is known
 	before := vacuums()

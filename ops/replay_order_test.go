@@ -16,6 +16,7 @@ import (
 
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/db/dbtest"
+	"github.com/hookrelay/hookrelay/internal/testenv"
 	"github.com/hookrelay/hookrelay/ops"
 )
 
@@ -153,7 +154,7 @@ func TestReplayOrderPerKeyBesideLiveStream(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	waitReplay(t, s, rp.ID, db.ReplayFinished)
-	waitUntil(t, 60*time.Second, "every delivery", func() bool { return sk.count() >= n+nLive })
+	testenv.Eventually(t, 60*time.Second, "every delivery", func() bool { return sk.count() >= n+nLive })
 
 	replayedOrder := map[string][]int64{}
 	liveOrder := map[string][]int64{}
@@ -251,7 +252,7 @@ func TestReplayOfAKeyStillBeingReplayedWaits(t *testing.T) {
 	second = waitReplay(t, s, second.ID, db.ReplayFinished)
 	require.Equal(t, int64(n), second.Done)
 	require.Zero(t, second.Failed)
-	waitUntil(t, 30*time.Second, "both replays", func() bool { return sk.count() >= 2*n })
+	testenv.Eventually(t, 30*time.Second, "both replays", func() bool { return sk.count() >= 2*n })
 	var order []int64
 	for _, a := range sk.received() {
 		require.Equal(t, "W0", a.key)
@@ -284,7 +285,7 @@ func TestReplayedDeadLetterKeepsItsKey(t *testing.T) {
 	runRunner(t, store, ops.ReplayConfig{Interval: 20 * time.Millisecond})
 	waitReplay(t, s, rp.ID, db.ReplayFinished)
 	for id := base + 1; id <= base+n; id++ {
-		waitUntil(t, 30*time.Second, "a dead letter", func() bool {
+		testenv.Eventually(t, 30*time.Second, "a dead letter", func() bool {
 			d, _, err := s.Delivery(ctx, ops.Actor{}, int64(id))
 			require.NoError(t, err)
 			return d.State == db.DeliveryDead

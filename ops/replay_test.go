@@ -20,6 +20,7 @@ import (
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/db/dbtest"
 	"github.com/hookrelay/hookrelay/dispatch"
+	"github.com/hookrelay/hookrelay/internal/testenv"
 	"github.com/hookrelay/hookrelay/ops"
 )
 
@@ -76,41 +77,21 @@ func runDispatcher(t *testing.T, store *db.DB) {
 		IdlePoll: 10 * time.Millisecond, DrainTimeout: 2 * time.Second, RetryJitter: -1,
 		HoldDelay: 100 * time.Millisecond, EndpointCacheTTL: 50 * time.Millisecond,
 	}, store, nil, nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = d.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	testenv.Go(t, "the dispatcher", d.Run)
 }
 
 // runRunner runs a replay runner until the returned stop is called (or the
 // test ends).
 func runRunner(t *testing.T, store *db.DB, cfg ops.ReplayConfig) (stop func()) {
 	t.Helper()
-	r := ops.NewReplayRunner(quietLogger(), cfg, store)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = r.Run(ctx) }()
-	var once sync.Once
-	stop = func() { once.Do(func() { cancel(); <-done }) }
-	t.Cleanup(stop)
-	return stop
-}
-
-func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	stopRunner := testenv.Go(t, "the replay runner", ops.NewReplayRunner(quietLogger(), cfg, store).Run)
+	return func() { _ = stopRunner() }
 }
 
 func waitReplay(t *testing.T, s *ops.Service, id int64, state string) db.Replay {
 	t.Helper()
 	var rp db.Replay
-	waitUntil(t, 3*time.Minute, "replay "+state, func() bool {
+	testenv.Eventually(t, 3*time.Minute, "replay "+state, func() bool {
 		var err error
 		rp, err = s.Replay(context.Background(), ops.Actor{}, id)
 		require.NoError(t, err)
@@ -180,12 +161,12 @@ func TestReplayStatuses(t *testing.T) {
 		}
 	}
 	runDispatcher(t, store)
-	waitUntil(t, 30*time.Second, "the first deliveries", func() bool { return sk.count() == 6 })
+	testenv.Eventually(t, 30*time.Second, "the first deliveries", func() bool { return sk.count() == 6 })
 
 	start := func(req ops.ReplayRequest) db.Replay {
 		t.Helper()
 		// The results of what the sink answered are in the history first.
-		waitUntil(t, 30*time.Second, "an empty queue", func() bool {
+		testenv.Eventually(t, 30*time.Second, "an empty queue", func() bool {
 			p, err := store.DeliveryListPending(ctx, ep.ID, 0, 1)
 			require.NoError(t, err)
 			return len(p) == 0
@@ -203,7 +184,7 @@ func TestReplayStatuses(t *testing.T) {
 	require.Equal(t, int64(6), rp.Done)
 	require.Zero(t, rp.Failed)
 	require.NotNil(t, rp.FinishedAt)
-	waitUntil(t, 30*time.Second, "the replayed deliveries", func() bool { return sk.count() == 12 })
+	testenv.Eventually(t, 30*time.Second, "the replayed deliveries", func() bool { return sk.count() == 12 })
 	again := map[string][]int64{}
 	for _, g := range sk.received()[6:] {
 		again[g.key] = append(again[g.key], g.msgID)
@@ -218,7 +199,7 @@ func TestReplayStatuses(t *testing.T) {
 	require.Equal(t, int64(1), rp.Total)
 	rp = waitReplay(t, s, rp.ID, db.ReplayFinished)
 	require.Equal(t, int64(1), rp.Done)
-	waitUntil(t, 30*time.Second, "the replayed dead letter", func() bool { return sk.count() == 13 })
+	testenv.Eventually(t, 30*time.Second, "the replayed dead letter", func() bool { return sk.count() == 13 })
 	require.Equal(t, dead, sk.received()[12].msgID)
 	n, err := store.DeadLetterCountForEndpoint(ctx, ep.ID)
 	require.NoError(t, err)
@@ -229,7 +210,7 @@ func TestReplayStatuses(t *testing.T) {
 	require.Equal(t, int64(3), rp.Total)
 	rp = waitReplay(t, s, rp.ID, db.ReplayFinished)
 	require.Equal(t, int64(3), rp.Done)
-	waitUntil(t, 30*time.Second, "the replay of A", func() bool { return sk.count() == 16 })
+	testenv.Eventually(t, 30*time.Second, "the replay of A", func() bool { return sk.count() == 16 })
 	for _, g := range sk.received()[13:] {
 		require.Equal(t, "A", g.key)
 	}
@@ -384,7 +365,7 @@ func TestReplayBesideLiveTraffic(t *testing.T) {
 	}
 	require.GreaterOrEqual(t, len(live), 10, "the replay ran beside the live callbacks")
 	waitReplay(t, s, rp.ID, db.ReplayFinished)
-	waitUntil(t, 60*time.Second, "every delivery", func() bool { return sk.count() >= n+len(live) })
+	testenv.Eventually(t, 60*time.Second, "every delivery", func() bool { return sk.count() >= n+len(live) })
 
 	var replayed, liveOrder []int64
 	var worst time.Duration
@@ -446,7 +427,7 @@ func TestReplayResumesAfterRunnerStops(t *testing.T) {
 		worst, sum = max(worst, b.Tx), sum+b.Tx
 	}}
 	stop := runRunner(t, store, cfg)
-	waitUntil(t, 5*time.Minute, "half the replay", func() bool {
+	testenv.Eventually(t, 5*time.Minute, "half the replay", func() bool {
 		cur, err := s.Replay(ctx, ops.Actor{}, rp.ID)
 		require.NoError(t, err)
 		return cur.Done >= n/2
@@ -455,7 +436,7 @@ func TestReplayResumesAfterRunnerStops(t *testing.T) {
 	runRunner(t, store, cfg)
 	final := waitReplay(t, s, rp.ID, db.ReplayFinished)
 	require.Equal(t, int64(n), final.Done, "each delivery queued once")
-	waitUntil(t, 5*time.Minute, "every delivery", func() bool { return sk.count() >= n })
+	testenv.Eventually(t, 5*time.Minute, "every delivery", func() bool { return sk.count() >= n })
 
 	seen := map[int64]int{}
 	for _, g := range sk.received() {

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookrelay/hookrelay/internal/testenv"
 	"github.com/hookrelay/hookrelay/storage"
 )
 
@@ -228,6 +229,10 @@ func TestDirectCloseDuringPuts(t *testing.T) {
 	const workers, each = 8, 40
 	stored := make([][]string, workers)
 	var wg sync.WaitGroup
+	// underWay is closed once a put is on disk: Close comes while the
+	// others are in flight.
+	underWay := make(chan struct{})
+	var once sync.Once
 	for w := range workers {
 		wg.Go(func() {
 			for i := range each {
@@ -239,10 +244,11 @@ func TestDirectCloseDuringPuts(t *testing.T) {
 					return
 				}
 				stored[w] = append(stored[w], key)
+				once.Do(func() { close(underWay) })
 			}
 		})
 	}
-	time.Sleep(5 * time.Millisecond)
+	testenv.WaitFor(t, underWay, 30*time.Second, "the first put")
 	require.NoError(t, e.Close())
 	wg.Wait()
 

@@ -31,8 +31,12 @@ func TestCloseCutsSilentConnections(t *testing.T) {
 	c, err := net.Dial("tcp", strings.TrimPrefix(e.URL(), "http://"))
 	require.NoError(t, err)
 	defer c.Close()
-	// Let the server accept it (if it has not, Close passes for another reason).
-	time.Sleep(100 * time.Millisecond)
+	// The server has accepted it (ConnState reported it new).
+	require.Eventually(t, func() bool {
+		e.idleNewMu.Lock()
+		defer e.idleNewMu.Unlock()
+		return len(e.idleNew) == 1
+	}, 10*time.Second, 5*time.Millisecond, "the connection accepted")
 	start := time.Now()
 	require.NoError(t, e.Close())
 	require.Less(t, time.Since(start), 2*time.Second)

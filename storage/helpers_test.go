@@ -7,18 +7,16 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookrelay/hookrelay/internal/testenv"
 	"github.com/hookrelay/hookrelay/storage"
 )
 
 // startEmbedded starts an embedded server on a free loopback port, serving
-// dir, and closes it when the test ends.
+// dir, logging warnings into the test's output, and closes it when the test
+// ends.
 func startEmbedded(t *testing.T, dir string) *storage.Embedded {
 	t.Helper()
-	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	e, err := storage.StartEmbedded(t.Context(), logger, "127.0.0.1:0", dir)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, e.Close()) })
-	return e
+	return testenv.StartS3(t, testenv.Logger(t, slog.LevelWarn), "127.0.0.1:0", dir)
 }
 
 // newStore returns a Store for cfg, closed when the test ends.
@@ -35,9 +33,7 @@ func newStore(t *testing.T, cfg storage.Config) *storage.Store {
 func setup(t *testing.T) (*storage.Store, *storage.Embedded) {
 	t.Helper()
 	e := startEmbedded(t, t.TempDir())
-	s := newStore(t, e.Config())
-	require.NoError(t, s.EnsureBucket(t.Context()))
-	return s, e
+	return testenv.Payloads(t, e), e
 }
 
 // randomBytes returns n random bytes.

@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"html"
 	"io"
 	"net/http"
@@ -20,6 +21,7 @@ import (
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/db/dbtest"
 	"github.com/hookrelay/hookrelay/internal/apitest"
+	"github.com/hookrelay/hookrelay/internal/testenv"
 )
 
 // waitForPartitionsAhead waits until the maintenance role has created the day
@@ -29,18 +31,16 @@ import (
 func waitForPartitionsAhead(t *testing.T, store *db.DB, ahead int) {
 	t.Helper()
 	want := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, ahead)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testenv.Eventually(t, 30*time.Second, fmt.Sprintf("maintenance to create the partitions %d days ahead", ahead), func() bool {
 		parts, err := store.Partitions(context.Background())
 		require.NoError(t, err)
 		for _, p := range parts {
 			if p.Parent == "idempotency_keys" && !p.Day.Before(want) {
-				return
+				return true
 			}
 		}
-		require.True(t, time.Now().Before(deadline), "maintenance created no partitions %d days ahead", ahead)
-		time.Sleep(20 * time.Millisecond)
-	}
+		return false
+	})
 }
 
 // uiClient is a browser-like HTTP client: a cookie jar, no redirects followed.
@@ -302,16 +302,11 @@ func TestWebMessagePayloadsAndSecretRotation(t *testing.T) {
 	failing, _ := dbtest.Endpoint(t, f.store, &dbtest.EndpointOpts{MerchantID: m.ID, URL: "http://127.0.0.1:9/refused"})
 	msg := dbtest.Message(t, f.store, &dbtest.MessageOpts{EndpointIDs: []int64{failing.ID}})
 	did := strconv.FormatInt(msg.DeliveryIDs[0], 10)
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	testenv.Eventually(t, 60*time.Second, "the delivery's first attempt", func() bool {
 		v, err := f.store.DashboardDelivery(ctx, msg.DeliveryIDs[0])
 		require.NoError(t, err)
-		if v.Pending != nil && v.Pending.Attempt >= 1 && v.Pending.VisibleAt.After(time.Now()) {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "the delivery was not attempted")
-		time.Sleep(20 * time.Millisecond)
-	}
+		return v.Pending != nil && v.Pending.Attempt >= 1 && v.Pending.VisibleAt.After(time.Now())
+	})
 	resp, page = mc.do("GET", "/ui/m/deliveries/"+did, nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Contains(t, page, `id="retry-delivery"`)

@@ -2,26 +2,21 @@ package web_test
 
 import (
 	"context"
-	"encoding/hex"
-	"log/slog"
 	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/stretchr/testify/require"
 
-	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/api"
 	"github.com/hookrelay/hookrelay/db"
-	"github.com/hookrelay/hookrelay/db/dbtest"
 	"github.com/hookrelay/hookrelay/dispatch"
 	"github.com/hookrelay/hookrelay/httperr"
 	"github.com/hookrelay/hookrelay/internal/logtest"
+	"github.com/hookrelay/hookrelay/internal/testenv"
 	"github.com/hookrelay/hookrelay/maintenance"
 	"github.com/hookrelay/hookrelay/ops"
-	"github.com/hookrelay/hookrelay/storage"
 	"github.com/hookrelay/hookrelay/web"
 )
 
@@ -49,19 +44,8 @@ type webFixture struct {
 func startWebFixture(t *testing.T, o fixtureOpts) webFixture {
 	t.Helper()
 	ctx := context.Background()
-	u := dbtest.NewURL(t)
-	store := dbtest.Open(t, u, db.Config{})
-	require.NoError(t, store.SettingPut(ctx, "admin_token_sha256", hex.EncodeToString(hookrelay.HashKey(testAdminToken))))
-	emb, err := storage.StartEmbedded(ctx, nil, "127.0.0.1:0", t.TempDir())
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = emb.Close() })
-	payloads, err := storage.New(ctx, emb.Config())
-	require.NoError(t, err)
-	t.Cleanup(payloads.Close)
-	require.NoError(t, payloads.EnsureBucket(ctx))
-
-	logs := &logtest.Buffer{}
-	logger := slog.New(slog.NewJSONHandler(logs, nil))
+	env := testenv.New(t, testenv.Options{AdminToken: testAdminToken})
+	store, payloads, logger := env.DB, env.Payloads, env.Logger
 	// No quick retries: the dashboard tests make dead letters from failing
 	// endpoints with short schedules, and 1 + n attempts keep them below
 	// the circuit's threshold.
@@ -83,29 +67,18 @@ func startWebFixture(t *testing.T, o fixtureOpts) webFixture {
 	apiSrv.Register(e)
 	dash.Mount(e, "/ui", errs)
 
-	runCtx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	run := func(f func(context.Context) error) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_ = f(runCtx)
-		}()
-	}
-	run(apiSrv.Run)
-	run(d.Run)
+	// Stopped in reverse at cleanup: the maintainer, the replay runner, the
+	// API (and its last batch's wake-ups), then the dispatcher.
+	testenv.Go(t, "the dispatcher", d.Run)
+	testenv.Go(t, "the API", apiSrv.Run)
 	if o.Replays {
-		run(ops.NewReplayRunner(logger, ops.ReplayConfig{Interval: 20 * time.Millisecond}, store).Run)
+		testenv.Go(t, "the replay runner", ops.NewReplayRunner(logger, ops.ReplayConfig{Interval: 20 * time.Millisecond}, store).Run)
 	}
 	if o.StatInterval > 0 {
 		mt := maintenance.New(logger, maintenance.Config{StatInterval: o.StatInterval, StatLag: time.Millisecond}, store, payloads, nil)
-		run(mt.Run)
+		testenv.Go(t, "the maintainer", mt.Run)
 	}
 	hs := httptest.NewServer(e)
-	t.Cleanup(func() {
-		hs.Close()
-		cancel()
-		wg.Wait()
-	})
-	return webFixture{URL: hs.URL, store: store, dbURL: u, Logs: logs}
+	t.Cleanup(hs.Close)
+	return webFixture{URL: hs.URL, store: store, dbURL: env.DBURL, Logs: env.Logs}
 }

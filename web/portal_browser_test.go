@@ -16,6 +16,7 @@ import (
 
 	"github.com/hookrelay/hookrelay/db/dbtest"
 	"github.com/hookrelay/hookrelay/internal/apitest"
+	"github.com/hookrelay/hookrelay/internal/testenv"
 )
 
 // parentPage serves, on a loopback port of its own, a page that embeds
@@ -100,7 +101,7 @@ func TestPortalBrowser(t *testing.T) {
 		chromedp.Click(chromedp.CSS("#endpoint-save")), chromedp.WaitVisible(chromedp.CSS("#url-error")))
 	require.Contains(t, text(t, b, "#url-error"), "url must be an http or https URL")
 	// autofocus applies at the next rendering opportunity, not at once.
-	waitFor(t, "the focus on the field in error", func() bool {
+	testenv.Eventually(t, 30*time.Second, "the focus on the field in error", func() bool {
 		return value(t, b, chromedp.Evaluate[string](`document.activeElement.id`)) == "url"
 	})
 	require.Equal(t, "Warehouse ERP", value(t, b, chromedp.Evaluate[string](`document.getElementById("description").value`)), "the form keeps what was typed")
@@ -152,7 +153,7 @@ func TestPortalBrowser(t *testing.T) {
 	resp.Body.Close()
 	require.Equal(t, http.StatusAccepted, resp.StatusCode)
 	// The sink has the test ping; then the delivery, acknowledged.
-	waitFor(t, "the delivery", func() bool {
+	testenv.Eventually(t, 30*time.Second, "the delivery", func() bool {
 		p, err := f.store.DeliveryListPending(context.Background(), ep.ID, 0, 1)
 		require.NoError(t, err)
 		return len(snk.received("/portal")) == 2 && len(p) == 0
@@ -167,7 +168,7 @@ func TestPortalBrowser(t *testing.T) {
 	eventually(t, b, "the replay to finish", func() bool {
 		return text(t, b, "#replay-state") == "finished"
 	})
-	waitFor(t, "the replayed delivery", func() bool { return len(snk.received("/portal")) == 3 })
+	testenv.Eventually(t, 30*time.Second, "the replayed delivery", func() bool { return len(snk.received("/portal")) == 3 })
 	browse(t, b, chromedp.Navigate(f.URL+fmt.Sprintf("/ui/m/endpoints/%d/deliveries?status=delivered", ep.ID)),
 		chromedp.WaitVisible(chromedp.CSS("#deliveries")))
 	screenshot(t, b, "portal-deliveries")

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookrelay/hookrelay/db/dbtest"
+	"github.com/hookrelay/hookrelay/internal/testenv"
 )
 
 const uiTime = "2006-01-02T15:04" // the forms' datetime-local values, UTC
@@ -32,15 +33,6 @@ func countingSink(t *testing.T) (*httptest.Server, *atomic.Int64) {
 	return srv, &n
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		require.True(t, time.Now().Before(deadline), "timed out waiting for %s", what)
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // The operator replays an endpoint's delivered callbacks from the
 // dashboard: the confirmation counts them, the start leads to the replay's
 // page, which refreshes itself until the replay has finished.
@@ -54,7 +46,7 @@ func TestWebReplayConfirmStartFinish(t *testing.T) {
 	for _, k := range []string{"A", "B", "A", "C", "B"} {
 		dbtest.Message(t, f.store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: k})
 	}
-	waitFor(t, "the first deliveries", func() bool {
+	testenv.Eventually(t, 30*time.Second, "the first deliveries", func() bool {
 		p, err := f.store.DeliveryListPending(ctx, ep.ID, 0, 1)
 		require.NoError(t, err)
 		return got.Load() == 5 && len(p) == 0
@@ -107,7 +99,7 @@ func TestWebReplayConfirmStartFinish(t *testing.T) {
 	loc := resp.Header.Get("Location")
 	require.Regexp(t, replayIDRe, loc)
 
-	waitFor(t, "the replay to finish", func() bool {
+	testenv.Eventually(t, 30*time.Second, "the replay to finish", func() bool {
 		_, page = c.do("GET", loc, nil)
 		if strings.Contains(page, `data-state="running"`) {
 			require.Contains(t, page, `data-refresh=`, "a running replay's page refreshes itself")
@@ -120,7 +112,7 @@ func TestWebReplayConfirmStartFinish(t *testing.T) {
 	require.Contains(t, page, `id="replay-failed">0<`)
 	require.NotContains(t, page, `data-refresh=`)
 	require.NotContains(t, page, `id="replay-cancel"`)
-	waitFor(t, "the re-deliveries", func() bool { return got.Load() == 10 })
+	testenv.Eventually(t, 30*time.Second, "the re-deliveries", func() bool { return got.Load() == 10 })
 
 	// A finished replay cannot be cancelled.
 	resp, _ = c.do("POST", loc+"/cancel", url.Values{"csrf": {csrf}})

@@ -4,10 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookrelay/hookrelay/db/dbtest"
+	"github.com/hookrelay/hookrelay/internal/testenv"
 )
 
 // TestFillAndMeasure is the benchmark in small (make bench-search runs it
@@ -24,8 +22,8 @@ import (
 // fill put there, so that neither the generator nor the searches rot.
 func TestFillAndMeasure(t *testing.T) {
 	ctx := t.Context()
-	bin := filepath.Join(t.TempDir(), "hookrelay")
-	require.NoError(t, buildHookrelay(bin))
+	bin, err := testenv.BuildHookrelay(t.TempDir())
+	require.NoError(t, err)
 	name := fmt.Sprintf("searchbench_smoke_%d", time.Now().UnixNano())
 	dbURL, err := CreateDatabase(ctx, dbtest.ServerURL(), name, io.Discard)
 	require.NoError(t, err)
@@ -85,19 +83,4 @@ func dropDatabase(t *testing.T, name string) {
 	defer conn.Close(ctx)
 	_, err = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
 	require.NoError(t, err)
-}
-
-// buildHookrelay builds the product binary from the product module's own
-// directory, so that its dependencies come from the product's go.mod.
-func buildHookrelay(out string) error {
-	list := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/hookrelay/hookrelay")
-	list.Stderr = os.Stderr
-	dir, err := list.Output()
-	if err != nil {
-		return fmt.Errorf("locate the hookrelay module: %w", err)
-	}
-	build := exec.Command("go", "build", "-o", out, "./cmd/hookrelay")
-	build.Dir = strings.TrimSpace(string(dir))
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	return build.Run()
 }

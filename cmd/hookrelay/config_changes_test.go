@@ -147,7 +147,7 @@ func TestChangesHoldAcrossProcesses(t *testing.T) {
 	for range 4 {
 		post(apiB)
 	}
-	time.Sleep(time.Second)
+	time.Sleep(time.Second) // for an attempt that should not come
 	require.Equal(t, before, sink.count(), "a delivery attempt started after the disable's 2xx")
 
 	apiA.mustJSON(http.StatusOK, "POST", "/v1/endpoints/"+id+"/enable", merchantKey, nil)
@@ -158,6 +158,6 @@ func TestChangesHoldAcrossProcesses(t *testing.T) {
 	for range 4 {
 		apiB.do("POST", "/v1/callbacks", carrierKey, map[string]any{"tracking_no": "CHG-gone", "status": "picked_up"})
 	}
-	time.Sleep(time.Second)
+	time.Sleep(time.Second) // for an attempt that should not come
 	require.Equal(t, before, sink.count(), "a delivery attempt started after the delete's 2xx")
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/hookrelay/hookrelay/db/dbtest"
 	"github.com/hookrelay/hookrelay/internal/apitest"
+	"github.com/hookrelay/hookrelay/internal/testenv"
 )
 
 // apiCall sends a JSON request with a bearer token and decodes the answer.
@@ -91,10 +92,11 @@ func TestServeWakesItsDispatcher(t *testing.T) {
 		return string(raw)
 	}
 	held := regexp.MustCompile(`(?m)^hookrelay_queues_held 32$`)
-	for deadline := time.Now().Add(20 * time.Second); !held.MatchString(metrics()); time.Sleep(50 * time.Millisecond) {
-		require.True(t, time.Now().Before(deadline), "the dispatcher never held every queue")
-	}
-	time.Sleep(300 * time.Millisecond) // its claims found nothing: it is backing off
+	testenv.Eventually(t, 20*time.Second, "the dispatcher to hold every queue", func() bool { return held.MatchString(metrics()) })
+	// Its claims found nothing: it is backing off. (A claim loop's pause is
+	// not seen from outside the process; a claim that races the post
+	// delivers it without a wake-up, which the counter below would miss.)
+	time.Sleep(300 * time.Millisecond)
 	wakeups := regexp.MustCompile(`(?m)^hookrelay_dispatch_wakeups_total (\d+)$`)
 	before := wakeups.FindStringSubmatch(metrics())
 	require.NotNil(t, before)
@@ -138,11 +140,12 @@ func TestServeAnnouncesToOtherProcesses(t *testing.T) {
 			disp := startServe(t, env, "--roles", "dispatch")
 			carrierKey, _, _ := routeToSink(t, api, sinkSrv.URL+"/hook")
 			metric := func(name string) float64 { return metricValue(t, disp.URL, name) }
-			for deadline := time.Now().Add(20 * time.Second); metric("hookrelay_queues_held") != 32 ||
-				(notify && metric("hookrelay_dispatch_listening") != 1); time.Sleep(50 * time.Millisecond) {
-				require.True(t, time.Now().Before(deadline), "the dispatcher never held every queue (or never listened)")
-			}
-			time.Sleep(300 * time.Millisecond) // its claims found nothing: it is backing off
+			testenv.Eventually(t, 20*time.Second, "the dispatcher to hold every queue (and listen)", func() bool {
+				return metric("hookrelay_queues_held") == 32 && (!notify || metric("hookrelay_dispatch_listening") == 1)
+			})
+			// Its claims found nothing: it is backing off (not seen from
+			// outside the process).
+			time.Sleep(300 * time.Millisecond)
 
 			posted := time.Now()
 			require.Equal(t, http.StatusAccepted, apiCall(t, "POST", api.URL+"/v1/callbacks", carrierKey,
@@ -211,17 +214,15 @@ func TestServeDeliversCallbacksInOrder(t *testing.T) {
 			require.Equal(t, http.StatusAccepted, code)
 		}
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testenv.EventuallyErr(t, 30*time.Second, func() error {
 		mu.Lock()
 		n := len(got)
 		mu.Unlock()
-		if n >= keys*perKey {
-			break
+		if n < keys*perKey {
+			return fmt.Errorf("delivered %d of %d", n, keys*perKey)
 		}
-		require.True(t, time.Now().Before(deadline), "delivered %d of %d", n, keys*perKey)
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	mu.Lock()
 	defer mu.Unlock()
 	require.Len(t, got, keys*perKey)

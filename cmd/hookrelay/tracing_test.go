@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/hex"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,7 @@ import (
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/hookrelay/hookrelay/internal/testenv"
 	"github.com/hookrelay/hookrelay/internal/tracing"
 )
 
@@ -89,15 +91,12 @@ func TestServeExportsTraces(t *testing.T) {
 	sc, ok := tracing.Parse(tp)
 	require.True(t, ok, "traceparent %q", tp)
 	tid := sc.TraceID().String()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		names := col.spans(tid)
-		if len(names) >= 2 {
-			require.ElementsMatch(t, []string{"POST /v1/callbacks", "hookrelay.deliver"}, names)
-			break
+	testenv.EventuallyErr(t, 30*time.Second, func() error {
+		if names := col.spans(tid); len(names) < 2 {
+			return fmt.Errorf("spans of trace %s: %v", tid, names)
 		}
-		require.True(t, time.Now().Before(deadline), "spans of trace %s: %v", tid, names)
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
+	require.ElementsMatch(t, []string{"POST /v1/callbacks", "hookrelay.deliver"}, col.spans(tid))
 	require.NoError(t, s.Stop(t))
 }

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/hookrelay/hookrelay/db/dbtest"
+	"github.com/hookrelay/hookrelay/internal/testenv"
 )
 
 // binPath is the hookrelay binary built once by TestMain, from the product
@@ -32,23 +33,12 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "faults:", err)
 		os.Exit(2)
 	}
-	binPath = filepath.Join(dir, "hookrelay")
-	// Built in the product module's own directory, so that its dependencies
-	// come from the product's go.mod rather than from this module's.
-	list := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/hookrelay/hookrelay")
-	list.Stderr = os.Stderr
-	product, err := list.Output()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "faults: locate the hookrelay module:", err)
-		os.RemoveAll(dir)
-		os.Exit(2)
+	productDir, err = testenv.ModuleDir()
+	if err == nil {
+		binPath, err = testenv.BuildHookrelay(dir)
 	}
-	productDir = strings.TrimSpace(string(product))
-	build := exec.Command("go", "build", "-o", binPath, "./cmd/hookrelay")
-	build.Dir = productDir
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "faults: go build:", err)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "faults:", err)
 		os.RemoveAll(dir)
 		os.Exit(2)
 	}

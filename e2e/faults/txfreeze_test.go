@@ -4,6 +4,7 @@ package faults
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookrelay/hookrelay/bench/load"
+	"github.com/hookrelay/hookrelay/internal/testenv"
 )
 
 // TestStalledAckTransaction: a dispatcher frozen (SIGSTOP, a long GC pause,
@@ -43,7 +45,6 @@ func TestStalledAckTransaction(t *testing.T) {
 	l := w.load(loadConfig{Targets: []string{api.URL()}, Interval: 50 * time.Millisecond})
 	stop := runLoad(l)
 	defer stop()
-	time.Sleep(2 * time.Second) // the endpoints' health rows exist by now
 
 	ctx := t.Context()
 	conn, err := pgx.Connect(ctx, url)
@@ -55,6 +56,15 @@ func TestStalledAckTransaction(t *testing.T) {
 		require.NoError(t, err)
 		ids = append(ids, id)
 	}
+	// The traffic's first acknowledgements make the endpoints' health rows.
+	testenv.EventuallyErr(t, 60*time.Second, func() error {
+		var n int
+		require.NoError(t, conn.QueryRow(ctx, `SELECT count(*) FROM endpoint_health WHERE endpoint_id = ANY($1)`, ids).Scan(&n))
+		if n < len(ids) {
+			return fmt.Errorf("%d of %d endpoint_health rows", n, len(ids))
+		}
+		return nil
+	})
 	tx, err := conn.Begin(ctx)
 	require.NoError(t, err)
 	tag, err := tx.Exec(ctx, `UPDATE endpoint_health SET updated_at = updated_at WHERE endpoint_id = ANY($1)`, ids)

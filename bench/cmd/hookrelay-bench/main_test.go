@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/hookrelay/hookrelay/internal/testenv"
 )
 
 // hookrelayBin is the product binary, built once by TestMain, that the
@@ -28,31 +28,12 @@ func buildAndRun(m *testing.M) int {
 		return 2
 	}
 	defer os.RemoveAll(dir)
-	hookrelayBin = filepath.Join(dir, "hookrelay")
-	if err := buildHookrelay(hookrelayBin); err != nil {
+	hookrelayBin, err = testenv.BuildHookrelay(dir)
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "hookrelay-bench tests:", err)
 		return 2
 	}
 	return m.Run()
-}
-
-// buildHookrelay builds the product binary from the product module's own
-// directory, so that its dependencies come from the product's go.mod rather
-// than from this module's.
-func buildHookrelay(out string) error {
-	list := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/hookrelay/hookrelay")
-	list.Stderr = os.Stderr
-	dir, err := list.Output()
-	if err != nil {
-		return fmt.Errorf("locate the hookrelay module: %w", err)
-	}
-	build := exec.Command("go", "build", "-o", out, "./cmd/hookrelay")
-	build.Dir = strings.TrimSpace(string(dir))
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		return fmt.Errorf("go build ./cmd/hookrelay: %w", err)
-	}
-	return nil
 }
 
 // syncBuffer is a bytes.Buffer safe for concurrent writes.
