@@ -62,12 +62,3 @@ func attemptsOf(ctx context.Context, q *dbsqlc.Queries, id int64, limit int32) (
 func (db *DB) AttemptsForDelivery(ctx context.Context, deliveryID int64) ([]Attempt, error) {
 	return attemptsOf(ctx, db.q, deliveryID, allAttempts)
 }
-
-// AttemptsCountForEndpoint counts the recorded attempts to an endpoint.
-func (db *DB) AttemptsCountForEndpoint(ctx context.Context, endpointID int64) (int64, error) {
-	n, err := db.q.AttemptCountByEndpoint(ctx, endpointID)
-	if err != nil {
-		return 0, fmt.Errorf("count attempts: %w", unavailable(err))
-	}
-	return n, nil
-}

@@ -17,10 +17,10 @@ const (
 	SessionMerchant = "merchant"
 )
 
-// CredentialFingerprint is what a session keeps of the credential that
+// credentialFingerprint is what a session keeps of the credential that
 // opened it: the first 8 bytes of its SHA-256 (hookrelay.HashKey), enough to
 // tell the current credential from a replaced one.
-func CredentialFingerprint(hash []byte) []byte { return hash[:8] }
+func credentialFingerprint(hash []byte) []byte { return hash[:8] }
 
 // NewDashboardSession is a login to record.
 type NewDashboardSession struct {
@@ -43,7 +43,7 @@ func (db *DB) DashboardSessionCreate(ctx context.Context, s NewDashboardSession)
 	}
 	id, err := db.q.DashboardSessionInsert(ctx, dbsqlc.DashboardSessionInsertParams{
 		TokenSHA256: s.TokenSHA256, Kind: s.Kind, MerchantID: merchantID,
-		CredentialFp: CredentialFingerprint(s.CredentialHash), Now: s.Now, ExpiresAt: s.ExpiresAt,
+		CredentialFp: credentialFingerprint(s.CredentialHash), Now: s.Now, ExpiresAt: s.ExpiresAt,
 		UserAgent: s.UserAgent, ClientAddr: s.ClientAddr,
 	})
 	if err != nil {
@@ -169,7 +169,7 @@ func (db *DB) AdminTokenSet(ctx context.Context, hash []byte, now time.Time) (in
 		}
 		var err error
 		n, err = q.DashboardSessionRevokeAdminExcept(ctx, dbsqlc.DashboardSessionRevokeAdminExceptParams{
-			Now: now, CredentialFp: CredentialFingerprint(hash)})
+			Now: now, CredentialFp: credentialFingerprint(hash)})
 		return err
 	})
 	if err != nil {

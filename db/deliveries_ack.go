@@ -41,9 +41,6 @@ type DeliveryResult struct {
 	Error       string
 	Excerpt     string
 	AttemptedAt time.Time
-	// CountsForCircuit reports whether a failure counts against the
-	// endpoint's circuit breaker.
-	CountsForCircuit bool
 	// The row's chain as claimed (ResultFor sets them): with the chain of
 	// every result known, an acknowledgement without dead letters promotes
 	// the successors in the same round trip (see DeliveryAckBatch). Chain

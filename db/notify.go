@@ -141,15 +141,6 @@ func (l *DueListener) Wait(ctx context.Context) (Announcement, error) {
 	}
 }
 
-// ConfigVersion returns the current configuration version (migration 00120).
-func (db *DB) ConfigVersion(ctx context.Context) (int64, error) {
-	v, err := db.q.ConfigVersionGet(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("read the configuration version: %w", unavailable(err))
-	}
-	return v, nil
-}
-
 // PID returns the server process id of the listening session.
 func (l *DueListener) PID() uint32 { return l.sess.PID() }
 

@@ -77,13 +77,9 @@ func (db *DB) OpsEndpointDelete(ctx context.Context, id int64) error {
 	return nil
 }
 
-// OpsEventAdd puts an operational webhook event into the outbox (nothing
+// opsEventAdd puts an operational webhook event into the outbox (nothing
 // when no ops endpoint wants its type). data is the event's "data" object;
 // endpointID, when not 0, names the endpoint it is about.
-func (db *DB) OpsEventAdd(ctx context.Context, typ string, endpointID int64, data any) error {
-	return opsEventAdd(ctx, db.q, typ, endpointID, data)
-}
-
 func opsEventAdd(ctx context.Context, q *dbsqlc.Queries, typ string, endpointID int64, data any) error {
 	b, err := json.Marshal(data)
 	if err != nil {
@@ -131,7 +127,7 @@ type LongTransaction struct {
 // OpsLongTransaction reports a long transaction to the ops endpoints that
 // want database.long_transaction.
 func (db *DB) OpsLongTransaction(ctx context.Context, lt LongTransaction) error {
-	return db.OpsEventAdd(ctx, hookrelay.OpsDatabaseLongXact, 0, lt)
+	return opsEventAdd(ctx, db.q, hookrelay.OpsDatabaseLongXact, 0, lt)
 }
 
 // OpsOutboxEvent is an outbox row taken to be sent.
