@@ -53,7 +53,7 @@ func startRelayWith(t *testing.T, o relayOpts) relay {
 	ctx := context.Background()
 	dbURL := dbtest.NewURL(t)
 	store := dbtest.Open(t, dbURL, db.Config{})
-	require.NoError(t, store.SettingPut(ctx, "admin_token_sha256", hex.EncodeToString(hookrelay.HashKey(adminToken))))
+	require.NoError(t, dbtest.SettingPut(ctx, store, "admin_token_sha256", hex.EncodeToString(hookrelay.HashKey(adminToken))))
 	emb, err := storage.StartEmbedded(ctx, nil, "127.0.0.1:0", t.TempDir())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = emb.Close() })

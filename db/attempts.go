@@ -57,8 +57,3 @@ func attemptsOf(ctx context.Context, q *dbsqlc.Queries, id int64, limit int32) (
 	}
 	return attemptsFrom(rows), nil
 }
-
-// AttemptsForDelivery returns every attempt of a delivery, oldest first.
-func (db *DB) AttemptsForDelivery(ctx context.Context, deliveryID int64) ([]Attempt, error) {
-	return attemptsOf(ctx, db.q, deliveryID, allAttempts)
-}

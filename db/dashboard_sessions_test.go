@@ -29,7 +29,7 @@ func TestDashboardSessionValidity(t *testing.T) {
 	ctx := context.Background()
 	store := dbtest.New(t)
 	adminHash := hookrelay.HashKey("hra_admin_token_for_db_test_1")
-	require.NoError(t, store.SettingPut(ctx, db.AdminTokenSetting, hex.EncodeToString(adminHash)))
+	require.NoError(t, dbtest.SettingPut(ctx, store, db.AdminTokenSetting, hex.EncodeToString(adminHash)))
 	m1, key1 := dbtest.Merchant(t, store, nil)
 	m2, key2 := dbtest.Merchant(t, store, nil)
 	now := time.Now().UTC().Truncate(time.Microsecond)
@@ -104,7 +104,7 @@ func BenchmarkDashboardSessionValid(b *testing.B) {
 	ctx := context.Background()
 	store := dbtest.New(b)
 	adminHash := hookrelay.HashKey("hra_admin_token_for_db_bench")
-	if err := store.SettingPut(ctx, db.AdminTokenSetting, hex.EncodeToString(adminHash)); err != nil {
+	if err := dbtest.SettingPut(ctx, store, db.AdminTokenSetting, hex.EncodeToString(adminHash)); err != nil {
 		b.Fatal(err)
 	}
 	m, key := dbtest.Merchant(b, store, nil)

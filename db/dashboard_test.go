@@ -17,7 +17,7 @@ import (
 func finish(t *testing.T, store *db.DB, key string, kind db.AckKind) int64 {
 	t.Helper()
 	ctx := context.Background()
-	rows, err := store.DeliveryClaim(ctx, []int{hookrelay.QueueFor(key, 32)}, 50, 50, 1, 77, time.Minute)
+	rows, err := dbtest.DeliveryClaim(ctx, store, []int{hookrelay.QueueFor(key, 32)}, 50, 50, 1, 77, time.Minute)
 	require.NoError(t, err)
 	require.Len(t, rows, 1)
 	r := rows[0]

@@ -259,34 +259,3 @@ func (db *DB) DeliveryExtend(ctx context.Context, ids, tokens []int64, lease tim
 	}
 	return n, nil
 }
-
-// DeliveryResumeEndpoint makes an endpoint's held rows visible now (not those
-// in flight, not parked non-heads).
-func (db *DB) DeliveryResumeEndpoint(ctx context.Context, endpointID int64) (int64, error) {
-	n, err := db.q.DeliveryResumeByEndpoint(ctx, endpointID)
-	if err != nil {
-		return 0, fmt.Errorf("resume endpoint %d: %w", endpointID, unavailable(err))
-	}
-	return n, nil
-}
-
-// QueueCounts is the backlog of one logical queue.
-type QueueCounts struct {
-	Queue   int
-	Due     int64 // visible now
-	Waiting int64 // leased, retrying or held
-	Parked  int64 // behind their predecessor
-}
-
-// DeliveryQueueCounts returns the backlog per logical queue that has rows.
-func (db *DB) DeliveryQueueCounts(ctx context.Context) ([]QueueCounts, error) {
-	rows, err := db.q.DeliveryCountByState(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("queue counts: %w", unavailable(err))
-	}
-	out := make([]QueueCounts, len(rows))
-	for i, r := range rows {
-		out[i] = QueueCounts{Queue: int(r.Queue), Due: r.Due, Waiting: r.Waiting, Parked: r.Parked}
-	}
-	return out, nil
-}

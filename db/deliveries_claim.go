@@ -44,18 +44,6 @@ type ClaimedDelivery struct {
 	Traceparent string
 }
 
-// DeliveryClaim claims up to batch due deliveries of the logical queues (at
-// most perQueue from each, shared fairly across the endpoints with due rows
-// in it, queues taken in the order given) for owner, leasing them for lease
-// under token (see DeliveryClaim in deliveries.sql: only chain heads are
-// returned; non-heads are parked, heads of disabled endpoints held, heads of
-// open circuits deferred). Each queue's endpoints are served from the
-// lowest id; DeliveryClaimTimed takes where to start.
-func (db *DB) DeliveryClaim(ctx context.Context, queues []int, perQueue, batch int, owner, token int64, lease time.Duration) ([]ClaimedDelivery, error) {
-	out, _, err := db.DeliveryClaimTimed(ctx, queues, nil, nil, perQueue, batch, owner, token, lease)
-	return out, err
-}
-
 // defaultClaimPeek is the claim's small-queue bound: a logical queue with
 // fewer rows than this in the claim index (in flight, due and waiting
 // retries together) is claimed from one scan of its due rows, ranked as

@@ -87,7 +87,7 @@ func testClaimSharesAQueueAcrossEndpoints(t *testing.T, store *db.DB, _ string, 
 
 	last := map[string]int64{} // endpoint/key -> id of the last row leased
 	claim := func(token int64) map[int64]int {
-		got, err := store.DeliveryClaim(ctx, []int{q}, 50, 50, 1, token, time.Minute)
+		got, err := dbtest.DeliveryClaim(ctx, store, []int{q}, 50, 50, 1, token, time.Minute)
 		require.NoError(t, err)
 		per := map[int64]int{}
 		var results []db.DeliveryResult
@@ -224,7 +224,7 @@ func TestClaimScansSmallQueuesAndWalksLargeOnes(t *testing.T) {
 		const q = 5
 		storeMany(t, store, carrier.ID, epA.ID, keysInQueue("A-", q, c.aRows))
 		storeMany(t, store, carrier.ID, epB.ID, keysInQueue("B-", q, 2))
-		got, err := store.DeliveryClaim(ctx, []int{q}, 10, 10, 1, 1, time.Minute)
+		got, err := dbtest.DeliveryClaim(ctx, store, []int{q}, 10, 10, 1, 1, time.Minute)
 		require.NoError(t, err)
 		per := map[int64]int{}
 		for _, g := range got {

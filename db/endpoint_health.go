@@ -68,35 +68,6 @@ func (db *DB) EndpointsDispatchLoad(ctx context.Context, ids []int64) ([]Dispatc
 	return out, nil
 }
 
-// EndpointHealth is an endpoint's delivery health and circuit state.
-type EndpointHealth struct {
-	EndpointID          int64
-	ConsecutiveFailures int
-	CircuitState        string
-	CircuitOpenUntil    *time.Time
-	CircuitBackoff      time.Duration
-	FailingSince        *time.Time
-	LastSuccessAt       *time.Time
-	LastFailureAt       *time.Time
-	LastError           string
-}
-
-// EndpointHealthGet returns an endpoint's health row (ENOTFOUND when it has
-// none: nothing was ever attempted).
-func (db *DB) EndpointHealthGet(ctx context.Context, endpointID int64) (EndpointHealth, error) {
-	r, err := db.q.EndpointHealthGet(ctx, endpointID)
-	if err != nil {
-		return EndpointHealth{}, notFound(unavailableUnlessNoRows(err), "endpoint health")
-	}
-	return EndpointHealth{
-		EndpointID: r.EndpointID, ConsecutiveFailures: int(r.ConsecutiveFailures),
-		CircuitState: r.CircuitState, CircuitOpenUntil: r.CircuitOpenUntil,
-		CircuitBackoff: time.Duration(r.CircuitBackoffMs) * time.Millisecond,
-		FailingSince:   r.FailingSince, LastSuccessAt: r.LastSuccessAt, LastFailureAt: r.LastFailureAt,
-		LastError: r.LastError,
-	}, nil
-}
-
 // EndpointHealthOpenCount counts endpoints whose circuit is not closed.
 func (db *DB) EndpointHealthOpenCount(ctx context.Context) (int64, error) {
 	n, err := db.q.EndpointHealthCountOpen(ctx)

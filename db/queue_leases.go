@@ -14,14 +14,6 @@ type QueueLease struct {
 	Epoch int64 // grows on every change of owner
 }
 
-// QueueLeaseRow is the state of one logical queue's lease.
-type QueueLeaseRow struct {
-	Queue     int
-	Owner     int64 // 0 for none
-	Epoch     int64
-	ExpiresAt time.Time
-}
-
 // QueueLeasesEnsure creates the lease rows of queues 0..queues-1.
 func (db *DB) QueueLeasesEnsure(ctx context.Context, queues int) error {
 	if err := db.q.QueueLeaseEnsure(ctx, int32(queues)); err != nil {
@@ -67,20 +59,4 @@ func (db *DB) QueueLeasesRelease(ctx context.Context, owner int64, n int) (int64
 		return 0, fmt.Errorf("release queue leases: %w", unavailable(err))
 	}
 	return c, nil
-}
-
-// QueueLeasesList returns every queue lease.
-func (db *DB) QueueLeasesList(ctx context.Context) ([]QueueLeaseRow, error) {
-	rows, err := db.q.QueueLeaseList(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("list queue leases: %w", unavailable(err))
-	}
-	out := make([]QueueLeaseRow, len(rows))
-	for i, r := range rows {
-		out[i] = QueueLeaseRow{Queue: int(r.Queue), Epoch: r.Epoch, ExpiresAt: r.ExpiresAt}
-		if r.Owner != nil {
-			out[i].Owner = *r.Owner
-		}
-	}
-	return out, nil
 }

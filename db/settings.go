@@ -30,26 +30,3 @@ func (db *DB) SettingPutIfAbsent(ctx context.Context, name, value string) (bool,
 	}
 	return n == 1, nil
 }
-
-// SettingPut stores the setting, replacing any value.
-func (db *DB) SettingPut(ctx context.Context, name, value string) error {
-	if err := db.q.SettingPut(ctx, dbsqlc.SettingPutParams{Name: name, Value: value}); err != nil {
-		return fmt.Errorf("put setting %s: %w", name, unavailable(err))
-	}
-	return nil
-}
-
-// SessionSettings returns the timeouts and synchronous_commit in force on a
-// pooled session, as PostgreSQL shows them (e.g. "30s", "on").
-func (db *DB) SessionSettings(ctx context.Context) (map[string]string, error) {
-	r, err := db.q.SessionSettingsGet(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("session settings: %w", unavailable(err))
-	}
-	return map[string]string{
-		"statement_timeout":                   r.StatementTimeout,
-		"idle_in_transaction_session_timeout": r.IdleInTransactionSessionTimeout,
-		"lock_timeout":                        r.LockTimeout,
-		"synchronous_commit":                  r.SynchronousCommit,
-	}, nil
-}

@@ -143,7 +143,7 @@ func TestPausedDispatcherCannotAcknowledgeTwice(t *testing.T) {
 	runDispatcher(t, store, testConfig())
 	waitFor(t, 30*time.Second, "delivered by the other dispatcher", func() bool { return len(g.delivered()) == n })
 	waitFor(t, 10*time.Second, "acknowledged", func() bool {
-		c, err := store.DeliveryQueueCounts(ctx)
+		c, err := dbtest.DeliveryQueueCounts(ctx, store)
 		require.NoError(t, err)
 		return len(c) == 0
 	})
@@ -154,11 +154,11 @@ func TestPausedDispatcherCannotAcknowledgeTwice(t *testing.T) {
 		return strings.Contains(logs.String(), "stale delivery results ignored")
 	})
 	for _, id := range deliveryIDs {
-		atts, err := store.AttemptsForDelivery(ctx, id)
+		atts, err := dbtest.AttemptsForDelivery(ctx, store, id)
 		require.NoError(t, err)
 		require.Len(t, atts, 1, "delivery %d: only the live lease's result is recorded", id)
 	}
-	dead, err := store.DeadLetterCountForEndpoint(ctx, ep.ID)
+	dead, err := dbtest.DeadLetterCountForEndpoint(ctx, store, ep.ID)
 	require.NoError(t, err)
 	require.Zero(t, dead)
 }
@@ -201,7 +201,7 @@ func TestQueuesRebalanceAndTakeover(t *testing.T) {
 	require.Len(t, got, cfg.Queues)
 
 	held := func(id int64) int {
-		ls, err := store.QueueLeasesList(ctx)
+		ls, err := dbtest.QueueLeasesList(ctx, store)
 		require.NoError(t, err)
 		n := 0
 		for _, l := range ls {
@@ -257,7 +257,7 @@ func TestSSRFRefusedAtConnectTime(t *testing.T) {
 	go func() { done <- d2.Run(runCtx) }()
 	t.Cleanup(func() { cancel(); <-done })
 	waitFor(t, 20*time.Second, "refused attempt recorded", func() bool {
-		atts, err := store.AttemptsForDelivery(ctx, m.DeliveryIDs[0])
+		atts, err := dbtest.AttemptsForDelivery(ctx, store, m.DeliveryIDs[0])
 		require.NoError(t, err)
 		return len(atts) == 1 && atts[0].Outcome == OutcomeRefused
 	})

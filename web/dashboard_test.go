@@ -349,7 +349,7 @@ func TestWebParkedDelivery(t *testing.T) {
 		ids = append(ids, dbtest.Message(t, f.store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: "WP1"}).DeliveryIDs[0])
 	}
 	require.Eventually(t, func() bool {
-		counts, err := f.store.DeliveryQueueCounts(context.Background())
+		counts, err := dbtest.DeliveryQueueCounts(context.Background(), f.store)
 		require.NoError(t, err)
 		return len(counts) == 1 && counts[0].Parked == 1
 	}, 20*time.Second, 20*time.Millisecond, "the dispatcher never parked the second delivery")

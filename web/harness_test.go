@@ -51,7 +51,7 @@ func startWebFixture(t *testing.T, o fixtureOpts) webFixture {
 	ctx := context.Background()
 	u := dbtest.NewURL(t)
 	store := dbtest.Open(t, u, db.Config{})
-	require.NoError(t, store.SettingPut(ctx, "admin_token_sha256", hex.EncodeToString(hookrelay.HashKey(testAdminToken))))
+	require.NoError(t, dbtest.SettingPut(ctx, store, "admin_token_sha256", hex.EncodeToString(hookrelay.HashKey(testAdminToken))))
 	emb, err := storage.StartEmbedded(ctx, nil, "127.0.0.1:0", t.TempDir())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = emb.Close() })

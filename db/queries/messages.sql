@@ -88,12 +88,6 @@ LEFT JOIN (SELECT d.message_ord, array_agg(d.id ORDER BY d.ord) AS ids
            FROM dels d GROUP BY d.message_ord) AS g ON g.message_ord = s.ord
 ORDER BY s.ord;
 
--- name: MessageGet :one
-SELECT * FROM messages WHERE id = @id AND received_at = @received_at;
-
--- name: MessageGetByID :one
-SELECT * FROM messages WHERE id = $1 ORDER BY received_at DESC LIMIT 1;
-
 -- name: MessageLookup :one
 -- A message by id; received_at (when known) prunes to one day partition.
 SELECT * FROM messages

@@ -67,17 +67,6 @@ func (q *Queries) OpsDeliveryClaim(ctx context.Context, arg OpsDeliveryClaimPara
 	return items, nil
 }
 
-const opsDeliveryCount = `-- name: OpsDeliveryCount :one
-SELECT count(*)::bigint FROM ops_deliveries
-`
-
-func (q *Queries) OpsDeliveryCount(ctx context.Context) (int64, error) {
-	row := q.db.QueryRow(ctx, opsDeliveryCount)
-	var column_1 int64
-	err := row.Scan(&column_1)
-	return column_1, err
-}
-
 const opsDeliveryDelete = `-- name: OpsDeliveryDelete :exec
 DELETE FROM ops_deliveries WHERE id = $1
 `
