@@ -88,7 +88,7 @@ func TestBatcherFailedBatchFailsExactlyItsRequests(t *testing.T) {
 		require.NoError(t, err, "acknowledged %s is stored", key)
 	}
 	// Failed messages are nowhere (their batch rolled back as a whole).
-	st, err := store.APIStatsGet(context.Background())
+	st, err := store.StatsGet(context.Background())
 	require.NoError(t, err)
 	require.Equal(t, int64(n-len(failed)), st.MessagesToday)
 	// Each request was in exactly one batch.
@@ -222,7 +222,7 @@ func TestBatcherSplitsAroundARefusedMessage(t *testing.T) {
 		_, err := dbtest.MessageGetByID(context.Background(), store, res[i].stored.ID)
 		require.NoError(t, err, "message %d is stored", i)
 	}
-	st, err := store.APIStatsGet(context.Background())
+	st, err := store.StatsGet(context.Background())
 	require.NoError(t, err)
 	require.Equal(t, int64(5), st.MessagesToday, "nothing of the refused messages")
 

@@ -15,9 +15,9 @@ import (
 // index-driven and bounded (LIMIT, keyset pagination); counts over
 // history are estimates from pg_class or capped.
 
-// DashboardOverview are the live numbers of the overview page that are read
-// from the tables rather than from the sampled counters.
-type DashboardOverview struct {
+// Overview is the platform's live state as read from the tables rather
+// than from the sampled counters: backlog, oldest pending, dead letters.
+type Overview struct {
 	// Backlog is the number of pending deliveries per logical queue (index =
 	// queue number; the slice has at least `queues` entries).
 	Backlog []int64
@@ -34,11 +34,11 @@ type DashboardOverview struct {
 // overview switches to the pg_class estimate.
 const deadLetterExactCap = 1000
 
-// DashboardOverview reads the overview numbers for `queues` logical queues.
+// OverviewGet reads the overview numbers for `queues` logical queues.
 // With backlog false it leaves Backlog nil: counting the queue table grows
 // with the backlog, so callers that have a fresh sample of it use that.
-func (db *DB) DashboardOverview(ctx context.Context, queues int, backlog bool) (DashboardOverview, error) {
-	var o DashboardOverview
+func (db *DB) OverviewGet(ctx context.Context, queues int, backlog bool) (Overview, error) {
+	var o Overview
 	if backlog {
 		rows, err := db.q.DeliveryCountByQueue(ctx)
 		if err != nil {
@@ -96,9 +96,9 @@ type EndpointStatus struct {
 	LastError           string
 }
 
-// DashboardEndpoints returns up to limit endpoints of merchantID (0 = all)
+// EndpointStatusList returns up to limit endpoints of merchantID (0 = all)
 // with ids above afterID, with their health, by id.
-func (db *DB) DashboardEndpoints(ctx context.Context, merchantID, afterID int64, limit int) ([]EndpointStatus, error) {
+func (db *DB) EndpointStatusList(ctx context.Context, merchantID, afterID int64, limit int) ([]EndpointStatus, error) {
 	rows, err := db.q.EndpointListWithHealth(ctx, dbsqlc.EndpointListWithHealthParams{MerchantID: merchantID, AfterID: afterID, Lim: int32(limit)})
 	if err != nil {
 		return nil, fmt.Errorf("list endpoints with health: %w", unavailable(err))
@@ -116,9 +116,9 @@ func (db *DB) DashboardEndpoints(ctx context.Context, merchantID, afterID int64,
 	return out, nil
 }
 
-// DashboardEndpointsPending counts the pending deliveries of each endpoint
+// DeliveryCountByEndpoint counts the pending deliveries of each endpoint
 // up to limit, in one query; the map has an entry per id.
-func (db *DB) DashboardEndpointsPending(ctx context.Context, endpointIDs []int64, limit int) (map[int64]int64, error) {
+func (db *DB) DeliveryCountByEndpoint(ctx context.Context, endpointIDs []int64, limit int) (map[int64]int64, error) {
 	rows, err := db.q.DeliveryCountByEndpoints(ctx, dbsqlc.DeliveryCountByEndpointsParams{EndpointIDs: endpointIDs, Cap: int32(limit)})
 	if err != nil {
 		return nil, fmt.Errorf("count pending: %w", unavailable(err))

@@ -11,29 +11,29 @@ import (
 	"github.com/hookrelay/hookrelay/db/internal/dbsqlc"
 )
 
-// DeliveryView is everything known about one delivery: its row in the queue
+// DeliveryRecord is everything known about one delivery: its row in the queue
 // (when pending), its dead letter (when dead) and its attempts.
-type DeliveryView struct {
+type DeliveryRecord struct {
 	ID          int64
 	MessageID   int64
 	ReceivedAt  time.Time // the message's
 	EndpointID  int64
 	State       string // pending | dead | delivered | failed (history only)
-	Pending     *PendingView
+	Pending     *PendingDelivery
 	DeadLetter  *DeadLetter
 	Attempts    []Attempt
 	OrderingKey string
 }
 
-// dashboardAttempts is how many attempts of a delivery its page shows.
-const dashboardAttempts = 200
+// recordAttempts is how many attempts of a delivery DeliveryRead returns.
+const recordAttempts = 200
 
-// DashboardDelivery returns the delivery with id from the queue, the dead
-// letters and its first dashboardAttempts attempts, or hookrelay.ENOTFOUND
+// DeliveryRead returns the delivery with id from the queue, the dead
+// letters and its first recordAttempts attempts, or hookrelay.ENOTFOUND
 // when none knows it.
-func (db *DB) DashboardDelivery(ctx context.Context, id int64) (DeliveryView, error) {
-	rec, err := db.deliveryRead(ctx, id, dashboardAttempts)
-	v := DeliveryView{ID: id, Pending: rec.pending, DeadLetter: rec.dead, Attempts: rec.attempts}
+func (db *DB) DeliveryRead(ctx context.Context, id int64) (DeliveryRecord, error) {
+	rec, err := db.deliveryRead(ctx, id, recordAttempts)
+	v := DeliveryRecord{ID: id, Pending: rec.pending, DeadLetter: rec.dead, Attempts: rec.attempts}
 	switch p, d := rec.pending, rec.dead; {
 	case err != nil:
 		return v, err
@@ -56,9 +56,9 @@ func (db *DB) DashboardDelivery(ctx context.Context, id int64) (DeliveryView, er
 	return v, nil
 }
 
-// DashboardRecentAttempts returns up to limit attempts to an endpoint made
+// AttemptListRecent returns up to limit attempts to an endpoint made
 // in [since, before), newest first.
-func (db *DB) DashboardRecentAttempts(ctx context.Context, endpointID int64, since, before time.Time, limit int) ([]Attempt, error) {
+func (db *DB) AttemptListRecent(ctx context.Context, endpointID int64, since, before time.Time, limit int) ([]Attempt, error) {
 	rows, err := db.q.AttemptListRecentByEndpoint(ctx, dbsqlc.AttemptListRecentByEndpointParams{
 		EndpointID: endpointID, Since: since, BeforeAt: before, Lim: int32(limit),
 	})
@@ -68,8 +68,8 @@ func (db *DB) DashboardRecentAttempts(ctx context.Context, endpointID int64, sin
 	return attemptsFrom(rows), nil
 }
 
-// DashboardEndpointPendingList returns the newest pending deliveries of an
+// DeliveryListPendingNewest returns the newest pending deliveries of an
 // endpoint (at most limit), newest first.
-func (db *DB) DashboardEndpointPendingList(ctx context.Context, endpointID int64, limit int) ([]PendingView, error) {
+func (db *DB) DeliveryListPendingNewest(ctx context.Context, endpointID int64, limit int) ([]PendingDelivery, error) {
 	return db.pendingList(ctx, endpointID, true, math.MaxInt64, limit)
 }

@@ -19,8 +19,8 @@ const (
 	DeliveryDead      = "dead"
 )
 
-// APIDelivery is one delivery as the API lists it, whatever its state.
-type APIDelivery struct {
+// Delivery is one delivery, whatever its state: pending, delivered or dead.
+type Delivery struct {
 	ID                int64
 	EndpointID        int64
 	MessageID         int64
@@ -35,8 +35,8 @@ type APIDelivery struct {
 	At                time.Time // pending: created; delivered: delivered; dead: dead since
 }
 
-// PendingView is a delivery still in the queue.
-type PendingView struct {
+// PendingDelivery is a delivery still in the queue.
+type PendingDelivery struct {
 	ID          int64
 	Queue       int
 	EndpointID  int64
@@ -54,9 +54,9 @@ type PendingView struct {
 	CreatedAt         time.Time
 }
 
-func pendingFrom(r dbsqlc.Delivery) PendingView {
+func pendingFrom(r dbsqlc.Delivery) PendingDelivery {
 	key, replayed := hookrelay.ChainKey(r.OrderingKey)
-	p := PendingView{
+	p := PendingDelivery{
 		ID: r.ID, Queue: int(r.Queue), EndpointID: r.EndpointID, OrderingKey: key, Replayed: replayed, Ordered: r.Ordered,
 		MessageID: r.MessageID, MessageReceivedAt: r.MessageReceivedAt, Attempt: int(r.Attempt),
 		VisibleAt: r.VisibleAt, CreatedAt: r.CreatedAt,
@@ -74,8 +74,8 @@ func pendingFrom(r dbsqlc.Delivery) PendingView {
 	return p
 }
 
-func apiPending(p PendingView) APIDelivery {
-	v := APIDelivery{
+func apiPending(p PendingDelivery) Delivery {
+	v := Delivery{
 		ID: p.ID, EndpointID: p.EndpointID, MessageID: p.MessageID, MessageReceivedAt: p.MessageReceivedAt,
 		State: DeliveryPending, OrderingKey: p.OrderingKey, Ordered: p.Ordered, Attempts: p.Attempt,
 		LastError: p.LastError, At: p.CreatedAt,
@@ -90,8 +90,8 @@ func apiPending(p PendingView) APIDelivery {
 	return v
 }
 
-func apiDead(d DeadLetter) APIDelivery {
-	v := APIDelivery{
+func apiDead(d DeadLetter) Delivery {
+	v := Delivery{
 		ID: d.ID, EndpointID: d.EndpointID, MessageID: d.MessageID, MessageReceivedAt: d.MessageReceivedAt,
 		State: DeliveryDead, OrderingKey: d.OrderingKey, Ordered: true, Attempts: d.Attempts,
 		LastError: d.LastError, At: d.CreatedAt,
@@ -103,8 +103,8 @@ func apiDead(d DeadLetter) APIDelivery {
 }
 
 // apiDelivered is the delivery that a successful attempt a delivered.
-func apiDelivered(a Attempt) APIDelivery {
-	return APIDelivery{
+func apiDelivered(a Attempt) Delivery {
+	return Delivery{
 		ID: a.DeliveryID, EndpointID: a.EndpointID, MessageID: a.MessageID, MessageReceivedAt: a.MessageReceivedAt,
 		State: DeliveryDelivered, Attempts: a.Attempt, LastStatus: a.StatusCode, At: a.AttemptedAt,
 	}
@@ -112,14 +112,14 @@ func apiDelivered(a Attempt) APIDelivery {
 
 // pendingList returns up to limit pending deliveries of an endpoint by id,
 // ascending after cursorID or, with newest, descending below it.
-func (db *DB) pendingList(ctx context.Context, endpointID int64, newest bool, cursorID int64, limit int) ([]PendingView, error) {
+func (db *DB) pendingList(ctx context.Context, endpointID int64, newest bool, cursorID int64, limit int) ([]PendingDelivery, error) {
 	rows, err := db.q.DeliveryListByEndpoint(ctx, dbsqlc.DeliveryListByEndpointParams{
 		EndpointID: endpointID, Newest: newest, CursorID: cursorID, Lim: int32(limit),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list pending deliveries: %w", unavailable(err))
 	}
-	out := make([]PendingView, len(rows))
+	out := make([]PendingDelivery, len(rows))
 	for i, r := range rows {
 		out[i] = pendingFrom(dbsqlc.Delivery(r))
 	}
@@ -128,12 +128,12 @@ func (db *DB) pendingList(ctx context.Context, endpointID int64, newest bool, cu
 
 // DeliveryListPending returns up to limit pending deliveries of an endpoint
 // with ids above afterID, by id.
-func (db *DB) DeliveryListPending(ctx context.Context, endpointID, afterID int64, limit int) ([]APIDelivery, error) {
+func (db *DB) DeliveryListPending(ctx context.Context, endpointID, afterID int64, limit int) ([]Delivery, error) {
 	rows, err := db.pendingList(ctx, endpointID, false, afterID, limit)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]APIDelivery, len(rows))
+	out := make([]Delivery, len(rows))
 	for i, p := range rows {
 		out[i] = apiPending(p)
 	}
@@ -143,7 +143,7 @@ func (db *DB) DeliveryListPending(ctx context.Context, endpointID, afterID int64
 // DeliveryListDelivered returns up to limit delivered deliveries of an
 // endpoint, newest first, older than (beforeAt, beforeID); pass the zero
 // time for the first page.
-func (db *DB) DeliveryListDelivered(ctx context.Context, endpointID int64, beforeAt time.Time, beforeID int64, limit int) ([]APIDelivery, error) {
+func (db *DB) DeliveryListDelivered(ctx context.Context, endpointID int64, beforeAt time.Time, beforeID int64, limit int) ([]Delivery, error) {
 	if beforeAt.IsZero() {
 		beforeAt, beforeID = farFuture, 0
 	}
@@ -153,7 +153,7 @@ func (db *DB) DeliveryListDelivered(ctx context.Context, endpointID int64, befor
 	if err != nil {
 		return nil, fmt.Errorf("list delivered deliveries: %w", unavailable(err))
 	}
-	out := make([]APIDelivery, len(rows))
+	out := make([]Delivery, len(rows))
 	for i, r := range rows {
 		out[i] = apiDelivered(attemptFrom(r))
 	}
@@ -163,22 +163,22 @@ func (db *DB) DeliveryListDelivered(ctx context.Context, endpointID int64, befor
 // DeliveryListDead returns up to limit dead letters of an endpoint as
 // deliveries, oldest first, after (afterAt, afterID); pass the zero time for
 // the first page.
-func (db *DB) DeliveryListDead(ctx context.Context, endpointID int64, afterAt time.Time, afterID int64, limit int) ([]APIDelivery, error) {
+func (db *DB) DeliveryListDead(ctx context.Context, endpointID int64, afterAt time.Time, afterID int64, limit int) ([]Delivery, error) {
 	rows, err := db.DeadLetterList(ctx, DeadLetterFilter{EndpointID: endpointID}, DeadLetterPage{At: afterAt, ID: afterID}, limit)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]APIDelivery, len(rows))
+	out := make([]Delivery, len(rows))
 	for i, d := range rows {
 		out[i] = apiDead(d)
 	}
 	return out, nil
 }
 
-// deliveryRecord is what is stored about one delivery: its row in the queue
+// deliveryRows is what is stored about one delivery: its row in the queue
 // or its dead letter (neither once delivered, or gone), and its attempts.
-type deliveryRecord struct {
-	pending  *PendingView
+type deliveryRows struct {
+	pending  *PendingDelivery
 	dead     *DeadLetter
 	attempts []Attempt
 }
@@ -189,8 +189,8 @@ type deliveryRecord struct {
 // Its reads share one snapshot: a delivery that finishes between two of them
 // (its row deleted and its attempt written in one transaction) would
 // otherwise be in none of them and answer "not found".
-func (db *DB) deliveryRead(ctx context.Context, id int64, attemptLimit int32) (deliveryRecord, error) {
-	var rec deliveryRecord
+func (db *DB) deliveryRead(ctx context.Context, id int64, attemptLimit int32) (deliveryRows, error) {
+	var rec deliveryRows
 	tx, err := db.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
 		return rec, fmt.Errorf("get delivery: %w", unavailable(err))
@@ -222,11 +222,11 @@ func (db *DB) deliveryRead(ctx context.Context, id int64, attemptLimit int32) (d
 // DeliveryGet returns delivery id in whatever state it is (pending, dead,
 // or delivered according to its history) with every attempt, or
 // hookrelay.ENOTFOUND.
-func (db *DB) DeliveryGet(ctx context.Context, id int64) (APIDelivery, []Attempt, error) {
+func (db *DB) DeliveryGet(ctx context.Context, id int64) (Delivery, []Attempt, error) {
 	rec, err := db.deliveryRead(ctx, id, allAttempts)
 	switch {
 	case err != nil:
-		return APIDelivery{}, nil, err
+		return Delivery{}, nil, err
 	case rec.pending != nil:
 		return apiPending(*rec.pending), rec.attempts, nil
 	case rec.dead != nil:
@@ -237,7 +237,7 @@ func (db *DB) DeliveryGet(ctx context.Context, id int64) (APIDelivery, []Attempt
 			return apiDelivered(a), rec.attempts, nil
 		}
 	}
-	return APIDelivery{}, nil, hookrelay.Errorf(hookrelay.ENOTFOUND, "delivery not found")
+	return Delivery{}, nil, hookrelay.Errorf(hookrelay.ENOTFOUND, "delivery not found")
 }
 
 // DeliveryRetryPending makes a pending delivery due now and reports whether

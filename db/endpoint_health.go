@@ -6,8 +6,9 @@ import (
 	"time"
 )
 
-// DispatchEndpoint is what the dispatcher needs to deliver to an endpoint.
-type DispatchEndpoint struct {
+// EndpointConfig is everything delivering to an endpoint takes: where,
+// how (signing secrets, headers, credentials, limits) and its circuit.
+type EndpointConfig struct {
 	ID              int64
 	URL             string
 	Status          string // enabled | disabled | deleted
@@ -30,14 +31,14 @@ type DispatchEndpoint struct {
 	OmitTraceparent bool
 }
 
-// EndpointsDispatchLoad returns the dispatch settings of the given endpoints
+// EndpointConfigLoad returns the dispatch settings of the given endpoints
 // (missing ids are left out).
-func (db *DB) EndpointsDispatchLoad(ctx context.Context, ids []int64) ([]DispatchEndpoint, error) {
+func (db *DB) EndpointConfigLoad(ctx context.Context, ids []int64) ([]EndpointConfig, error) {
 	rows, err := db.q.EndpointListForDispatch(ctx, ids)
 	if err != nil {
 		return nil, fmt.Errorf("load endpoints: %w", unavailable(err))
 	}
-	out := make([]DispatchEndpoint, len(rows))
+	out := make([]EndpointConfig, len(rows))
 	for i, r := range rows {
 		sched := make([]time.Duration, len(r.RetryScheduleMs))
 		for j, ms := range r.RetryScheduleMs {
@@ -57,7 +58,7 @@ func (db *DB) EndpointsDispatchLoad(ctx context.Context, ids []int64) ([]Dispatc
 		if err != nil {
 			return nil, fmt.Errorf("endpoint %d: %w", r.ID, err)
 		}
-		out[i] = DispatchEndpoint{
+		out[i] = EndpointConfig{
 			ID: r.ID, URL: r.URL, Status: r.Status, MaxInFlight: int(r.MaxInFlight),
 			RateLimitPerSec: int(r.RateLimitPerSec), PayloadMode: r.PayloadMode,
 			RetrySchedule: sched, Timeout: time.Duration(r.TimeoutMs) * time.Millisecond,

@@ -314,9 +314,9 @@ func decodeStatSample(r dbsqlc.StatSample) (StatSample, error) {
 	return s, nil
 }
 
-// APIStats are the counts GET /v1/stats shows. Counts over tables that can
+// Stats are the platform's totals (GET /v1/stats). Counts over tables that can
 // grow large stop at StatsCap (the *Capped fields report whether they did).
-type APIStats struct {
+type Stats struct {
 	Carriers            int64
 	Merchants           int64
 	EndpointsByStatus   map[string]int64
@@ -328,14 +328,14 @@ type APIStats struct {
 	MessagesTodayCapped bool
 }
 
-// StatsCap bounds the counts of APIStats.
+// StatsCap bounds the counts of Stats.
 const StatsCap = 100000
 
-// APIStatsGet returns the API's counters.
-func (db *DB) APIStatsGet(ctx context.Context) (APIStats, error) {
-	s := APIStats{EndpointsByStatus: map[string]int64{"enabled": 0, "disabled": 0, "deleted": 0}}
+// StatsGet counts the totals of Stats.
+func (db *DB) StatsGet(ctx context.Context) (Stats, error) {
+	s := Stats{EndpointsByStatus: map[string]int64{"enabled": 0, "disabled": 0, "deleted": 0}}
 	var err error
-	wrap := func(err error) (APIStats, error) { return APIStats{}, fmt.Errorf("stats: %w", unavailable(err)) }
+	wrap := func(err error) (Stats, error) { return Stats{}, fmt.Errorf("stats: %w", unavailable(err)) }
 	if s.Carriers, err = db.q.CarrierCount(ctx); err != nil {
 		return wrap(err)
 	}

@@ -204,7 +204,7 @@ func TestWebMerchantIsolation(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, resp.StatusCode)
 
 	// Their delivery is not found either.
-	pending, err := f.store.DashboardEndpointPendingList(context.Background(), ep2.ID, 10)
+	pending, err := f.store.DeliveryListPendingNewest(context.Background(), ep2.ID, 10)
 	require.NoError(t, err)
 	require.Len(t, pending, 1)
 	resp, _ = c.do("GET", "/ui/m/deliveries/"+strconv.FormatInt(pending[0].ID, 10), nil)
@@ -304,7 +304,7 @@ func TestWebMessagePayloadsAndSecretRotation(t *testing.T) {
 	did := strconv.FormatInt(msg.DeliveryIDs[0], 10)
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		v, err := f.store.DashboardDelivery(ctx, msg.DeliveryIDs[0])
+		v, err := f.store.DeliveryRead(ctx, msg.DeliveryIDs[0])
 		require.NoError(t, err)
 		if v.Pending != nil && v.Pending.Attempt >= 1 && v.Pending.VisibleAt.After(time.Now()) {
 			break
