@@ -1,3 +1,6 @@
+-- The claim calls the SQL function deliveries_claim_walk, defined in
+-- functions.sql (generated from the migrations, which change it).
+
 -- name: DeliveryClaim :many
 -- Claims up to @batch due rows of the given logical queues in ONE statement:
 -- each queue contributes at most @per_queue rows, taken fairly across the

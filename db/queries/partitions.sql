@@ -1,3 +1,6 @@
+-- PartitionEnsure calls the SQL function hookrelay_ensure_partitions,
+-- defined in functions.sql (generated from the migrations, which change it).
+
 -- name: PartitionEnsure :one
 SELECT hookrelay_ensure_partitions(sqlc.arg(from_day)::date, sqlc.arg(days)::integer)::integer;
 

@@ -241,6 +241,7 @@ func (q *Queries) DeliveryBacklogSampled(ctx context.Context, percent float64) (
 }
 
 const deliveryClaim = `-- name: DeliveryClaim :many
+
 WITH cand AS MATERIALIZED (
     SELECT c.id, c.endpoint_id, c.ordering_key, c.ordered
     FROM (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit(v)
@@ -458,6 +459,8 @@ type DeliveryClaimRow struct {
 	ConfigVersion      int64
 }
 
+// The claim calls the SQL function deliveries_claim_walk, defined in
+// functions.sql (generated from the migrations, which change it).
 // Claims up to @batch due rows of the given logical queues in ONE statement:
 // each queue contributes at most @per_queue rows, taken fairly across the
 // endpoints that have due work in it, queues taken in the order given

@@ -207,7 +207,7 @@ type MessageDeliveriesListRow struct {
 
 // The deliveries of each of the messages (id, received_at, ordering key),
 // only those to endpoints of merchant_id when it is not NULL: one call of
-// hookrelay_messages_deliveries for the set (migrations 00165, 00260).
+// hookrelay_messages_deliveries for the set (defined in functions.sql).
 func (q *Queries) MessageDeliveriesList(ctx context.Context, arg MessageDeliveriesListParams) ([]MessageDeliveriesListRow, error) {
 	rows, err := q.db.Query(ctx, messageDeliveriesList,
 		arg.IDs,
@@ -535,7 +535,7 @@ type MessageSearchRow struct {
 // and sort the whole window), matching the filters (NULL matches
 // everything). With @scoped, the candidates for a delivery to endpoint_id,
 // in state, to an endpoint of merchant_id: a message has such a delivery
-// (hookrelay_messages_deliveries, migration 00165, says which) only if it
+// (hookrelay_messages_deliveries, defined in functions.sql, says which) only if it
 // has an attempt to that endpoint (successful for delivered, unsuccessful
 // for failed: its last one was not a success), a dead letter
 // (dead), or a row in the queue (pending). These are tested here because

@@ -39,6 +39,7 @@ func (q *Queries) PartitionDropStatement(ctx context.Context, child string) (str
 }
 
 const partitionEnsure = `-- name: PartitionEnsure :one
+
 SELECT hookrelay_ensure_partitions($1::date, $2::integer)::integer
 `
 
@@ -47,6 +48,8 @@ type PartitionEnsureParams struct {
 	Days    int32
 }
 
+// PartitionEnsure calls the SQL function hookrelay_ensure_partitions,
+// defined in functions.sql (generated from the migrations, which change it).
 func (q *Queries) PartitionEnsure(ctx context.Context, arg PartitionEnsureParams) (int32, error) {
 	row := q.db.QueryRow(ctx, partitionEnsure, arg.FromDay, arg.Days)
 	var column_1 int32
