@@ -630,7 +630,7 @@ func TestClaimTimingSplitsServerTime(t *testing.T) {
 	dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: "T1"})
 	q := hookrelay.QueueFor("T1", 32)
 
-	_, timing, err := store.DeliveryClaimTimed(ctx, []int{(q + 1) % 32}, nil, nil, 50, 50, 1, 60, time.Minute)
+	_, timing, err := store.DeliveryClaim(ctx, db.ClaimParams{Queues: []int{(q + 1) % 32}, PerQueue: 50, Batch: 50, Owner: 1, Token: 60, Lease: time.Minute})
 	require.NoError(t, err)
 	require.Zero(t, timing.Server, "nothing claimed, no server time")
 
@@ -660,7 +660,7 @@ func TestClaimTimingSplitsServerTime(t *testing.T) {
 		time.Sleep(held)
 		committed <- tx.Commit(ctx)
 	}()
-	got, timing, err := store.DeliveryClaimTimed(ctx, []int{q}, nil, nil, 50, 50, 1, 61, time.Minute)
+	got, timing, err := store.DeliveryClaim(ctx, db.ClaimParams{Queues: []int{q}, PerQueue: 50, Batch: 50, Owner: 1, Token: 61, Lease: time.Minute})
 	require.NoError(t, <-committed)
 	require.NoError(t, err)
 	require.Len(t, got, 1)

@@ -243,7 +243,7 @@ func TestClaimReadsLittleBehindIdleBacklogs(t *testing.T) {
 				skipIDs = []int64{a.ID}
 			}
 			// The first claim prepares the statement on its home session.
-			got, _, err := store.DeliveryClaimTimed(ctx, []int{4}, nil, skipIDs, 7, 50, 1, 1, time.Minute)
+			got, _, err := store.DeliveryClaim(ctx, db.ClaimParams{Queues: []int{4}, Skip: skipIDs, PerQueue: 7, Batch: 50, Owner: 1, Token: 1, Lease: time.Minute})
 			require.NoError(t, err)
 			require.Empty(t, got)
 

@@ -35,11 +35,21 @@ func (db *DB) QueueLeasesRenew(ctx context.Context, owner int64, queues int, lea
 	return out, nil
 }
 
-// QueueLeasesAcquire takes up to n leases for owner: free ones, expired ones
-// and those of dispatchers silent for longer than liveWithin.
-func (db *DB) QueueLeasesAcquire(ctx context.Context, owner int64, queues, n int, lease, liveWithin time.Duration) ([]QueueLease, error) {
+// QueueLeaseParams say which queue leases QueueLeasesAcquire takes.
+type QueueLeaseParams struct {
+	Owner  int64 // the dispatcher taking them
+	Queues int   // the number of logical queues (0..Queues-1)
+	N      int   // how many leases to take at most
+	Lease  time.Duration
+	// LiveWithin: a dispatcher silent for longer has its leases taken.
+	LiveWithin time.Duration
+}
+
+// QueueLeasesAcquire takes up to p.N leases for p.Owner: free ones, expired
+// ones and those of dispatchers silent for longer than p.LiveWithin.
+func (db *DB) QueueLeasesAcquire(ctx context.Context, p QueueLeaseParams) ([]QueueLease, error) {
 	rows, err := db.q.QueueLeaseAcquire(ctx, dbsqlc.QueueLeaseAcquireParams{
-		Owner: owner, Lease: lease, Queues: int32(queues), N: int32(n), LiveWithin: liveWithin,
+		Owner: p.Owner, Lease: p.Lease, Queues: int32(p.Queues), N: int32(p.N), LiveWithin: p.LiveWithin,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("acquire queue leases: %w", unavailable(err))

@@ -196,7 +196,7 @@ func TestQueuesRebalanceAndTakeover(t *testing.T) {
 	// never heartbeats again.
 	zombie, err := store.DispatcherRegister(ctx, "zombie", 1)
 	require.NoError(t, err)
-	got, err := store.QueueLeasesAcquire(ctx, zombie, cfg.Queues, cfg.Queues, time.Hour, time.Hour)
+	got, err := store.QueueLeasesAcquire(ctx, db.QueueLeaseParams{Owner: zombie, Queues: cfg.Queues, N: cfg.Queues, Lease: time.Hour, LiveWithin: time.Hour})
 	require.NoError(t, err)
 	require.Len(t, got, cfg.Queues)
 

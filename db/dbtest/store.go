@@ -79,10 +79,11 @@ func notFound(err error, what string) error {
 
 // DeliveryClaim claims up to batch due deliveries of the logical queues (at
 // most perQueue from each) for owner, leasing them for lease under token,
-// exactly as a dispatcher does (db.DB.Claim) with no round-robin cursor and
-// no endpoint skipped.
+// exactly as a dispatcher does (db.DB.DeliveryClaim) with no round-robin
+// cursor and no endpoint skipped.
 func DeliveryClaim(ctx context.Context, store *db.DB, queues []int, perQueue, batch int, owner, token int64, lease time.Duration) ([]db.ClaimedDelivery, error) {
-	out, _, err := store.DeliveryClaimTimed(ctx, queues, nil, nil, perQueue, batch, owner, token, lease)
+	out, _, err := store.DeliveryClaim(ctx, db.ClaimParams{Queues: queues, PerQueue: perQueue, Batch: batch,
+		Owner: owner, Token: token, Lease: lease})
 	return out, err
 }
 
