@@ -263,7 +263,7 @@ func (db *DB) ReplayStep(ctx context.Context, id int64, batch int) (b ReplayBatc
 			case replayQueue:
 				p.IDs = append(p.IDs, s.ID)
 				p.Queues = append(p.Queues, s.Queue)
-				p.OrderingKeys = append(p.OrderingKeys, hookrelay.ReplayChain(s.OrderingKey))
+				p.Chains = append(p.Chains, hookrelay.ReplayChain(s.OrderingKey))
 				p.MessageIDs = append(p.MessageIDs, s.MessageID)
 				p.MessageReceivedAts = append(p.MessageReceivedAts, s.MessageReceivedAt)
 				if s.Dead {

@@ -334,7 +334,7 @@ UPDATE deliveries d SET visible_at = now()
 WHERE d.id = ANY (ARRAY(
     SELECT p.id
     FROM (SELECT unnest(sqlc.arg(endpoint_ids)::bigint[]) AS endpoint_id,
-                 unnest(sqlc.arg(ordering_keys)::text[]) AS ordering_key,
+                 unnest(sqlc.arg(chains)::text[]) AS ordering_key,
                  unnest(sqlc.arg(ids)::bigint[]) AS id) x
     CROSS JOIN LATERAL (
         SELECT n.id FROM deliveries n

@@ -879,9 +879,9 @@ WHERE d.id = ANY (ARRAY(
 `
 
 type DeliveryPromoteParams struct {
-	EndpointIDs  []int64
-	OrderingKeys []string
-	IDs          []int64
+	EndpointIDs []int64
+	Chains      []string
+	IDs         []int64
 }
 
 // Makes the successor of each removed chain row visible now when it is parked.
@@ -896,7 +896,7 @@ type DeliveryPromoteParams struct {
 // looks as cheap, and a plan kept from such a time would read every parked
 // row of a backlog at each acknowledgement).
 func (q *Queries) DeliveryPromote(ctx context.Context, arg DeliveryPromoteParams) (int64, error) {
-	result, err := q.db.Exec(ctx, deliveryPromote, arg.EndpointIDs, arg.OrderingKeys, arg.IDs)
+	result, err := q.db.Exec(ctx, deliveryPromote, arg.EndpointIDs, arg.Chains, arg.IDs)
 	if err != nil {
 		return 0, err
 	}
