@@ -57,3 +57,15 @@ func attemptsOf(ctx context.Context, q *dbsqlc.Queries, id int64, limit int32) (
 	}
 	return attemptsFrom(rows), nil
 }
+
+// AttemptListRecent returns up to limit attempts to an endpoint made
+// in [since, before), newest first.
+func (db *DB) AttemptListRecent(ctx context.Context, endpointID int64, since, before time.Time, limit int) ([]Attempt, error) {
+	rows, err := db.q.AttemptListRecentByEndpoint(ctx, dbsqlc.AttemptListRecentByEndpointParams{
+		EndpointID: endpointID, Since: since, BeforeAt: before, Lim: int32(limit),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("recent attempts: %w", unavailable(err))
+	}
+	return attemptsFrom(rows), nil
+}

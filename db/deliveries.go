@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -258,4 +259,69 @@ func (db *DB) DeliveryExtend(ctx context.Context, ids, tokens []int64, lease tim
 		return 0, fmt.Errorf("extend leases: %w", unavailable(err))
 	}
 	return n, nil
+}
+
+// DeliveryCountByEndpoint counts the pending deliveries of each endpoint
+// up to limit, in one query; the map has an entry per id.
+func (db *DB) DeliveryCountByEndpoint(ctx context.Context, endpointIDs []int64, limit int) (map[int64]int64, error) {
+	rows, err := db.q.DeliveryCountByEndpoints(ctx, dbsqlc.DeliveryCountByEndpointsParams{EndpointIDs: endpointIDs, Cap: int32(limit)})
+	if err != nil {
+		return nil, fmt.Errorf("count pending: %w", unavailable(err))
+	}
+	out := make(map[int64]int64, len(rows))
+	for _, r := range rows {
+		out[r.EndpointID] = r.N
+	}
+	return out, nil
+}
+
+// DeliveryRecord is everything known about one delivery: its row in the queue
+// (when pending), its dead letter (when dead) and its attempts.
+type DeliveryRecord struct {
+	ID          int64
+	MessageID   int64
+	ReceivedAt  time.Time // the message's
+	EndpointID  int64
+	State       string // pending | dead | delivered | failed (history only)
+	Pending     *PendingDelivery
+	DeadLetter  *DeadLetter
+	Attempts    []Attempt
+	OrderingKey string
+}
+
+// recordAttempts is how many attempts of a delivery DeliveryRead returns.
+const recordAttempts = 200
+
+// DeliveryRead returns the delivery with id from the queue, the dead
+// letters and its first recordAttempts attempts, or hookrelay.ENOTFOUND
+// when none knows it.
+func (db *DB) DeliveryRead(ctx context.Context, id int64) (DeliveryRecord, error) {
+	rec, err := db.deliveryRead(ctx, id, recordAttempts)
+	v := DeliveryRecord{ID: id, Pending: rec.pending, DeadLetter: rec.dead, Attempts: rec.attempts}
+	switch p, d := rec.pending, rec.dead; {
+	case err != nil:
+		return v, err
+	case p != nil:
+		v.State = "pending"
+		v.MessageID, v.ReceivedAt, v.EndpointID, v.OrderingKey = p.MessageID, p.MessageReceivedAt, p.EndpointID, p.OrderingKey
+	case d != nil:
+		v.State = "dead"
+		v.MessageID, v.ReceivedAt, v.EndpointID, v.OrderingKey = d.MessageID, d.MessageReceivedAt, d.EndpointID, d.OrderingKey
+	case len(v.Attempts) == 0:
+		return v, notFound(pgx.ErrNoRows, "delivery")
+	default:
+		last := v.Attempts[len(v.Attempts)-1]
+		v.MessageID, v.ReceivedAt, v.EndpointID = last.MessageID, last.MessageReceivedAt, last.EndpointID
+		v.State = "failed"
+		if last.Outcome == "success" {
+			v.State = "delivered"
+		}
+	}
+	return v, nil
+}
+
+// DeliveryListPendingNewest returns the newest pending deliveries of an
+// endpoint (at most limit), newest first.
+func (db *DB) DeliveryListPendingNewest(ctx context.Context, endpointID int64, limit int) ([]PendingDelivery, error) {
+	return db.pendingList(ctx, endpointID, true, math.MaxInt64, limit)
 }

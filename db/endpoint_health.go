@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/hookrelay/hookrelay/db/internal/dbsqlc"
 )
 
 // EndpointConfig is everything delivering to an endpoint takes: where,
@@ -76,4 +78,45 @@ func (db *DB) EndpointHealthOpenCount(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("count open circuits: %w", unavailable(err))
 	}
 	return n, nil
+}
+
+// EndpointStatus is an endpoint with its delivery health.
+type EndpointStatus struct {
+	ID                  int64
+	MerchantID          int64
+	URL                 string
+	Description         string
+	Status              string // enabled | disabled
+	DisabledReason      string
+	PayloadMode         string
+	Ordering            string // key | none
+	Signature           string // hmac | ed25519
+	CreatedAt           time.Time
+	ConsecutiveFailures int
+	CircuitState        string // closed | open | half_open
+	CircuitOpenUntil    *time.Time
+	FailingSince        *time.Time
+	LastSuccessAt       *time.Time
+	LastFailureAt       *time.Time
+	LastError           string
+}
+
+// EndpointStatusList returns up to limit endpoints of merchantID (0 = all)
+// with ids above afterID, with their health, by id.
+func (db *DB) EndpointStatusList(ctx context.Context, merchantID, afterID int64, limit int) ([]EndpointStatus, error) {
+	rows, err := db.q.EndpointListWithHealth(ctx, dbsqlc.EndpointListWithHealthParams{MerchantID: merchantID, AfterID: afterID, Lim: int32(limit)})
+	if err != nil {
+		return nil, fmt.Errorf("list endpoints with health: %w", unavailable(err))
+	}
+	out := make([]EndpointStatus, len(rows))
+	for i, r := range rows {
+		out[i] = EndpointStatus{
+			ID: r.ID, MerchantID: r.MerchantID, URL: r.URL, Description: r.Description, Status: r.Status,
+			DisabledReason: r.DisabledReason, PayloadMode: r.PayloadMode, Ordering: r.Ordering,
+			Signature: r.Signature, CreatedAt: r.CreatedAt, ConsecutiveFailures: int(r.ConsecutiveFailures), CircuitState: r.CircuitState,
+			CircuitOpenUntil: r.CircuitOpenUntil, FailingSince: r.FailingSince,
+			LastSuccessAt: r.LastSuccessAt, LastFailureAt: r.LastFailureAt, LastError: r.LastError,
+		}
+	}
+	return out, nil
 }

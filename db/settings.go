@@ -3,14 +3,9 @@ package db
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/hookrelay/hookrelay/db/internal/dbsqlc"
 )
-
-func dbsqlcPartitions(from time.Time, days int) dbsqlc.PartitionEnsureParams {
-	return dbsqlc.PartitionEnsureParams{FromDay: from, Days: int32(days)}
-}
 
 // SettingGet returns the named setting, or a hookrelay.ENOTFOUND error.
 func (db *DB) SettingGet(ctx context.Context, name string) (string, error) {
