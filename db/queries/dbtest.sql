@@ -1,8 +1,7 @@
--- Queries that only tests run: db/dbtest's reads of what a test checks
--- behind a store's back, and db's own tests (export_test.go). The product
--- calls none of them.
-
 -- name: DeadLetterCountByEndpoint :one
+-- The queries of this file are those only tests run: db/dbtest's reads of
+-- what a test checks behind a store's back, and db's own tests
+-- (export_test.go). The product calls none of them.
 SELECT count(*)::bigint FROM dead_letters WHERE endpoint_id = sqlc.arg(endpoint_id)::bigint;
 
 -- name: DeliveryCountByState :many

@@ -1,6 +1,3 @@
--- The claim calls the SQL function deliveries_claim_walk, defined in
--- functions.sql (generated from the migrations, which change it).
-
 -- name: DeliveryClaim :many
 -- Claims up to @batch due rows of the given logical queues in ONE statement:
 -- each queue contributes at most @per_queue rows, taken fairly across the
@@ -12,7 +9,8 @@
 --     shares below would take them (round by round across endpoints from
 --     the cursor, skipped endpoints left out), and the first @per_queue are
 --     locked by id; the queue is not walked. Larger queues:
---   * walk: a loose index scan of deliveries_claim_idx (queue, endpoint_id,
+--   * walk (the SQL function deliveries_claim_walk, defined in functions.sql):
+--     a loose index scan of deliveries_claim_idx (queue, endpoint_id,
 --     visible_at, id) visits the endpoints with unparked rows in the queue,
 --     one index descent each, in endpoint order starting after the queue's
 --     cursor (@afters, the last endpoint the caller was served in the

@@ -1,7 +1,5 @@
--- PartitionEnsure calls the SQL function hookrelay_ensure_partitions,
--- defined in functions.sql (generated from the migrations, which change it).
-
 -- name: PartitionEnsure :one
+-- hookrelay_ensure_partitions is defined in functions.sql.
 SELECT hookrelay_ensure_partitions(sqlc.arg(from_day)::date, sqlc.arg(days)::integer)::integer;
 
 -- name: PartitionList :many

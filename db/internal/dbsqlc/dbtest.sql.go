@@ -11,13 +11,12 @@ import (
 )
 
 const deadLetterCountByEndpoint = `-- name: DeadLetterCountByEndpoint :one
-
 SELECT count(*)::bigint FROM dead_letters WHERE endpoint_id = $1::bigint
 `
 
-// Queries that only tests run: db/dbtest's reads of what a test checks
-// behind a store's back, and db's own tests (export_test.go). The product
-// calls none of them.
+// The queries of this file are those only tests run: db/dbtest's reads of
+// what a test checks behind a store's back, and db's own tests
+// (export_test.go). The product calls none of them.
 func (q *Queries) DeadLetterCountByEndpoint(ctx context.Context, endpointID int64) (int64, error) {
 	row := q.db.QueryRow(ctx, deadLetterCountByEndpoint, endpointID)
 	var column_1 int64

@@ -241,7 +241,6 @@ func (q *Queries) DeliveryBacklogSampled(ctx context.Context, percent float64) (
 }
 
 const deliveryClaim = `-- name: DeliveryClaim :many
-
 WITH cand AS MATERIALIZED (
     SELECT c.id, c.endpoint_id, c.ordering_key, c.ordered
     FROM (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit(v)
@@ -459,8 +458,6 @@ type DeliveryClaimRow struct {
 	ConfigVersion      int64
 }
 
-// The claim calls the SQL function deliveries_claim_walk, defined in
-// functions.sql (generated from the migrations, which change it).
 // Claims up to @batch due rows of the given logical queues in ONE statement:
 // each queue contributes at most @per_queue rows, taken fairly across the
 // endpoints that have due work in it, queues taken in the order given
@@ -471,7 +468,8 @@ type DeliveryClaimRow struct {
 //     shares below would take them (round by round across endpoints from
 //     the cursor, skipped endpoints left out), and the first @per_queue are
 //     locked by id; the queue is not walked. Larger queues:
-//   - walk: a loose index scan of deliveries_claim_idx (queue, endpoint_id,
+//   - walk (the SQL function deliveries_claim_walk, defined in functions.sql):
+//     a loose index scan of deliveries_claim_idx (queue, endpoint_id,
 //     visible_at, id) visits the endpoints with unparked rows in the queue,
 //     one index descent each, in endpoint order starting after the queue's
 //     cursor (@afters, the last endpoint the caller was served in the

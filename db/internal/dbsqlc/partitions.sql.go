@@ -39,7 +39,6 @@ func (q *Queries) PartitionDropStatement(ctx context.Context, child string) (str
 }
 
 const partitionEnsure = `-- name: PartitionEnsure :one
-
 SELECT hookrelay_ensure_partitions($1::date, $2::integer)::integer
 `
 
@@ -48,8 +47,7 @@ type PartitionEnsureParams struct {
 	Days    int32
 }
 
-// PartitionEnsure calls the SQL function hookrelay_ensure_partitions,
-// defined in functions.sql (generated from the migrations, which change it).
+// hookrelay_ensure_partitions is defined in functions.sql.
 func (q *Queries) PartitionEnsure(ctx context.Context, arg PartitionEnsureParams) (int32, error) {
 	row := q.db.QueryRow(ctx, partitionEnsure, arg.FromDay, arg.Days)
 	var column_1 int32
