@@ -177,7 +177,7 @@ type StatsJSON struct {
 }
 
 func (s *Server) stats(c echo.Context) error {
-	st, err := s.db.APIStatsGet(c.Request().Context())
+	st, err := s.db.StatsGet(c.Request().Context())
 	if err != nil {
 		return err
 	}

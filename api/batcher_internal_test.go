@@ -84,11 +84,11 @@ func TestBatcherFailedBatchFailsExactlyItsRequests(t *testing.T) {
 			continue
 		}
 		require.NoError(t, errs[i], key)
-		_, err := store.MessageGetByID(context.Background(), ids[i])
+		_, err := dbtest.MessageGetByID(context.Background(), store, ids[i])
 		require.NoError(t, err, "acknowledged %s is stored", key)
 	}
 	// Failed messages are nowhere (their batch rolled back as a whole).
-	st, err := store.APIStatsGet(context.Background())
+	st, err := store.StatsGet(context.Background())
 	require.NoError(t, err)
 	require.Equal(t, int64(n-len(failed)), st.MessagesToday)
 	// Each request was in exactly one batch.
@@ -219,10 +219,10 @@ func TestBatcherSplitsAroundARefusedMessage(t *testing.T) {
 	require.Equal(t, res[0].stored.ID, res[4].stored.ID)
 	require.False(t, res[3].stored.Duplicate, "K2's first holder was refused: the key is free")
 	for _, i := range []int{0, 1, 3, 5, 7} {
-		_, err := store.MessageGetByID(context.Background(), res[i].stored.ID)
+		_, err := dbtest.MessageGetByID(context.Background(), store, res[i].stored.ID)
 		require.NoError(t, err, "message %d is stored", i)
 	}
-	st, err := store.APIStatsGet(context.Background())
+	st, err := store.StatsGet(context.Background())
 	require.NoError(t, err)
 	require.Equal(t, int64(5), st.MessagesToday, "nothing of the refused messages")
 

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookrelay/hookrelay/api"
+	"github.com/hookrelay/hookrelay/db/dbtest"
 	"github.com/hookrelay/hookrelay/internal/apitest"
 )
 
@@ -216,7 +217,7 @@ func TestCallbackBodiesKeptApart(t *testing.T) {
 	}
 	wg.Wait()
 	for i, id := range ids {
-		msg, err := b.DB.MessageGetByID(ctx, id)
+		msg, err := dbtest.MessageGetByID(ctx, b.DB, id)
 		require.NoError(t, err)
 		got := msg.Payload
 		if msg.PayloadKey != "" {

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookrelay/hookrelay/api"
+	"github.com/hookrelay/hookrelay/db/dbtest"
 	"github.com/hookrelay/hookrelay/internal/apitest"
 )
 
@@ -38,7 +39,7 @@ func TestCallbackFanOutAndStoresOriginalBytes(t *testing.T) {
 	require.Equal(t, http.StatusAccepted, st, "%v", out)
 	require.Equal(t, float64(2), out["deliveries"], "both merchants' endpoints match")
 	require.Equal(t, false, out["duplicate"])
-	msg, err := b.DB.MessageGetByID(ctx, id64(t, out["message_id"]))
+	msg, err := dbtest.MessageGetByID(ctx, b.DB, id64(t, out["message_id"]))
 	require.NoError(t, err)
 	require.Equal(t, body, msg.Payload, "the payload is stored byte for byte")
 	require.Equal(t, "SF1", msg.OrderingKey)
@@ -58,7 +59,7 @@ func TestCallbackFanOutAndStoresOriginalBytes(t *testing.T) {
 		[]byte(`{"tracking_no":12345,"merchant_id":"`+w.M1+`","status":"x"}`), "X-Event-Type", "picked_up")
 	require.Equal(t, http.StatusAccepted, st)
 	require.Equal(t, float64(1), out["deliveries"])
-	msg, err = b.DB.MessageGetByID(ctx, id64(t, out["message_id"]))
+	msg, err = dbtest.MessageGetByID(ctx, b.DB, id64(t, out["message_id"]))
 	require.NoError(t, err)
 	require.Equal(t, "12345", msg.OrderingKey)
 	require.Equal(t, "picked_up", msg.EventType)
@@ -247,7 +248,7 @@ func TestCallbackGroupCommit(t *testing.T) {
 	for _, id := range ids {
 		require.False(t, seen[id], "each request gets its own message")
 		seen[id] = true
-		msg, err := b.DB.MessageGetByID(context.Background(), id64(t, id))
+		msg, err := dbtest.MessageGetByID(context.Background(), b.DB, id64(t, id))
 		require.NoError(t, err, "acknowledged means committed")
 		require.Equal(t, 2, msg.Deliveries)
 	}

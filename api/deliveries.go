@@ -36,7 +36,7 @@ type AttemptJSON struct {
 	ResponseExcerpt string    `json:"response_excerpt,omitempty"`
 }
 
-func deliveryJSON(d db.APIDelivery) DeliveryJSON {
+func deliveryJSON(d db.Delivery) DeliveryJSON {
 	return DeliveryJSON{
 		ID: ID(d.ID), EndpointID: ID(d.EndpointID), MessageID: ID(d.MessageID), Status: d.State,
 		OrderingKey: d.OrderingKey, Ordered: d.Ordered, Attempts: d.Attempts, NextAttemptAt: d.NextAttemptAt,
@@ -54,18 +54,18 @@ func (s *Server) listDeliveries(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	var rows []db.APIDelivery
-	var at func(db.APIDelivery) cursor
+	var rows []db.Delivery
+	var at func(db.Delivery) cursor
 	switch status := c.QueryParam("status"); status {
 	case "", db.DeliveryPending:
 		rows, err = s.db.DeliveryListPending(ctx, ep.ID, cur.ID, limit+1)
-		at = func(d db.APIDelivery) cursor { return cursor{ID: d.ID} }
+		at = func(d db.Delivery) cursor { return cursor{ID: d.ID} }
 	case db.DeliveryDelivered:
 		rows, err = s.db.DeliveryListDelivered(ctx, ep.ID, cur.At, cur.ID, limit+1)
-		at = func(d db.APIDelivery) cursor { return cursor{At: d.At, ID: d.ID} }
+		at = func(d db.Delivery) cursor { return cursor{At: d.At, ID: d.ID} }
 	case db.DeliveryDead:
 		rows, err = s.db.DeliveryListDead(ctx, ep.ID, cur.At, cur.ID, limit+1)
-		at = func(d db.APIDelivery) cursor { return cursor{At: d.At, ID: d.ID} }
+		at = func(d db.Delivery) cursor { return cursor{At: d.At, ID: d.ID} }
 	default:
 		return invalidf("status must be pending, delivered or dead")
 	}
@@ -76,10 +76,10 @@ func (s *Server) listDeliveries(c echo.Context) error {
 }
 
 // ownedDelivery loads delivery :id, 404 when its endpoint is another merchant's.
-func (s *Server) ownedDelivery(c echo.Context) (db.APIDelivery, []db.Attempt, error) {
+func (s *Server) ownedDelivery(c echo.Context) (db.Delivery, []db.Attempt, error) {
 	id, err := pathID(c, "delivery")
 	if err != nil {
-		return db.APIDelivery{}, nil, err
+		return db.Delivery{}, nil, err
 	}
 	return s.ops.Delivery(c.Request().Context(), actorOf(c), id)
 }

@@ -137,7 +137,7 @@ func TestParkedDeliveryReads(t *testing.T) {
 	ctx := context.Background()
 	q := hookrelay.QueueFor("PK1", hookrelay.DefaultQueues)
 	for i := range 2 {
-		claimed, err := b.DB.DeliveryClaim(ctx, []int{q}, 100, 100, 1, int64(i+1), time.Minute)
+		claimed, err := dbtest.DeliveryClaim(ctx, b.DB, []int{q}, 100, 100, 1, int64(i+1), time.Minute)
 		require.NoError(t, err)
 		require.Len(t, claimed, 1-i)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookrelay/hookrelay/api"
+	"github.com/hookrelay/hookrelay/db/dbtest"
 )
 
 func TestCallbackOffloadBothWays(t *testing.T) {
@@ -21,7 +22,7 @@ func TestCallbackOffloadBothWays(t *testing.T) {
 	small := []byte(`{"tracking_no":"S"}`)
 	st, out := b.call(t, http.MethodPost, "/v1/callbacks", w.CarrierKey, small)
 	require.Equal(t, http.StatusAccepted, st)
-	msg, err := b.DB.MessageGetByID(ctx, id64(t, out["message_id"]))
+	msg, err := dbtest.MessageGetByID(ctx, b.DB, id64(t, out["message_id"]))
 	require.NoError(t, err)
 	require.Equal(t, small, msg.Payload)
 	require.Empty(t, msg.PayloadKey)
@@ -29,7 +30,7 @@ func TestCallbackOffloadBothWays(t *testing.T) {
 	large := []byte(`{"tracking_no":"L","pad":"` + strings.Repeat("z", 500) + `"}`)
 	st, out = b.call(t, http.MethodPost, "/v1/callbacks", w.CarrierKey, large)
 	require.Equal(t, http.StatusAccepted, st)
-	msg, err = b.DB.MessageGetByID(ctx, id64(t, out["message_id"]))
+	msg, err = dbtest.MessageGetByID(ctx, b.DB, id64(t, out["message_id"]))
 	require.NoError(t, err)
 	require.Nil(t, msg.Payload, "a large payload is never in PostgreSQL")
 	require.True(t, strings.HasPrefix(msg.PayloadKey, "payloads/"))

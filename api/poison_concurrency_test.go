@@ -177,7 +177,7 @@ func TestPoisonCallbacksNeverFailOthers(t *testing.T) {
 	require.Equal(t, float64(valid), stats["messages_today_utc"])
 	require.Equal(t, float64(0), stats["dead_letters"])
 	require.Eventually(t, func() bool {
-		p, err := r.DB.APIStatsGet(context.Background())
+		p, err := r.DB.StatsGet(context.Background())
 		return err == nil && p.PendingDeliveries == 0
 	}, 10*time.Second, 50*time.Millisecond, "no delivery left pending")
 	require.NotContains(t, r.Logs.String(), `"level":"ERROR"`)

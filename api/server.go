@@ -110,7 +110,7 @@ func (c Config) WithDefaults() Config {
 // by package ops (the dashboard's are the same ones).
 type Operations interface {
 	Endpoint(ctx context.Context, a ops.Actor, id int64) (db.Endpoint, error)
-	Delivery(ctx context.Context, a ops.Actor, id int64) (db.APIDelivery, []db.Attempt, error)
+	Delivery(ctx context.Context, a ops.Actor, id int64) (db.Delivery, []db.Attempt, error)
 	Messages(ctx context.Context, a ops.Actor, f db.MessageFilter, after db.MessagePosition, limit int) ([]db.MessageSummary, error)
 	Message(ctx context.Context, a ops.Actor, id int64, receivedAt *time.Time) (db.MessageRecord, error)
 	RetryDeadLetters(ctx context.Context, sel ops.DeadLetters) (int64, error)
@@ -125,7 +125,7 @@ type Operations interface {
 	SendTest(ctx context.Context, a ops.Actor, id int64) (hookrelay.PingResult, error)
 	RotateMerchantKey(ctx context.Context, id int64) (ops.KeyRotation, error)
 	CreatePortalLink(ctx context.Context, merchantID int64, ttl time.Duration, readOnly bool) (ops.PortalLink, error)
-	Sessions(ctx context.Context, beforeID int64, limit int) ([]db.DashboardSessionView, error)
+	Sessions(ctx context.Context, beforeID int64, limit int) ([]db.LoginSessionRecord, error)
 	RevokeSession(ctx context.Context, id int64) error
 	CreateOpsEndpoint(ctx context.Context, in ops.NewOpsEndpoint) (db.OpsEndpoint, error)
 	OpsEndpoints(ctx context.Context) ([]db.OpsEndpoint, error)

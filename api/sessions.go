@@ -49,7 +49,7 @@ type SessionClient struct {
 	UserAgent string `json:"user_agent"`
 }
 
-func sessionJSON(v db.DashboardSessionView) SessionJSON {
+func sessionJSON(v db.LoginSessionRecord) SessionJSON {
 	out := SessionJSON{ID: ID(v.ID), Kind: v.Kind, CreatedAt: v.CreatedAt, LastSeenAt: v.LastSeenAt,
 		ExpiresAt: v.ExpiresAt, Client: SessionClient{Address: v.ClientAddr, UserAgent: v.UserAgent},
 		Portal: v.Portal, ReadOnly: v.ReadOnly}
@@ -69,7 +69,7 @@ func (s *Server) listSessions(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, page(rows, limit, sessionJSON, func(r db.DashboardSessionView) cursor { return cursor{ID: r.ID} }))
+	return c.JSON(http.StatusOK, page(rows, limit, sessionJSON, func(r db.LoginSessionRecord) cursor { return cursor{ID: r.ID} }))
 }
 
 // revokeSession ends a dashboard session at once: 204, or 404 for an

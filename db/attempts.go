@@ -58,16 +58,14 @@ func attemptsOf(ctx context.Context, q *dbsqlc.Queries, id int64, limit int32) (
 	return attemptsFrom(rows), nil
 }
 
-// AttemptsForDelivery returns every attempt of a delivery, oldest first.
-func (db *DB) AttemptsForDelivery(ctx context.Context, deliveryID int64) ([]Attempt, error) {
-	return attemptsOf(ctx, db.q, deliveryID, allAttempts)
-}
-
-// AttemptsCountForEndpoint counts the recorded attempts to an endpoint.
-func (db *DB) AttemptsCountForEndpoint(ctx context.Context, endpointID int64) (int64, error) {
-	n, err := db.q.AttemptCountByEndpoint(ctx, endpointID)
+// AttemptListRecent returns up to limit attempts to an endpoint made
+// in [since, before), newest first.
+func (db *DB) AttemptListRecent(ctx context.Context, endpointID int64, since, before time.Time, limit int) ([]Attempt, error) {
+	rows, err := db.q.AttemptListRecentByEndpoint(ctx, dbsqlc.AttemptListRecentByEndpointParams{
+		EndpointID: endpointID, Since: since, BeforeAt: before, Lim: int32(limit),
+	})
 	if err != nil {
-		return 0, fmt.Errorf("count attempts: %w", unavailable(err))
+		return nil, fmt.Errorf("recent attempts: %w", unavailable(err))
 	}
-	return n, nil
+	return attemptsFrom(rows), nil
 }

@@ -86,15 +86,6 @@ func (db *DB) CarrierCreate(ctx context.Context, p CarrierCreateParams) (Carrier
 	return db.carrierFrom(r)
 }
 
-// CarrierGet returns the carrier with id, or hookrelay.ENOTFOUND.
-func (db *DB) CarrierGet(ctx context.Context, id int64) (Carrier, error) {
-	r, err := db.q.CarrierGet(ctx, id)
-	if err != nil {
-		return Carrier{}, notFound(unavailableUnlessNoRows(err), "carrier")
-	}
-	return db.carrierFrom(r)
-}
-
 // CarrierByKeyHash returns the carrier whose API key hashes to hash, or
 // hookrelay.ENOTFOUND.
 func (db *DB) CarrierByKeyHash(ctx context.Context, hash []byte) (Carrier, error) {

@@ -17,7 +17,7 @@ import (
 func finish(t *testing.T, store *db.DB, key string, kind db.AckKind) int64 {
 	t.Helper()
 	ctx := context.Background()
-	rows, err := store.DeliveryClaim(ctx, []int{hookrelay.QueueFor(key, 32)}, 50, 50, 1, 77, time.Minute)
+	rows, err := dbtest.DeliveryClaim(ctx, store, []int{hookrelay.QueueFor(key, 32)}, 50, 50, 1, 77, time.Minute)
 	require.NoError(t, err)
 	require.Len(t, rows, 1)
 	r := rows[0]
@@ -42,7 +42,7 @@ func TestDashboardOverviewAndDeliveryStates(t *testing.T) {
 		dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: k})
 	}
 
-	o, err := store.DashboardOverview(ctx, 32, true)
+	o, err := store.OverviewGet(ctx, 32, true)
 	require.NoError(t, err)
 	require.Len(t, o.Backlog, 32)
 	for _, k := range keys {
@@ -59,11 +59,11 @@ func TestDashboardOverviewAndDeliveryStates(t *testing.T) {
 
 	deadID := finish(t, store, "A-1", db.AckDead)
 	okID := finish(t, store, "B-2", db.AckSuccess)
-	o, err = store.DashboardOverview(ctx, 32, true)
+	o, err = store.OverviewGet(ctx, 32, true)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, o.DeadLetters)
 
-	v, err := store.DashboardDelivery(ctx, deadID)
+	v, err := store.DeliveryRead(ctx, deadID)
 	require.NoError(t, err)
 	require.Equal(t, "dead", v.State)
 	require.NotNil(t, v.DeadLetter)
@@ -71,16 +71,16 @@ func TestDashboardOverviewAndDeliveryStates(t *testing.T) {
 	require.Equal(t, 500, v.Attempts[0].StatusCode)
 	require.Equal(t, "down", v.Attempts[0].ResponseExcerpt)
 
-	v, err = store.DashboardDelivery(ctx, okID)
+	v, err = store.DeliveryRead(ctx, okID)
 	require.NoError(t, err)
 	require.Equal(t, "delivered", v.State)
 	require.Equal(t, ep.ID, v.EndpointID)
 	require.Equal(t, 12*time.Millisecond, v.Attempts[0].Latency)
 
-	pending, err := store.DashboardEndpointPendingList(ctx, ep.ID, 10)
+	pending, err := store.DeliveryListPendingNewest(ctx, ep.ID, 10)
 	require.NoError(t, err)
 	require.Len(t, pending, 1)
-	v, err = store.DashboardDelivery(ctx, pending[0].ID)
+	v, err = store.DeliveryRead(ctx, pending[0].ID)
 	require.NoError(t, err)
 	require.Equal(t, "pending", v.State)
 	m, err := store.MessageRead(ctx, v.MessageID, &v.ReceivedAt, 0)
@@ -88,20 +88,20 @@ func TestDashboardOverviewAndDeliveryStates(t *testing.T) {
 	require.Equal(t, "C-3", m.OrderingKey)
 	require.JSONEq(t, `{"tracking_no":"C-3","status":"delivered"}`, string(m.Payload))
 
-	_, err = store.DashboardDelivery(ctx, 987654321)
+	_, err = store.DeliveryRead(ctx, 987654321)
 	require.Equal(t, hookrelay.ENOTFOUND, hookrelay.CodeOf(err))
 	_, err = store.MessageRead(ctx, 987654321, nil, 0)
 	require.Equal(t, hookrelay.ENOTFOUND, hookrelay.CodeOf(err))
 
-	recent, err := store.DashboardRecentAttempts(ctx, ep.ID, time.Now().Add(-time.Hour), time.Now().Add(time.Minute), 10)
+	recent, err := store.AttemptListRecent(ctx, ep.ID, time.Now().Add(-time.Hour), time.Now().Add(time.Minute), 10)
 	require.NoError(t, err)
 	require.Len(t, recent, 2)
 	require.False(t, recent[0].AttemptedAt.Before(recent[1].AttemptedAt), "newest first")
 
-	eps, err := store.DashboardEndpoints(ctx, ep.MerchantID, 0, 10)
+	eps, err := store.EndpointStatusList(ctx, ep.MerchantID, 0, 10)
 	require.NoError(t, err)
 	require.Len(t, eps, 1)
-	n, err := store.DashboardEndpointsPending(ctx, []int64{ep.ID, 987654}, 100)
+	n, err := store.DeliveryCountByEndpoint(ctx, []int64{ep.ID, 987654}, 100)
 	require.NoError(t, err)
 	require.Equal(t, map[int64]int64{ep.ID: 1, 987654: 0}, n)
 }

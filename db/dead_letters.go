@@ -105,15 +105,6 @@ func (db *DB) DeadLetterCount(ctx context.Context, f DeadLetterFilter, limit int
 	return n, nil
 }
 
-// DeadLetterGet returns one dead letter, or hookrelay.ENOTFOUND.
-func (db *DB) DeadLetterGet(ctx context.Context, id int64) (DeadLetter, error) {
-	r, err := db.q.DeadLetterGet(ctx, id)
-	if err != nil {
-		return DeadLetter{}, notFound(unavailableUnlessNoRows(err), "dead letter")
-	}
-	return deadLetterFrom(r), nil
-}
-
 // DeadLetterRetry moves dead letters back into deliveries (same id,
 // unordered, attempt 0, visible now) in one statement: the given ids when
 // ids is not nil, else those matching f. Dead letters of deleted endpoints
@@ -147,13 +138,4 @@ func nonNil(ids []int64) []int64 {
 		return []int64{}
 	}
 	return ids
-}
-
-// DeadLetterCountForEndpoint counts an endpoint's dead letters.
-func (db *DB) DeadLetterCountForEndpoint(ctx context.Context, endpointID int64) (int64, error) {
-	n, err := db.q.DeadLetterCountByEndpoint(ctx, endpointID)
-	if err != nil {
-		return 0, fmt.Errorf("count dead letters: %w", unavailable(err))
-	}
-	return n, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -19,8 +20,8 @@ const (
 	DeliveryDead      = "dead"
 )
 
-// APIDelivery is one delivery as the API lists it, whatever its state.
-type APIDelivery struct {
+// Delivery is one delivery, whatever its state: pending, delivered or dead.
+type Delivery struct {
 	ID                int64
 	EndpointID        int64
 	MessageID         int64
@@ -35,8 +36,8 @@ type APIDelivery struct {
 	At                time.Time // pending: created; delivered: delivered; dead: dead since
 }
 
-// PendingView is a delivery still in the queue.
-type PendingView struct {
+// PendingDelivery is a delivery still in the queue.
+type PendingDelivery struct {
 	ID          int64
 	Queue       int
 	EndpointID  int64
@@ -54,9 +55,9 @@ type PendingView struct {
 	CreatedAt         time.Time
 }
 
-func pendingFrom(r dbsqlc.Delivery) PendingView {
+func pendingFrom(r dbsqlc.Delivery) PendingDelivery {
 	key, replayed := hookrelay.ChainKey(r.OrderingKey)
-	p := PendingView{
+	p := PendingDelivery{
 		ID: r.ID, Queue: int(r.Queue), EndpointID: r.EndpointID, OrderingKey: key, Replayed: replayed, Ordered: r.Ordered,
 		MessageID: r.MessageID, MessageReceivedAt: r.MessageReceivedAt, Attempt: int(r.Attempt),
 		VisibleAt: r.VisibleAt, CreatedAt: r.CreatedAt,
@@ -74,8 +75,8 @@ func pendingFrom(r dbsqlc.Delivery) PendingView {
 	return p
 }
 
-func apiPending(p PendingView) APIDelivery {
-	v := APIDelivery{
+func apiPending(p PendingDelivery) Delivery {
+	v := Delivery{
 		ID: p.ID, EndpointID: p.EndpointID, MessageID: p.MessageID, MessageReceivedAt: p.MessageReceivedAt,
 		State: DeliveryPending, OrderingKey: p.OrderingKey, Ordered: p.Ordered, Attempts: p.Attempt,
 		LastError: p.LastError, At: p.CreatedAt,
@@ -90,8 +91,8 @@ func apiPending(p PendingView) APIDelivery {
 	return v
 }
 
-func apiDead(d DeadLetter) APIDelivery {
-	v := APIDelivery{
+func apiDead(d DeadLetter) Delivery {
+	v := Delivery{
 		ID: d.ID, EndpointID: d.EndpointID, MessageID: d.MessageID, MessageReceivedAt: d.MessageReceivedAt,
 		State: DeliveryDead, OrderingKey: d.OrderingKey, Ordered: true, Attempts: d.Attempts,
 		LastError: d.LastError, At: d.CreatedAt,
@@ -103,8 +104,8 @@ func apiDead(d DeadLetter) APIDelivery {
 }
 
 // apiDelivered is the delivery that a successful attempt a delivered.
-func apiDelivered(a Attempt) APIDelivery {
-	return APIDelivery{
+func apiDelivered(a Attempt) Delivery {
+	return Delivery{
 		ID: a.DeliveryID, EndpointID: a.EndpointID, MessageID: a.MessageID, MessageReceivedAt: a.MessageReceivedAt,
 		State: DeliveryDelivered, Attempts: a.Attempt, LastStatus: a.StatusCode, At: a.AttemptedAt,
 	}
@@ -112,14 +113,14 @@ func apiDelivered(a Attempt) APIDelivery {
 
 // pendingList returns up to limit pending deliveries of an endpoint by id,
 // ascending after cursorID or, with newest, descending below it.
-func (db *DB) pendingList(ctx context.Context, endpointID int64, newest bool, cursorID int64, limit int) ([]PendingView, error) {
+func (db *DB) pendingList(ctx context.Context, endpointID int64, newest bool, cursorID int64, limit int) ([]PendingDelivery, error) {
 	rows, err := db.q.DeliveryListByEndpoint(ctx, dbsqlc.DeliveryListByEndpointParams{
 		EndpointID: endpointID, Newest: newest, CursorID: cursorID, Lim: int32(limit),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list pending deliveries: %w", unavailable(err))
 	}
-	out := make([]PendingView, len(rows))
+	out := make([]PendingDelivery, len(rows))
 	for i, r := range rows {
 		out[i] = pendingFrom(dbsqlc.Delivery(r))
 	}
@@ -128,12 +129,12 @@ func (db *DB) pendingList(ctx context.Context, endpointID int64, newest bool, cu
 
 // DeliveryListPending returns up to limit pending deliveries of an endpoint
 // with ids above afterID, by id.
-func (db *DB) DeliveryListPending(ctx context.Context, endpointID, afterID int64, limit int) ([]APIDelivery, error) {
+func (db *DB) DeliveryListPending(ctx context.Context, endpointID, afterID int64, limit int) ([]Delivery, error) {
 	rows, err := db.pendingList(ctx, endpointID, false, afterID, limit)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]APIDelivery, len(rows))
+	out := make([]Delivery, len(rows))
 	for i, p := range rows {
 		out[i] = apiPending(p)
 	}
@@ -143,7 +144,7 @@ func (db *DB) DeliveryListPending(ctx context.Context, endpointID, afterID int64
 // DeliveryListDelivered returns up to limit delivered deliveries of an
 // endpoint, newest first, older than (beforeAt, beforeID); pass the zero
 // time for the first page.
-func (db *DB) DeliveryListDelivered(ctx context.Context, endpointID int64, beforeAt time.Time, beforeID int64, limit int) ([]APIDelivery, error) {
+func (db *DB) DeliveryListDelivered(ctx context.Context, endpointID int64, beforeAt time.Time, beforeID int64, limit int) ([]Delivery, error) {
 	if beforeAt.IsZero() {
 		beforeAt, beforeID = farFuture, 0
 	}
@@ -153,7 +154,7 @@ func (db *DB) DeliveryListDelivered(ctx context.Context, endpointID int64, befor
 	if err != nil {
 		return nil, fmt.Errorf("list delivered deliveries: %w", unavailable(err))
 	}
-	out := make([]APIDelivery, len(rows))
+	out := make([]Delivery, len(rows))
 	for i, r := range rows {
 		out[i] = apiDelivered(attemptFrom(r))
 	}
@@ -163,22 +164,22 @@ func (db *DB) DeliveryListDelivered(ctx context.Context, endpointID int64, befor
 // DeliveryListDead returns up to limit dead letters of an endpoint as
 // deliveries, oldest first, after (afterAt, afterID); pass the zero time for
 // the first page.
-func (db *DB) DeliveryListDead(ctx context.Context, endpointID int64, afterAt time.Time, afterID int64, limit int) ([]APIDelivery, error) {
+func (db *DB) DeliveryListDead(ctx context.Context, endpointID int64, afterAt time.Time, afterID int64, limit int) ([]Delivery, error) {
 	rows, err := db.DeadLetterList(ctx, DeadLetterFilter{EndpointID: endpointID}, DeadLetterPage{At: afterAt, ID: afterID}, limit)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]APIDelivery, len(rows))
+	out := make([]Delivery, len(rows))
 	for i, d := range rows {
 		out[i] = apiDead(d)
 	}
 	return out, nil
 }
 
-// deliveryRecord is what is stored about one delivery: its row in the queue
+// deliveryRows is what is stored about one delivery: its row in the queue
 // or its dead letter (neither once delivered, or gone), and its attempts.
-type deliveryRecord struct {
-	pending  *PendingView
+type deliveryRows struct {
+	pending  *PendingDelivery
 	dead     *DeadLetter
 	attempts []Attempt
 }
@@ -189,8 +190,8 @@ type deliveryRecord struct {
 // Its reads share one snapshot: a delivery that finishes between two of them
 // (its row deleted and its attempt written in one transaction) would
 // otherwise be in none of them and answer "not found".
-func (db *DB) deliveryRead(ctx context.Context, id int64, attemptLimit int32) (deliveryRecord, error) {
-	var rec deliveryRecord
+func (db *DB) deliveryRead(ctx context.Context, id int64, attemptLimit int32) (deliveryRows, error) {
+	var rec deliveryRows
 	tx, err := db.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
 		return rec, fmt.Errorf("get delivery: %w", unavailable(err))
@@ -222,11 +223,11 @@ func (db *DB) deliveryRead(ctx context.Context, id int64, attemptLimit int32) (d
 // DeliveryGet returns delivery id in whatever state it is (pending, dead,
 // or delivered according to its history) with every attempt, or
 // hookrelay.ENOTFOUND.
-func (db *DB) DeliveryGet(ctx context.Context, id int64) (APIDelivery, []Attempt, error) {
+func (db *DB) DeliveryGet(ctx context.Context, id int64) (Delivery, []Attempt, error) {
 	rec, err := db.deliveryRead(ctx, id, allAttempts)
 	switch {
 	case err != nil:
-		return APIDelivery{}, nil, err
+		return Delivery{}, nil, err
 	case rec.pending != nil:
 		return apiPending(*rec.pending), rec.attempts, nil
 	case rec.dead != nil:
@@ -237,7 +238,7 @@ func (db *DB) DeliveryGet(ctx context.Context, id int64) (APIDelivery, []Attempt
 			return apiDelivered(a), rec.attempts, nil
 		}
 	}
-	return APIDelivery{}, nil, hookrelay.Errorf(hookrelay.ENOTFOUND, "delivery not found")
+	return Delivery{}, nil, hookrelay.Errorf(hookrelay.ENOTFOUND, "delivery not found")
 }
 
 // DeliveryRetryPending makes a pending delivery due now and reports whether
@@ -260,33 +261,67 @@ func (db *DB) DeliveryExtend(ctx context.Context, ids, tokens []int64, lease tim
 	return n, nil
 }
 
-// DeliveryResumeEndpoint makes an endpoint's held rows visible now (not those
-// in flight, not parked non-heads).
-func (db *DB) DeliveryResumeEndpoint(ctx context.Context, endpointID int64) (int64, error) {
-	n, err := db.q.DeliveryResumeByEndpoint(ctx, endpointID)
+// DeliveryCountByEndpoint counts the pending deliveries of each endpoint
+// up to limit, in one query; the map has an entry per id.
+func (db *DB) DeliveryCountByEndpoint(ctx context.Context, endpointIDs []int64, limit int) (map[int64]int64, error) {
+	rows, err := db.q.DeliveryCountByEndpoints(ctx, dbsqlc.DeliveryCountByEndpointsParams{EndpointIDs: endpointIDs, Cap: int32(limit)})
 	if err != nil {
-		return 0, fmt.Errorf("resume endpoint %d: %w", endpointID, unavailable(err))
+		return nil, fmt.Errorf("count pending: %w", unavailable(err))
 	}
-	return n, nil
-}
-
-// QueueCounts is the backlog of one logical queue.
-type QueueCounts struct {
-	Queue   int
-	Due     int64 // visible now
-	Waiting int64 // leased, retrying or held
-	Parked  int64 // behind their predecessor
-}
-
-// DeliveryQueueCounts returns the backlog per logical queue that has rows.
-func (db *DB) DeliveryQueueCounts(ctx context.Context) ([]QueueCounts, error) {
-	rows, err := db.q.DeliveryCountByState(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("queue counts: %w", unavailable(err))
-	}
-	out := make([]QueueCounts, len(rows))
-	for i, r := range rows {
-		out[i] = QueueCounts{Queue: int(r.Queue), Due: r.Due, Waiting: r.Waiting, Parked: r.Parked}
+	out := make(map[int64]int64, len(rows))
+	for _, r := range rows {
+		out[r.EndpointID] = r.N
 	}
 	return out, nil
+}
+
+// DeliveryRecord is everything known about one delivery: its row in the queue
+// (when pending), its dead letter (when dead) and its attempts.
+type DeliveryRecord struct {
+	ID          int64
+	MessageID   int64
+	ReceivedAt  time.Time // the message's
+	EndpointID  int64
+	State       string // pending | dead | delivered | failed (history only)
+	Pending     *PendingDelivery
+	DeadLetter  *DeadLetter
+	Attempts    []Attempt
+	OrderingKey string
+}
+
+// recordAttempts is how many attempts of a delivery DeliveryRead returns.
+const recordAttempts = 200
+
+// DeliveryRead returns the delivery with id from the queue, the dead
+// letters and its first recordAttempts attempts, or hookrelay.ENOTFOUND
+// when none knows it.
+func (db *DB) DeliveryRead(ctx context.Context, id int64) (DeliveryRecord, error) {
+	rec, err := db.deliveryRead(ctx, id, recordAttempts)
+	v := DeliveryRecord{ID: id, Pending: rec.pending, DeadLetter: rec.dead, Attempts: rec.attempts}
+	switch p, d := rec.pending, rec.dead; {
+	case err != nil:
+		return v, err
+	case p != nil:
+		v.State = "pending"
+		v.MessageID, v.ReceivedAt, v.EndpointID, v.OrderingKey = p.MessageID, p.MessageReceivedAt, p.EndpointID, p.OrderingKey
+	case d != nil:
+		v.State = "dead"
+		v.MessageID, v.ReceivedAt, v.EndpointID, v.OrderingKey = d.MessageID, d.MessageReceivedAt, d.EndpointID, d.OrderingKey
+	case len(v.Attempts) == 0:
+		return v, notFound(pgx.ErrNoRows, "delivery")
+	default:
+		last := v.Attempts[len(v.Attempts)-1]
+		v.MessageID, v.ReceivedAt, v.EndpointID = last.MessageID, last.MessageReceivedAt, last.EndpointID
+		v.State = "failed"
+		if last.Outcome == "success" {
+			v.State = "delivered"
+		}
+	}
+	return v, nil
+}
+
+// DeliveryListPendingNewest returns the newest pending deliveries of an
+// endpoint (at most limit), newest first.
+func (db *DB) DeliveryListPendingNewest(ctx context.Context, endpointID int64, limit int) ([]PendingDelivery, error) {
+	return db.pendingList(ctx, endpointID, true, math.MaxInt64, limit)
 }

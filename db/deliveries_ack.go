@@ -41,9 +41,6 @@ type DeliveryResult struct {
 	Error       string
 	Excerpt     string
 	AttemptedAt time.Time
-	// CountsForCircuit reports whether a failure counts against the
-	// endpoint's circuit breaker.
-	CountsForCircuit bool
 	// The row's chain as claimed (ResultFor sets them): with the chain of
 	// every result known, an acknowledgement without dead letters promotes
 	// the successors in the same round trip (see DeliveryAckBatch). Chain
@@ -177,7 +174,7 @@ func (db *DB) DeliveryAckBatch(ctx context.Context, dispatcherID int64, results 
 			for _, r := range rows {
 				if r.Deleted && r.Ordered {
 					promote.EndpointIDs = append(promote.EndpointIDs, r.EndpointID)
-					promote.OrderingKeys = append(promote.OrderingKeys, r.OrderingKey)
+					promote.Chains = append(promote.Chains, r.OrderingKey)
 					promote.IDs = append(promote.IDs, r.ID)
 				}
 				if res, ok := dead[r.ID]; ok && r.Deleted {
@@ -252,7 +249,7 @@ func (db *DB) ackPipelined(ctx context.Context, conn interface {
 	for _, r := range results {
 		if r.Kind == AckSuccess && r.Ordered {
 			promote.EndpointIDs = append(promote.EndpointIDs, r.EndpointID)
-			promote.OrderingKeys = append(promote.OrderingKeys, r.Chain)
+			promote.Chains = append(promote.Chains, r.Chain)
 			promote.IDs = append(promote.IDs, r.ID)
 		}
 	}

@@ -79,7 +79,7 @@ func BenchmarkDeliveryClaim(b *testing.B) {
 							queues, perQueue = append(all[q:], all[:q]...), 7
 						}
 						start := time.Now()
-						got, err := store.DeliveryClaim(ctx, queues, perQueue, 50, 1, int64(i+1), time.Hour)
+						got, err := dbtest.DeliveryClaim(ctx, store, queues, perQueue, 50, 1, int64(i+1), time.Hour)
 						took = append(took, time.Since(start))
 						if err != nil {
 							b.Fatal(err)

@@ -16,7 +16,8 @@ type ClaimedDelivery struct {
 	EndpointID int64
 	// OrderingKey is the message's ordering key (X-Hookrelay-Ordering-Key).
 	OrderingKey string
-	// Chain is the row's chain value: the ordering key for a live delivery,
+	// Chain is the row's chain value (the column deliveries.ordering_key
+	// holds chains, not keys): the ordering key for a live delivery,
 	// hookrelay.ReplayChain of it for a replayed one. The acknowledgement
 	// promotes the chain's next row by it.
 	Chain             string
@@ -44,18 +45,6 @@ type ClaimedDelivery struct {
 	Traceparent string
 }
 
-// DeliveryClaim claims up to batch due deliveries of the logical queues (at
-// most perQueue from each, shared fairly across the endpoints with due rows
-// in it, queues taken in the order given) for owner, leasing them for lease
-// under token (see DeliveryClaim in deliveries.sql: only chain heads are
-// returned; non-heads are parked, heads of disabled endpoints held, heads of
-// open circuits deferred). Each queue's endpoints are served from the
-// lowest id; DeliveryClaimTimed takes where to start.
-func (db *DB) DeliveryClaim(ctx context.Context, queues []int, perQueue, batch int, owner, token int64, lease time.Duration) ([]ClaimedDelivery, error) {
-	out, _, err := db.DeliveryClaimTimed(ctx, queues, nil, nil, perQueue, batch, owner, token, lease)
-	return out, err
-}
-
 // defaultClaimPeek is the claim's small-queue bound: a logical queue with
 // fewer rows than this in the claim index (in flight, due and waiting
 // retries together) is claimed from one scan of its due rows, ranked as
@@ -78,38 +67,59 @@ type ClaimTiming struct {
 	Server time.Duration
 }
 
-// DeliveryClaimTimed is DeliveryClaim that also reports how long it waited
-// for a connection and how long the statement took. after[i] (nil: all 0)
-// is queue i's round-robin cursor: its endpoints are served from the first
-// above after[i], wrapping round; callers pass the last endpoint they were
-// served in the queue. The endpoints in skip are passed over (their rows
-// stay where they are): callers name those whose max_in_flight they have in
-// flight already.
-func (db *DB) DeliveryClaimTimed(ctx context.Context, queues []int, after, skip []int64, perQueue, batch int, owner, token int64, lease time.Duration) ([]ClaimedDelivery, ClaimTiming, error) {
+// ClaimParams say what DeliveryClaim claims, for whom and for how long.
+type ClaimParams struct {
+	// Queues are the logical queues to claim from, in the order they are
+	// served (callers rotate it).
+	Queues []int
+	// After[i] (nil: all 0) is queue i's round-robin cursor: its endpoints
+	// are served from the first above After[i], wrapping round; callers pass
+	// the last endpoint they were served in the queue.
+	After []int64
+	// Skip are endpoints passed over (their rows stay where they are):
+	// callers name those whose max_in_flight they have in flight already.
+	Skip []int64
+	// PerQueue caps the rows of one queue, shared fairly across the
+	// endpoints with due rows in it; Batch caps the claim.
+	PerQueue, Batch int
+	// Owner is the claiming dispatcher; Token fences the leases (an
+	// acknowledgement must present it).
+	Owner, Token int64
+	// Lease is how long the claimed rows stay leased.
+	Lease time.Duration
+}
+
+// DeliveryClaim claims up to p.Batch due deliveries of the logical queues
+// p.Queues for p.Owner, leasing them for p.Lease under p.Token (see
+// DeliveryClaim in deliveries.sql: only chain heads are returned; non-heads
+// are parked, heads of disabled endpoints held, heads of open circuits
+// deferred), and reports how long it waited for a connection and how long
+// the statement took.
+func (db *DB) DeliveryClaim(ctx context.Context, p ClaimParams) ([]ClaimedDelivery, ClaimTiming, error) {
 	var timing ClaimTiming
-	qs := make([]int16, len(queues))
-	afters := make([]int64, len(queues))
-	for i, q := range queues {
+	qs := make([]int16, len(p.Queues))
+	afters := make([]int64, len(p.Queues))
+	for i, q := range p.Queues {
 		qs[i] = int16(q)
-		if i < len(after) {
-			afters[i] = after[i]
+		if i < len(p.After) {
+			afters[i] = p.After[i]
 		}
 	}
 	start := time.Now()
 	conn, err := db.claimConns.get(ctx)
 	timing.Wait = time.Since(start)
 	if err != nil {
-		return nil, timing, fmt.Errorf("claim queues %v: %w", queues, unavailable(err))
+		return nil, timing, fmt.Errorf("claim queues %v: %w", p.Queues, unavailable(err))
 	}
 	start = time.Now()
 	rows, err := dbsqlc.New(conn.conn).DeliveryClaim(ctx, dbsqlc.DeliveryClaimParams{
-		Queues: qs, Afters: afters, Skip: skip, PerQueue: int32(perQueue), Batch: int32(batch), Peek: db.claimPeek,
-		Lease: lease, Owner: owner, Token: token,
+		Queues: qs, Afters: afters, Skip: p.Skip, PerQueue: int32(p.PerQueue), Batch: int32(p.Batch), Peek: db.claimPeek,
+		Lease: p.Lease, Owner: p.Owner, Token: p.Token,
 	})
 	timing.Exec = time.Since(start)
 	db.claimConns.put(conn, err)
 	if err != nil {
-		return nil, timing, fmt.Errorf("claim queues %v: %w", queues, unavailable(err))
+		return nil, timing, fmt.Errorf("claim queues %v: %w", p.Queues, unavailable(err))
 	}
 	out := make([]ClaimedDelivery, len(rows))
 	for i, r := range rows {
@@ -119,7 +129,7 @@ func (db *DB) DeliveryClaimTimed(ctx context.Context, queues []int, after, skip 
 			Attempt: int(r.Attempt), CreatedAt: r.CreatedAt, CarrierID: r.CarrierID,
 			CarrierName: r.CarrierName, EventType: r.EventType, Payload: r.Payload,
 			PayloadSize: int(r.PayloadSize), PayloadSHA256: r.PayloadSHA256, MessageFound: r.MessageFound,
-			LeaseToken: token, ConfigVersion: r.ConfigVersion,
+			LeaseToken: p.Token, ConfigVersion: r.ConfigVersion,
 		}
 		timing.Server = max(timing.Server, time.Duration(r.ServerUs)*time.Microsecond)
 		if r.PayloadKey != nil {

@@ -87,7 +87,7 @@ func testClaimSharesAQueueAcrossEndpoints(t *testing.T, store *db.DB, _ string, 
 
 	last := map[string]int64{} // endpoint/key -> id of the last row leased
 	claim := func(token int64) map[int64]int {
-		got, err := store.DeliveryClaim(ctx, []int{q}, 50, 50, 1, token, time.Minute)
+		got, err := dbtest.DeliveryClaim(ctx, store, []int{q}, 50, 50, 1, token, time.Minute)
 		require.NoError(t, err)
 		per := map[int64]int{}
 		var results []db.DeliveryResult
@@ -151,7 +151,7 @@ func testClaimStartsAfterTheCursor(t *testing.T, store *db.DB, _ string, _ bool)
 		}
 		return out
 	}
-	got, _, err := store.DeliveryClaimTimed(ctx, []int{q}, []int64{eps[14]}, nil, 10, 10, 1, 1, time.Minute)
+	got, _, err := store.DeliveryClaim(ctx, db.ClaimParams{Queues: []int{q}, After: []int64{eps[14]}, PerQueue: 10, Batch: 10, Owner: 1, Token: 1, Lease: time.Minute})
 	require.NoError(t, err)
 	want := append(append([]int64{}, eps[15:]...), eps[:5]...)
 	require.ElementsMatch(t, want, endpointsOf(got))
@@ -178,7 +178,7 @@ func testClaimPassesOverSkippedEndpoints(t *testing.T, store *db.DB, url string,
 	storeMany(t, store, carrier.ID, slow.ID, keysInQueue("S-", q, 200))
 	storeMany(t, store, carrier.ID, fast.ID, keysInQueue("F-", q, 5))
 
-	got, _, err := store.DeliveryClaimTimed(ctx, []int{q}, nil, []int64{slow.ID}, 50, 50, 1, 1, time.Minute)
+	got, _, err := store.DeliveryClaim(ctx, db.ClaimParams{Queues: []int{q}, Skip: []int64{slow.ID}, PerQueue: 50, Batch: 50, Owner: 1, Token: 1, Lease: time.Minute})
 	require.NoError(t, err)
 	require.Len(t, got, 5, "the fast endpoint's rows, and none of the skipped one's")
 	for _, g := range got {
@@ -192,7 +192,7 @@ func testClaimPassesOverSkippedEndpoints(t *testing.T, store *db.DB, url string,
 	}
 	ack(t, store, results...)
 
-	got, _, err = store.DeliveryClaimTimed(ctx, []int{q}, nil, []int64{slow.ID}, 50, 50, 1, 2, time.Minute)
+	got, _, err = store.DeliveryClaim(ctx, db.ClaimParams{Queues: []int{q}, Skip: []int64{slow.ID}, PerQueue: 50, Batch: 50, Owner: 1, Token: 2, Lease: time.Minute})
 	require.NoError(t, err)
 	require.Empty(t, got, "only the skipped endpoint has rows")
 	var untouched int
@@ -200,7 +200,7 @@ func testClaimPassesOverSkippedEndpoints(t *testing.T, store *db.DB, url string,
 		WHERE endpoint_id = $1 AND leased_until IS NULL AND visible_at <= now()`, slow.ID).Scan(&untouched))
 	require.Equal(t, 200, untouched, "the skipped endpoint's rows are neither leased nor moved")
 
-	got, _, err = store.DeliveryClaimTimed(ctx, []int{q}, nil, nil, 50, 50, 1, 3, time.Minute)
+	got, _, err = store.DeliveryClaim(ctx, db.ClaimParams{Queues: []int{q}, PerQueue: 50, Batch: 50, Owner: 1, Token: 3, Lease: time.Minute})
 	require.NoError(t, err)
 	require.Len(t, got, 50, "not skipped: served")
 }
@@ -224,7 +224,7 @@ func TestClaimScansSmallQueuesAndWalksLargeOnes(t *testing.T) {
 		const q = 5
 		storeMany(t, store, carrier.ID, epA.ID, keysInQueue("A-", q, c.aRows))
 		storeMany(t, store, carrier.ID, epB.ID, keysInQueue("B-", q, 2))
-		got, err := store.DeliveryClaim(ctx, []int{q}, 10, 10, 1, 1, time.Minute)
+		got, err := dbtest.DeliveryClaim(ctx, store, []int{q}, 10, 10, 1, 1, time.Minute)
 		require.NoError(t, err)
 		per := map[int64]int{}
 		for _, g := range got {

@@ -21,7 +21,7 @@ var testPolicy = db.HealthPolicy{Threshold: 3, BaseBackoff: time.Minute, MaxBack
 
 func claimAll(t *testing.T, store *db.DB, queue int, token int64) []db.ClaimedDelivery {
 	t.Helper()
-	got, err := store.DeliveryClaim(context.Background(), []int{queue}, 50, 50, 1, token, time.Minute)
+	got, err := dbtest.DeliveryClaim(context.Background(), store, []int{queue}, 50, 50, 1, token, time.Minute)
 	require.NoError(t, err)
 	return got
 }
@@ -101,7 +101,7 @@ func TestDeliveryClaimOnlyHeadsThenPromote(t *testing.T) {
 	require.Len(t, got, 1)
 	require.Equal(t, ids[2], got[0].ID)
 
-	atts, err := store.AttemptsForDelivery(context.Background(), ids[1])
+	atts, err := dbtest.AttemptsForDelivery(context.Background(), store, ids[1])
 	require.NoError(t, err)
 	require.Len(t, atts, 2)
 	require.Equal(t, []int{1, 2}, []int{atts[0].Attempt, atts[1].Attempt})
@@ -127,9 +127,9 @@ func TestAckInOneRoundTrip(t *testing.T) {
 	rep := ack(t, store, successOf(got[0], 999, true))
 	require.Equal(t, db.AckReport{Stale: 1, Promoted: 1}, rep, "stale; its successor woken")
 	require.Empty(t, claimAll(t, store, q, 12), "the woken successor is parked again")
-	counts, err := store.DeliveryQueueCounts(ctx)
+	counts, err := dbtest.DeliveryQueueCounts(ctx, store)
 	require.NoError(t, err)
-	require.Equal(t, []db.QueueCounts{{Queue: q, Waiting: 1, Parked: 2}}, counts)
+	require.Equal(t, []dbtest.QueueCounts{{Queue: q, Waiting: 1, Parked: 2}}, counts)
 
 	rep, err = store.DeliveryAckBatch(ctx, 1, []db.DeliveryResult{successOf(got[0], 11, true)},
 		[]db.EndpointOutcome{{EndpointID: ep.ID, Successes: 1}}, testPolicy)
@@ -152,11 +152,11 @@ func TestAckInOneRoundTrip(t *testing.T) {
 	require.Len(t, got, 1)
 	require.Equal(t, ids[1], got[0].ID)
 	require.Equal(t, 1, got[0].Attempt)
-	health, err := store.EndpointHealthGet(ctx, ep.ID)
+	health, err := dbtest.EndpointHealthGet(ctx, store, ep.ID)
 	require.NoError(t, err)
 	require.Equal(t, 1, health.ConsecutiveFailures)
 
-	atts, err := store.AttemptsForDelivery(ctx, ids[0])
+	atts, err := dbtest.AttemptsForDelivery(ctx, store, ids[0])
 	require.NoError(t, err)
 	require.Len(t, atts, 1, "the stale success recorded no attempt")
 	require.Equal(t, "success", atts[0].Outcome)
@@ -177,16 +177,16 @@ func TestPromoteOnlyTheNextRow(t *testing.T) {
 		got := claimAll(t, store, q, 11)
 		require.Len(t, got, 1)
 		require.Equal(t, db.AckReport{Stale: 1, Promoted: 1}, ack(t, store, successOf(got[0], 999, true)))
-		counts, err := store.DeliveryQueueCounts(ctx)
+		counts, err := dbtest.DeliveryQueueCounts(ctx, store)
 		require.NoError(t, err)
-		require.Equal(t, []db.QueueCounts{{Queue: q, Due: 1, Waiting: 1, Parked: 1}}, counts,
+		require.Equal(t, []dbtest.QueueCounts{{Queue: q, Due: 1, Waiting: 1, Parked: 1}}, counts,
 			"the head leased, the second row woken, the third parked")
 
 		rep := ack(t, store, successOf(got[0], 11, pipelined))
 		require.Equal(t, db.AckReport{Applied: 1}, rep, "the next row was not parked: nothing promoted")
-		counts, err = store.DeliveryQueueCounts(ctx)
+		counts, err = dbtest.DeliveryQueueCounts(ctx, store)
 		require.NoError(t, err)
-		require.Equal(t, []db.QueueCounts{{Queue: q, Due: 1, Parked: 1}}, counts)
+		require.Equal(t, []dbtest.QueueCounts{{Queue: q, Due: 1, Parked: 1}}, counts)
 
 		got = claimAll(t, store, q, 12)
 		require.Len(t, got, 1)
@@ -221,7 +221,7 @@ func TestPromoteReadsOnlyParkedRows(t *testing.T) {
 		for i := range queues {
 			queues[i] = i
 		}
-		got, err := store.DeliveryClaim(ctx, queues, 100, 100, 1, 7, time.Minute)
+		got, err := dbtest.DeliveryClaim(ctx, store, queues, 100, 100, 1, 7, time.Minute)
 		require.NoError(t, err)
 		require.Len(t, got, 60, "every row a head")
 		store.Close() // flushes the backends' index statistics
@@ -278,9 +278,9 @@ func TestClaimParksAWholeChain(t *testing.T) {
 	got := claimAll(t, store, q, 1)
 	require.Len(t, got, 1)
 	require.Equal(t, ids[0], got[0].ID)
-	counts, err := store.DeliveryQueueCounts(ctx)
+	counts, err := dbtest.DeliveryQueueCounts(ctx, store)
 	require.NoError(t, err)
-	require.Equal(t, []db.QueueCounts{{Queue: q, Waiting: 1, Parked: 5}}, counts)
+	require.Equal(t, []dbtest.QueueCounts{{Queue: q, Waiting: 1, Parked: 5}}, counts)
 	for i, id := range ids {
 		if i > 0 {
 			got = claimAll(t, store, q, int64(i+1))
@@ -304,9 +304,9 @@ func TestParkedRowsRead(t *testing.T) {
 	ids := storeChain(t, store, ep.ID, "P1", 3)
 	q := hookrelay.QueueFor("P1", 32)
 	require.Len(t, claimAll(t, store, q, 1), 1)
-	counts, err := store.DeliveryQueueCounts(ctx)
+	counts, err := dbtest.DeliveryQueueCounts(ctx, store)
 	require.NoError(t, err)
-	require.Equal(t, []db.QueueCounts{{Queue: q, Waiting: 1, Parked: 2}}, counts)
+	require.Equal(t, []dbtest.QueueCounts{{Queue: q, Waiting: 1, Parked: 2}}, counts)
 
 	pending, err := store.DeliveryListPending(ctx, ep.ID, 0, 10)
 	require.NoError(t, err)
@@ -319,10 +319,10 @@ func TestParkedRowsRead(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, db.DeliveryPending, one.State)
 	require.Nil(t, one.NextAttemptAt)
-	list, err := store.DashboardEndpointPendingList(ctx, ep.ID, 10)
+	list, err := store.DeliveryListPendingNewest(ctx, ep.ID, 10)
 	require.NoError(t, err)
 	require.Len(t, list, 3)
-	view, err := store.DashboardDelivery(ctx, ids[1])
+	view, err := store.DeliveryRead(ctx, ids[1])
 	require.NoError(t, err)
 	require.Equal(t, "pending", view.State)
 	require.False(t, view.Pending.VisibleAt.Before(time.Date(9000, 1, 1, 0, 0, 0, 0, time.UTC)), "parked: never due")
@@ -335,9 +335,9 @@ func TestDeliveryClaimHoldsDisabledEndpoint(t *testing.T) {
 	dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: "H"})
 	q := hookrelay.QueueFor("H", 32)
 	require.Empty(t, claimAll(t, store, q, 1))
-	counts, err := store.DeliveryQueueCounts(context.Background())
+	counts, err := dbtest.DeliveryQueueCounts(context.Background(), store)
 	require.NoError(t, err)
-	require.Equal(t, []db.QueueCounts{{Queue: q, Waiting: 1}}, counts)
+	require.Equal(t, []dbtest.QueueCounts{{Queue: q, Waiting: 1}}, counts)
 	_, err = store.EndpointEnable(context.Background(), ep.ID)
 	require.NoError(t, err)
 	require.Len(t, claimAll(t, store, q, 2), 1)
@@ -351,7 +351,7 @@ func TestCircuitOpensAndDefersClaims(t *testing.T) {
 	rep, err := store.DeliveryAckBatch(ctx, 1, nil, []db.EndpointOutcome{{EndpointID: ep.ID, Failures: 3, Trailing: 3, LastError: "x"}}, testPolicy)
 	require.NoError(t, err)
 	require.Equal(t, []int64{ep.ID}, rep.Opened)
-	h, err := store.EndpointHealthGet(ctx, ep.ID)
+	h, err := dbtest.EndpointHealthGet(ctx, store, ep.ID)
 	require.NoError(t, err)
 	require.Equal(t, "open", h.CircuitState)
 	require.Equal(t, time.Minute, h.CircuitBackoff)
@@ -363,7 +363,7 @@ func TestCircuitOpensAndDefersClaims(t *testing.T) {
 	rep, err = store.DeliveryAckBatch(ctx, 1, nil, []db.EndpointOutcome{{EndpointID: ep.ID, Successes: 1}}, testPolicy)
 	require.NoError(t, err)
 	require.Equal(t, []int64{ep.ID}, rep.Closed)
-	h, err = store.EndpointHealthGet(ctx, ep.ID)
+	h, err = dbtest.EndpointHealthGet(ctx, store, ep.ID)
 	require.NoError(t, err)
 	require.Equal(t, "closed", h.CircuitState)
 	require.Nil(t, h.FailingSince)
@@ -457,7 +457,7 @@ func claimAndAck(t *testing.T, store *db.DB, q, n int, w int64, deadline time.Ti
 	ctx := context.Background()
 	for time.Now().Before(deadline) && log.count() < n {
 		tok := log.token.Add(1)
-		got, err := store.DeliveryClaim(ctx, []int{q}, 50, 50, w, tok, time.Minute)
+		got, err := dbtest.DeliveryClaim(ctx, store, []int{q}, 50, 50, w, tok, time.Minute)
 		if err != nil {
 			t.Error(err)
 			return
@@ -563,7 +563,7 @@ func TestLeaseIsHOTAndExpires(t *testing.T) {
 	// Long enough for the checks below to run inside the lease on a loaded
 	// machine.
 	const lease = 2 * time.Second
-	got, err := store.DeliveryClaim(ctx, []int{q}, 50, 50, 1, 41, lease)
+	got, err := dbtest.DeliveryClaim(ctx, store, []int{q}, 50, 50, 1, 41, lease)
 	require.NoError(t, err)
 	leasedAt := time.Now() // not before the lease's own start in the server
 	require.Len(t, got, 1)
@@ -583,7 +583,7 @@ func TestLeaseIsHOTAndExpires(t *testing.T) {
 	require.Equal(t, 1, heapOnly, "the lease is a HOT update")
 
 	time.Sleep(time.Until(leasedAt.Add(lease + 100*time.Millisecond)))
-	again, err := store.DeliveryClaim(ctx, []int{q}, 50, 50, 2, 43, time.Minute)
+	again, err := dbtest.DeliveryClaim(ctx, store, []int{q}, 50, 50, 2, 43, time.Minute)
 	require.NoError(t, err)
 	require.Len(t, again, 1, "an expired lease makes the row claimable")
 	require.Equal(t, m.DeliveryIDs[0], again[0].ID)
@@ -630,7 +630,7 @@ func TestClaimTimingSplitsServerTime(t *testing.T) {
 	dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: "T1"})
 	q := hookrelay.QueueFor("T1", 32)
 
-	_, timing, err := store.DeliveryClaimTimed(ctx, []int{(q + 1) % 32}, nil, nil, 50, 50, 1, 60, time.Minute)
+	_, timing, err := store.DeliveryClaim(ctx, db.ClaimParams{Queues: []int{(q + 1) % 32}, PerQueue: 50, Batch: 50, Owner: 1, Token: 60, Lease: time.Minute})
 	require.NoError(t, err)
 	require.Zero(t, timing.Server, "nothing claimed, no server time")
 
@@ -660,7 +660,7 @@ func TestClaimTimingSplitsServerTime(t *testing.T) {
 		time.Sleep(held)
 		committed <- tx.Commit(ctx)
 	}()
-	got, timing, err := store.DeliveryClaimTimed(ctx, []int{q}, nil, nil, 50, 50, 1, 61, time.Minute)
+	got, timing, err := store.DeliveryClaim(ctx, db.ClaimParams{Queues: []int{q}, PerQueue: 50, Batch: 50, Owner: 1, Token: 61, Lease: time.Minute})
 	require.NoError(t, <-committed)
 	require.NoError(t, err)
 	require.Len(t, got, 1)
@@ -688,10 +688,10 @@ func TestLeasedRowIsDueAtLeaseEnd(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, list, 1)
 	require.True(t, list[0].NextAttemptAt.After(soon))
-	dash, err := store.DashboardDelivery(ctx, got[0].ID)
+	dash, err := store.DeliveryRead(ctx, got[0].ID)
 	require.NoError(t, err)
 	require.True(t, dash.Pending.VisibleAt.After(soon))
-	pend, err := store.DashboardEndpointPendingList(ctx, ep.ID, 10)
+	pend, err := store.DeliveryListPendingNewest(ctx, ep.ID, 10)
 	require.NoError(t, err)
 	require.Len(t, pend, 1)
 	require.True(t, pend[0].VisibleAt.After(soon))
@@ -728,7 +728,7 @@ func TestChainLookupsUseChainIndex(t *testing.T) {
 	}
 	delivered := 0
 	for token := int64(1); delivered < 401; token++ {
-		got, err := store.DeliveryClaim(ctx, queues, 50, 50, 1, token, time.Minute)
+		got, err := dbtest.DeliveryClaim(ctx, store, queues, 50, 50, 1, token, time.Minute)
 		require.NoError(t, err)
 		require.NotEmpty(t, got, "after %d deliveries", delivered)
 		var rs []db.DeliveryResult
@@ -786,10 +786,10 @@ func TestEndpointStatementsUseEndpointIndex(t *testing.T) {
 	pending, err := store.DeliveryListPending(ctx, ep.ID, 0, 10)
 	require.NoError(t, err)
 	require.Len(t, pending, 5)
-	list, err := store.DashboardEndpointPendingList(ctx, ep.ID, 10)
+	list, err := store.DeliveryListPendingNewest(ctx, ep.ID, 10)
 	require.NoError(t, err)
 	require.Len(t, list, 5)
-	counts, err := store.DashboardEndpointsPending(ctx, []int64{ep.ID}, 100)
+	counts, err := store.DeliveryCountByEndpoint(ctx, []int64{ep.ID}, 100)
 	require.NoError(t, err)
 	require.EqualValues(t, 5, counts[ep.ID])
 	_, err = store.DeliveryResumeEndpoint(ctx, ep.ID)
@@ -828,7 +828,7 @@ func TestStalledAckReleasesItsRows(t *testing.T) {
 	ep, _ := dbtest.Endpoint(t, store, nil)
 	dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: "ST1"})
 	q := hookrelay.QueueFor("ST1", 32)
-	got, err := store.DeliveryClaim(ctx, []int{q}, 50, 50, 1, 61, 300*time.Millisecond)
+	got, err := dbtest.DeliveryClaim(ctx, store, []int{q}, 50, 50, 1, 61, 300*time.Millisecond)
 	require.NoError(t, err)
 	require.Len(t, got, 1)
 
@@ -842,7 +842,7 @@ func TestStalledAckReleasesItsRows(t *testing.T) {
 	// another dispatcher claims it without waiting.
 	time.Sleep(400 * time.Millisecond)
 	start := time.Now()
-	again, err := store.DeliveryClaim(ctx, []int{q}, 50, 50, 2, 62, time.Minute)
+	again, err := dbtest.DeliveryClaim(ctx, store, []int{q}, 50, 50, 2, 62, time.Minute)
 	require.NoError(t, err)
 	require.Len(t, again, 1)
 	require.Equal(t, got[0].ID, again[0].ID)
@@ -859,7 +859,7 @@ func TestDeliveryGetWhileItFinishes(t *testing.T) {
 	store := dbtest.New(t)
 	ep, _ := dbtest.Endpoint(t, store, nil)
 	dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: "GW1"})
-	got, err := store.DeliveryClaim(ctx, []int{hookrelay.QueueFor("GW1", 32)}, 50, 50, 1, 71, time.Minute)
+	got, err := dbtest.DeliveryClaim(ctx, store, []int{hookrelay.QueueFor("GW1", 32)}, 50, 50, 1, 71, time.Minute)
 	require.NoError(t, err)
 	require.Len(t, got, 1)
 

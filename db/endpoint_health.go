@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/hookrelay/hookrelay/db/internal/dbsqlc"
 )
 
-// DispatchEndpoint is what the dispatcher needs to deliver to an endpoint.
-type DispatchEndpoint struct {
+// EndpointConfig is everything delivering to an endpoint takes: where,
+// how (signing secrets, headers, credentials, limits) and its circuit.
+type EndpointConfig struct {
 	ID              int64
 	URL             string
 	Status          string // enabled | disabled | deleted
@@ -30,14 +33,14 @@ type DispatchEndpoint struct {
 	OmitTraceparent bool
 }
 
-// EndpointsDispatchLoad returns the dispatch settings of the given endpoints
+// EndpointConfigLoad returns the dispatch settings of the given endpoints
 // (missing ids are left out).
-func (db *DB) EndpointsDispatchLoad(ctx context.Context, ids []int64) ([]DispatchEndpoint, error) {
+func (db *DB) EndpointConfigLoad(ctx context.Context, ids []int64) ([]EndpointConfig, error) {
 	rows, err := db.q.EndpointListForDispatch(ctx, ids)
 	if err != nil {
 		return nil, fmt.Errorf("load endpoints: %w", unavailable(err))
 	}
-	out := make([]DispatchEndpoint, len(rows))
+	out := make([]EndpointConfig, len(rows))
 	for i, r := range rows {
 		sched := make([]time.Duration, len(r.RetryScheduleMs))
 		for j, ms := range r.RetryScheduleMs {
@@ -57,7 +60,7 @@ func (db *DB) EndpointsDispatchLoad(ctx context.Context, ids []int64) ([]Dispatc
 		if err != nil {
 			return nil, fmt.Errorf("endpoint %d: %w", r.ID, err)
 		}
-		out[i] = DispatchEndpoint{
+		out[i] = EndpointConfig{
 			ID: r.ID, URL: r.URL, Status: r.Status, MaxInFlight: int(r.MaxInFlight),
 			RateLimitPerSec: int(r.RateLimitPerSec), PayloadMode: r.PayloadMode,
 			RetrySchedule: sched, Timeout: time.Duration(r.TimeoutMs) * time.Millisecond,
@@ -68,35 +71,6 @@ func (db *DB) EndpointsDispatchLoad(ctx context.Context, ids []int64) ([]Dispatc
 	return out, nil
 }
 
-// EndpointHealth is an endpoint's delivery health and circuit state.
-type EndpointHealth struct {
-	EndpointID          int64
-	ConsecutiveFailures int
-	CircuitState        string
-	CircuitOpenUntil    *time.Time
-	CircuitBackoff      time.Duration
-	FailingSince        *time.Time
-	LastSuccessAt       *time.Time
-	LastFailureAt       *time.Time
-	LastError           string
-}
-
-// EndpointHealthGet returns an endpoint's health row (ENOTFOUND when it has
-// none: nothing was ever attempted).
-func (db *DB) EndpointHealthGet(ctx context.Context, endpointID int64) (EndpointHealth, error) {
-	r, err := db.q.EndpointHealthGet(ctx, endpointID)
-	if err != nil {
-		return EndpointHealth{}, notFound(unavailableUnlessNoRows(err), "endpoint health")
-	}
-	return EndpointHealth{
-		EndpointID: r.EndpointID, ConsecutiveFailures: int(r.ConsecutiveFailures),
-		CircuitState: r.CircuitState, CircuitOpenUntil: r.CircuitOpenUntil,
-		CircuitBackoff: time.Duration(r.CircuitBackoffMs) * time.Millisecond,
-		FailingSince:   r.FailingSince, LastSuccessAt: r.LastSuccessAt, LastFailureAt: r.LastFailureAt,
-		LastError: r.LastError,
-	}, nil
-}
-
 // EndpointHealthOpenCount counts endpoints whose circuit is not closed.
 func (db *DB) EndpointHealthOpenCount(ctx context.Context) (int64, error) {
 	n, err := db.q.EndpointHealthCountOpen(ctx)
@@ -104,4 +78,45 @@ func (db *DB) EndpointHealthOpenCount(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("count open circuits: %w", unavailable(err))
 	}
 	return n, nil
+}
+
+// EndpointStatus is an endpoint with its delivery health.
+type EndpointStatus struct {
+	ID                  int64
+	MerchantID          int64
+	URL                 string
+	Description         string
+	Status              string // enabled | disabled
+	DisabledReason      string
+	PayloadMode         string
+	Ordering            string // key | none
+	Signature           string // hmac | ed25519
+	CreatedAt           time.Time
+	ConsecutiveFailures int
+	CircuitState        string // closed | open | half_open
+	CircuitOpenUntil    *time.Time
+	FailingSince        *time.Time
+	LastSuccessAt       *time.Time
+	LastFailureAt       *time.Time
+	LastError           string
+}
+
+// EndpointStatusList returns up to limit endpoints of merchantID (0 = all)
+// with ids above afterID, with their health, by id.
+func (db *DB) EndpointStatusList(ctx context.Context, merchantID, afterID int64, limit int) ([]EndpointStatus, error) {
+	rows, err := db.q.EndpointListWithHealth(ctx, dbsqlc.EndpointListWithHealthParams{MerchantID: merchantID, AfterID: afterID, Lim: int32(limit)})
+	if err != nil {
+		return nil, fmt.Errorf("list endpoints with health: %w", unavailable(err))
+	}
+	out := make([]EndpointStatus, len(rows))
+	for i, r := range rows {
+		out[i] = EndpointStatus{
+			ID: r.ID, MerchantID: r.MerchantID, URL: r.URL, Description: r.Description, Status: r.Status,
+			DisabledReason: r.DisabledReason, PayloadMode: r.PayloadMode, Ordering: r.Ordering,
+			Signature: r.Signature, CreatedAt: r.CreatedAt, ConsecutiveFailures: int(r.ConsecutiveFailures), CircuitState: r.CircuitState,
+			CircuitOpenUntil: r.CircuitOpenUntil, FailingSince: r.FailingSince,
+			LastSuccessAt: r.LastSuccessAt, LastFailureAt: r.LastFailureAt, LastError: r.LastError,
+		}
+	}
+	return out, nil
 }

@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -132,3 +133,52 @@ func SessionExec(ctx context.Context, s *Session, sql string) error {
 // ClaimSessionSettings reports whether d's claim home sessions get settings
 // of their own (claimSession).
 func ClaimSessionSettings(d *DB) bool { return d.claimConns.session != nil }
+
+// The exports below serve db's own tests only: the product does not call
+// them, so they are not part of the package's surface.
+
+// StatExactBacklog is statExactBacklog.
+const StatExactBacklog = statExactBacklog
+
+// StatSlice is statSlice.
+const StatSlice = statSlice
+
+// ParseAnnouncement is parseAnnouncement.
+func ParseAnnouncement(payload string) Announcement { return parseAnnouncement(payload) }
+
+// DeadLetterGet returns one dead letter, or hookrelay.ENOTFOUND.
+func (db *DB) DeadLetterGet(ctx context.Context, id int64) (DeadLetter, error) {
+	r, err := db.q.DeadLetterGet(ctx, id)
+	if err != nil {
+		return DeadLetter{}, notFound(unavailableUnlessNoRows(err), "dead letter")
+	}
+	return deadLetterFrom(r), nil
+}
+
+// DeliveryResumeEndpoint makes an endpoint's held rows visible now (not those
+// in flight, not parked non-heads).
+func (db *DB) DeliveryResumeEndpoint(ctx context.Context, endpointID int64) (int64, error) {
+	n, err := db.q.DeliveryResumeByEndpoint(ctx, endpointID)
+	if err != nil {
+		return 0, fmt.Errorf("resume endpoint %d: %w", endpointID, unavailable(err))
+	}
+	return n, nil
+}
+
+// SessionSettings returns the timeouts and synchronous_commit in force on a
+// pooled session, as PostgreSQL shows them (e.g. "30s", "on").
+func (db *DB) SessionSettings(ctx context.Context) (map[string]string, error) {
+	r, err := db.q.SessionSettingsGet(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("session settings: %w", unavailable(err))
+	}
+	return map[string]string{
+		"statement_timeout":                   r.StatementTimeout,
+		"idle_in_transaction_session_timeout": r.IdleInTransactionSessionTimeout,
+		"lock_timeout":                        r.LockTimeout,
+		"synchronous_commit":                  r.SynchronousCommit,
+	}, nil
+}
+
+// PID returns the server process id of the listening session.
+func (l *DueListener) PID() uint32 { return l.sess.PID() }

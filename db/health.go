@@ -101,8 +101,8 @@ type HealthSlot struct {
 	CatalogXminAge int    `json:"catalog_xmin_age"`
 }
 
-// DeadRatio returns dead / (live + dead), 0 when both are 0.
-func DeadRatio(live, dead int64) float64 {
+// deadRatio returns dead / (live + dead), 0 when both are 0.
+func deadRatio(live, dead int64) float64 {
 	if live+dead <= 0 {
 		return 0
 	}
@@ -126,7 +126,7 @@ func (db *DB) HealthSnapshotWith(ctx context.Context, opts HealthOptions) (Healt
 	}
 	for _, t := range tables {
 		h.Tables = append(h.Tables, HealthTable{Name: t.Name, TableBytes: t.TableBytes, IndexBytes: t.IndexBytes,
-			Live: t.Live, Dead: t.Dead, DeadRatio: DeadRatio(t.Live, t.Dead), LastVacuum: t.LastVacuum,
+			Live: t.Live, Dead: t.Dead, DeadRatio: deadRatio(t.Live, t.Dead), LastVacuum: t.LastVacuum,
 			LastAutovacuum: t.LastAutovacuum, VacuumCount: t.VacuumCount, AutovacuumCount: t.AutovacuumCount})
 	}
 	a, err := db.q.HealthActivity(ctx, long)

@@ -86,7 +86,7 @@ func TestClaimPlanSurvivesGrowth(t *testing.T) {
 	url := dbtest.NewURL(t)
 	store := dbtest.Open(t, url, db.Config{MaxConns: 4}) // one claim home connection
 	claim := func(token int64) int {
-		got, err := store.DeliveryClaim(ctx, []int{0}, 50, 50, 1, token, time.Minute)
+		got, err := dbtest.DeliveryClaim(ctx, store, []int{0}, 50, 50, 1, token, time.Minute)
 		require.NoError(t, err)
 		return len(got)
 	}
@@ -142,7 +142,7 @@ func TestClaimPlanOnBacklog(t *testing.T) {
 	_, err = admin.Exec(ctx, "VACUUM ANALYZE deliveries")
 	require.NoError(t, err)
 	queues := []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
-	got, err := store.DeliveryClaim(ctx, queues, 13, 50, 1, 1, time.Minute)
+	got, err := dbtest.DeliveryClaim(ctx, store, queues, 13, 50, 1, 1, time.Minute)
 	require.NoError(t, err)
 	require.NotEmpty(t, got)
 
@@ -243,7 +243,7 @@ func TestClaimReadsLittleBehindIdleBacklogs(t *testing.T) {
 				skipIDs = []int64{a.ID}
 			}
 			// The first claim prepares the statement on its home session.
-			got, _, err := store.DeliveryClaimTimed(ctx, []int{4}, nil, skipIDs, 7, 50, 1, 1, time.Minute)
+			got, _, err := store.DeliveryClaim(ctx, db.ClaimParams{Queues: []int{4}, Skip: skipIDs, PerQueue: 7, Batch: 50, Owner: 1, Token: 1, Lease: time.Minute})
 			require.NoError(t, err)
 			require.Empty(t, got)
 

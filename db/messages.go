@@ -320,22 +320,3 @@ func messageFrom(r dbsqlc.Message) Message {
 	}
 	return m
 }
-
-// MessageGet returns the message (id, receivedAt), or hookrelay.ENOTFOUND.
-func (db *DB) MessageGet(ctx context.Context, id int64, receivedAt time.Time) (Message, error) {
-	r, err := db.q.MessageGet(ctx, dbsqlc.MessageGetParams{ID: id, ReceivedAt: receivedAt})
-	if err != nil {
-		return Message{}, notFound(unavailableUnlessNoRows(err), "message")
-	}
-	return messageFrom(r), nil
-}
-
-// MessageGetByID returns the message with id, looking in every partition
-// (slower than MessageGet), or hookrelay.ENOTFOUND.
-func (db *DB) MessageGetByID(ctx context.Context, id int64) (Message, error) {
-	r, err := db.q.MessageGetByID(ctx, id)
-	if err != nil {
-		return Message{}, notFound(unavailableUnlessNoRows(err), "message")
-	}
-	return messageFrom(r), nil
-}

@@ -34,7 +34,7 @@ func TestMessageInsertManyDataErrorIsInvalid(t *testing.T) {
 		require.Equal(t, hookrelay.EINVALID, hookrelay.CodeOf(err), "%s: %v", name, err)
 		require.Contains(t, hookrelay.ErrorMessage(err), "SQLSTATE 22", name)
 	}
-	st, err := store.APIStatsGet(ctx)
+	st, err := store.StatsGet(ctx)
 	require.NoError(t, err)
 	require.Zero(t, st.MessagesToday, "a refused statement stores nothing")
 

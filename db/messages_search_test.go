@@ -19,7 +19,7 @@ import (
 func ackAll(t *testing.T, store *db.DB, key string, kind db.AckKind, delay time.Duration, kinds ...map[int64]db.AckKind) {
 	t.Helper()
 	ctx := context.Background()
-	rows, err := store.DeliveryClaim(ctx, []int{hookrelay.QueueFor(key, 32)}, 50, 50, 1, 77, time.Minute)
+	rows, err := dbtest.DeliveryClaim(ctx, store, []int{hookrelay.QueueFor(key, 32)}, 50, 50, 1, 77, time.Minute)
 	require.NoError(t, err)
 	require.NotEmpty(t, rows)
 	var res []db.DeliveryResult

@@ -44,12 +44,12 @@ func TestMessageInsertManyStoresMessagesAndDeliveries(t *testing.T) {
 	require.Empty(t, res[2].DeliveryIDs)
 	require.NotEqual(t, res[0].ID, res[1].ID)
 	for i, r := range res {
-		m, err := store.MessageGet(ctx, r.ID, r.ReceivedAt)
+		m, err := dbtest.MessageGet(ctx, store, r.ID, r.ReceivedAt)
 		require.NoError(t, err)
 		require.Equal(t, []byte(`{"tracking_no":"A`+string(rune('1'+i))+`"}`), m.Payload)
 		require.Equal(t, r.Deliveries, m.Deliveries)
 	}
-	_, err = store.MessageGet(ctx, res[0].ID+1000, res[0].ReceivedAt)
+	_, err = dbtest.MessageGet(ctx, store, res[0].ID+1000, res[0].ReceivedAt)
 	require.Equal(t, hookrelay.ENOTFOUND, hookrelay.CodeOf(err))
 }
 
@@ -113,7 +113,7 @@ func TestMessageInsertManyOffloadedAndReservedID(t *testing.T) {
 	res, err := store.MessageInsertMany(ctx, []db.NewMessage{m})
 	require.NoError(t, err)
 	require.Equal(t, ids[1], res[0].ID)
-	got, err := store.MessageGetByID(ctx, ids[1])
+	got, err := dbtest.MessageGetByID(ctx, store, ids[1])
 	require.NoError(t, err)
 	require.Nil(t, got.Payload)
 	require.Equal(t, "payloads/x/1", got.PayloadKey)
@@ -179,7 +179,7 @@ func TestMessageInsertManyConcurrentDuplicates(t *testing.T) {
 		}
 	}
 	require.Equal(t, 1, firsts, "exactly one request stores the message")
-	got, err := store.MessageGetByID(ctx, results[0].ID)
+	got, err := dbtest.MessageGetByID(ctx, store, results[0].ID)
 	require.NoError(t, err)
 	require.Equal(t, "same", got.IdempotencyKey)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/pressly/goose/v3/lock"
 
 	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/db/internal/dbsqlc"
 	"github.com/hookrelay/hookrelay/migrations"
 )
 
@@ -85,7 +86,7 @@ func migrate(ctx context.Context, sqlDB *sql.DB, logger *slog.Logger) ([]int64, 
 // partitions it created.
 func (db *DB) EnsurePartitions(ctx context.Context, now time.Time, ahead int) (int, error) {
 	day := now.UTC().Truncate(24*time.Hour).AddDate(0, 0, -1)
-	n, err := db.q.PartitionEnsure(ctx, dbsqlcPartitions(day, ahead+1))
+	n, err := db.q.PartitionEnsure(ctx, dbsqlc.PartitionEnsureParams{FromDay: day, Days: int32(ahead + 1)})
 	if err != nil {
 		return 0, fmt.Errorf("ensure partitions: %w", unavailable(err))
 	}

@@ -49,11 +49,11 @@ func (a Announcement) String() string {
 	return b.String()
 }
 
-// ParseAnnouncement decodes a NOTIFY payload. It never fails: anything after
+// parseAnnouncement decodes a NOTIFY payload. It never fails: anything after
 // the token that is not a list of queue numbers (from a sender of another
 // version, or a hand-written NOTIFY) decodes as "any queue", so a malformed
 // hint costs a wake-up of every loop, never a missed one.
-func ParseAnnouncement(payload string) Announcement {
+func parseAnnouncement(payload string) Announcement {
 	token, list, found := strings.Cut(payload, " ")
 	a := Announcement{Token: token}
 	if !found {
@@ -133,25 +133,13 @@ func (l *DueListener) Wait(ctx context.Context) (Announcement, error) {
 			return Announcement{}, fmt.Errorf("wait for notification: %w", unavailable(err))
 		}
 		if n.Channel != configChannel {
-			return ParseAnnouncement(n.Payload), nil
+			return parseAnnouncement(n.Payload), nil
 		}
 		if v, err := strconv.ParseInt(n.Payload, 10, 64); err == nil && v > 0 {
 			return Announcement{ConfigVersion: v}, nil
 		}
 	}
 }
-
-// ConfigVersion returns the current configuration version (migration 00120).
-func (db *DB) ConfigVersion(ctx context.Context) (int64, error) {
-	v, err := db.q.ConfigVersionGet(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("read the configuration version: %w", unavailable(err))
-	}
-	return v, nil
-}
-
-// PID returns the server process id of the listening session.
-func (l *DueListener) PID() uint32 { return l.sess.PID() }
 
 // Close closes the session.
 func (l *DueListener) Close() { l.sess.Close() }

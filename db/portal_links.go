@@ -43,15 +43,15 @@ type PortalRedemption struct {
 // its merchant session in the same statement, returning the session; a link
 // unknown, used, expired or made before the merchant's key was rotated is
 // hookrelay.ENOTFOUND, and opens nothing.
-func (db *DB) PortalLinkRedeem(ctx context.Context, linkSHA256 []byte, r PortalRedemption) (DashboardSession, error) {
+func (db *DB) PortalLinkRedeem(ctx context.Context, linkSHA256 []byte, r PortalRedemption) (LoginSession, error) {
 	row, err := db.q.PortalLinkRedeem(ctx, dbsqlc.PortalLinkRedeemParams{
 		TokenSHA256: linkSHA256, SessionTokenSHA256: r.TokenSHA256, Now: r.Now, SessionExpiresAt: r.ExpiresAt,
 		UserAgent: r.UserAgent, ClientAddr: r.ClientAddr,
 	})
 	if err != nil {
-		return DashboardSession{}, fmt.Errorf("redeem portal link: %w", notFound(unavailableUnlessNoRows(err), "portal link"))
+		return LoginSession{}, fmt.Errorf("redeem portal link: %w", notFound(unavailableUnlessNoRows(err), "portal link"))
 	}
-	s := DashboardSession{ID: row.ID, Kind: SessionMerchant, ReadOnly: row.ReadOnly, Portal: true, LastSeenAt: r.Now, ExpiresAt: r.ExpiresAt}
+	s := LoginSession{ID: row.ID, Kind: SessionMerchant, ReadOnly: row.ReadOnly, Portal: true, LastSeenAt: r.Now, ExpiresAt: r.ExpiresAt}
 	if row.MerchantID != nil {
 		s.MerchantID = *row.MerchantID
 	}

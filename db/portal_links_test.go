@@ -30,7 +30,7 @@ func TestPortalLinkRedeemOnce(t *testing.T) {
 		require.NoError(t, err)
 		return sessionToken(1000 + i)
 	}
-	redeem := func(l []byte, i int) (db.DashboardSession, error) {
+	redeem := func(l []byte, i int) (db.LoginSession, error) {
 		return store.PortalLinkRedeem(ctx, l, db.PortalRedemption{TokenSHA256: sessionToken(2000 + i), Now: now,
 			ExpiresAt: now.Add(time.Hour), ClientAddr: "192.0.2.1"})
 	}
@@ -48,7 +48,7 @@ func TestPortalLinkRedeemOnce(t *testing.T) {
 				assert.Equal(t, m.ID, s.MerchantID)
 				assert.True(t, s.ReadOnly)
 				assert.True(t, s.Portal)
-				got, err := store.DashboardSessionValid(ctx, sessionToken(2000+i), now)
+				got, err := store.LoginSessionValid(ctx, sessionToken(2000+i), now)
 				assert.NoError(t, err)
 				assert.True(t, got.ReadOnly && got.Portal)
 				return

@@ -14,14 +14,6 @@ type QueueLease struct {
 	Epoch int64 // grows on every change of owner
 }
 
-// QueueLeaseRow is the state of one logical queue's lease.
-type QueueLeaseRow struct {
-	Queue     int
-	Owner     int64 // 0 for none
-	Epoch     int64
-	ExpiresAt time.Time
-}
-
 // QueueLeasesEnsure creates the lease rows of queues 0..queues-1.
 func (db *DB) QueueLeasesEnsure(ctx context.Context, queues int) error {
 	if err := db.q.QueueLeaseEnsure(ctx, int32(queues)); err != nil {
@@ -43,11 +35,21 @@ func (db *DB) QueueLeasesRenew(ctx context.Context, owner int64, queues int, lea
 	return out, nil
 }
 
-// QueueLeasesAcquire takes up to n leases for owner: free ones, expired ones
-// and those of dispatchers silent for longer than liveWithin.
-func (db *DB) QueueLeasesAcquire(ctx context.Context, owner int64, queues, n int, lease, liveWithin time.Duration) ([]QueueLease, error) {
+// QueueLeaseParams say which queue leases QueueLeasesAcquire takes.
+type QueueLeaseParams struct {
+	Owner  int64 // the dispatcher taking them
+	Queues int   // the number of logical queues (0..Queues-1)
+	N      int   // how many leases to take at most
+	Lease  time.Duration
+	// LiveWithin: a dispatcher silent for longer has its leases taken.
+	LiveWithin time.Duration
+}
+
+// QueueLeasesAcquire takes up to p.N leases for p.Owner: free ones, expired
+// ones and those of dispatchers silent for longer than p.LiveWithin.
+func (db *DB) QueueLeasesAcquire(ctx context.Context, p QueueLeaseParams) ([]QueueLease, error) {
 	rows, err := db.q.QueueLeaseAcquire(ctx, dbsqlc.QueueLeaseAcquireParams{
-		Owner: owner, Lease: lease, Queues: int32(queues), N: int32(n), LiveWithin: liveWithin,
+		Owner: p.Owner, Lease: p.Lease, Queues: int32(p.Queues), N: int32(p.N), LiveWithin: p.LiveWithin,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("acquire queue leases: %w", unavailable(err))
@@ -67,20 +69,4 @@ func (db *DB) QueueLeasesRelease(ctx context.Context, owner int64, n int) (int64
 		return 0, fmt.Errorf("release queue leases: %w", unavailable(err))
 	}
 	return c, nil
-}
-
-// QueueLeasesList returns every queue lease.
-func (db *DB) QueueLeasesList(ctx context.Context) ([]QueueLeaseRow, error) {
-	rows, err := db.q.QueueLeaseList(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("list queue leases: %w", unavailable(err))
-	}
-	out := make([]QueueLeaseRow, len(rows))
-	for i, r := range rows {
-		out[i] = QueueLeaseRow{Queue: int(r.Queue), Epoch: r.Epoch, ExpiresAt: r.ExpiresAt}
-		if r.Owner != nil {
-			out[i].Owner = *r.Owner
-		}
-	}
-	return out, nil
 }

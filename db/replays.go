@@ -149,7 +149,7 @@ func (db *DB) ReplayCancel(ctx context.Context, id int64) (Replay, bool, error) 
 		// After the cancel's commit: should it fail, the replay is cancelled
 		// all the same, and the caller may repeat the cancel (it changes
 		// nothing then and reports nothing again).
-		if err := db.OpsReplayFinished(ctx, rp); err != nil {
+		if err := opsReplayFinished(ctx, db.q, rp); err != nil {
 			return rp, true, fmt.Errorf("cancel replay: report it: %w", err)
 		}
 		return rp, true, nil
@@ -263,7 +263,7 @@ func (db *DB) ReplayStep(ctx context.Context, id int64, batch int) (b ReplayBatc
 			case replayQueue:
 				p.IDs = append(p.IDs, s.ID)
 				p.Queues = append(p.Queues, s.Queue)
-				p.OrderingKeys = append(p.OrderingKeys, hookrelay.ReplayChain(s.OrderingKey))
+				p.Chains = append(p.Chains, hookrelay.ReplayChain(s.OrderingKey))
 				p.MessageIDs = append(p.MessageIDs, s.MessageID)
 				p.MessageReceivedAts = append(p.MessageReceivedAts, s.MessageReceivedAt)
 				if s.Dead {

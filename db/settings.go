@@ -3,14 +3,9 @@ package db
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/hookrelay/hookrelay/db/internal/dbsqlc"
 )
-
-func dbsqlcPartitions(from time.Time, days int) dbsqlc.PartitionEnsureParams {
-	return dbsqlc.PartitionEnsureParams{FromDay: from, Days: int32(days)}
-}
 
 // SettingGet returns the named setting, or a hookrelay.ENOTFOUND error.
 func (db *DB) SettingGet(ctx context.Context, name string) (string, error) {
@@ -29,27 +24,4 @@ func (db *DB) SettingPutIfAbsent(ctx context.Context, name, value string) (bool,
 		return false, fmt.Errorf("put setting %s: %w", name, unavailable(err))
 	}
 	return n == 1, nil
-}
-
-// SettingPut stores the setting, replacing any value.
-func (db *DB) SettingPut(ctx context.Context, name, value string) error {
-	if err := db.q.SettingPut(ctx, dbsqlc.SettingPutParams{Name: name, Value: value}); err != nil {
-		return fmt.Errorf("put setting %s: %w", name, unavailable(err))
-	}
-	return nil
-}
-
-// SessionSettings returns the timeouts and synchronous_commit in force on a
-// pooled session, as PostgreSQL shows them (e.g. "30s", "on").
-func (db *DB) SessionSettings(ctx context.Context) (map[string]string, error) {
-	r, err := db.q.SessionSettingsGet(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("session settings: %w", unavailable(err))
-	}
-	return map[string]string{
-		"statement_timeout":                   r.StatementTimeout,
-		"idle_in_transaction_session_timeout": r.IdleInTransactionSessionTimeout,
-		"lock_timeout":                        r.LockTimeout,
-		"synchronous_commit":                  r.SynchronousCommit,
-	}, nil
 }

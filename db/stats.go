@@ -40,7 +40,7 @@ type StatSample struct {
 	// logical queue q.
 	BacklogTotal    int64   `json:"backlog_total"`
 	BacklogPerQueue []int64 `json:"backlog_per_queue"`
-	// BacklogEstimated reports a backlog above StatExactBacklog: the total is
+	// BacklogEstimated reports a backlog above statExactBacklog: the total is
 	// the statistics collector's live count, the per-queue split comes from
 	// a block sample and the oldest age from the lowest ids.
 	BacklogEstimated bool `json:"backlog_estimated,omitempty"`
@@ -61,14 +61,14 @@ func (s StatSample) Rate(n int64) float64 {
 	return float64(n) / d
 }
 
-// StatSlice is the width of the slices in which StatSampleTake counts its
+// statSlice is the width of the slices in which StatSampleTake counts its
 // window. Each slice is counted by statements of its own, so that none holds
 // a snapshot (and with it the xmin horizon that every VACUUM of the hot queue
 // table waits behind) for longer than it takes to read one slice: counting a
 // whole window at full load in one statement holds it long enough for the
 // queue table's dead space to pass 10 % (docs/operations/postgresql.md, "What holds back
 // the hot table's VACUUMs").
-const StatSlice = time.Second
+const statSlice = time.Second
 
 // StatSampleTake measures a sample over [from, to) at now, with queues logical
 // queues. It does not store it.
@@ -89,8 +89,8 @@ func (db *DB) StatSampleTake(ctx context.Context, from, to, now time.Time, queue
 		}
 		return nil
 	}}
-	for lo := from; lo.Before(to); lo = lo.Add(StatSlice) {
-		hi := lo.Add(StatSlice)
+	for lo := from; lo.Before(to); lo = lo.Add(statSlice) {
+		hi := lo.Add(statSlice)
 		if hi.After(to) {
 			hi = to
 		}
@@ -205,10 +205,10 @@ func IsLockTimeout(err error) bool {
 	return isCode(err, "55P03") // lock_not_available
 }
 
-// StatExactBacklog is the largest backlog counted exactly (one scan of
+// statExactBacklog is the largest backlog counted exactly (one scan of
 // deliveries); larger ones are estimated so that a sample stays cheap (the
 // scan grows with the backlog, the estimate does not).
-const StatExactBacklog = 50_000
+const statExactBacklog = 50_000
 
 // statBacklog fills the backlog fields of s.
 func (db *DB) statBacklog(ctx context.Context, s *StatSample, now time.Time, queues int) error {
@@ -221,12 +221,12 @@ func (db *DB) statBacklog(ctx context.Context, s *StatSample, now time.Time, que
 			s.BacklogPerQueue[q] += n
 		}
 	}
-	if est.Live > StatExactBacklog {
+	if est.Live > statExactBacklog {
 		s.BacklogEstimated, s.BacklogTotal = true, est.Live
 		if est.OldestUnix > 0 {
 			s.OldestPendingAgeSeconds = max(0, now.Sub(time.UnixMicro(int64(est.OldestUnix*1e6))).Seconds())
 		}
-		percent := min(100, 100*float64(StatExactBacklog)/float64(est.Live))
+		percent := min(100, 100*float64(statExactBacklog)/float64(est.Live))
 		rows, err := db.q.DeliveryBacklogSampled(ctx, percent)
 		if err != nil {
 			return fmt.Errorf("stat backlog sample: %w", unavailable(err))
@@ -314,9 +314,9 @@ func decodeStatSample(r dbsqlc.StatSample) (StatSample, error) {
 	return s, nil
 }
 
-// APIStats are the counts GET /v1/stats shows. Counts over tables that can
+// Stats are the platform's totals (GET /v1/stats). Counts over tables that can
 // grow large stop at StatsCap (the *Capped fields report whether they did).
-type APIStats struct {
+type Stats struct {
 	Carriers            int64
 	Merchants           int64
 	EndpointsByStatus   map[string]int64
@@ -328,14 +328,14 @@ type APIStats struct {
 	MessagesTodayCapped bool
 }
 
-// StatsCap bounds the counts of APIStats.
+// StatsCap bounds the counts of Stats.
 const StatsCap = 100000
 
-// APIStatsGet returns the API's counters.
-func (db *DB) APIStatsGet(ctx context.Context) (APIStats, error) {
-	s := APIStats{EndpointsByStatus: map[string]int64{"enabled": 0, "disabled": 0, "deleted": 0}}
+// StatsGet counts the totals of Stats.
+func (db *DB) StatsGet(ctx context.Context) (Stats, error) {
+	s := Stats{EndpointsByStatus: map[string]int64{"enabled": 0, "disabled": 0, "deleted": 0}}
 	var err error
-	wrap := func(err error) (APIStats, error) { return APIStats{}, fmt.Errorf("stats: %w", unavailable(err)) }
+	wrap := func(err error) (Stats, error) { return Stats{}, fmt.Errorf("stats: %w", unavailable(err)) }
 	if s.Carriers, err = db.q.CarrierCount(ctx); err != nil {
 		return wrap(err)
 	}

@@ -115,7 +115,8 @@ func (d *Dispatcher) claimRows(cctx context.Context, queues []int, after []int64
 	if len(queues) < 4 {
 		perQueue = n
 	}
-	rows, timing, err := d.db.DeliveryClaimTimed(cctx, queues, after, d.cache.full.list(maxSkipped), perQueue, n, d.ID(), newToken(), d.cfg.Lease)
+	rows, timing, err := d.db.DeliveryClaim(cctx, db.ClaimParams{Queues: queues, After: after, Skip: d.cache.full.list(maxSkipped),
+		PerQueue: perQueue, Batch: n, Owner: d.ID(), Token: newToken(), Lease: d.cfg.Lease})
 	d.metrics.claimWaitSeconds.Observe(timing.Wait.Seconds())
 	if timing.Exec > 0 {
 		d.metrics.claimSeconds.Observe(timing.Exec.Seconds())

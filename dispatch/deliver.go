@@ -65,7 +65,7 @@ func (d *Dispatcher) deliver(ctx context.Context, r db.ClaimedDelivery, ep *endp
 
 // attempt sends r to the endpoint cfg once, with traceparent as its
 // traceparent header unless "", and returns the result to acknowledge.
-func (d *Dispatcher) attempt(ctx context.Context, r db.ClaimedDelivery, cfg db.DispatchEndpoint, traceparent string) ackItem {
+func (d *Dispatcher) attempt(ctx context.Context, r db.ClaimedDelivery, cfg db.EndpointConfig, traceparent string) ackItem {
 	attemptedAt := d.cfg.Now()
 	res := db.ResultFor(r)
 	res.AttemptedAt = attemptedAt
@@ -135,7 +135,7 @@ func (d *Dispatcher) attempt(ctx context.Context, r db.ClaimedDelivery, cfg db.D
 // headers returns the endpoint's custom headers and credentials, the
 // Standard Webhooks headers and the fixed ones. The API refuses custom
 // headers that hookrelay sets, so none is overwritten here.
-func (d *Dispatcher) headers(msgID string, at time.Time, body []byte, ep db.DispatchEndpoint) http.Header {
+func (d *Dispatcher) headers(msgID string, at time.Time, body []byte, ep db.EndpointConfig) http.Header {
 	ts := at.Unix()
 	secrets := ep.Secrets
 	h := make(http.Header, 12+len(ep.Headers))
@@ -164,7 +164,7 @@ func (d *Dispatcher) headers(msgID string, at time.Time, body []byte, ep db.Disp
 // webhookID is the wire id of a message.
 func webhookID(messageID int64) string { return "msg_" + strconv.FormatInt(messageID, 10) }
 
-func timeoutOf(ep db.DispatchEndpoint) time.Duration {
+func timeoutOf(ep db.EndpointConfig) time.Duration {
 	if ep.Timeout <= 0 {
 		return 15 * time.Second
 	}

@@ -77,7 +77,7 @@ func TestDeliversSignedOnceInOrder(t *testing.T) {
 		require.Equal(t, perKey, n)
 	}
 	testenv.Eventually(t, 10*time.Second, "queue empty", func() bool {
-		c, err := store.DeliveryQueueCounts(context.Background())
+		c, err := dbtest.DeliveryQueueCounts(context.Background(), store)
 		require.NoError(t, err)
 		return len(c) == 0
 	})
@@ -159,10 +159,10 @@ func TestRetriesThenDeadLetterThenNextOfKey(t *testing.T) {
 		require.Equal(t, strconv.Itoa(i+1), reqs[i].Header.Get("X-Hookrelay-Attempt"))
 		require.Equal(t, reqs[0].Header.Get("Webhook-Id"), reqs[i].Header.Get("Webhook-Id"), "same id on every retry")
 	}
-	n, err := store.DeadLetterCountForEndpoint(ctx, ep.ID)
+	n, err := dbtest.DeadLetterCountForEndpoint(ctx, store, ep.ID)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, n)
-	atts, err := store.AttemptsForDelivery(ctx, first.DeliveryIDs[0])
+	atts, err := dbtest.AttemptsForDelivery(ctx, store, first.DeliveryIDs[0])
 	require.NoError(t, err)
 	require.Len(t, atts, 3)
 	require.Equal(t, 502, atts[2].StatusCode)
@@ -218,7 +218,7 @@ func TestGoneDisablesAndEnableResumes(t *testing.T) {
 	var atts []db.Attempt
 	testenv.Eventually(t, 10*time.Second, "attempts recorded", func() bool {
 		var err error
-		atts, err = store.AttemptsForDelivery(ctx, m.DeliveryIDs[0])
+		atts, err = dbtest.AttemptsForDelivery(ctx, store, m.DeliveryIDs[0])
 		require.NoError(t, err)
 		return len(atts) == 2
 	})
@@ -252,7 +252,7 @@ func TestCircuitBreakerOpensProbesAndCloses(t *testing.T) {
 	cfg.CircuitThreshold, cfg.CircuitBase, cfg.CircuitMax = 3, time.Second, 4*time.Second
 	runDispatcher(t, store, cfg)
 	testenv.Eventually(t, 20*time.Second, "circuit open", func() bool {
-		h, err := store.EndpointHealthGet(ctx, ep.ID)
+		h, err := dbtest.EndpointHealthGet(ctx, store, ep.ID)
 		return err == nil && h.CircuitState != "closed"
 	})
 	// While open, another endpoint is not held back.
@@ -273,11 +273,11 @@ func TestCircuitBreakerOpensProbesAndCloses(t *testing.T) {
 		return rs[len(rs)-1].Status == 200
 	})
 	testenv.Eventually(t, 10*time.Second, "circuit closed", func() bool {
-		h, err := store.EndpointHealthGet(ctx, ep.ID)
+		h, err := dbtest.EndpointHealthGet(ctx, store, ep.ID)
 		return err == nil && h.CircuitState == "closed" && h.ConsecutiveFailures == 0
 	})
 	testenv.Eventually(t, 10*time.Second, "every attempt recorded", func() bool {
-		atts, err := store.AttemptsForDelivery(ctx, m.DeliveryIDs[0])
+		atts, err := dbtest.AttemptsForDelivery(ctx, store, m.DeliveryIDs[0])
 		require.NoError(t, err)
 		return len(atts) == len(s.requests())
 	})
@@ -306,7 +306,7 @@ func TestFailingTooLongDisables(t *testing.T) {
 	e, err := store.EndpointGet(ctx, ep.ID)
 	require.NoError(t, err)
 	require.Contains(t, e.DisabledReason, "too long")
-	c, err := store.DeliveryQueueCounts(ctx)
+	c, err := dbtest.DeliveryQueueCounts(ctx, store)
 	require.NoError(t, err)
 	require.Len(t, c, 1, "the delivery is kept")
 }

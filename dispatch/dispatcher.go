@@ -301,7 +301,8 @@ func (d *Dispatcher) rebalance(ctx context.Context) (map[int]bool, error) {
 			return nil, err
 		}
 	case len(held) < target:
-		got, err := d.db.QueueLeasesAcquire(ctx, id, d.cfg.Queues, target-len(held), d.cfg.Lease, d.liveWithin())
+		got, err := d.db.QueueLeasesAcquire(ctx, db.QueueLeaseParams{Owner: id, Queues: d.cfg.Queues, N: target - len(held),
+			Lease: d.cfg.Lease, LiveWithin: d.liveWithin()})
 		if err != nil {
 			return nil, err
 		}

@@ -13,7 +13,7 @@ import (
 
 // endpointState is a cached endpoint with its per-endpoint limits.
 type endpointState struct {
-	cfg      db.DispatchEndpoint
+	cfg      db.EndpointConfig
 	loadedAt time.Time
 	// version is the configuration version known before cfg was read, so
 	// cfg reflects every change up to it.
@@ -205,7 +205,7 @@ func (c *endpointCache) get(ctx context.Context, ids []int64, version int64) (ma
 	}
 	c.mu.Unlock()
 	if len(load) > 0 {
-		rows, err := c.db.EndpointsDispatchLoad(ctx, load)
+		rows, err := c.db.EndpointConfigLoad(ctx, load)
 		if err != nil {
 			return nil, err
 		}
@@ -226,7 +226,7 @@ func (c *endpointCache) get(ctx context.Context, ids []int64, version int64) (ma
 // store caches cfg, read at configuration version or later, keeping the old
 // state's limits when they did not change (so slots in use stay counted).
 // c.mu must be held.
-func (c *endpointCache) store(cfg db.DispatchEndpoint, now time.Time, version int64) *endpointState {
+func (c *endpointCache) store(cfg db.EndpointConfig, now time.Time, version int64) *endpointState {
 	old := c.m[cfg.ID]
 	st := &endpointState{cfg: cfg, loadedAt: now, version: version, full: c.full}
 	if old != nil && old.cfg.MaxInFlight == cfg.MaxInFlight {

@@ -144,7 +144,7 @@ func TestPausedDispatcherCannotAcknowledgeTwice(t *testing.T) {
 	runDispatcher(t, store, testConfig())
 	testenv.Eventually(t, 30*time.Second, "delivered by the other dispatcher", func() bool { return len(g.delivered()) == n })
 	testenv.Eventually(t, 10*time.Second, "acknowledged", func() bool {
-		c, err := store.DeliveryQueueCounts(ctx)
+		c, err := dbtest.DeliveryQueueCounts(ctx, store)
 		require.NoError(t, err)
 		return len(c) == 0
 	})
@@ -155,11 +155,11 @@ func TestPausedDispatcherCannotAcknowledgeTwice(t *testing.T) {
 		return strings.Contains(logs.String(), "stale delivery results ignored")
 	})
 	for _, id := range deliveryIDs {
-		atts, err := store.AttemptsForDelivery(ctx, id)
+		atts, err := dbtest.AttemptsForDelivery(ctx, store, id)
 		require.NoError(t, err)
 		require.Len(t, atts, 1, "delivery %d: only the live lease's result is recorded", id)
 	}
-	dead, err := store.DeadLetterCountForEndpoint(ctx, ep.ID)
+	dead, err := dbtest.DeadLetterCountForEndpoint(ctx, store, ep.ID)
 	require.NoError(t, err)
 	require.Zero(t, dead)
 }
@@ -197,12 +197,12 @@ func TestQueuesRebalanceAndTakeover(t *testing.T) {
 	// never heartbeats again.
 	zombie, err := store.DispatcherRegister(ctx, "zombie", 1)
 	require.NoError(t, err)
-	got, err := store.QueueLeasesAcquire(ctx, zombie, cfg.Queues, cfg.Queues, time.Hour, time.Hour)
+	got, err := store.QueueLeasesAcquire(ctx, db.QueueLeaseParams{Owner: zombie, Queues: cfg.Queues, N: cfg.Queues, Lease: time.Hour, LiveWithin: time.Hour})
 	require.NoError(t, err)
 	require.Len(t, got, cfg.Queues)
 
 	held := func(id int64) int {
-		ls, err := store.QueueLeasesList(ctx)
+		ls, err := dbtest.QueueLeasesList(ctx, store)
 		require.NoError(t, err)
 		n := 0
 		for _, l := range ls {
@@ -255,7 +255,7 @@ func TestSSRFRefusedAtConnectTime(t *testing.T) {
 	d2 := New(testLogger(t), cfg, store, nil, nil)
 	testenv.Go(t, "the dispatcher", d2.Run)
 	testenv.Eventually(t, 20*time.Second, "refused attempt recorded", func() bool {
-		atts, err := store.AttemptsForDelivery(ctx, m.DeliveryIDs[0])
+		atts, err := dbtest.AttemptsForDelivery(ctx, store, m.DeliveryIDs[0])
 		require.NoError(t, err)
 		return len(atts) == 1 && atts[0].Outcome == OutcomeRefused
 	})

@@ -19,8 +19,8 @@ func TestEndpointJoinsTheFullSetAtItsLastSlot(t *testing.T) {
 	ctx := context.Background()
 	c := newEndpointCache(nil, time.Minute, time.Now, 256)
 	c.mu.Lock()
-	st := c.store(db.DispatchEndpoint{ID: 7, MaxInFlight: 2}, time.Now(), 1)
-	limited := c.store(db.DispatchEndpoint{ID: 8, MaxInFlight: 1, RateLimitPerSec: 1}, time.Now(), 1)
+	st := c.store(db.EndpointConfig{ID: 7, MaxInFlight: 2}, time.Now(), 1)
+	limited := c.store(db.EndpointConfig{ID: 8, MaxInFlight: 1, RateLimitPerSec: 1}, time.Now(), 1)
 	c.mu.Unlock()
 
 	ok, _, err := st.acquire(ctx, time.Millisecond, time.Millisecond)

@@ -123,7 +123,7 @@ func TestRedirectAndTimeoutAreFailedAttempts(t *testing.T) {
 	mS := dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{epS.ID}, Queues: 8})
 	runDispatcher(t, store, testConfig())
 	outcome := func(id int64) (db.Attempt, bool) {
-		atts, err := store.AttemptsForDelivery(ctx, id)
+		atts, err := dbtest.AttemptsForDelivery(ctx, store, id)
 		require.NoError(t, err)
 		if len(atts) == 0 {
 			return db.Attempt{}, false

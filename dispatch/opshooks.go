@@ -71,7 +71,7 @@ func (d *Dispatcher) opsRound(ctx context.Context) {
 // opsSend makes one attempt of an ops message: delivered or out of attempts,
 // it is deleted; otherwise it is due again after the back-off.
 func (d *Dispatcher) opsSend(ctx context.Context, od db.OpsDelivery) {
-	h := d.headers(od.MsgID, d.cfg.Now(), od.Payload, db.DispatchEndpoint{Secrets: []string{od.Secret}})
+	h := d.headers(od.MsgID, d.cfg.Now(), od.Payload, db.EndpointConfig{Secrets: []string{od.Secret}})
 	resp := d.opsSender.Send(ctx, request{URL: od.URL, Body: od.Payload, Header: h, Timeout: d.cfg.OpsTimeout})
 	if ctx.Err() != nil {
 		return // the lease runs out and another round tries again

@@ -105,7 +105,7 @@ func TestOpsEventsDeliveredSigned(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, store.OpsLongTransaction(ctx, db.LongTransaction{PID: 42, Database: "hookrelay", State: "idle in transaction",
 		XactStart: time.Now().Add(-time.Hour), XactSeconds: 3600, SameDatabase: true}))
-	require.NoError(t, store.OpsReplayFinished(ctx, db.Replay{ID: 7, ReplaySpec: db.ReplaySpec{EndpointID: flakyEP.ID}, State: db.ReplayFinished, Total: 10, Done: 10}))
+	require.NoError(t, dbtest.OpsReplayFinished(ctx, store, db.Replay{ID: 7, ReplaySpec: db.ReplaySpec{EndpointID: flakyEP.ID}, State: db.ReplayFinished, Total: 10, Done: 10}))
 
 	byType := func() map[string][]opsEvent {
 		m := map[string][]opsEvent{}
@@ -154,7 +154,7 @@ func TestOpsEventsDeliveredSigned(t *testing.T) {
 	testenv.Eventually(t, 5*time.Second, "the filtered subscriber", func() bool { return len(opsEvents(t, only)) == 1 })
 	require.Equal(t, hookrelay.OpsEndpointEnabled, opsEvents(t, only)[0].Type)
 	testenv.Eventually(t, 5*time.Second, "the ops queue empty", func() bool {
-		n, err := store.OpsDeliveryCount(ctx)
+		n, err := dbtest.OpsDeliveryCount(ctx, store)
 		return err == nil && n == 0
 	})
 }
@@ -235,7 +235,7 @@ func TestOpsReceiverHangingDoesNotSlowDeliveries(t *testing.T) {
 	// Long enough for the merchant deliveries below on a loaded machine.
 	cfg.OpsTimeout = 5 * time.Second
 	d, _ := runDispatcher(t, store, cfg)
-	require.NoError(t, store.OpsReplayFinished(ctx, db.Replay{ID: 1, ReplaySpec: db.ReplaySpec{EndpointID: ep.ID}, State: db.ReplayFinished}))
+	require.NoError(t, dbtest.OpsReplayFinished(ctx, store, db.Replay{ID: 1, ReplaySpec: db.ReplaySpec{EndpointID: ep.ID}, State: db.ReplayFinished}))
 	testenv.Eventually(t, 5*time.Second, "the ops receiver hanging", func() bool { return opsTries.Load() == 1 })
 
 	const n = 40
@@ -277,7 +277,7 @@ func TestOpsMessageDroppedAfterItsAttempts(t *testing.T) {
 	cfg := opsConfig()
 	cfg.OpsAttempts = 3
 	d, _ := runDispatcher(t, store, cfg)
-	require.NoError(t, store.OpsReplayFinished(ctx, db.Replay{ID: 1, ReplaySpec: db.ReplaySpec{EndpointID: ep.ID}, State: db.ReplayFinished}))
+	require.NoError(t, dbtest.OpsReplayFinished(ctx, store, db.Replay{ID: 1, ReplaySpec: db.ReplaySpec{EndpointID: ep.ID}, State: db.ReplayFinished}))
 	testenv.Eventually(t, 10*time.Second, "the message given up", func() bool {
 		return metricValue(t, d.metrics.opsAttempts.WithLabelValues("dropped")) == 1
 	})

@@ -80,14 +80,14 @@ func TestOffloadedPayloads(t *testing.T) {
 	require.NoError(t, emb.Close())
 	m := dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{epInline.ID}, OrderingKey: "BIG2", Queues: 8, Payload: big, PayloadKey: key2})
 	testenv.Eventually(t, 30*time.Second, "failed attempt recorded", func() bool {
-		atts, err := store.AttemptsForDelivery(ctx, m.DeliveryIDs[0])
+		atts, err := dbtest.AttemptsForDelivery(ctx, store, m.DeliveryIDs[0])
 		require.NoError(t, err)
 		return len(atts) >= 1
 	})
-	atts, err := store.AttemptsForDelivery(ctx, m.DeliveryIDs[0])
+	atts, err := dbtest.AttemptsForDelivery(ctx, store, m.DeliveryIDs[0])
 	require.NoError(t, err)
 	require.Contains(t, atts[0].Error, "payload store")
-	h, err := store.EndpointHealthGet(ctx, epInline.ID)
+	h, err := dbtest.EndpointHealthGet(ctx, store, epInline.ID)
 	if err == nil {
 		require.Zero(t, h.ConsecutiveFailures, "the store outage is not the endpoint's failure")
 	}
@@ -116,11 +116,11 @@ func TestShutdownReleasesInFlight(t *testing.T) {
 	testenv.Eventually(t, 20*time.Second, "delivery in flight", func() bool { return g.count() == 1 })
 	require.NoError(t, stop())
 
-	counts, err := store.DeliveryQueueCounts(ctx)
+	counts, err := dbtest.DeliveryQueueCounts(ctx, store)
 	require.NoError(t, err)
 	require.Len(t, counts, 1)
 	require.EqualValues(t, 1, counts[0].Due, "released: visible now although the lease was a minute")
-	leases, err := store.QueueLeasesList(ctx)
+	leases, err := dbtest.QueueLeasesList(ctx, store)
 	require.NoError(t, err)
 	for _, l := range leases {
 		require.NotEqual(t, d.ID(), l.Owner, "queue leases released")

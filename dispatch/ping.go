@@ -15,7 +15,7 @@ import (
 // an endpoint (enabled or not) through the delivery client, and returns what
 // came of it. Nothing is recorded and the endpoint's health is unchanged.
 func (d *Dispatcher) PingEndpoint(ctx context.Context, endpointID int64) (hookrelay.PingResult, error) {
-	eps, err := d.db.EndpointsDispatchLoad(ctx, []int64{endpointID})
+	eps, err := d.db.EndpointConfigLoad(ctx, []int64{endpointID})
 	if err != nil {
 		return hookrelay.PingResult{}, err
 	}

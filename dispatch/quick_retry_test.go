@@ -46,7 +46,7 @@ func TestOrderedHeadFailingOnceIsRetriedQuickly(t *testing.T) {
 	testenv.Eventually(t, 10*time.Second, "the head's failure", func() bool { return len(s.requests()) > 0 })
 	sawParked := false
 	testenv.Eventually(t, 10*time.Second, "the head's retry", func() bool {
-		counts, err := store.DeliveryQueueCounts(ctx)
+		counts, err := dbtest.DeliveryQueueCounts(ctx, store)
 		require.NoError(t, err)
 		for _, c := range counts {
 			sawParked = sawParked || c.Parked > 0

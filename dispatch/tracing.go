@@ -45,7 +45,7 @@ func (d *Dispatcher) tracedClaim(ctx context.Context, queues []int, after []int6
 // much later, is in the callback's trace — and linked to the span of the
 // claim that leased the row. The request carries the attempt's span as its
 // traceparent unless the endpoint opts out.
-func (d *Dispatcher) tracedAttempt(ctx context.Context, r db.ClaimedDelivery, cfg db.DispatchEndpoint, claim trace.SpanContext) ackItem {
+func (d *Dispatcher) tracedAttempt(ctx context.Context, r db.ClaimedDelivery, cfg db.EndpointConfig, claim trace.SpanContext) ackItem {
 	if parent, ok := tracing.Parse(r.Traceparent); ok {
 		ctx = trace.ContextWithRemoteSpanContext(ctx, parent)
 	}

@@ -127,7 +127,7 @@ func (mt *Maintainer) retain(ctx context.Context, sess *db.Session, now time.Tim
 		errs = append(errs, err)
 	}
 	// Expired dashboard sessions: a small table of live logins, so a DELETE.
-	if rep.SessionsDeleted, err = mt.db.DashboardSessionsDeleteExpired(ctx, now); err != nil {
+	if rep.SessionsDeleted, err = mt.db.LoginSessionsDeleteExpired(ctx, now); err != nil {
 		errs = append(errs, err)
 	}
 	// Expired portal links, used or not: the same kind of small table.

@@ -246,7 +246,7 @@ func TestRetentionDeletesExpiredSessions(t *testing.T) {
 	b := setup(t)
 	now := time.Now().UTC()
 	for i, exp := range []time.Time{now.Add(-time.Minute), now.Add(time.Hour)} {
-		_, err := b.store.DashboardSessionCreate(t.Context(), db.NewDashboardSession{
+		_, err := b.store.LoginSessionCreate(t.Context(), db.NewLoginSession{
 			TokenSHA256: []byte{byte(i), 1, 2, 3}, Kind: db.SessionAdmin, CredentialHash: make([]byte, 32),
 			Now: now.Add(-2 * time.Hour), ExpiresAt: exp,
 		})

@@ -69,7 +69,7 @@ func BenchmarkHotTableChurn(b *testing.B) {
 		if err != nil {
 			return
 		}
-		r := db.DeadRatio(live, dead)
+		r := float64(dead) / float64(max(live+dead, 1)) // dead / (live + dead), 0 for an empty table
 		maxRatio.max(r)
 		sumRatio.add(r)
 		maxSpace.max(space / 100)

@@ -61,14 +61,14 @@ func (s *Service) Endpoint(ctx context.Context, a Actor, id int64) (db.Endpoint,
 // Delivery returns delivery id with its attempts if a may act on it: the
 // operator always, a merchant while the delivery's endpoint is its own and
 // not deleted.
-func (s *Service) Delivery(ctx context.Context, a Actor, id int64) (db.APIDelivery, []db.Attempt, error) {
+func (s *Service) Delivery(ctx context.Context, a Actor, id int64) (db.Delivery, []db.Attempt, error) {
 	d, attempts, err := s.db.DeliveryGet(ctx, id)
 	if err != nil {
-		return db.APIDelivery{}, nil, err
+		return db.Delivery{}, nil, err
 	}
 	if a.MerchantID != 0 {
 		if _, err := s.Endpoint(ctx, a, d.EndpointID); err != nil {
-			return db.APIDelivery{}, nil, hookrelay.Errorf(hookrelay.ENOTFOUND, "delivery not found")
+			return db.Delivery{}, nil, hookrelay.Errorf(hookrelay.ENOTFOUND, "delivery not found")
 		}
 	}
 	return d, attempts, nil

@@ -201,7 +201,7 @@ func TestReplayStatuses(t *testing.T) {
 	require.Equal(t, int64(1), rp.Done)
 	testenv.Eventually(t, 30*time.Second, "the replayed dead letter", func() bool { return sk.count() == 13 })
 	require.Equal(t, dead, sk.received()[12].msgID)
-	n, err := store.DeadLetterCountForEndpoint(ctx, ep.ID)
+	n, err := dbtest.DeadLetterCountForEndpoint(ctx, store, ep.ID)
 	require.NoError(t, err)
 	require.Zero(t, n)
 

@@ -37,14 +37,14 @@ func (s *Service) RotateMerchantKey(ctx context.Context, id int64) (KeyRotation,
 
 // Sessions returns up to limit live dashboard sessions, newest first, with
 // ids below beforeID (0: from the newest).
-func (s *Service) Sessions(ctx context.Context, beforeID int64, limit int) ([]db.DashboardSessionView, error) {
-	return s.db.DashboardSessionList(ctx, s.now(), beforeID, limit)
+func (s *Service) Sessions(ctx context.Context, beforeID int64, limit int) ([]db.LoginSessionRecord, error) {
+	return s.db.LoginSessionList(ctx, s.now(), beforeID, limit)
 }
 
 // RevokeSession ends dashboard session id at once; an unknown or expired
 // session is hookrelay.ENOTFOUND (ending one already ended is not an error).
 func (s *Service) RevokeSession(ctx context.Context, id int64) error {
-	ok, err := s.db.DashboardSessionRevoke(ctx, id, s.now())
+	ok, err := s.db.LoginSessionRevoke(ctx, id, s.now())
 	if err != nil {
 		return err
 	}

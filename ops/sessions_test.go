@@ -22,7 +22,7 @@ func TestRotateMerchantKeyAndRevokeSession(t *testing.T) {
 	s := ops.New(store, nil)
 	m, oldKey := dbtest.Merchant(t, store, nil)
 	now := time.Now()
-	_, err := store.DashboardSessionCreate(ctx, db.NewDashboardSession{TokenSHA256: []byte("token-hash"), Kind: db.SessionMerchant,
+	_, err := store.LoginSessionCreate(ctx, db.NewLoginSession{TokenSHA256: []byte("token-hash"), Kind: db.SessionMerchant,
 		MerchantID: m.ID, CredentialHash: hookrelay.HashKey(oldKey), Now: now, ExpiresAt: now.Add(time.Hour)})
 	require.NoError(t, err)
 	list, err := s.Sessions(ctx, 0, 10)

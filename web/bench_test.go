@@ -99,7 +99,7 @@ func BenchmarkPages(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	if err := store.SettingPut(ctx, "admin_token_sha256", hex.EncodeToString(hookrelay.HashKey(benchToken))); err != nil {
+	if err := dbtest.SettingPut(ctx, store, "admin_token_sha256", hex.EncodeToString(hookrelay.HashKey(benchToken))); err != nil {
 		b.Fatal(err)
 	}
 	b.Logf("fixture loaded in %s", time.Since(start).Round(time.Millisecond))

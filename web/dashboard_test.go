@@ -204,7 +204,7 @@ func TestWebMerchantIsolation(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, resp.StatusCode)
 
 	// Their delivery is not found either.
-	pending, err := f.store.DashboardEndpointPendingList(context.Background(), ep2.ID, 10)
+	pending, err := f.store.DeliveryListPendingNewest(context.Background(), ep2.ID, 10)
 	require.NoError(t, err)
 	require.Len(t, pending, 1)
 	resp, _ = c.do("GET", "/ui/m/deliveries/"+strconv.FormatInt(pending[0].ID, 10), nil)
@@ -303,7 +303,7 @@ func TestWebMessagePayloadsAndSecretRotation(t *testing.T) {
 	msg := dbtest.Message(t, f.store, &dbtest.MessageOpts{EndpointIDs: []int64{failing.ID}})
 	did := strconv.FormatInt(msg.DeliveryIDs[0], 10)
 	testenv.Eventually(t, 60*time.Second, "the delivery's first attempt", func() bool {
-		v, err := f.store.DashboardDelivery(ctx, msg.DeliveryIDs[0])
+		v, err := f.store.DeliveryRead(ctx, msg.DeliveryIDs[0])
 		require.NoError(t, err)
 		return v.Pending != nil && v.Pending.Attempt >= 1 && v.Pending.VisibleAt.After(time.Now())
 	})
@@ -344,7 +344,7 @@ func TestWebParkedDelivery(t *testing.T) {
 		ids = append(ids, dbtest.Message(t, f.store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: "WP1"}).DeliveryIDs[0])
 	}
 	require.Eventually(t, func() bool {
-		counts, err := f.store.DeliveryQueueCounts(context.Background())
+		counts, err := dbtest.DeliveryQueueCounts(context.Background(), f.store)
 		require.NoError(t, err)
 		return len(counts) == 1 && counts[0].Parked == 1
 	}, 20*time.Second, 20*time.Millisecond, "the dispatcher never parked the second delivery")

@@ -17,14 +17,14 @@ import (
 const presignTTL = 15 * time.Minute
 
 type deliveryData struct {
-	D        db.DeliveryView
+	D        db.DeliveryRecord
 	Endpoint *db.Endpoint // nil when deleted
 	CanRetry bool         // a retry would do something: dead, or waiting for its next attempt
 	Base     string       // "/ui" or "/ui/m": where links and forms point
 }
 
 func (d *Dashboard) loadDelivery(ctx context.Context, id int64) (deliveryData, error) {
-	v, err := d.store.DashboardDelivery(ctx, id)
+	v, err := d.store.DeliveryRead(ctx, id)
 	if err != nil {
 		return deliveryData{}, err
 	}

@@ -59,7 +59,7 @@ func (d *Dashboard) endpointRows(c echo.Context, merchantID int64) (endpointsDat
 	if err != nil {
 		return endpointsData{}, err
 	}
-	list, err := d.reads(c).DashboardEndpoints(ctx, merchantID, after, pageSize+1)
+	list, err := d.reads(c).EndpointStatusList(ctx, merchantID, after, pageSize+1)
 	if err != nil {
 		return endpointsData{}, err
 	}
@@ -72,7 +72,7 @@ func (d *Dashboard) endpointRows(c echo.Context, merchantID int64) (endpointsDat
 	for i, ep := range list {
 		ids[i] = ep.ID
 	}
-	pending, err := d.reads(c).DashboardEndpointsPending(ctx, ids, pendingCap+1)
+	pending, err := d.reads(c).DeliveryCountByEndpoint(ctx, ids, pendingCap+1)
 	if err != nil {
 		return endpointsData{}, err
 	}

@@ -142,7 +142,7 @@ const deliveriesPerPage = 50
 type deliveriesData struct {
 	E      db.Endpoint
 	Status string
-	Rows   []db.APIDelivery
+	Rows   []db.Delivery
 	// NextID and NextAt start the next page; NextID is 0 on the last.
 	NextID int64
 	NextAt string
@@ -167,7 +167,7 @@ func (d *Dashboard) merchantDeliveries(c echo.Context) error {
 		}
 	}
 	ctx := c.Request().Context()
-	var rows []db.APIDelivery
+	var rows []db.Delivery
 	switch status {
 	case db.DeliveryPending:
 		rows, err = d.store.DeliveryListPending(ctx, ep.ID, id, deliveriesPerPage+1)

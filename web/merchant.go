@@ -50,7 +50,7 @@ func (d *Dashboard) ownEndpoint(c echo.Context) (db.Endpoint, error) {
 type merchantEndpointData struct {
 	E        db.Endpoint
 	Health   *db.EndpointStatus
-	Pending  []db.PendingView
+	Pending  []db.PendingDelivery
 	Attempts []db.Attempt
 	Secrets  []db.EndpointSecret // shown only after reveal or rotate
 	Rotated  bool
@@ -74,18 +74,18 @@ func (d *Dashboard) merchantEndpointData(ctx context.Context, ep db.Endpoint) (m
 			}
 		}
 	}
-	hs, err := d.store.DashboardEndpoints(ctx, ep.MerchantID, ep.ID-1, 1)
+	hs, err := d.store.EndpointStatusList(ctx, ep.MerchantID, ep.ID-1, 1)
 	if err != nil {
 		return data, err
 	}
 	if len(hs) == 1 && hs[0].ID == ep.ID {
 		data.Health = &hs[0]
 	}
-	if data.Pending, err = d.store.DashboardEndpointPendingList(ctx, ep.ID, 20); err != nil {
+	if data.Pending, err = d.store.DeliveryListPendingNewest(ctx, ep.ID, 20); err != nil {
 		return data, err
 	}
 	now := d.cfg.Now()
-	if data.Attempts, err = d.store.DashboardRecentAttempts(ctx, ep.ID, now.Add(-recentWindow), now.Add(time.Minute), 50); err != nil {
+	if data.Attempts, err = d.store.AttemptListRecent(ctx, ep.ID, now.Add(-recentWindow), now.Add(time.Minute), 50); err != nil {
 		return data, err
 	}
 	return data, nil

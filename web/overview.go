@@ -36,7 +36,7 @@ const backlogFreshness = 30 * time.Second
 type overviewData struct {
 	Now                     time.Time
 	BacklogSampled          bool // Backlog is from the newest sample
-	Live                    db.DashboardOverview
+	Live                    db.Overview
 	BacklogTotal            int64
 	OldestPendingAge        time.Duration
 	HasRates                bool
@@ -67,7 +67,7 @@ func (d *Dashboard) overview(c echo.Context) error {
 		len(samples[n-1].BacklogPerQueue) > 0 {
 		fresh = &samples[n-1]
 	}
-	live, err := d.reads(c).DashboardOverview(ctx, d.cfg.Queues, fresh == nil)
+	live, err := d.reads(c).OverviewGet(ctx, d.cfg.Queues, fresh == nil)
 	if err != nil {
 		return err
 	}

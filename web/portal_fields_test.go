@@ -253,10 +253,10 @@ func TestSessionsListMarksPortalSessions(t *testing.T) {
 	op := newUIClient(t, f.URL)
 	op.login(testAdminToken)
 
-	rows, err := f.store.DashboardSessionList(context.Background(), time.Now(), 0, 10)
+	rows, err := f.store.LoginSessionList(context.Background(), time.Now(), 0, 10)
 	require.NoError(t, err)
 	require.Len(t, rows, 4)
-	byKind := map[string]db.DashboardSessionView{}
+	byKind := map[string]db.LoginSessionRecord{}
 	for _, r := range rows {
 		switch {
 		case r.Kind == "admin":

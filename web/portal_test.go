@@ -306,7 +306,7 @@ func TestPortalMerchantIsolation(t *testing.T) {
 	m2, _ := dbtest.Merchant(t, f.store, nil)
 	ep2, secret2 := dbtest.Endpoint(t, f.store, &dbtest.EndpointOpts{MerchantID: m2.ID, URL: "http://127.0.0.1:9/theirs", Disabled: true})
 	dbtest.Message(t, f.store, &dbtest.MessageOpts{EndpointIDs: []int64{ep2.ID}, OrderingKey: "THEIR-KEY"})
-	pending, err := f.store.DashboardEndpointPendingList(context.Background(), ep2.ID, 10)
+	pending, err := f.store.DeliveryListPendingNewest(context.Background(), ep2.ID, 10)
 	require.NoError(t, err)
 	require.Len(t, pending, 1)
 	now := time.Now().UTC()
@@ -353,7 +353,7 @@ func TestPortalReadOnly(t *testing.T) {
 	m, _ := dbtest.Merchant(t, f.store, nil)
 	ep, secret := dbtest.Endpoint(t, f.store, &dbtest.EndpointOpts{MerchantID: m.ID, URL: "http://127.0.0.1:9/mine"})
 	dbtest.Message(t, f.store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}})
-	pending, err := f.store.DashboardEndpointPendingList(context.Background(), ep.ID, 10)
+	pending, err := f.store.DeliveryListPendingNewest(context.Background(), ep.ID, 10)
 	require.NoError(t, err)
 	now := time.Now().UTC()
 	status, out := apiCallBase(t, f.URL, "POST", "/v1/endpoints/"+itoa(ep.ID)+"/replay", testAdminToken,

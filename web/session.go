@@ -132,7 +132,7 @@ func (s *sessions) login(ctx context.Context, credential string, from client) (*
 	token := randomToken(32)
 	c.tokenHash = tokenHash(token)
 	now := s.now()
-	id, err := s.store.DashboardSessionCreate(ctx, db.NewDashboardSession{
+	id, err := s.store.LoginSessionCreate(ctx, db.NewLoginSession{
 		TokenSHA256: c.tokenHash, Kind: c.Kind, MerchantID: c.MerchantID, CredentialHash: hash,
 		Now: now, ExpiresAt: now.Add(s.ttl), UserAgent: cleanText(from.UserAgent, maxUserAgent), ClientAddr: from.Addr,
 	})
@@ -231,7 +231,7 @@ func (s *sessions) check(ctx context.Context, token string) (claims, error) {
 	}
 	h := tokenHash(token)
 	now := s.now()
-	row, err := s.store.DashboardSessionValid(ctx, h, now)
+	row, err := s.store.LoginSessionValid(ctx, h, now)
 	if err != nil {
 		if hookrelay.CodeOf(err) == hookrelay.ENOTFOUND {
 			return claims{}, errNoSession
@@ -241,14 +241,14 @@ func (s *sessions) check(ctx context.Context, token string) (claims, error) {
 	if now.Sub(row.LastSeenAt) >= seenEvery {
 		// Only the operator's list reads last_seen_at: a failure to record
 		// it must not refuse the request.
-		_ = s.store.DashboardSessionSeen(ctx, row.ID, now)
+		_ = s.store.LoginSessionSeen(ctx, row.ID, now)
 	}
 	return claims{ID: row.ID, Kind: row.Kind, MerchantID: row.MerchantID, ReadOnly: row.ReadOnly, Portal: row.Portal, tokenHash: h}, nil
 }
 
 // end revokes the session (logout).
 func (s *sessions) end(ctx context.Context, c claims) error {
-	return s.store.DashboardSessionEnd(ctx, c.tokenHash, s.now())
+	return s.store.LoginSessionEnd(ctx, c.tokenHash, s.now())
 }
 
 // csrfToken is the token forms of this session must carry.

@@ -13,7 +13,7 @@ import (
 const sessionsPerPage = 100
 
 type sessionsData struct {
-	Rows      []db.DashboardSessionView
+	Rows      []db.LoginSessionRecord
 	Current   int64 // the session viewing the page
 	NextAfter int64 // the id the next page starts below; 0 on the last page
 }

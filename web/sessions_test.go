@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/db/dbtest"
 	"github.com/hookrelay/hookrelay/ops"
 )
 
@@ -78,7 +79,7 @@ func TestAdminTokenChangeEndsAdminSessions(t *testing.T) {
 	// A token changed without the revocation (the settings row rewritten)
 	// ends the sessions of the old one too: a session is valid only while
 	// its credential is the current one.
-	require.NoError(t, f.store.SettingPut(context.Background(), "admin_token_sha256", strings.Repeat("ab", 32)))
+	require.NoError(t, dbtest.SettingPut(context.Background(), f.store, "admin_token_sha256", strings.Repeat("ab", 32)))
 	st, _, _ = admin2.do("GET", "/ui/endpoints", nil)
 	require.Equal(t, http.StatusSeeOther, st)
 }

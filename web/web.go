@@ -28,20 +28,20 @@ type Store interface {
 	SettingPutIfAbsent(ctx context.Context, name, value string) (bool, error)
 	MerchantByKeyHash(ctx context.Context, hash []byte) (db.Merchant, error)
 	MerchantGet(ctx context.Context, id int64) (db.Merchant, error)
-	DashboardSessionCreate(ctx context.Context, s db.NewDashboardSession) (int64, error)
-	DashboardSessionValid(ctx context.Context, tokenSHA256 []byte, now time.Time) (db.DashboardSession, error)
-	DashboardSessionSeen(ctx context.Context, id int64, now time.Time) error
-	DashboardSessionEnd(ctx context.Context, tokenSHA256 []byte, now time.Time) error
+	LoginSessionCreate(ctx context.Context, s db.NewLoginSession) (int64, error)
+	LoginSessionValid(ctx context.Context, tokenSHA256 []byte, now time.Time) (db.LoginSession, error)
+	LoginSessionSeen(ctx context.Context, id int64, now time.Time) error
+	LoginSessionEnd(ctx context.Context, tokenSHA256 []byte, now time.Time) error
 
-	DashboardOverview(ctx context.Context, queues int, backlog bool) (db.DashboardOverview, error)
+	OverviewGet(ctx context.Context, queues int, backlog bool) (db.Overview, error)
 	StatSamplesSince(ctx context.Context, since time.Time) ([]db.StatSample, error)
-	DashboardEndpoints(ctx context.Context, merchantID, afterID int64, limit int) ([]db.EndpointStatus, error)
-	DashboardEndpointsPending(ctx context.Context, endpointIDs []int64, limit int) (map[int64]int64, error)
+	EndpointStatusList(ctx context.Context, merchantID, afterID int64, limit int) ([]db.EndpointStatus, error)
+	DeliveryCountByEndpoint(ctx context.Context, endpointIDs []int64, limit int) (map[int64]int64, error)
 	DeadLetterList(ctx context.Context, f db.DeadLetterFilter, page db.DeadLetterPage, limit int) ([]db.DeadLetter, error)
 	DeadLetterCount(ctx context.Context, f db.DeadLetterFilter, limit int) (int64, error)
-	DashboardDelivery(ctx context.Context, id int64) (db.DeliveryView, error)
-	DashboardRecentAttempts(ctx context.Context, endpointID int64, since, before time.Time, limit int) ([]db.Attempt, error)
-	DashboardEndpointPendingList(ctx context.Context, endpointID int64, limit int) ([]db.PendingView, error)
+	DeliveryRead(ctx context.Context, id int64) (db.DeliveryRecord, error)
+	AttemptListRecent(ctx context.Context, endpointID int64, since, before time.Time, limit int) ([]db.Attempt, error)
+	DeliveryListPendingNewest(ctx context.Context, endpointID int64, limit int) ([]db.PendingDelivery, error)
 	MessageSearch(ctx context.Context, f db.MessageFilter, after db.MessagePosition, limit int) ([]db.MessageSummary, error)
 	MessageRead(ctx context.Context, id int64, receivedAt *time.Time, merchantID int64) (db.MessageRecord, error)
 	HealthSnapshot(ctx context.Context) (db.Health, error)
@@ -51,12 +51,12 @@ type Store interface {
 	EndpointGet(ctx context.Context, id int64) (db.Endpoint, error)
 	EndpointSecretsActive(ctx context.Context, id int64) ([]db.EndpointSecret, error)
 
-	PortalLinkRedeem(ctx context.Context, linkSHA256 []byte, r db.PortalRedemption) (db.DashboardSession, error)
+	PortalLinkRedeem(ctx context.Context, linkSHA256 []byte, r db.PortalRedemption) (db.LoginSession, error)
 	CarrierAll(ctx context.Context) ([]db.Carrier, error)
 	EndpointList(ctx context.Context, merchantID, afterID int64, limit int) ([]db.Endpoint, error)
-	DeliveryListPending(ctx context.Context, endpointID, afterID int64, limit int) ([]db.APIDelivery, error)
-	DeliveryListDelivered(ctx context.Context, endpointID int64, beforeAt time.Time, beforeID int64, limit int) ([]db.APIDelivery, error)
-	DeliveryListDead(ctx context.Context, endpointID int64, afterAt time.Time, afterID int64, limit int) ([]db.APIDelivery, error)
+	DeliveryListPending(ctx context.Context, endpointID, afterID int64, limit int) ([]db.Delivery, error)
+	DeliveryListDelivered(ctx context.Context, endpointID int64, beforeAt time.Time, beforeID int64, limit int) ([]db.Delivery, error)
+	DeliveryListDead(ctx context.Context, endpointID int64, afterAt time.Time, afterID int64, limit int) ([]db.Delivery, error)
 }
 
 // ReplicaStore is a Store on a read replica that can tell how current it is.
@@ -80,7 +80,7 @@ type Operations interface {
 	DeleteEndpoint(ctx context.Context, a ops.Actor, id int64) (int64, error)
 	CanSendTest() bool
 	SendTest(ctx context.Context, a ops.Actor, id int64) (hookrelay.PingResult, error)
-	Sessions(ctx context.Context, beforeID int64, limit int) ([]db.DashboardSessionView, error)
+	Sessions(ctx context.Context, beforeID int64, limit int) ([]db.LoginSessionRecord, error)
 	RevokeSession(ctx context.Context, id int64) error
 	CountReplay(ctx context.Context, a ops.Actor, endpointID int64, req ops.ReplayRequest) (int64, error)
 	StartReplay(ctx context.Context, a ops.Actor, endpointID int64, req ops.ReplayRequest) (db.Replay, error)

@@ -174,7 +174,7 @@ func rebindDelivery(t *testing.T, allowPrivate bool, to netip.Addr) (int64, db.A
 
 	var first db.Attempt
 	require.Eventually(t, func() bool {
-		as, err := store.DashboardRecentAttempts(context.Background(), ep.ID, time.Now().Add(-time.Hour), time.Now().Add(time.Hour), 10)
+		as, err := store.AttemptListRecent(context.Background(), ep.ID, time.Now().Add(-time.Hour), time.Now().Add(time.Hour), 10)
 		if err != nil || len(as) == 0 {
 			return false
 		}

@@ -106,6 +106,12 @@ func Open(t testing.TB, url string, cfg db.Config) *db.DB {
 		t.Fatalf("dbtest: open: %v", err)
 	}
 	t.Cleanup(store.Close)
+	side := &sidePool{url: url}
+	sides.Store(store, side)
+	t.Cleanup(func() {
+		sides.Delete(store)
+		side.close()
+	})
 	if _, err := store.EnsurePartitions(ctx, time.Now(), 2); err != nil {
 		t.Fatalf("dbtest: partitions: %v", err)
 	}

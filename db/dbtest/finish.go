@@ -17,7 +17,7 @@ func Finish(t testing.TB, store *db.DB, orderingKey string, kind db.AckKind) {
 	t.Helper()
 	ctx := context.Background()
 	q := hookrelay.QueueFor(orderingKey, hookrelay.DefaultQueues)
-	claimed, err := store.DeliveryClaim(ctx, []int{q}, 100, 100, 1, time.Now().UnixNano(), time.Minute)
+	claimed, err := DeliveryClaim(ctx, store, []int{q}, 100, 100, 1, time.Now().UnixNano(), time.Minute)
 	if err != nil {
 		t.Fatalf("dbtest.Finish: claim: %v", err)
 	}

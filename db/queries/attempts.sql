@@ -22,9 +22,6 @@ WHERE endpoint_id = @endpoint_id AND outcome = 'success'
   AND (attempted_at, delivery_id) < (@before_at::timestamptz, @before_id::bigint)
 ORDER BY attempted_at DESC, delivery_id DESC LIMIT @lim;
 
--- name: AttemptCountByEndpoint :one
-SELECT count(*)::bigint FROM delivery_attempts WHERE endpoint_id = sqlc.arg(endpoint_id)::bigint;
-
 -- name: AttemptHistogram :many
 -- Delivery outcomes in [from, to) (BRIN on attempted_at) as a histogram: one
 -- row per outcome class and bucket of the successful attempts' end-to-end

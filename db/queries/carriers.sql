@@ -5,9 +5,6 @@ VALUES (@name, @api_key_hash, @api_key_prefix, @ordering_key_field, @event_type_
         @merchant_field, sqlc.narg(signing_secret), @rate_limit_per_sec)
 RETURNING *;
 
--- name: CarrierGet :one
-SELECT * FROM carriers WHERE id = $1;
-
 -- name: CarrierGetByKeyHash :one
 SELECT * FROM carriers WHERE api_key_hash = $1;
 

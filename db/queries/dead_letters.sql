@@ -68,9 +68,6 @@ SELECT count(*)::bigint FROM (
     LIMIT @cap
 ) AS d;
 
--- name: DeadLetterCountByEndpoint :one
-SELECT count(*)::bigint FROM dead_letters WHERE endpoint_id = sqlc.arg(endpoint_id)::bigint;
-
 -- name: DeadLetterCount :one
 SELECT count(*)::bigint AS n FROM dead_letters;
 

@@ -9,7 +9,8 @@
 --     shares below would take them (round by round across endpoints from
 --     the cursor, skipped endpoints left out), and the first @per_queue are
 --     locked by id; the queue is not walked. Larger queues:
---   * walk: a loose index scan of deliveries_claim_idx (queue, endpoint_id,
+--   * walk (the SQL function deliveries_claim_walk, defined in functions.sql):
+--     a loose index scan of deliveries_claim_idx (queue, endpoint_id,
 --     visible_at, id) visits the endpoints with unparked rows in the queue,
 --     one index descent each, in endpoint order starting after the queue's
 --     cursor (@afters, the last endpoint the caller was served in the
@@ -331,7 +332,7 @@ UPDATE deliveries d SET visible_at = now()
 WHERE d.id = ANY (ARRAY(
     SELECT p.id
     FROM (SELECT unnest(sqlc.arg(endpoint_ids)::bigint[]) AS endpoint_id,
-                 unnest(sqlc.arg(ordering_keys)::text[]) AS ordering_key,
+                 unnest(sqlc.arg(chains)::text[]) AS ordering_key,
                  unnest(sqlc.arg(ids)::bigint[]) AS id) x
     CROSS JOIN LATERAL (
         SELECT n.id FROM deliveries n
@@ -352,13 +353,6 @@ WHERE d.id = ANY (ARRAY(
 UPDATE deliveries d SET leased_until = now() + sqlc.arg(lease)::interval
 FROM (SELECT unnest(sqlc.arg(ids)::bigint[]) AS id, unnest(sqlc.arg(tokens)::bigint[]) AS token) x
 WHERE d.id = x.id AND d.lease_token = x.token;
-
--- name: DeliveryResumeByEndpoint :execrows
--- Held (not leased, not parked) rows of an endpoint become visible now: used
--- when an endpoint is enabled again.
-UPDATE deliveries SET visible_at = now()
-WHERE endpoint_id = sqlc.arg(endpoint_id)::bigint AND id > 0 -- deliveries_endpoint_idx
-  AND lease_token IS NULL AND visible_at > now() AND visible_at < 'infinity';
 
 -- name: DeliveryMakeVisible :execrows
 -- Operator retry of a pending delivery waiting for its next attempt: due now
@@ -408,16 +402,6 @@ SELECT e.id::bigint AS endpoint_id,
                                WHERE d.endpoint_id = e.id AND d.id > 0 -- deliveries_endpoint_idx
                                LIMIT @cap) AS x)::bigint AS n
 FROM unnest(@endpoint_ids::bigint[]) AS e(id);
-
--- name: DeliveryCountByState :many
--- Due, leased/scheduled and parked rows per logical queue (tests, dashboard).
-SELECT queue::integer AS queue,
-       count(*) FILTER (WHERE visible_at <= now()
-                          AND (leased_until IS NULL OR leased_until <= now()))::bigint AS due,
-       count(*) FILTER (WHERE visible_at < 'infinity'
-                          AND (visible_at > now() OR leased_until > now()))::bigint AS waiting,
-       count(*) FILTER (WHERE visible_at = 'infinity')::bigint AS parked
-FROM deliveries GROUP BY queue ORDER BY queue;
 
 -- name: DeliveryCountByQueue :many
 -- Pending deliveries per logical queue. deliveries holds only live work, so

@@ -128,8 +128,5 @@ UPDATE endpoint_health SET consecutive_failures = 0, circuit_state = 'closed',
     circuit_open_until = NULL, circuit_backoff_ms = 0, failing_since = NULL, updated_at = now()
 WHERE endpoint_id = $1;
 
--- name: EndpointHealthGet :one
-SELECT * FROM endpoint_health WHERE endpoint_id = sqlc.arg(endpoint_id)::bigint;
-
 -- name: EndpointHealthCountOpen :one
 SELECT count(*)::bigint FROM endpoint_health WHERE circuit_state <> 'closed';

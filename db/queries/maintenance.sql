@@ -9,9 +9,6 @@ SELECT pg_try_advisory_lock(sqlc.arg(key)::bigint)::boolean AS locked;
 -- name: MaintenanceUnlock :one
 SELECT pg_advisory_unlock(sqlc.arg(key)::bigint)::boolean AS unlocked;
 
--- name: MaintenanceBackendPID :one
-SELECT pg_backend_pid()::integer AS pid;
-
 -- name: VacuumStatement :one
 -- A hot table's VACUUM: the heap pass alone, or a full one that reads the
 -- indexes in this backend only (PARALLEL 0; see Session.Vacuum).

@@ -88,12 +88,6 @@ LEFT JOIN (SELECT d.message_ord, array_agg(d.id ORDER BY d.ord) AS ids
            FROM dels d GROUP BY d.message_ord) AS g ON g.message_ord = s.ord
 ORDER BY s.ord;
 
--- name: MessageGet :one
-SELECT * FROM messages WHERE id = @id AND received_at = @received_at;
-
--- name: MessageGetByID :one
-SELECT * FROM messages WHERE id = $1 ORDER BY received_at DESC LIMIT 1;
-
 -- name: MessageLookup :one
 -- A message by id; received_at (when known) prunes to one day partition.
 SELECT * FROM messages
@@ -121,7 +115,7 @@ SELECT (SELECT count(*) FROM messages
 -- and sort the whole window), matching the filters (NULL matches
 -- everything). With @scoped, the candidates for a delivery to endpoint_id,
 -- in state, to an endpoint of merchant_id: a message has such a delivery
--- (hookrelay_messages_deliveries, migration 00165, says which) only if it
+-- (hookrelay_messages_deliveries, defined in functions.sql, says which) only if it
 -- has an attempt to that endpoint (successful for delivered, unsuccessful
 -- for failed: its last one was not a success), a dead letter
 -- (dead), or a row in the queue (pending). These are tested here because
@@ -180,7 +174,7 @@ ORDER BY page.id DESC;
 -- name: MessageDeliveriesList :many
 -- The deliveries of each of the messages (id, received_at, ordering key),
 -- only those to endpoints of merchant_id when it is not NULL: one call of
--- hookrelay_messages_deliveries for the set (migrations 00165, 00260).
+-- hookrelay_messages_deliveries for the set (defined in functions.sql).
 SELECT d.message_id::bigint AS message_id, d.delivery_id::bigint AS delivery_id,
        d.endpoint_id::bigint AS endpoint_id, d.state::text AS state, d.attempts::integer AS attempts,
        coalesce(d.last_status, 0)::integer AS last_status,

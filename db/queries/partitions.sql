@@ -1,4 +1,5 @@
 -- name: PartitionEnsure :one
+-- hookrelay_ensure_partitions is defined in functions.sql.
 SELECT hookrelay_ensure_partitions(sqlc.arg(from_day)::date, sqlc.arg(days)::integer)::integer;
 
 -- name: PartitionList :many

@@ -38,8 +38,3 @@ WHERE queue IN (
     FOR UPDATE SKIP LOCKED
 )
 RETURNING queue::integer AS queue, epoch;
-
--- name: QueueLeaseList :many
-SELECT queue::integer AS queue, owner, epoch,
-       greatest(expires_at, 'epoch'::timestamptz)::timestamptz AS expires_at
-FROM queue_leases ORDER BY queue;

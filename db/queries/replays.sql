@@ -83,8 +83,8 @@ ORDER BY s.at, s.id;
 
 -- name: ReplayEnqueue :many
 -- Queues the batch's deliveries again under their own ids, attempt 0, due
--- now, ordered in the replay chains of their keys (@ordering_keys are chain
--- values, hookrelay.ReplayChain): chained by id like live deliveries, but
+-- now, ordered in the replay chains of their keys (@chains are chain
+-- values, hookrelay.ReplayChain, for the ordering_key column): chained by id like live deliveries, but
 -- apart from them (they neither wait for nor hold back the live deliveries
 -- of their key). A delivery still pending (live, or a dead letter retried
 -- meanwhile) is left as it is and not returned, and so is every one of a
@@ -98,7 +98,7 @@ SELECT x.id, x.queue, @endpoint_id::bigint, x.ordering_key,
        x.message_received_at, 0, now()
 FROM (SELECT unnest(sqlc.arg(ids)::bigint[]) AS id,
              unnest(sqlc.arg(queues)::smallint[]) AS queue,
-             unnest(sqlc.arg(ordering_keys)::text[]) AS ordering_key,
+             unnest(sqlc.arg(chains)::text[]) AS ordering_key,
              unnest(sqlc.arg(message_ids)::bigint[]) AS message_id,
              unnest(sqlc.arg(message_received_ats)::timestamptz[]) AS message_received_at) x
 WHERE EXISTS (SELECT 1 FROM endpoints e WHERE e.id = @endpoint_id::bigint AND e.status <> 'deleted')

@@ -10,17 +10,6 @@ import (
 	"time"
 )
 
-const attemptCountByEndpoint = `-- name: AttemptCountByEndpoint :one
-SELECT count(*)::bigint FROM delivery_attempts WHERE endpoint_id = $1::bigint
-`
-
-func (q *Queries) AttemptCountByEndpoint(ctx context.Context, endpointID int64) (int64, error) {
-	row := q.db.QueryRow(ctx, attemptCountByEndpoint, endpointID)
-	var column_1 int64
-	err := row.Scan(&column_1)
-	return column_1, err
-}
-
 const attemptHistogram = `-- name: AttemptHistogram :many
 SELECT (outcome = 'success')::bool AS success,
        (CASE WHEN outcome = 'success'

@@ -20,28 +20,6 @@ func (q *Queries) CarrierCount(ctx context.Context) (int64, error) {
 	return count, err
 }
 
-const carrierGet = `-- name: CarrierGet :one
-SELECT id, name, api_key_hash, api_key_prefix, ordering_key_field, event_type_field, merchant_field, signing_secret, rate_limit_per_sec, created_at FROM carriers WHERE id = $1
-`
-
-func (q *Queries) CarrierGet(ctx context.Context, id int64) (Carrier, error) {
-	row := q.db.QueryRow(ctx, carrierGet, id)
-	var i Carrier
-	err := row.Scan(
-		&i.ID,
-		&i.Name,
-		&i.APIKeyHash,
-		&i.APIKeyPrefix,
-		&i.OrderingKeyField,
-		&i.EventTypeField,
-		&i.MerchantField,
-		&i.SigningSecret,
-		&i.RateLimitPerSec,
-		&i.CreatedAt,
-	)
-	return i, err
-}
-
 const carrierGetByKeyHash = `-- name: CarrierGetByKeyHash :one
 SELECT id, name, api_key_hash, api_key_prefix, ordering_key_field, event_type_field, merchant_field, signing_secret, rate_limit_per_sec, created_at FROM carriers WHERE api_key_hash = $1
 `

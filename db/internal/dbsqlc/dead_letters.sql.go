@@ -21,17 +21,6 @@ func (q *Queries) DeadLetterCount(ctx context.Context) (int64, error) {
 	return n, err
 }
 
-const deadLetterCountByEndpoint = `-- name: DeadLetterCountByEndpoint :one
-SELECT count(*)::bigint FROM dead_letters WHERE endpoint_id = $1::bigint
-`
-
-func (q *Queries) DeadLetterCountByEndpoint(ctx context.Context, endpointID int64) (int64, error) {
-	row := q.db.QueryRow(ctx, deadLetterCountByEndpoint, endpointID)
-	var column_1 int64
-	err := row.Scan(&column_1)
-	return column_1, err
-}
-
 const deadLetterCountCapped = `-- name: DeadLetterCountCapped :one
 SELECT count(*)::bigint FROM (
     SELECT 1 FROM dead_letters

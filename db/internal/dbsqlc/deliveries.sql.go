@@ -468,7 +468,8 @@ type DeliveryClaimRow struct {
 //     shares below would take them (round by round across endpoints from
 //     the cursor, skipped endpoints left out), and the first @per_queue are
 //     locked by id; the queue is not walked. Larger queues:
-//   - walk: a loose index scan of deliveries_claim_idx (queue, endpoint_id,
+//   - walk (the SQL function deliveries_claim_walk, defined in functions.sql):
+//     a loose index scan of deliveries_claim_idx (queue, endpoint_id,
 //     visible_at, id) visits the endpoints with unparked rows in the queue,
 //     one index descent each, in endpoint order starting after the queue's
 //     cursor (@afters, the last endpoint the caller was served in the
@@ -638,49 +639,6 @@ func (q *Queries) DeliveryCountByQueue(ctx context.Context) ([]DeliveryCountByQu
 	for rows.Next() {
 		var i DeliveryCountByQueueRow
 		if err := rows.Scan(&i.Queue, &i.N); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const deliveryCountByState = `-- name: DeliveryCountByState :many
-SELECT queue::integer AS queue,
-       count(*) FILTER (WHERE visible_at <= now()
-                          AND (leased_until IS NULL OR leased_until <= now()))::bigint AS due,
-       count(*) FILTER (WHERE visible_at < 'infinity'
-                          AND (visible_at > now() OR leased_until > now()))::bigint AS waiting,
-       count(*) FILTER (WHERE visible_at = 'infinity')::bigint AS parked
-FROM deliveries GROUP BY queue ORDER BY queue
-`
-
-type DeliveryCountByStateRow struct {
-	Queue   int32
-	Due     int64
-	Waiting int64
-	Parked  int64
-}
-
-// Due, leased/scheduled and parked rows per logical queue (tests, dashboard).
-func (q *Queries) DeliveryCountByState(ctx context.Context) ([]DeliveryCountByStateRow, error) {
-	rows, err := q.db.Query(ctx, deliveryCountByState)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []DeliveryCountByStateRow
-	for rows.Next() {
-		var i DeliveryCountByStateRow
-		if err := rows.Scan(
-			&i.Queue,
-			&i.Due,
-			&i.Waiting,
-			&i.Parked,
-		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -919,9 +877,9 @@ WHERE d.id = ANY (ARRAY(
 `
 
 type DeliveryPromoteParams struct {
-	EndpointIDs  []int64
-	OrderingKeys []string
-	IDs          []int64
+	EndpointIDs []int64
+	Chains      []string
+	IDs         []int64
 }
 
 // Makes the successor of each removed chain row visible now when it is parked.
@@ -936,7 +894,7 @@ type DeliveryPromoteParams struct {
 // looks as cheap, and a plan kept from such a time would read every parked
 // row of a backlog at each acknowledgement).
 func (q *Queries) DeliveryPromote(ctx context.Context, arg DeliveryPromoteParams) (int64, error) {
-	result, err := q.db.Exec(ctx, deliveryPromote, arg.EndpointIDs, arg.OrderingKeys, arg.IDs)
+	result, err := q.db.Exec(ctx, deliveryPromote, arg.EndpointIDs, arg.Chains, arg.IDs)
 	if err != nil {
 		return 0, err
 	}
@@ -953,22 +911,6 @@ WHERE endpoint_id = $1 AND id > 0 -- deliveries_endpoint_idx (migration 00070)
 // and parked non-heads (visible_at = infinity) are left alone.
 func (q *Queries) DeliveryReleaseByEndpoint(ctx context.Context, endpointID int64) (int64, error) {
 	result, err := q.db.Exec(ctx, deliveryReleaseByEndpoint, endpointID)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
-}
-
-const deliveryResumeByEndpoint = `-- name: DeliveryResumeByEndpoint :execrows
-UPDATE deliveries SET visible_at = now()
-WHERE endpoint_id = $1::bigint AND id > 0 -- deliveries_endpoint_idx
-  AND lease_token IS NULL AND visible_at > now() AND visible_at < 'infinity'
-`
-
-// Held (not leased, not parked) rows of an endpoint become visible now: used
-// when an endpoint is enabled again.
-func (q *Queries) DeliveryResumeByEndpoint(ctx context.Context, endpointID int64) (int64, error) {
-	result, err := q.db.Exec(ctx, deliveryResumeByEndpoint, endpointID)
 	if err != nil {
 		return 0, err
 	}

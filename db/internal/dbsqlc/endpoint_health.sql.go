@@ -212,28 +212,6 @@ func (q *Queries) EndpointHealthEnsure(ctx context.Context, endpointIds []int64)
 	return err
 }
 
-const endpointHealthGet = `-- name: EndpointHealthGet :one
-SELECT endpoint_id, consecutive_failures, circuit_state, circuit_open_until, circuit_backoff_ms, failing_since, last_success_at, last_failure_at, last_error, updated_at FROM endpoint_health WHERE endpoint_id = $1::bigint
-`
-
-func (q *Queries) EndpointHealthGet(ctx context.Context, endpointID int64) (EndpointHealth, error) {
-	row := q.db.QueryRow(ctx, endpointHealthGet, endpointID)
-	var i EndpointHealth
-	err := row.Scan(
-		&i.EndpointID,
-		&i.ConsecutiveFailures,
-		&i.CircuitState,
-		&i.CircuitOpenUntil,
-		&i.CircuitBackoffMs,
-		&i.FailingSince,
-		&i.LastSuccessAt,
-		&i.LastFailureAt,
-		&i.LastError,
-		&i.UpdatedAt,
-	)
-	return i, err
-}
-
 const endpointHealthReset = `-- name: EndpointHealthReset :exec
 UPDATE endpoint_health SET consecutive_failures = 0, circuit_state = 'closed',
     circuit_open_until = NULL, circuit_backoff_ms = 0, failing_since = NULL, updated_at = now()

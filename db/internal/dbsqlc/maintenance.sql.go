@@ -165,17 +165,6 @@ func (q *Queries) HotTupleBytes(ctx context.Context, names []string) ([]HotTuple
 	return items, nil
 }
 
-const maintenanceBackendPID = `-- name: MaintenanceBackendPID :one
-SELECT pg_backend_pid()::integer AS pid
-`
-
-func (q *Queries) MaintenanceBackendPID(ctx context.Context) (int32, error) {
-	row := q.db.QueryRow(ctx, maintenanceBackendPID)
-	var pid int32
-	err := row.Scan(&pid)
-	return pid, err
-}
-
 const maintenanceTryLock = `-- name: MaintenanceTryLock :one
 
 SELECT pg_try_advisory_lock($1::bigint)::boolean AS locked

@@ -207,7 +207,7 @@ type MessageDeliveriesListRow struct {
 
 // The deliveries of each of the messages (id, received_at, ordering key),
 // only those to endpoints of merchant_id when it is not NULL: one call of
-// hookrelay_messages_deliveries for the set (migrations 00165, 00260).
+// hookrelay_messages_deliveries for the set (defined in functions.sql).
 func (q *Queries) MessageDeliveriesList(ctx context.Context, arg MessageDeliveriesListParams) ([]MessageDeliveriesListRow, error) {
 	rows, err := q.db.Query(ctx, messageDeliveriesList,
 		arg.IDs,
@@ -239,63 +239,6 @@ func (q *Queries) MessageDeliveriesList(ctx context.Context, arg MessageDeliveri
 		return nil, err
 	}
 	return items, nil
-}
-
-const messageGet = `-- name: MessageGet :one
-SELECT id, received_at, carrier_id, event_type, ordering_key, merchant_ref, queue, idempotency_key, payload, payload_key, payload_size, payload_sha256, deliveries, traceparent FROM messages WHERE id = $1 AND received_at = $2
-`
-
-type MessageGetParams struct {
-	ID         int64
-	ReceivedAt time.Time
-}
-
-func (q *Queries) MessageGet(ctx context.Context, arg MessageGetParams) (Message, error) {
-	row := q.db.QueryRow(ctx, messageGet, arg.ID, arg.ReceivedAt)
-	var i Message
-	err := row.Scan(
-		&i.ID,
-		&i.ReceivedAt,
-		&i.CarrierID,
-		&i.EventType,
-		&i.OrderingKey,
-		&i.MerchantRef,
-		&i.Queue,
-		&i.IdempotencyKey,
-		&i.Payload,
-		&i.PayloadKey,
-		&i.PayloadSize,
-		&i.PayloadSHA256,
-		&i.Deliveries,
-		&i.Traceparent,
-	)
-	return i, err
-}
-
-const messageGetByID = `-- name: MessageGetByID :one
-SELECT id, received_at, carrier_id, event_type, ordering_key, merchant_ref, queue, idempotency_key, payload, payload_key, payload_size, payload_sha256, deliveries, traceparent FROM messages WHERE id = $1 ORDER BY received_at DESC LIMIT 1
-`
-
-func (q *Queries) MessageGetByID(ctx context.Context, id int64) (Message, error) {
-	row := q.db.QueryRow(ctx, messageGetByID, id)
-	var i Message
-	err := row.Scan(
-		&i.ID,
-		&i.ReceivedAt,
-		&i.CarrierID,
-		&i.EventType,
-		&i.OrderingKey,
-		&i.MerchantRef,
-		&i.Queue,
-		&i.IdempotencyKey,
-		&i.Payload,
-		&i.PayloadKey,
-		&i.PayloadSize,
-		&i.PayloadSHA256,
-		&i.Deliveries,
-		&i.Traceparent,
-	)
-	return i, err
 }
 
 const messageIDsReserve = `-- name: MessageIDsReserve :many
@@ -592,7 +535,7 @@ type MessageSearchRow struct {
 // and sort the whole window), matching the filters (NULL matches
 // everything). With @scoped, the candidates for a delivery to endpoint_id,
 // in state, to an endpoint of merchant_id: a message has such a delivery
-// (hookrelay_messages_deliveries, migration 00165, says which) only if it
+// (hookrelay_messages_deliveries, defined in functions.sql, says which) only if it
 // has an attempt to that endpoint (successful for delivered, unsuccessful
 // for failed: its last one was not a success), a dead letter
 // (dead), or a row in the queue (pending). These are tested here because

@@ -47,6 +47,7 @@ type PartitionEnsureParams struct {
 	Days    int32
 }
 
+// hookrelay_ensure_partitions is defined in functions.sql.
 func (q *Queries) PartitionEnsure(ctx context.Context, arg PartitionEnsureParams) (int32, error) {
 	row := q.db.QueryRow(ctx, partitionEnsure, arg.FromDay, arg.Days)
 	var column_1 int32

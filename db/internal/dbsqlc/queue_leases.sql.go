@@ -7,6 +7,7 @@ package dbsqlc
 
 import (
 	"context"
+
 	"time"
 )
 
@@ -78,44 +79,6 @@ ON CONFLICT (queue) DO NOTHING
 func (q *Queries) QueueLeaseEnsure(ctx context.Context, queues int32) error {
 	_, err := q.db.Exec(ctx, queueLeaseEnsure, queues)
 	return err
-}
-
-const queueLeaseList = `-- name: QueueLeaseList :many
-SELECT queue::integer AS queue, owner, epoch,
-       greatest(expires_at, 'epoch'::timestamptz)::timestamptz AS expires_at
-FROM queue_leases ORDER BY queue
-`
-
-type QueueLeaseListRow struct {
-	Queue     int32
-	Owner     *int64
-	Epoch     int64
-	ExpiresAt time.Time
-}
-
-func (q *Queries) QueueLeaseList(ctx context.Context) ([]QueueLeaseListRow, error) {
-	rows, err := q.db.Query(ctx, queueLeaseList)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []QueueLeaseListRow
-	for rows.Next() {
-		var i QueueLeaseListRow
-		if err := rows.Scan(
-			&i.Queue,
-			&i.Owner,
-			&i.Epoch,
-			&i.ExpiresAt,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
 }
 
 const queueLeaseRelease = `-- name: QueueLeaseRelease :execrows

@@ -162,14 +162,14 @@ type ReplayEnqueueParams struct {
 	EndpointID         int64
 	IDs                []int64
 	Queues             []int16
-	OrderingKeys       []string
+	Chains             []string
 	MessageIDs         []int64
 	MessageReceivedAts []time.Time
 }
 
 // Queues the batch's deliveries again under their own ids, attempt 0, due
-// now, ordered in the replay chains of their keys (@ordering_keys are chain
-// values, hookrelay.ReplayChain): chained by id like live deliveries, but
+// now, ordered in the replay chains of their keys (@chains are chain
+// values, hookrelay.ReplayChain, for the ordering_key column): chained by id like live deliveries, but
 // apart from them (they neither wait for nor hold back the live deliveries
 // of their key). A delivery still pending (live, or a dead letter retried
 // meanwhile) is left as it is and not returned, and so is every one of a
@@ -180,7 +180,7 @@ func (q *Queries) ReplayEnqueue(ctx context.Context, arg ReplayEnqueueParams) ([
 		arg.EndpointID,
 		arg.IDs,
 		arg.Queues,
-		arg.OrderingKeys,
+		arg.Chains,
 		arg.MessageIDs,
 		arg.MessageReceivedAts,
 	)

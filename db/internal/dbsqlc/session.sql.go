@@ -9,32 +9,6 @@ import (
 	"context"
 )
 
-const sessionSettingsGet = `-- name: SessionSettingsGet :one
-SELECT current_setting('statement_timeout')::text AS statement_timeout,
-       current_setting('idle_in_transaction_session_timeout')::text AS idle_in_transaction_session_timeout,
-       current_setting('lock_timeout')::text AS lock_timeout,
-       current_setting('synchronous_commit')::text AS synchronous_commit
-`
-
-type SessionSettingsGetRow struct {
-	StatementTimeout                string
-	IdleInTransactionSessionTimeout string
-	LockTimeout                     string
-	SynchronousCommit               string
-}
-
-func (q *Queries) SessionSettingsGet(ctx context.Context) (SessionSettingsGetRow, error) {
-	row := q.db.QueryRow(ctx, sessionSettingsGet)
-	var i SessionSettingsGetRow
-	err := row.Scan(
-		&i.StatementTimeout,
-		&i.IdleInTransactionSessionTimeout,
-		&i.LockTimeout,
-		&i.SynchronousCommit,
-	)
-	return i, err
-}
-
 const sessionTimeoutsMs = `-- name: SessionTimeoutsMs :one
 SELECT (extract(epoch FROM current_setting('statement_timeout')::interval) * 1000)::bigint::text AS statement_timeout,
        (extract(epoch FROM current_setting('idle_in_transaction_session_timeout')::interval) * 1000)::bigint::text AS idle_in_transaction_session_timeout,

@@ -29,17 +29,17 @@ func TestDashboardSessionValidity(t *testing.T) {
 	ctx := context.Background()
 	store := dbtest.New(t)
 	adminHash := hookrelay.HashKey("hra_admin_token_for_db_test_1")
-	require.NoError(t, store.SettingPut(ctx, db.AdminTokenSetting, hex.EncodeToString(adminHash)))
+	require.NoError(t, dbtest.SettingPut(ctx, store, db.AdminTokenSetting, hex.EncodeToString(adminHash)))
 	m1, key1 := dbtest.Merchant(t, store, nil)
 	m2, key2 := dbtest.Merchant(t, store, nil)
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	open := func(i int, kind string, merchantID int64, cred []byte) {
-		_, err := store.DashboardSessionCreate(ctx, db.NewDashboardSession{TokenSHA256: sessionToken(i), Kind: kind,
+		_, err := store.LoginSessionCreate(ctx, db.NewLoginSession{TokenSHA256: sessionToken(i), Kind: kind,
 			MerchantID: merchantID, CredentialHash: cred, Now: now, ExpiresAt: now.Add(time.Hour), ClientAddr: "192.0.2.1"})
 		require.NoError(t, err)
 	}
 	valid := func(i int, at time.Time) bool {
-		_, err := store.DashboardSessionValid(ctx, sessionToken(i), at)
+		_, err := store.LoginSessionValid(ctx, sessionToken(i), at)
 		if err != nil {
 			require.Equal(t, hookrelay.ENOTFOUND, hookrelay.CodeOf(err), "%v", err)
 			return false
@@ -57,14 +57,14 @@ func TestDashboardSessionValidity(t *testing.T) {
 	require.False(t, valid(1, now.Add(time.Hour)), "expired")
 	require.False(t, valid(9, now), "unknown")
 
-	s, err := store.DashboardSessionValid(ctx, sessionToken(2), now)
+	s, err := store.LoginSessionValid(ctx, sessionToken(2), now)
 	require.NoError(t, err)
 	require.Equal(t, m1.ID, s.MerchantID)
-	require.NoError(t, store.DashboardSessionSeen(ctx, s.ID, now.Add(time.Minute)))
-	list, err := store.DashboardSessionList(ctx, now, 0, 10)
+	require.NoError(t, store.LoginSessionSeen(ctx, s.ID, now.Add(time.Minute)))
+	list, err := store.LoginSessionList(ctx, now, 0, 10)
 	require.NoError(t, err)
 	require.Len(t, list, 4, "the list shows rows not revoked and not expired")
-	i := slices.IndexFunc(list, func(v db.DashboardSessionView) bool { return v.ID == s.ID })
+	i := slices.IndexFunc(list, func(v db.LoginSessionRecord) bool { return v.ID == s.ID })
 	require.Equal(t, now.Add(time.Minute), list[i].LastSeenAt.UTC())
 
 	_, n, err := store.MerchantKeyRotate(ctx, m1.ID, hookrelay.HashKey("hrm_rotated_key_for_db_test"), "hrm_rota", now)
@@ -84,13 +84,13 @@ func TestDashboardSessionValidity(t *testing.T) {
 	require.EqualValues(t, 1, n)
 	require.False(t, valid(1, now), "old admin token")
 
-	ok, err := store.DashboardSessionRevoke(ctx, s.ID+1, now)
+	ok, err := store.LoginSessionRevoke(ctx, s.ID+1, now)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.False(t, valid(3, now), "revoked")
-	require.NoError(t, store.DashboardSessionEnd(ctx, sessionToken(3), now))
+	require.NoError(t, store.LoginSessionEnd(ctx, sessionToken(3), now))
 
-	deleted, err := store.DashboardSessionsDeleteExpired(ctx, now.Add(time.Hour))
+	deleted, err := store.LoginSessionsDeleteExpired(ctx, now.Add(time.Hour))
 	require.NoError(t, err)
 	require.EqualValues(t, 4, deleted)
 }
@@ -99,24 +99,24 @@ func TestDashboardSessionValidity(t *testing.T) {
 // request makes: a session by its token hash among 10,000, with its
 // credential's row, valid (admin and merchant) and unknown.
 //
-// Run: go test ./db -run '^$' -bench DashboardSessionValid
+// Run: go test ./db -run '^$' -bench LoginSessionValid
 func BenchmarkDashboardSessionValid(b *testing.B) {
 	ctx := context.Background()
 	store := dbtest.New(b)
 	adminHash := hookrelay.HashKey("hra_admin_token_for_db_bench")
-	if err := store.SettingPut(ctx, db.AdminTokenSetting, hex.EncodeToString(adminHash)); err != nil {
+	if err := dbtest.SettingPut(ctx, store, db.AdminTokenSetting, hex.EncodeToString(adminHash)); err != nil {
 		b.Fatal(err)
 	}
 	m, key := dbtest.Merchant(b, store, nil)
 	now := time.Now()
 	const rows = 10_000
 	for i := range rows {
-		s := db.NewDashboardSession{TokenSHA256: sessionToken(i), Kind: db.SessionAdmin, CredentialHash: adminHash,
+		s := db.NewLoginSession{TokenSHA256: sessionToken(i), Kind: db.SessionAdmin, CredentialHash: adminHash,
 			Now: now, ExpiresAt: now.Add(time.Hour)}
 		if i%2 == 1 {
 			s.Kind, s.MerchantID, s.CredentialHash = db.SessionMerchant, m.ID, hookrelay.HashKey(key)
 		}
-		if _, err := store.DashboardSessionCreate(ctx, s); err != nil {
+		if _, err := store.LoginSessionCreate(ctx, s); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -127,7 +127,7 @@ func BenchmarkDashboardSessionValid(b *testing.B) {
 	}{{"admin", sessionToken(rows / 2), true}, {"merchant", sessionToken(rows/2 + 1), true}, {"unknown", sessionToken(rows + 1), false}} {
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
-				_, err := store.DashboardSessionValid(ctx, c.token, now)
+				_, err := store.LoginSessionValid(ctx, c.token, now)
 				if (err == nil) != c.ok {
 					b.Fatal(err)
 				}

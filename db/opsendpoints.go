@@ -4,13 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db/internal/dbsqlc"
+	"github.com/hookrelay/hookrelay/db/internal/opsevent"
 )
 
 // OpsEndpoint is an operator's receiver of operational webhooks.
@@ -77,13 +77,9 @@ func (db *DB) OpsEndpointDelete(ctx context.Context, id int64) error {
 	return nil
 }
 
-// OpsEventAdd puts an operational webhook event into the outbox (nothing
+// opsEventAdd puts an operational webhook event into the outbox (nothing
 // when no ops endpoint wants its type). data is the event's "data" object;
 // endpointID, when not 0, names the endpoint it is about.
-func (db *DB) OpsEventAdd(ctx context.Context, typ string, endpointID int64, data any) error {
-	return opsEventAdd(ctx, db.q, typ, endpointID, data)
-}
-
 func opsEventAdd(ctx context.Context, q *dbsqlc.Queries, typ string, endpointID int64, data any) error {
 	b, err := json.Marshal(data)
 	if err != nil {
@@ -99,19 +95,13 @@ func opsEventAdd(ctx context.Context, q *dbsqlc.Queries, typ string, endpointID 
 	return nil
 }
 
-// OpsReplayFinished reports a replay that reached its final state
+// opsReplayFinished reports a replay that reached its final state
 // (ReplayFinished or ReplayCancelled) to the ops endpoints that want
-// replay.finished. The replay's own statements call opsReplayFinished with
-// their queries, so the event is written in their transaction.
-func (db *DB) OpsReplayFinished(ctx context.Context, r Replay) error {
-	return opsReplayFinished(ctx, db.q, r)
-}
-
+// replay.finished, with q, the queries of the replay's own statements, so
+// the event is written in their transaction.
 func opsReplayFinished(ctx context.Context, q *dbsqlc.Queries, r Replay) error {
-	return opsEventAdd(ctx, q, hookrelay.OpsReplayFinished, r.EndpointID, map[string]any{
-		"replay_id": strconv.FormatInt(r.ID, 10), "endpoint_id": strconv.FormatInt(r.EndpointID, 10),
-		"state": r.State, "total": r.Total, "done": r.Done, "failed": r.Failed,
-	})
+	return opsEventAdd(ctx, q, hookrelay.OpsReplayFinished, r.EndpointID,
+		opsevent.ReplayFinished(r.ID, r.EndpointID, r.State, r.Total, r.Done, r.Failed))
 }
 
 // LongTransaction is the data of a database.long_transaction event.
@@ -131,7 +121,7 @@ type LongTransaction struct {
 // OpsLongTransaction reports a long transaction to the ops endpoints that
 // want database.long_transaction.
 func (db *DB) OpsLongTransaction(ctx context.Context, lt LongTransaction) error {
-	return db.OpsEventAdd(ctx, hookrelay.OpsDatabaseLongXact, 0, lt)
+	return opsEventAdd(ctx, db.q, hookrelay.OpsDatabaseLongXact, 0, lt)
 }
 
 // OpsOutboxEvent is an outbox row taken to be sent.
@@ -236,13 +226,4 @@ func (db *DB) OpsDeliveryRetry(ctx context.Context, id int64, delay time.Duratio
 		return fmt.Errorf("ops delivery retry: %w", unavailable(err))
 	}
 	return nil
-}
-
-// OpsDeliveryCount counts the messages waiting for ops endpoints.
-func (db *DB) OpsDeliveryCount(ctx context.Context) (int64, error) {
-	n, err := db.q.OpsDeliveryCount(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("count ops deliveries: %w", unavailable(err))
-	}
-	return n, nil
 }

@@ -11,19 +11,19 @@ import (
 	"github.com/hookrelay/hookrelay/db/internal/dbsqlc"
 )
 
-// Kinds of dashboard session.
+// Kinds of login session (the dashboard's and the merchant portal's).
 const (
 	SessionAdmin    = "admin"
 	SessionMerchant = "merchant"
 )
 
-// CredentialFingerprint is what a session keeps of the credential that
+// credentialFingerprint is what a session keeps of the credential that
 // opened it: the first 8 bytes of its SHA-256 (hookrelay.HashKey), enough to
 // tell the current credential from a replaced one.
-func CredentialFingerprint(hash []byte) []byte { return hash[:8] }
+func credentialFingerprint(hash []byte) []byte { return hash[:8] }
 
-// NewDashboardSession is a login to record.
-type NewDashboardSession struct {
+// NewLoginSession is a login to record.
+type NewLoginSession struct {
 	TokenSHA256 []byte // SHA-256 of the cookie's random token
 	Kind        string // SessionAdmin or SessionMerchant
 	MerchantID  int64  // SessionMerchant
@@ -35,15 +35,15 @@ type NewDashboardSession struct {
 	ClientAddr     string
 }
 
-// DashboardSessionCreate records a session and returns its id.
-func (db *DB) DashboardSessionCreate(ctx context.Context, s NewDashboardSession) (int64, error) {
+// LoginSessionCreate records a session and returns its id.
+func (db *DB) LoginSessionCreate(ctx context.Context, s NewLoginSession) (int64, error) {
 	var merchantID *int64
 	if s.Kind == SessionMerchant {
 		merchantID = &s.MerchantID
 	}
 	id, err := db.q.DashboardSessionInsert(ctx, dbsqlc.DashboardSessionInsertParams{
 		TokenSHA256: s.TokenSHA256, Kind: s.Kind, MerchantID: merchantID,
-		CredentialFp: CredentialFingerprint(s.CredentialHash), Now: s.Now, ExpiresAt: s.ExpiresAt,
+		CredentialFp: credentialFingerprint(s.CredentialHash), Now: s.Now, ExpiresAt: s.ExpiresAt,
 		UserAgent: s.UserAgent, ClientAddr: s.ClientAddr,
 	})
 	if err != nil {
@@ -52,8 +52,8 @@ func (db *DB) DashboardSessionCreate(ctx context.Context, s NewDashboardSession)
 	return id, nil
 }
 
-// DashboardSession is a valid session as a request sees it.
-type DashboardSession struct {
+// LoginSession is a valid session as a request sees it.
+type LoginSession struct {
 	ID         int64
 	Kind       string
 	MerchantID int64 // SessionMerchant
@@ -66,32 +66,32 @@ type DashboardSession struct {
 	ExpiresAt  time.Time
 }
 
-// DashboardSessionValid returns the session of a cookie token's hash while
+// LoginSessionValid returns the session of a cookie token's hash while
 // it is valid at now (not revoked, not expired, opened by the current admin
 // token or merchant key), else hookrelay.ENOTFOUND. One lookup by the unique
 // index on token_sha256, with the credential's row by its key.
-func (db *DB) DashboardSessionValid(ctx context.Context, tokenSHA256 []byte, now time.Time) (DashboardSession, error) {
+func (db *DB) LoginSessionValid(ctx context.Context, tokenSHA256 []byte, now time.Time) (LoginSession, error) {
 	r, err := db.q.DashboardSessionGet(ctx, dbsqlc.DashboardSessionGetParams{TokenSHA256: tokenSHA256, Now: now})
 	if err != nil {
-		return DashboardSession{}, notFound(unavailableUnlessNoRows(err), "session")
+		return LoginSession{}, notFound(unavailableUnlessNoRows(err), "session")
 	}
-	s := DashboardSession{ID: r.ID, Kind: r.Kind, ReadOnly: r.ReadOnly, Portal: r.Portal, LastSeenAt: r.LastSeenAt, ExpiresAt: r.ExpiresAt}
+	s := LoginSession{ID: r.ID, Kind: r.Kind, ReadOnly: r.ReadOnly, Portal: r.Portal, LastSeenAt: r.LastSeenAt, ExpiresAt: r.ExpiresAt}
 	if r.MerchantID != nil {
 		s.MerchantID = *r.MerchantID
 	}
 	return s, nil
 }
 
-// DashboardSessionSeen records that session id was used at now.
-func (db *DB) DashboardSessionSeen(ctx context.Context, id int64, now time.Time) error {
+// LoginSessionSeen records that session id was used at now.
+func (db *DB) LoginSessionSeen(ctx context.Context, id int64, now time.Time) error {
 	if err := db.q.DashboardSessionSeen(ctx, dbsqlc.DashboardSessionSeenParams{ID: id, Now: now}); err != nil {
 		return fmt.Errorf("dashboard session seen: %w", unavailable(err))
 	}
 	return nil
 }
 
-// DashboardSessionEnd revokes the session of a cookie token's hash (logout).
-func (db *DB) DashboardSessionEnd(ctx context.Context, tokenSHA256 []byte, now time.Time) error {
+// LoginSessionEnd revokes the session of a cookie token's hash (logout).
+func (db *DB) LoginSessionEnd(ctx context.Context, tokenSHA256 []byte, now time.Time) error {
 	err := db.q.DashboardSessionRevokeByToken(ctx, dbsqlc.DashboardSessionRevokeByTokenParams{TokenSHA256: tokenSHA256, Now: now})
 	if err != nil {
 		return fmt.Errorf("end dashboard session: %w", unavailable(err))
@@ -99,9 +99,9 @@ func (db *DB) DashboardSessionEnd(ctx context.Context, tokenSHA256 []byte, now t
 	return nil
 }
 
-// DashboardSessionRevoke revokes session id at now and reports whether it
+// LoginSessionRevoke revokes session id at now and reports whether it
 // was there (revoked already counts; expired does not).
-func (db *DB) DashboardSessionRevoke(ctx context.Context, id int64, now time.Time) (bool, error) {
+func (db *DB) LoginSessionRevoke(ctx context.Context, id int64, now time.Time) (bool, error) {
 	n, err := db.q.DashboardSessionRevoke(ctx, dbsqlc.DashboardSessionRevokeParams{ID: id, Now: now})
 	if err != nil {
 		return false, fmt.Errorf("revoke dashboard session: %w", unavailable(err))
@@ -109,8 +109,8 @@ func (db *DB) DashboardSessionRevoke(ctx context.Context, id int64, now time.Tim
 	return n > 0, nil
 }
 
-// DashboardSessionView is a live session as the operator's list shows it.
-type DashboardSessionView struct {
+// LoginSessionRecord is a live session as the operator's list shows it.
+type LoginSessionRecord struct {
 	ID         int64
 	Kind       string
 	MerchantID int64 // SessionMerchant
@@ -126,16 +126,16 @@ type DashboardSessionView struct {
 	ReadOnly bool
 }
 
-// DashboardSessionList returns up to limit live sessions at now, newest
+// LoginSessionList returns up to limit live sessions at now, newest
 // first, with ids below beforeID (0: from the newest).
-func (db *DB) DashboardSessionList(ctx context.Context, now time.Time, beforeID int64, limit int) ([]DashboardSessionView, error) {
+func (db *DB) LoginSessionList(ctx context.Context, now time.Time, beforeID int64, limit int) ([]LoginSessionRecord, error) {
 	rows, err := db.q.DashboardSessionList(ctx, dbsqlc.DashboardSessionListParams{Now: now, BeforeID: beforeID, Lim: int32(limit)})
 	if err != nil {
 		return nil, fmt.Errorf("list dashboard sessions: %w", unavailable(err))
 	}
-	out := make([]DashboardSessionView, len(rows))
+	out := make([]LoginSessionRecord, len(rows))
 	for i, r := range rows {
-		out[i] = DashboardSessionView{ID: r.ID, Kind: r.Kind, CreatedAt: r.CreatedAt, LastSeenAt: r.LastSeenAt,
+		out[i] = LoginSessionRecord{ID: r.ID, Kind: r.Kind, CreatedAt: r.CreatedAt, LastSeenAt: r.LastSeenAt,
 			ExpiresAt: r.ExpiresAt, UserAgent: r.UserAgent, ClientAddr: r.ClientAddr, Portal: r.Portal, ReadOnly: r.ReadOnly}
 		if r.MerchantID != nil {
 			out[i].MerchantID = *r.MerchantID
@@ -144,9 +144,9 @@ func (db *DB) DashboardSessionList(ctx context.Context, now time.Time, beforeID 
 	return out, nil
 }
 
-// DashboardSessionsDeleteExpired deletes the sessions that expired before
+// LoginSessionsDeleteExpired deletes the sessions that expired before
 // before and returns how many.
-func (db *DB) DashboardSessionsDeleteExpired(ctx context.Context, before time.Time) (int64, error) {
+func (db *DB) LoginSessionsDeleteExpired(ctx context.Context, before time.Time) (int64, error) {
 	n, err := db.q.DashboardSessionDeleteExpired(ctx, before)
 	if err != nil {
 		return 0, fmt.Errorf("delete expired dashboard sessions: %w", unavailable(err))
@@ -169,7 +169,7 @@ func (db *DB) AdminTokenSet(ctx context.Context, hash []byte, now time.Time) (in
 		}
 		var err error
 		n, err = q.DashboardSessionRevokeAdminExcept(ctx, dbsqlc.DashboardSessionRevokeAdminExceptParams{
-			Now: now, CredentialFp: CredentialFingerprint(hash)})
+			Now: now, CredentialFp: credentialFingerprint(hash)})
 		return err
 	})
 	if err != nil {

@@ -82,9 +82,6 @@ DELETE FROM ops_deliveries WHERE id = @id;
 UPDATE ops_deliveries SET next_attempt_at = now() + sqlc.arg(delay)::interval, last_error = @last_error
 WHERE id = @id;
 
--- name: OpsDeliveryCount :one
-SELECT count(*)::bigint FROM ops_deliveries;
-
 -- name: OpsEndpointSecretListUnsealed :many
 -- Secrets, by ops endpoint id after after_id, not sealed under the key
 -- whose sealed values start with prefix (plaintext, or an older key).

@@ -1,3 +1,0 @@
--- name: ConfigVersionGet :one
--- The current configuration version (migration 00120).
-SELECT version FROM config_version;
