@@ -2,13 +2,12 @@ package api
 
 import (
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db"
+	"github.com/hookrelay/hookrelay/ops"
 )
 
 // CarrierJSON is a carrier as the API shows it. APIKey appears only in the
@@ -43,63 +42,21 @@ type createCarrierRequest struct {
 	RateLimitPerSec  int    `json:"rate_limit_per_sec"`
 }
 
-// maxSigningSecret bounds a carrier's signing secret.
-const maxSigningSecret = 1024
-
-func validName(name, what string) error {
-	if strings.TrimSpace(name) == "" {
-		return invalidf("%s is required", what)
-	}
-	if len(name) > 200 {
-		return invalidf("%s longer than 200 characters", what)
-	}
-	return hookrelay.CheckText(what, name, 0)
-}
-
-func validPath(p, what string) error {
-	if p == "" {
-		return nil
-	}
-	if len(p) > 200 || strings.HasPrefix(p, ".") || strings.HasSuffix(p, ".") || strings.Contains(p, "..") {
-		return invalidf("%s must be a dot path such as \"shipment.tracking_no\"", what)
-	}
-	return hookrelay.CheckText(what, p, 0)
-}
-
 func (s *Server) createCarrier(c echo.Context) error {
 	var req createCarrierRequest
 	if err := decodeBody(c, &req); err != nil {
 		return err
 	}
-	if err := validName(req.Name, "name"); err != nil {
-		return err
-	}
-	for _, f := range []struct{ v, name string }{{req.OrderingKeyField, "ordering_key_field"}, {req.EventTypeField, "event_type_field"}, {req.MerchantField, "merchant_field"}} {
-		if err := validPath(f.v, f.name); err != nil {
-			return err
-		}
-	}
-	if req.RateLimitPerSec < 0 || req.RateLimitPerSec > 1_000_000 {
-		return invalidf("rate_limit_per_sec must be between 0 (unlimited) and 1000000")
-	}
-	if len(req.SigningSecret) > 0 && len(req.SigningSecret) < 16 {
-		return invalidf("signing_secret must be at least 16 characters")
-	}
-	if err := hookrelay.CheckText("signing_secret", req.SigningSecret, maxSigningSecret); err != nil {
-		return err
-	}
-	key := hookrelay.NewKey(hookrelay.CarrierKeyPrefix)
-	car, err := s.db.CarrierCreate(c.Request().Context(), db.CarrierCreateParams{
-		Name: req.Name, APIKeyHash: hookrelay.HashKey(key), APIKeyPrefix: hookrelay.KeyDisplayPrefix(key),
-		OrderingKeyField: req.OrderingKeyField, EventTypeField: req.EventTypeField, MerchantField: req.MerchantField,
+	created, err := s.ops.CreateCarrier(c.Request().Context(), ops.NewCarrier{
+		Name: req.Name, OrderingKeyField: req.OrderingKeyField, EventTypeField: req.EventTypeField, MerchantField: req.MerchantField,
 		SigningSecret: req.SigningSecret, RateLimitPerSec: req.RateLimitPerSec,
 	})
 	if err != nil {
 		return err
 	}
 	_, _ = s.cache.refresh(c.Request().Context())
-	out := carrierJSON(car)
-	out.APIKey = key
+	out := carrierJSON(created.Carrier)
+	out.APIKey = created.Key
 	return c.JSON(http.StatusCreated, out)
 }
 
@@ -108,7 +65,7 @@ func (s *Server) listCarriers(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	rows, err := s.db.CarrierList(c.Request().Context(), cur.ID, limit+1)
+	rows, err := s.ops.Carriers(c.Request().Context(), cur.ID, limit+1)
 	if err != nil {
 		return err
 	}
@@ -135,17 +92,13 @@ func (s *Server) createMerchant(c echo.Context) error {
 	if err := decodeBody(c, &req); err != nil {
 		return err
 	}
-	if err := validName(req.Name, "name"); err != nil {
-		return err
-	}
-	key := hookrelay.NewKey(hookrelay.MerchantKeyPrefix)
-	m, err := s.db.MerchantCreate(c.Request().Context(), req.Name, hookrelay.HashKey(key), hookrelay.KeyDisplayPrefix(key))
+	created, err := s.ops.CreateMerchant(c.Request().Context(), req.Name)
 	if err != nil {
 		return err
 	}
 	_, _ = s.cache.refresh(c.Request().Context())
-	out := merchantJSON(m)
-	out.APIKey = key
+	out := merchantJSON(created.Merchant)
+	out.APIKey = created.Key
 	return c.JSON(http.StatusCreated, out)
 }
 
@@ -154,7 +107,7 @@ func (s *Server) listMerchants(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	rows, err := s.db.MerchantList(c.Request().Context(), cur.ID, limit+1)
+	rows, err := s.ops.Merchants(c.Request().Context(), cur.ID, limit+1)
 	if err != nil {
 		return err
 	}
@@ -177,7 +130,7 @@ type StatsJSON struct {
 }
 
 func (s *Server) stats(c echo.Context) error {
-	st, err := s.db.APIStatsGet(c.Request().Context())
+	st, err := s.ops.Stats(c.Request().Context())
 	if err != nil {
 		return err
 	}

@@ -18,7 +18,7 @@ import (
 // seen: keys at once (database fall-back), endpoints within the cache TTL.
 func TestCacheSeesOtherProcessesChanges(t *testing.T) {
 	t.Parallel()
-	b := setup(t, api.Config{AllowPrivateTargets: true, CacheTTL: 50 * time.Millisecond})
+	b := setup(t, config{Ops: privateTargets, Config: api.Config{CacheTTL: 50 * time.Millisecond}})
 	_, key := dbtest.Carrier(t, b.DB, nil)
 	st, out := b.call(t, http.MethodPost, "/v1/callbacks", key, []byte(`{"tracking_no":"a"}`))
 	require.Equal(t, http.StatusAccepted, st, "%v", out)

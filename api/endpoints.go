@@ -165,7 +165,7 @@ func (s *Server) createEndpoint(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	created, err := s.ops.CreateEndpoint(ctx, actorOf(c), merchantID, in, s.validateURL)
+	created, err := s.ops.CreateEndpoint(ctx, actorOf(c), merchantID, in)
 	if err != nil {
 		return err
 	}
@@ -211,7 +211,7 @@ func (s *Server) listEndpoints(c echo.Context) error {
 			return err
 		}
 	}
-	rows, err := s.db.EndpointList(c.Request().Context(), merchantID, cur.ID, limit+1)
+	rows, err := s.ops.Endpoints(c.Request().Context(), actorOf(c), merchantID, cur.ID, limit+1)
 	if err != nil {
 		return err
 	}
@@ -245,7 +245,7 @@ func (s *Server) patchEndpoint(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	up, err := s.ops.UpdateEndpoint(ctx, actorOf(c), ep.ID, in, s.validateURL)
+	up, err := s.ops.UpdateEndpoint(ctx, actorOf(c), ep.ID, in)
 	if err != nil {
 		return err
 	}

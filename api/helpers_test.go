@@ -40,15 +40,22 @@ type bundle struct {
 	Registry *prometheus.Registry
 }
 
+// config is what a test sets: the API's settings, and those of the
+// operations it acts through (the endpoint URL policy).
+type config struct {
+	api.Config
+	Ops ops.Config
+}
+
 // setup runs the API on a real database, a real embedded S3 store and a
 // loopback HTTP server; cfg fields left zero get test defaults.
-func setup(t testing.TB, cfg api.Config) *bundle {
+func setup(t testing.TB, cfg config) *bundle {
 	t.Helper()
 	return setupWith(t, cfg, nil)
 }
 
 // setupWith is setup with a sender of test events.
-func setupWith(t testing.TB, cfg api.Config, pinger ops.Pinger) *bundle {
+func setupWith(t testing.TB, cfg config, pinger ops.Pinger) *bundle {
 	t.Helper()
 	ctx := context.Background()
 	dbURL := dbtest.NewURL(t)
@@ -65,7 +72,8 @@ func setupWith(t testing.TB, cfg api.Config, pinger ops.Pinger) *bundle {
 	logs := &logtest.Buffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, nil))
 	reg := prometheus.NewRegistry()
-	srv := api.New(logger, cfg, store, payloads, reg, ops.New(store, pinger))
+	cfg.Ops.Pinger = pinger
+	srv := api.New(logger, cfg.Config, store, payloads, reg, ops.New(store, cfg.Ops))
 	e := echo.New()
 	httperr.New(logger).Install(e)
 	srv.Register(e)

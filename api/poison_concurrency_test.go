@@ -66,11 +66,11 @@ func startRelayWith(t *testing.T, o relayOpts) relay {
 	logger := slog.New(slog.NewJSONHandler(logs, nil))
 	d := dispatch.New(logger, dispatch.Config{AllowPrivateTargets: true, IdlePoll: 20 * time.Millisecond, DrainTimeout: time.Second,
 		Tracer: o.dispatchTracer}, store, payloads, nil)
-	cfg := api.Config{AllowPrivateTargets: true, Tracer: o.apiTracer}
+	cfg := api.Config{Tracer: o.apiTracer}
 	if o.wake {
 		cfg.Batcher.OnStored = func(_ int, queues []int) { d.WakeQueues(queues) }
 	}
-	srv := api.New(logger, cfg, store, payloads, nil, ops.New(store, d))
+	srv := api.New(logger, cfg, store, payloads, nil, ops.New(store, ops.Config{Pinger: d, AllowPrivateTargets: true}))
 	e := echo.New()
 	httperr.New(logger).Install(e)
 	srv.Register(e)

@@ -49,11 +49,6 @@ type Config struct {
 	// OffloadBytes: payloads larger than this go to the S3 store, the row
 	// keeps the key. Default DefaultOffloadBytes (8192).
 	OffloadBytes int
-	// AllowPrivateTargets lets endpoint URLs reach loopback, private and
-	// link-local addresses (tests, on-premises setups). Default false.
-	AllowPrivateTargets bool
-	// RequireHTTPS refuses http:// endpoint URLs. Default false.
-	RequireHTTPS bool
 	// CacheTTL is how often the configuration cache reloads. Default
 	// DefaultCacheTTL (1s).
 	CacheTTL time.Duration
@@ -61,9 +56,6 @@ type Config struct {
 	AdminTokenTTL time.Duration
 	// Batcher configures group commit.
 	Batcher BatcherConfig
-	// Resolver resolves endpoint hosts for validation. Default
-	// net.DefaultResolver.
-	Resolver Resolver
 	// Announce has the API tell dispatchers in other processes that it
 	// stored callbacks (PostgreSQL NOTIFY; dispatch.Config.Listen), with
 	// pauses of at least AnnounceInterval (see announcer), carrying
@@ -96,43 +88,11 @@ func (c Config) WithDefaults() Config {
 	c.CacheTTL = cmp.Or(c.CacheTTL, DefaultCacheTTL)
 	c.AdminTokenTTL = cmp.Or(c.AdminTokenTTL, 5*time.Second)
 	c.Batcher = c.Batcher.WithDefaults()
-	if c.Resolver == nil {
-		c.Resolver = defaultResolver{}
-	}
 	c.AnnounceInterval = cmp.Or(c.AnnounceInterval, DefaultAnnounceInterval)
 	if c.Throttle == nil {
 		c.Throttle = throttle.New(throttle.Config{})
 	}
 	return c
-}
-
-// Operations are the operator and merchant actions of the API, carried out
-// by package ops (the dashboard's are the same ones).
-type Operations interface {
-	Endpoint(ctx context.Context, a ops.Actor, id int64) (db.Endpoint, error)
-	Delivery(ctx context.Context, a ops.Actor, id int64) (db.APIDelivery, []db.Attempt, error)
-	Messages(ctx context.Context, a ops.Actor, f db.MessageFilter, after db.MessagePosition, limit int) ([]db.MessageSummary, error)
-	Message(ctx context.Context, a ops.Actor, id int64, receivedAt *time.Time) (db.MessageRecord, error)
-	RetryDeadLetters(ctx context.Context, sel ops.DeadLetters) (int64, error)
-	DiscardDeadLetters(ctx context.Context, sel ops.DeadLetters) (int64, error)
-	RetryDelivery(ctx context.Context, a ops.Actor, id int64) error
-	RotateSecret(ctx context.Context, a ops.Actor, id int64) (ops.Rotation, error)
-	EnableEndpoint(ctx context.Context, a ops.Actor, id int64) (db.Endpoint, error)
-	DisableEndpoint(ctx context.Context, a ops.Actor, id int64, reason string) (db.Endpoint, error)
-	DeleteEndpoint(ctx context.Context, a ops.Actor, id int64) (int64, error)
-	CreateEndpoint(ctx context.Context, a ops.Actor, merchantID int64, in ops.EndpointInput, check ops.URLCheck) (ops.NewEndpoint, error)
-	UpdateEndpoint(ctx context.Context, a ops.Actor, id int64, in ops.EndpointInput, check ops.URLCheck) (ops.NewEndpoint, error)
-	SendTest(ctx context.Context, a ops.Actor, id int64) (hookrelay.PingResult, error)
-	RotateMerchantKey(ctx context.Context, id int64) (ops.KeyRotation, error)
-	CreatePortalLink(ctx context.Context, merchantID int64, ttl time.Duration, readOnly bool) (ops.PortalLink, error)
-	Sessions(ctx context.Context, beforeID int64, limit int) ([]db.DashboardSessionView, error)
-	RevokeSession(ctx context.Context, id int64) error
-	CreateOpsEndpoint(ctx context.Context, in ops.NewOpsEndpoint) (db.OpsEndpoint, error)
-	OpsEndpoints(ctx context.Context) ([]db.OpsEndpoint, error)
-	DeleteOpsEndpoint(ctx context.Context, id int64) error
-	StartReplay(ctx context.Context, a ops.Actor, endpointID int64, req ops.ReplayRequest) (db.Replay, error)
-	Replay(ctx context.Context, a ops.Actor, id int64) (db.Replay, error)
-	CancelReplay(ctx context.Context, a ops.Actor, id int64) (db.Replay, error)
 }
 
 // Server is the API: handlers, caches, the rate limiters and the batcher.
@@ -141,7 +101,7 @@ type Server struct {
 	logger   *slog.Logger
 	db       *db.DB
 	payloads *storage.Store
-	ops      Operations
+	ops      *ops.Service
 	cache    *cache
 	batcher  *batcher
 	announce *announcer // nil unless cfg.Announce
@@ -155,8 +115,9 @@ type Server struct {
 }
 
 // New returns the API server; its operator and merchant actions go through
-// operations. reg receives its metrics (may be nil).
-func New(logger *slog.Logger, cfg Config, store *db.DB, payloads *storage.Store, reg prometheus.Registerer, operations Operations) *Server {
+// operations (the dashboard's go through the same ones). reg receives its
+// metrics (may be nil).
+func New(logger *slog.Logger, cfg Config, store *db.DB, payloads *storage.Store, reg prometheus.Registerer, operations *ops.Service) *Server {
 	cfg = cfg.WithDefaults()
 	m := newMetrics(reg)
 	s := &Server{

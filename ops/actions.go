@@ -8,73 +8,8 @@ import (
 	"github.com/hookrelay/hookrelay/db"
 )
 
-// MaxDeadLetterIDs bounds how many dead letters one action names by id.
-const MaxDeadLetterIDs = 10000
-
 // MaxDisableReason bounds the length of the reason given for disabling.
 const MaxDisableReason = 500
-
-// DeadLetters selects dead letters: by IDs when IDs is not nil (an empty
-// list selects none), else every one matching Filter (a zero Filter selects
-// them all). Dead letters are the operator's: no merchant acts on them.
-type DeadLetters struct {
-	IDs    []int64
-	Filter db.DeadLetterFilter
-}
-
-func (sel DeadLetters) check() error {
-	if len(sel.IDs) > MaxDeadLetterIDs {
-		return hookrelay.Errorf(hookrelay.EINVALID, "at most %d ids at once", MaxDeadLetterIDs)
-	}
-	return nil
-}
-
-// RetryDeadLetters puts the selected dead letters back into the queue,
-// unordered and due now; those of deleted endpoints stay. It returns how
-// many went back.
-func (s *Service) RetryDeadLetters(ctx context.Context, sel DeadLetters) (int64, error) {
-	if err := sel.check(); err != nil {
-		return 0, err
-	}
-	return s.db.DeadLetterRetry(ctx, sel.IDs, sel.Filter)
-}
-
-// DiscardDeadLetters deletes the selected dead letters and returns how many.
-func (s *Service) DiscardDeadLetters(ctx context.Context, sel DeadLetters) (int64, error) {
-	if err := sel.check(); err != nil {
-		return 0, err
-	}
-	return s.db.DeadLetterDiscard(ctx, sel.IDs, sel.Filter)
-}
-
-// RetryDelivery asks for delivery id to be attempted as soon as possible. A
-// dead letter goes back into the queue (unordered: it does not hold back the
-// newer deliveries of its key, which went on without it); a pending delivery
-// waiting for its next attempt becomes due now, and one already due, in
-// flight or held is left as it is (it is attempted as soon as it can be). A
-// delivered one is a conflict.
-func (s *Service) RetryDelivery(ctx context.Context, a Actor, id int64) error {
-	d, _, err := s.Delivery(ctx, a, id)
-	if err != nil {
-		return err
-	}
-	switch d.State {
-	case db.DeliveryDelivered:
-		return hookrelay.Errorf(hookrelay.ECONFLICT, "delivery already delivered")
-	case db.DeliveryDead:
-		n, err := s.db.DeadLetterRetry(ctx, []int64{d.ID}, db.DeadLetterFilter{})
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return hookrelay.Errorf(hookrelay.ECONFLICT, "delivery changed state or its endpoint was deleted; reload it")
-		}
-		return nil
-	default:
-		_, err := s.db.DeliveryRetryPending(ctx, d.ID)
-		return err
-	}
-}
 
 // Rotation is a new endpoint secret or key pair.
 type Rotation struct {
@@ -141,7 +76,7 @@ func (s *Service) DeleteEndpoint(ctx context.Context, a Actor, id int64) (int64,
 }
 
 // CanSendTest reports whether SendTest has a sender.
-func (s *Service) CanSendTest() bool { return s.pinger != nil }
+func (s *Service) CanSendTest() bool { return s.cfg.Pinger != nil }
 
 // SendTest sends a signed test event to endpoint id (enabled or not) the way
 // a delivery is sent, and reports the attempt; nothing is recorded and the
@@ -152,8 +87,8 @@ func (s *Service) SendTest(ctx context.Context, a Actor, id int64) (hookrelay.Pi
 	if err != nil {
 		return hookrelay.PingResult{}, err
 	}
-	if s.pinger == nil {
+	if s.cfg.Pinger == nil {
 		return hookrelay.PingResult{}, hookrelay.Errorf(hookrelay.EUNAVAILABLE, "test events are not available in this process")
 	}
-	return s.pinger.PingEndpoint(ctx, ep.ID)
+	return s.cfg.Pinger.PingEndpoint(ctx, ep.ID)
 }

@@ -103,21 +103,15 @@ func FieldOf(err error) string {
 	return ""
 }
 
-// URLCheck checks and normalises an endpoint URL by the deployment's rules
-// (api.CheckURL with the API's settings); its errors are EINVALID.
-type URLCheck func(ctx context.Context, raw string) (string, error)
-
-// ApplyEndpoint merges in into f, validating every field given; check
-// validates the URL. The first refused field is a *FieldError.
-func (s *Service) ApplyEndpoint(ctx context.Context, in EndpointInput, f *db.EndpointFields, check URLCheck) error {
+// ApplyEndpoint merges in into f, validating every field given; the URL
+// by the service's URL policy (Config). The first refused field is a
+// *FieldError.
+func (s *Service) ApplyEndpoint(ctx context.Context, in EndpointInput, f *db.EndpointFields) error {
 	if in.URL != nil {
 		if err := hookrelay.CheckText(fieldURL, *in.URL, 0); err != nil {
 			return asField(fieldURL, err)
 		}
-		if check == nil {
-			return hookrelay.Errorf(hookrelay.EUNAVAILABLE, "endpoint URLs cannot be checked in this process")
-		}
-		u, err := check(ctx, *in.URL)
+		u, err := s.checkURL(ctx, *in.URL)
 		if err != nil {
 			return asField(fieldURL, err)
 		}
@@ -270,7 +264,7 @@ func shownSecret(secret string) string {
 // merchantID with a fresh signing secret or key pair. A merchant creates
 // only its own (another merchant named is EFORBIDDEN); the operator names an
 // existing merchant. The URL is required.
-func (s *Service) CreateEndpoint(ctx context.Context, a Actor, merchantID int64, in EndpointInput, check URLCheck) (NewEndpoint, error) {
+func (s *Service) CreateEndpoint(ctx context.Context, a Actor, merchantID int64, in EndpointInput) (NewEndpoint, error) {
 	if a.MerchantID != 0 && merchantID != a.MerchantID {
 		return NewEndpoint{}, hookrelay.Errorf(hookrelay.EFORBIDDEN, "merchant_id names another merchant")
 	}
@@ -286,7 +280,7 @@ func (s *Service) CreateEndpoint(ctx context.Context, a Actor, merchantID int64,
 		return NewEndpoint{}, fieldErrorf(fieldURL, "url is required")
 	}
 	f := db.EndpointFields{Signature: hookrelay.SignatureHMAC}
-	if err := s.ApplyEndpoint(ctx, in, &f, check); err != nil {
+	if err := s.ApplyEndpoint(ctx, in, &f); err != nil {
 		return NewEndpoint{}, err
 	}
 	secret := hookrelay.NewSigningSecret(f.Signature)
@@ -301,13 +295,13 @@ func (s *Service) CreateEndpoint(ctx context.Context, a Actor, merchantID int64,
 // on it; absent fields stay as they are. A change of signature scheme
 // rotates in a new secret or key pair of the new scheme: the old one keeps
 // signing beside it for db.SecretOverlap.
-func (s *Service) UpdateEndpoint(ctx context.Context, a Actor, id int64, in EndpointInput, check URLCheck) (NewEndpoint, error) {
+func (s *Service) UpdateEndpoint(ctx context.Context, a Actor, id int64, in EndpointInput) (NewEndpoint, error) {
 	ep, err := s.Endpoint(ctx, a, id)
 	if err != nil {
 		return NewEndpoint{}, err
 	}
 	f := db.EndpointFieldsOf(ep)
-	if err := s.ApplyEndpoint(ctx, in, &f, check); err != nil {
+	if err := s.ApplyEndpoint(ctx, in, &f); err != nil {
 		return NewEndpoint{}, err
 	}
 	var secret string
@@ -319,4 +313,14 @@ func (s *Service) UpdateEndpoint(ctx context.Context, a Actor, id int64, in Endp
 		return NewEndpoint{}, err
 	}
 	return NewEndpoint{Endpoint: up, Secret: shownSecret(secret)}, nil
+}
+
+// Endpoints returns up to limit endpoints (not deleted) with ids above
+// afterID, by id: a merchant's own, whatever merchantID says; for the
+// operator those of merchantID (0: every merchant's).
+func (s *Service) Endpoints(ctx context.Context, a Actor, merchantID, afterID int64, limit int) ([]db.Endpoint, error) {
+	if a.MerchantID != 0 {
+		merchantID = a.MerchantID
+	}
+	return s.db.EndpointList(ctx, merchantID, afterID, limit)
 }

@@ -32,7 +32,7 @@ func TestOwnership(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	store := dbtest.New(t)
-	s := ops.New(store, fakePinger{hookrelay.PingResult{Success: true, StatusCode: 204}})
+	s := ops.New(store, ops.Config{Pinger: fakePinger{hookrelay.PingResult{Success: true, StatusCode: 204}}})
 	m1, _ := dbtest.Merchant(t, store, nil)
 	m2, _ := dbtest.Merchant(t, store, nil)
 	ep, _ := dbtest.Endpoint(t, store, &dbtest.EndpointOpts{MerchantID: m1.ID})
@@ -94,7 +94,7 @@ func TestRetryDelivery(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	store := dbtest.New(t)
-	s := ops.New(store, nil)
+	s := ops.New(store, ops.Config{})
 	ep, _ := dbtest.Endpoint(t, store, nil)
 	send := func(key string) int64 {
 		return dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: key}).DeliveryIDs[0]
@@ -126,7 +126,7 @@ func TestDeadLetters(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	store := dbtest.New(t)
-	s := ops.New(store, nil)
+	s := ops.New(store, ops.Config{})
 	e1, _ := dbtest.Endpoint(t, store, nil)
 	e2, _ := dbtest.Endpoint(t, store, nil)
 	var first int64

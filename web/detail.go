@@ -23,7 +23,9 @@ type deliveryData struct {
 	Base     string       // "/ui" or "/ui/m": where links and forms point
 }
 
-func (d *Dashboard) loadDelivery(ctx context.Context, id int64) (deliveryData, error) {
+// loadDelivery loads delivery id with its endpoint as a may see it (nil when
+// deleted, or not a's).
+func (d *Dashboard) loadDelivery(ctx context.Context, a ops.Actor, id int64) (deliveryData, error) {
 	v, err := d.store.DashboardDelivery(ctx, id)
 	if err != nil {
 		return deliveryData{}, err
@@ -32,7 +34,7 @@ func (d *Dashboard) loadDelivery(ctx context.Context, id int64) (deliveryData, e
 	p := v.Pending
 	data.CanRetry = v.State == "dead" ||
 		p != nil && p.VisibleAt.After(d.cfg.Now()) && !db.NeverDue(p.VisibleAt) && p.Attempt > 0
-	if ep, err := d.store.EndpointGet(ctx, v.EndpointID); err == nil {
+	if ep, err := d.cfg.Ops.Endpoint(ctx, a, v.EndpointID); err == nil {
 		data.Endpoint = &ep
 	} else if hookrelay.CodeOf(err) != hookrelay.ENOTFOUND {
 		return data, err
@@ -45,7 +47,7 @@ func (d *Dashboard) delivery(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	data, err := d.loadDelivery(c.Request().Context(), id)
+	data, err := d.loadDelivery(c.Request().Context(), ops.Actor{}, id)
 	if err != nil {
 		return err
 	}

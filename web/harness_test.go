@@ -67,14 +67,11 @@ func startWebFixture(t *testing.T, o fixtureOpts) webFixture {
 	// the circuit's threshold.
 	d := dispatch.New(logger, dispatch.Config{AllowPrivateTargets: true, IdlePoll: 20 * time.Millisecond, DrainTimeout: time.Second,
 		QuickRetries: []time.Duration{}}, store, payloads, nil)
-	operations := ops.New(store, d)
-	apiSrv := api.New(logger, api.Config{AllowPrivateTargets: true, OffloadBytes: o.OffloadBytes,
+	operations := ops.New(store, ops.Config{Pinger: d, AllowPrivateTargets: true})
+	apiSrv := api.New(logger, api.Config{OffloadBytes: o.OffloadBytes,
 		Batcher: api.BatcherConfig{OnStored: func(_ int, queues []int) { d.WakeQueues(queues) }}}, store, payloads, nil, operations)
 	dash, err := web.New(ctx, web.Config{Logger: logger, Store: store, Ops: operations, Presigner: payloads,
-		PortalFrameAncestors: o.FrameAncestors,
-		CheckURL: func(ctx context.Context, raw string) (string, error) {
-			return api.CheckURL(ctx, api.URLRule{AllowPrivateTargets: true}, raw)
-		}})
+		PortalFrameAncestors: o.FrameAncestors})
 	require.NoError(t, err)
 
 	e := echo.New()
@@ -95,7 +92,7 @@ func startWebFixture(t *testing.T, o fixtureOpts) webFixture {
 	run(apiSrv.Run)
 	run(d.Run)
 	if o.Replays {
-		run(ops.NewReplayRunner(logger, ops.ReplayConfig{Interval: 20 * time.Millisecond}, store).Run)
+		run(maintenance.NewReplayRunner(logger, maintenance.ReplayConfig{Interval: 20 * time.Millisecond}, store).Run)
 	}
 	if o.StatInterval > 0 {
 		mt := maintenance.New(logger, maintenance.Config{StatInterval: o.StatInterval, StatLag: time.Millisecond}, store, payloads, nil)

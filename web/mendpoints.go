@@ -65,7 +65,7 @@ func (d *Dashboard) endpointCreate(c echo.Context) error {
 	if err != nil {
 		return d.formFailed(c, nil, err)
 	}
-	created, err := d.cfg.Ops.CreateEndpoint(c.Request().Context(), a, a.MerchantID, in, d.cfg.CheckURL)
+	created, err := d.cfg.Ops.CreateEndpoint(c.Request().Context(), a, a.MerchantID, in)
 	if err != nil {
 		return d.formFailed(c, nil, err)
 	}
@@ -89,7 +89,7 @@ func (d *Dashboard) endpointUpdate(c echo.Context) error {
 	if err != nil {
 		return d.formFailed(c, &ep, err)
 	}
-	if _, err := d.cfg.Ops.UpdateEndpoint(c.Request().Context(), d.actor(c), ep.ID, in, d.cfg.CheckURL); err != nil {
+	if _, err := d.cfg.Ops.UpdateEndpoint(c.Request().Context(), d.actor(c), ep.ID, in); err != nil {
 		return d.formFailed(c, &ep, err)
 	}
 	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/ui/m/endpoints/%d?done=saved", ep.ID))
@@ -166,18 +166,7 @@ func (d *Dashboard) merchantDeliveries(c echo.Context) error {
 			return hookrelay.Errorf(hookrelay.EINVALID, "at: want an RFC 3339 time")
 		}
 	}
-	ctx := c.Request().Context()
-	var rows []db.APIDelivery
-	switch status {
-	case db.DeliveryPending:
-		rows, err = d.store.DeliveryListPending(ctx, ep.ID, id, deliveriesPerPage+1)
-	case db.DeliveryDelivered:
-		rows, err = d.store.DeliveryListDelivered(ctx, ep.ID, at, id, deliveriesPerPage+1)
-	case db.DeliveryDead:
-		rows, err = d.store.DeliveryListDead(ctx, ep.ID, at, id, deliveriesPerPage+1)
-	default:
-		return hookrelay.Errorf(hookrelay.EINVALID, "status must be pending, delivered or dead")
-	}
+	rows, err := d.cfg.Ops.Deliveries(c.Request().Context(), ep, ops.DeliveryPage{Status: status, At: at, ID: id, Limit: deliveriesPerPage + 1})
 	if err != nil {
 		return err
 	}

@@ -43,8 +43,11 @@ type config struct {
 	DB db.Config // DATABASE_URL, HOOKRELAY_DB_MAX_CONNS and timeouts
 	// ReplicaURL (HOOKRELAY_DATABASE_REPLICA_URL) is a read replica the
 	// dashboard's read-only pages read from; empty: they read DATABASE_URL.
-	ReplicaURL  string
-	Ingest      api.Config         // the api role
+	ReplicaURL string
+	Ingest     api.Config // the api role
+	// Ops configures the operations of the api and web roles: the policy
+	// of endpoint URLs (the dispatcher, their sender, is set at run time).
+	Ops         ops.Config
 	Dispatch    dispatch.Config    // the dispatch role (and the test pings of api and web)
 	Maintenance maintenance.Config // the maintenance role
 	Web         web.Config         // the web role
@@ -103,7 +106,12 @@ func loadConfig(getenv func(string) string) (config, error) {
 	c.ReplicaURL = p.str("HOOKRELAY_DATABASE_REPLICA_URL", "")
 	c.Keys = loadKeys(p)
 	c.DB.Keys = c.Keys
-	c.Ingest = loadIngest(p, queues, allowPrivate, notify)
+	c.Ingest = loadIngest(p, queues, notify)
+	c.Ops = ops.Config{
+		AllowPrivateTargets: allowPrivate,
+		// Refuses http:// endpoint URLs.
+		RequireHTTPS: p.bool("HOOKRELAY_REQUIRE_HTTPS", false),
+	}
 	// A group commit gets as long as any statement: past it the callbacks
 	// are answered 503 (a commit waiting for a synchronous standby that is
 	// gone is cut short there; docs/operations.md, "Running on a cluster").
@@ -241,7 +249,7 @@ func loadDB(p *envParser, lease time.Duration) db.Config {
 }
 
 // loadIngest reads the api role's settings.
-func loadIngest(p *envParser, queues int, allowPrivate, notify bool) api.Config {
+func loadIngest(p *envParser, queues int, notify bool) api.Config {
 	return api.Config{
 		Queues: queues,
 		// Larger callback bodies get 413.
@@ -250,10 +258,7 @@ func loadIngest(p *envParser, queues int, allowPrivate, notify bool) api.Config 
 		OffloadBytes: p.int("HOOKRELAY_OFFLOAD_BYTES", api.DefaultOffloadBytes, 0, 64<<20),
 		// What the bodies of the callbacks in flight may hold together;
 		// beyond it callbacks get 503 with Retry-After.
-		MemoryBytes:         p.int("HOOKRELAY_INGEST_MEMORY", api.DefaultMemoryBytes, 1<<20, maxIngestMemory),
-		AllowPrivateTargets: allowPrivate,
-		// Refuses http:// endpoint URLs.
-		RequireHTTPS: p.bool("HOOKRELAY_REQUIRE_HTTPS", false),
+		MemoryBytes: p.int("HOOKRELAY_INGEST_MEMORY", api.DefaultMemoryBytes, 1<<20, maxIngestMemory),
 		// How stale the carrier/endpoint cache may be in other processes
 		// after a change.
 		CacheTTL: p.duration("HOOKRELAY_INGEST_CACHE_TTL", api.DefaultCacheTTL, 100*time.Millisecond, time.Minute),
@@ -389,11 +394,11 @@ func loadMaintenance(p *envParser, queues int, idleInTx time.Duration) maintenan
 		// Time between stat samples.
 		StatInterval: p.duration("HOOKRELAY_STAT_INTERVAL", maintenance.DefaultStatInterval, 50*time.Millisecond, time.Hour),
 		Queues:       queues,
-		Replay: ops.ReplayConfig{
+		Replay: maintenance.ReplayConfig{
 			// Rows of a replay's window one transaction reads and queues again.
-			Batch: p.int("HOOKRELAY_REPLAY_BATCH", ops.DefaultReplayBatch, 10, 10_000),
+			Batch: p.int("HOOKRELAY_REPLAY_BATCH", maintenance.DefaultReplayBatch, 10, 10_000),
 			// How often an idle replay runner looks for work.
-			Interval: p.duration("HOOKRELAY_REPLAY_INTERVAL", ops.DefaultReplayInterval, 10*time.Millisecond, time.Hour),
+			Interval: p.duration("HOOKRELAY_REPLAY_INTERVAL", maintenance.DefaultReplayInterval, 10*time.Millisecond, time.Hour),
 		},
 		// How often a standby tries to take the role.
 		LockRetry: p.duration("HOOKRELAY_MAINTENANCE_LOCK_RETRY", maintenance.DefaultLockRetry, 50*time.Millisecond, 5*time.Minute),

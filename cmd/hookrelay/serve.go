@@ -372,7 +372,7 @@ const adminTokenSetting = db.AdminTokenSetting
 // prints it once.
 func ensureAdminToken(ctx context.Context, cfg config, store *db.DB, logger *slog.Logger, stdout io.Writer) error {
 	if cfg.AdminToken != "" {
-		ended, err := ops.New(store, nil).SetAdminToken(ctx, cfg.AdminToken)
+		ended, err := ops.New(store, ops.Config{}).SetAdminToken(ctx, cfg.AdminToken)
 		if err != nil {
 			return err
 		}

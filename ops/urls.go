@@ -1,8 +1,7 @@
-package api
+package ops
 
 import (
 	"context"
-	"net"
 	"net/netip"
 	"net/url"
 	"strconv"
@@ -12,49 +11,26 @@ import (
 	"github.com/hookrelay/hookrelay"
 )
 
-// Resolver looks up a host's addresses (net.DefaultResolver in production).
-type Resolver interface {
-	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
-}
-
-type defaultResolver struct{}
-
-func (defaultResolver) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
-	return net.DefaultResolver.LookupNetIP(ctx, network, host)
-}
+// MaxURL bounds an endpoint's or ops endpoint's URL.
+const MaxURL = 2048
 
 func invalidf(format string, args ...any) error {
 	return hookrelay.Errorf(hookrelay.EINVALID, format, args...)
 }
 
-// validateURL checks an endpoint URL by the server's settings (CheckURL).
-func (s *Server) validateURL(ctx context.Context, raw string) (string, error) {
-	return CheckURL(ctx, URLRule{AllowPrivateTargets: s.cfg.AllowPrivateTargets, RequireHTTPS: s.cfg.RequireHTTPS, Resolver: s.cfg.Resolver}, raw)
-}
-
-// URLRule is what CheckURL allows; the Config fields of the same names set
-// the API's.
-type URLRule struct {
-	AllowPrivateTargets bool
-	RequireHTTPS        bool
-	Resolver            Resolver // nil: net.DefaultResolver
-}
-
-// CheckURL checks an endpoint URL and returns it normalised: absolute
-// http(s) (https only with RequireHTTPS), no credentials, and unless private
-// targets are allowed, every address the host resolves to (or the literal
-// address it is, in any notation such as 2130706433 or 0x7f.1) must pass
+// checkURL checks an endpoint's or ops endpoint's URL by the service's
+// policy (Config) and returns it normalised: absolute http(s) (https only
+// with RequireHTTPS), no credentials, and unless private targets are
+// allowed, every address the host resolves to (or the literal address it
+// is, in any notation such as 2130706433 or 0x7f.1) must pass
 // hookrelay.TargetAllowed. The dispatcher checks the address again when it
-// connects (DNS may change). The dashboard applies it too.
-func CheckURL(ctx context.Context, rule URLRule, raw string) (string, error) {
-	if rule.Resolver == nil {
-		rule.Resolver = defaultResolver{}
-	}
+// connects (DNS may change). Its errors are EINVALID.
+func (s *Service) checkURL(ctx context.Context, raw string) (string, error) {
 	if raw == "" {
 		return "", invalidf("url is required")
 	}
-	if len(raw) > 2048 {
-		return "", invalidf("url longer than 2048 characters")
+	if len(raw) > MaxURL {
+		return "", invalidf("url longer than %d characters", MaxURL)
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -63,7 +39,7 @@ func CheckURL(ctx context.Context, rule URLRule, raw string) (string, error) {
 	switch u.Scheme {
 	case "https":
 	case "http":
-		if rule.RequireHTTPS {
+		if s.cfg.RequireHTTPS {
 			return "", invalidf("url must use https")
 		}
 	default:
@@ -80,7 +56,7 @@ func CheckURL(ctx context.Context, rule URLRule, raw string) (string, error) {
 			return "", invalidf("url has an invalid port")
 		}
 	}
-	if rule.AllowPrivateTargets {
+	if s.cfg.AllowPrivateTargets {
 		return u.String(), nil
 	}
 	host := u.Hostname()
@@ -101,7 +77,7 @@ func CheckURL(ctx context.Context, rule URLRule, raw string) (string, error) {
 	}
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	addrs, err := rule.Resolver.LookupNetIP(rctx, "ip", host)
+	addrs, err := s.cfg.Resolver.LookupNetIP(rctx, "ip", host)
 	if err != nil || len(addrs) == 0 {
 		return "", invalidf("url host %q does not resolve", host)
 	}
