@@ -54,7 +54,7 @@ func (s *Server) createCarrier(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	_, _ = s.cache.refresh(c.Request().Context())
+	_, _ = s.routes.Refresh(c.Request().Context())
 	out := carrierJSON(created.Carrier)
 	out.APIKey = created.Key
 	return c.JSON(http.StatusCreated, out)
@@ -96,7 +96,7 @@ func (s *Server) createMerchant(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	_, _ = s.cache.refresh(c.Request().Context())
+	_, _ = s.routes.Refresh(c.Request().Context())
 	out := merchantJSON(created.Merchant)
 	out.APIKey = created.Key
 	return c.JSON(http.StatusCreated, out)

@@ -19,6 +19,7 @@ import (
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/filter"
 	"github.com/hookrelay/hookrelay/httperr"
+	"github.com/hookrelay/hookrelay/ingest"
 	"github.com/hookrelay/hookrelay/internal/tracing"
 	"github.com/hookrelay/hookrelay/storage"
 )
@@ -63,15 +64,15 @@ func (s *Server) acceptCallback(c echo.Context) (CallbackResponse, int, error) {
 	req := c.Request()
 	ctx := req.Context()
 	carrier := principalOf(c).carrier
-	if ok, wait := s.limits.allow(carrier.ID, carrier.RateLimitPerSec); !ok {
+	if ok, wait := s.limits.Allow(carrier.ID, carrier.RateLimitPerSec); !ok {
 		return CallbackResponse{}, 0, httperr.WithRetryAfter(hookrelay.Errorf(hookrelay.ERATELIMIT,
 			"carrier over its rate limit of %d callbacks/s", carrier.RateLimitPerSec), wait)
 	}
 	if !isJSON(req.Header.Get("Content-Type")) {
 		return CallbackResponse{}, 0, hookrelay.Errorf(hookrelay.EUNSUPPORTED, "Content-Type must be application/json")
 	}
-	var rb requestBody
-	if err := s.bodies.read(req, s.cfg.MaxBodyBytes, &rb); err != nil {
+	var rb ingest.Body
+	if err := s.bodies.Read(req, s.cfg.MaxBodyBytes, &rb); err != nil {
 		if code := hookrelay.CodeOf(err); code == hookrelay.EUNAVAILABLE || code == hookrelay.ETOOLARGE {
 			// The rest of the body is not wanted: without this the server
 			// would wait for up to 256 KiB more of it before answering.
@@ -81,7 +82,7 @@ func (s *Server) acceptCallback(c echo.Context) (CallbackResponse, int, error) {
 	}
 	// Until the batch answered: the batcher reads msg.Payload, which is
 	// body, until then.
-	defer rb.free()
+	defer rb.Free()
 	body := rb.Bytes()
 	if carrier.SigningSecret != "" {
 		if err := verifySignature(req.Header.Get("X-Signature"), carrier.SigningSecret, body); err != nil {
@@ -94,17 +95,17 @@ func (s *Server) acceptCallback(c echo.Context) (CallbackResponse, int, error) {
 	}
 	// The snapshot first: its endpoints' content filters name more paths
 	// to read in the one pass over the body.
-	snap, err := s.cache.get(ctx)
+	snap, err := s.routes.Snapshot(ctx)
 	if err != nil {
 		return CallbackResponse{}, 0, err
 	}
-	var fields []Field
+	var fields []ingest.Field
 	var vals []filter.Value
-	if len(snap.filterPaths) == 0 {
-		fields, err = ParseCallback(body, carrier.OrderingKeyField, carrier.EventTypeField, carrier.MerchantField)
+	if filterPaths := snap.FilterPaths(); len(filterPaths) == 0 {
+		fields, err = ingest.ParseCallback(body, carrier.OrderingKeyField, carrier.EventTypeField, carrier.MerchantField)
 	} else {
-		paths := append([]string{carrier.OrderingKeyField, carrier.EventTypeField, carrier.MerchantField}, snap.filterPaths...)
-		fields, vals, err = ParseCallbackValues(body, paths...)
+		paths := append([]string{carrier.OrderingKeyField, carrier.EventTypeField, carrier.MerchantField}, filterPaths...)
+		fields, vals, err = ingest.ParseCallbackValues(body, paths...)
 		if err == nil {
 			vals = vals[3:]
 		}
@@ -129,9 +130,9 @@ func (s *Server) acceptCallback(c echo.Context) (CallbackResponse, int, error) {
 		ReceivedAt: received, CarrierID: carrier.ID, EventType: eventType, OrderingKey: orderingKey,
 		MerchantRef: merchantRef, Queue: hookrelay.QueueFor(orderingKey, s.cfg.Queues),
 		IdempotencyKey: idem, PayloadSize: len(body), PayloadSHA256: sum[:],
-		EndpointIDs: snap.fanOut(carrier.ID, eventType, merchantRef, vals),
+		EndpointIDs: snap.FanOut(carrier.ID, eventType, merchantRef, vals),
 	}
-	msg.Unordered = snap.orderings(msg.EndpointIDs)
+	msg.Unordered = snap.Orderings(msg.EndpointIDs)
 	if s.cfg.Tracer != nil {
 		msg.Traceparent = tracing.Traceparent(trace.SpanContextFromContext(ctx))
 	}
@@ -139,11 +140,11 @@ func (s *Server) acceptCallback(c echo.Context) (CallbackResponse, int, error) {
 		err := s.offload(ctx, &msg, body)
 		if err != nil {
 			// The store may still be reading it after giving up.
-			rb.lent = true
+			rb.Lend()
 			return CallbackResponse{}, 0, err
 		}
 		// The store has its copy.
-		rb.free()
+		rb.Free()
 	} else {
 		msg.Payload = body
 	}
@@ -195,7 +196,7 @@ func (s *Server) dropOrphan(key string) {
 	}
 }
 
-func headerOr(req *http.Request, name string, f Field) string {
+func headerOr(req *http.Request, name string, f ingest.Field) string {
 	if v := req.Header.Get(name); v != "" {
 		return v
 	}

@@ -169,7 +169,7 @@ func (s *Server) createEndpoint(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	_, _ = s.cache.refresh(ctx)
+	_, _ = s.routes.Refresh(ctx)
 	out := endpointJSON(created.Endpoint)
 	out.Secret = created.Secret
 	return c.JSON(http.StatusCreated, out)
@@ -249,7 +249,7 @@ func (s *Server) patchEndpoint(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	_, _ = s.cache.refresh(ctx)
+	_, _ = s.routes.Refresh(ctx)
 	out := endpointJSON(up.Endpoint)
 	out.Secret = up.Secret
 	return c.JSON(http.StatusOK, out)
@@ -265,7 +265,7 @@ func (s *Server) deleteEndpoint(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	_, _ = s.cache.refresh(ctx)
+	_, _ = s.routes.Refresh(ctx)
 	return c.JSON(http.StatusOK, map[string]any{"id": ID(id), "status": db.EndpointDeleted, "deleted_deliveries": n})
 }
 
@@ -279,7 +279,7 @@ func (s *Server) enableEndpoint(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	_, _ = s.cache.refresh(ctx)
+	_, _ = s.routes.Refresh(ctx)
 	return c.JSON(http.StatusOK, endpointJSON(ep))
 }
 
@@ -299,7 +299,7 @@ func (s *Server) disableEndpoint(c echo.Context) error {
 	if ep, err = s.ops.DisableEndpoint(ctx, actorOf(c), ep.ID, req.Reason); err != nil {
 		return err
 	}
-	_, _ = s.cache.refresh(ctx)
+	_, _ = s.routes.Refresh(ctx)
 	return c.JSON(http.StatusOK, endpointJSON(ep))
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hookrelay/hookrelay/api"
+	"github.com/hookrelay/hookrelay/ingest"
 	"github.com/hookrelay/hookrelay/internal/apitest"
 )
 
@@ -22,7 +23,7 @@ func FuzzIngestRequest(f *testing.F) {
 	f.Add([]byte(`{}`), "k1", "\xff\xfe", "\xc3", "shop\xff", "application/vnd.carrier+json")
 	f.Add([]byte(`{"tracking_no":7,"status":"\ud800","merchant_id":"\u0000"}`), "k1", "", "", "", "application/json; charset=utf-8")
 	b := setup(f, config{Ops: privateTargets, Config: api.Config{MaxBodyBytes: 64 << 10,
-		Batcher: api.BatcherConfig{MaxWait: 50 * time.Microsecond}}})
+		Batcher: ingest.BatcherConfig{MaxWait: 50 * time.Microsecond}}})
 	w := b.world(f)
 	b.mustCreate(f, "/v1/merchants", adminToken, map[string]any{"name": "shop"})
 	f.Fuzz(func(t *testing.T, body []byte, idem, orderingKey, eventType, merchant, contentType string) {

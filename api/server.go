@@ -15,6 +15,7 @@ import (
 
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db"
+	"github.com/hookrelay/hookrelay/ingest"
 	"github.com/hookrelay/hookrelay/openapi"
 	"github.com/hookrelay/hookrelay/ops"
 	"github.com/hookrelay/hookrelay/storage"
@@ -22,13 +23,11 @@ import (
 )
 
 // Defaults of the settings an operator can change; cmd/hookrelay uses them
-// for its environment variables.
+// for its environment variables (those of the intake pipeline are package
+// ingest's).
 const (
-	DefaultMaxBodyBytes     = 10 << 20
-	DefaultOffloadBytes     = 8192
-	DefaultCacheTTL         = time.Second
-	DefaultAnnounceInterval = 10 * time.Millisecond
-	DefaultMemoryBytes      = 256 << 20
+	DefaultMaxBodyBytes = 10 << 20
+	DefaultOffloadBytes = 8192
 )
 
 // Config configures the API. Zero fields get the defaults named
@@ -44,29 +43,29 @@ type Config struct {
 	// flight hold together (their buffers grow with what arrives; while one
 	// grows, its old and new buffers both count). A callback whose body
 	// would take more gets 503 with Retry-After. Default
-	// DefaultMemoryBytes (256 MiB).
+	// ingest.DefaultMemoryBytes (256 MiB).
 	MemoryBytes int
 	// OffloadBytes: payloads larger than this go to the S3 store, the row
 	// keeps the key. Default DefaultOffloadBytes (8192).
 	OffloadBytes int
-	// CacheTTL is how often the configuration cache reloads. Default
-	// DefaultCacheTTL (1s).
+	// CacheTTL is how often the routing snapshot (ingest.Routes) reloads.
+	// Default ingest.DefaultCacheTTL (1s).
 	CacheTTL time.Duration
 	// AdminTokenTTL is how long the admin token hash is cached. Default 5s.
 	AdminTokenTTL time.Duration
 	// Batcher configures group commit.
-	Batcher BatcherConfig
+	Batcher ingest.BatcherConfig
 	// Announce has the API tell dispatchers in other processes that it
 	// stored callbacks (PostgreSQL NOTIFY; dispatch.Config.Listen), with
-	// pauses of at least AnnounceInterval (see announcer), carrying
+	// pauses of at least AnnounceInterval (see ingest.Announcer), carrying
 	// AnnounceToken, which names this process (its own dispatcher, woken
 	// through Batcher.OnStored, ignores it). Default false, and
-	// DefaultAnnounceInterval (10ms).
+	// ingest.DefaultAnnounceInterval (10ms).
 	Announce         bool
 	AnnounceInterval time.Duration
 	AnnounceToken    string
-	// Tracer, when set, traces ingest (HOOKRELAY_TRACING; see
-	// tracedCallback and batcher.commit): a span per callback request,
+	// Tracer, when set, traces the callbacks (HOOKRELAY_TRACING; see
+	// tracedCallback and ingest.BatcherConfig.Tracer): a span per callback request,
 	// continuing the trace of a traceparent the carrier sent, whose context
 	// is stored with the message (NewMessage.Traceparent) for its
 	// deliveries' spans, and a span per group commit linked to the requests
@@ -84,30 +83,31 @@ func (c Config) WithDefaults() Config {
 	c.Queues = cmp.Or(c.Queues, hookrelay.DefaultQueues)
 	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, DefaultMaxBodyBytes)
 	c.OffloadBytes = cmp.Or(c.OffloadBytes, DefaultOffloadBytes)
-	c.MemoryBytes = cmp.Or(c.MemoryBytes, DefaultMemoryBytes)
-	c.CacheTTL = cmp.Or(c.CacheTTL, DefaultCacheTTL)
+	c.MemoryBytes = cmp.Or(c.MemoryBytes, ingest.DefaultMemoryBytes)
+	c.CacheTTL = cmp.Or(c.CacheTTL, ingest.DefaultCacheTTL)
 	c.AdminTokenTTL = cmp.Or(c.AdminTokenTTL, 5*time.Second)
 	c.Batcher = c.Batcher.WithDefaults()
-	c.AnnounceInterval = cmp.Or(c.AnnounceInterval, DefaultAnnounceInterval)
+	c.AnnounceInterval = cmp.Or(c.AnnounceInterval, ingest.DefaultAnnounceInterval)
 	if c.Throttle == nil {
 		c.Throttle = throttle.New(throttle.Config{})
 	}
 	return c
 }
 
-// Server is the API: handlers, caches, the rate limiters and the batcher.
+// Server is the API: its handlers, and the parts of the callback intake
+// pipeline (package ingest) its callback handler composes.
 type Server struct {
 	cfg      Config
 	logger   *slog.Logger
 	db       *db.DB
 	payloads *storage.Store
 	ops      *ops.Service
-	cache    *cache
-	batcher  *batcher
-	announce *announcer // nil unless cfg.Announce
+	routes   *ingest.Routes
+	batcher  *ingest.Batcher
+	announce *ingest.Announcer // nil unless cfg.Announce
 	metrics  *metrics
-	limits   *limiters
-	bodies   *bodyMemory
+	limits   *ingest.RateLimits
+	bodies   *ingest.BodyMemory
 
 	adminMu     sync.Mutex // guards adminHash and adminLoaded
 	adminHash   []byte
@@ -122,44 +122,39 @@ func New(logger *slog.Logger, cfg Config, store *db.DB, payloads *storage.Store,
 	m := newMetrics(reg)
 	s := &Server{
 		cfg: cfg, logger: logger, db: store, payloads: payloads, ops: operations,
-		cache: newCache(store, cfg.CacheTTL), metrics: m, limits: newLimiters(),
-		bodies: newBodyMemory(int64(cfg.MemoryBytes), reg),
+		routes: ingest.NewRoutes(store, cfg.CacheTTL), metrics: m, limits: ingest.NewRateLimits(),
+		bodies: ingest.NewBodyMemory(int64(cfg.MemoryBytes), reg),
 	}
 	if cfg.Announce {
-		s.announce = newAnnouncer(store.DueNotify, cfg.AnnounceToken, cfg.AnnounceInterval, logger, m.announcements)
+		s.announce = ingest.NewAnnouncer(store.DueNotify, cfg.AnnounceToken, cfg.AnnounceInterval, logger, m.announcements)
 		local := cfg.Batcher.OnStored
 		cfg.Batcher.OnStored = func(n int, queues []int) {
 			if local != nil {
 				local(n, queues)
 			}
-			s.announce.stored(n, queues)
+			s.announce.Stored(n, queues)
 		}
 	}
-	s.batcher = newBatcher(cfg.Batcher, store.MessageInsertMany, m)
-	s.batcher.tracer = cfg.Tracer
-	if reg != nil {
-		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "hookrelay_ingest_callbacks_waiting",
-			Help: "Callbacks waiting for the group commit or being committed (saturated from HOOKRELAY_INGEST_SATURATION).",
-		}, func() float64 { return float64(s.batcher.quota.waiting()) }))
-	}
+	cfg.Batcher.Tracer = cfg.Tracer
+	s.batcher = ingest.NewBatcher(cfg.Batcher, store.MessageInsertMany, reg)
 	return s
 }
 
-// Run runs the batcher, the cache refresher and its configuration watch
-// until ctx ends; it returns after every accepted callback has been answered.
+// Run runs the batcher, the routing snapshot's refresher and its
+// configuration watch, and the announcer, until ctx ends; it returns after
+// every accepted callback has been answered.
 func (s *Server) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		s.cache.run(ctx)
+		s.routes.Run(ctx)
 	}()
 	if s.announce != nil {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s.announce.run(ctx)
+			s.announce.Run(ctx)
 		}()
 	}
 	if s.announce != nil {
@@ -168,10 +163,10 @@ func (s *Server) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s.watchConfig(ctx)
+			s.routes.Watch(ctx, s.logger)
 		}()
 	}
-	s.batcher.run(ctx)
+	s.batcher.Run(ctx)
 	wg.Wait()
 	return nil
 }

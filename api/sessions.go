@@ -23,7 +23,7 @@ func (s *Server) rotateMerchantKey(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	_, _ = s.cache.refresh(c.Request().Context())
+	_, _ = s.routes.Refresh(c.Request().Context())
 	out := merchantJSON(rot.Merchant)
 	out.APIKey = rot.Key
 	return c.JSON(http.StatusOK, out)

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -9,15 +8,11 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
-
-	"github.com/hookrelay/hookrelay/internal/tracing"
 )
 
-// Span names of ingest (docs/operations.md, "Tracing").
-const (
-	spanCallback    = "POST /v1/callbacks"
-	spanGroupCommit = "hookrelay.group_commit"
-)
+// spanCallback is the span name of a callback request (docs/operations.md,
+// "Tracing"; the group commit's is package ingest's).
+const spanCallback = "POST /v1/callbacks"
 
 // tracedCallback is callback within a span of its own: a server span that
 // continues the carrier's trace when its request has a traceparent. The
@@ -41,27 +36,4 @@ func (s *Server) tracedCallback(c echo.Context) error {
 		span.SetStatus(codes.Error, err.Error())
 	}
 	return err
-}
-
-// startCommitSpan starts the span of a group commit, linked to the spans of
-// the requests whose callbacks it stores (up to the SDK's link limit,
-// OTEL_SPAN_LINK_COUNT_LIMIT, 128 by default).
-func (b *batcher) startCommitSpan(ctx context.Context, batch []*pendingMsg) (context.Context, trace.Span) {
-	links := make([]trace.Link, 0, len(batch))
-	for _, p := range batch {
-		if sc, ok := tracing.Parse(p.msg.Traceparent); ok {
-			links = append(links, trace.Link{SpanContext: sc})
-		}
-	}
-	return b.tracer.Start(ctx, spanGroupCommit, trace.WithLinks(links...),
-		trace.WithAttributes(attribute.Int("hookrelay.batch.callbacks", len(batch))))
-}
-
-// spanContext returns span's context; nil for a nil span.
-func spanContext(span trace.Span) *trace.SpanContext {
-	if span == nil {
-		return nil
-	}
-	sc := span.SpanContext()
-	return &sc
 }

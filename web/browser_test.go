@@ -18,9 +18,9 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/hookrelay/hookrelay/api"
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/db/dbtest"
+	"github.com/hookrelay/hookrelay/ingest"
 	"github.com/hookrelay/hookrelay/internal/apitest"
 )
 
@@ -226,8 +226,8 @@ func TestWebBrowser(t *testing.T) {
 	}
 	// The endpoints were written to the database directly, not through the
 	// API: its configuration cache sees them at its next refresh (every
-	// api.DefaultCacheTTL; a snapshot serves for twice that).
-	time.Sleep(2 * api.DefaultCacheTTL)
+	// ingest.DefaultCacheTTL; a snapshot serves for twice that).
+	time.Sleep(2 * ingest.DefaultCacheTTL)
 	require.NoError(t, post("SF0000", m1.ID))
 	const n = 12
 	for i := range n {

@@ -18,6 +18,7 @@ import (
 	"github.com/hookrelay/hookrelay/db/dbtest"
 	"github.com/hookrelay/hookrelay/dispatch"
 	"github.com/hookrelay/hookrelay/httperr"
+	"github.com/hookrelay/hookrelay/ingest"
 	"github.com/hookrelay/hookrelay/internal/logtest"
 	"github.com/hookrelay/hookrelay/maintenance"
 	"github.com/hookrelay/hookrelay/ops"
@@ -69,7 +70,7 @@ func startWebFixture(t *testing.T, o fixtureOpts) webFixture {
 		QuickRetries: []time.Duration{}}, store, payloads, nil)
 	operations := ops.New(store, ops.Config{Pinger: d, AllowPrivateTargets: true})
 	apiSrv := api.New(logger, api.Config{OffloadBytes: o.OffloadBytes,
-		Batcher: api.BatcherConfig{OnStored: func(_ int, queues []int) { d.WakeQueues(queues) }}}, store, payloads, nil, operations)
+		Batcher: ingest.BatcherConfig{OnStored: func(_ int, queues []int) { d.WakeQueues(queues) }}}, store, payloads, nil, operations)
 	dash, err := web.New(ctx, web.Config{Logger: logger, Store: store, Ops: operations, Presigner: payloads,
 		PortalFrameAncestors: o.FrameAncestors})
 	require.NoError(t, err)

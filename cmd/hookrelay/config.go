@@ -12,6 +12,7 @@ import (
 	"github.com/hookrelay/hookrelay/api"
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/dispatch"
+	"github.com/hookrelay/hookrelay/ingest"
 	"github.com/hookrelay/hookrelay/keyring"
 	"github.com/hookrelay/hookrelay/maintenance"
 	"github.com/hookrelay/hookrelay/ops"
@@ -258,29 +259,29 @@ func loadIngest(p *envParser, queues int, notify bool) api.Config {
 		OffloadBytes: p.int("HOOKRELAY_OFFLOAD_BYTES", api.DefaultOffloadBytes, 0, 64<<20),
 		// What the bodies of the callbacks in flight may hold together;
 		// beyond it callbacks get 503 with Retry-After.
-		MemoryBytes: p.int("HOOKRELAY_INGEST_MEMORY", api.DefaultMemoryBytes, 1<<20, maxIngestMemory),
+		MemoryBytes: p.int("HOOKRELAY_INGEST_MEMORY", ingest.DefaultMemoryBytes, 1<<20, maxIngestMemory),
 		// How stale the carrier/endpoint cache may be in other processes
 		// after a change.
-		CacheTTL: p.duration("HOOKRELAY_INGEST_CACHE_TTL", api.DefaultCacheTTL, 100*time.Millisecond, time.Minute),
-		Batcher: api.BatcherConfig{
+		CacheTTL: p.duration("HOOKRELAY_INGEST_CACHE_TTL", ingest.DefaultCacheTTL, 100*time.Millisecond, time.Minute),
+		Batcher: ingest.BatcherConfig{
 			// How long a group-commit batch stays open after its first callback.
-			MaxWait: p.duration("HOOKRELAY_INGEST_BATCH_WAIT", api.DefaultBatchMaxWait, 100*time.Microsecond, time.Second),
+			MaxWait: p.duration("HOOKRELAY_INGEST_BATCH_WAIT", ingest.DefaultBatchMaxWait, 100*time.Microsecond, time.Second),
 			// Rows (messages + deliveries) that close a batch at once.
-			MaxRows: p.int("HOOKRELAY_INGEST_BATCH_ROWS", api.DefaultBatchMaxRows, 1, 10000),
+			MaxRows: p.int("HOOKRELAY_INGEST_BATCH_ROWS", ingest.DefaultBatchMaxRows, 1, 10000),
 			// Batches committing at once.
-			Flushers: p.int("HOOKRELAY_INGEST_FLUSHERS", api.DefaultBatchFlushers, 1, 64),
+			Flushers: p.int("HOOKRELAY_INGEST_FLUSHERS", ingest.DefaultBatchFlushers, 1, 64),
 			// Callbacks waiting for the group commit from which each
 			// carrier is held to its share of them (429 beyond it); at
 			// most the batcher's queue (8192), which is where a
 			// submission would block instead.
-			Saturation: p.int("HOOKRELAY_INGEST_SATURATION", api.DefaultBatchSaturation, 1, 8192),
+			Saturation: p.int("HOOKRELAY_INGEST_SATURATION", ingest.DefaultBatchSaturation, 1, 8192),
 		},
 		// Dispatchers in other processes (and this one's, which ignores it)
 		// hear of stored callbacks at once rather than at their next poll.
 		Announce: notify,
 		// The pause between two announcements (above 500 deliveries a second
 		// it doubles, up to 20 times).
-		AnnounceInterval: p.duration("HOOKRELAY_INGEST_NOTIFY_INTERVAL", api.DefaultAnnounceInterval, 100*time.Microsecond, time.Second),
+		AnnounceInterval: p.duration("HOOKRELAY_INGEST_NOTIFY_INTERVAL", ingest.DefaultAnnounceInterval, 100*time.Microsecond, time.Second),
 	}
 }
 

@@ -1,4 +1,4 @@
-package api
+package ingest
 
 import (
 	"io"
@@ -11,6 +11,10 @@ import (
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/httperr"
 )
+
+// DefaultMemoryBytes is the default bound of the memory the callback bodies
+// in flight hold together (HOOKRELAY_INGEST_MEMORY): 256 MiB.
+const DefaultMemoryBytes = 256 << 20
 
 const (
 	// firstBodyBuffer is the capacity a body buffer starts with when the
@@ -31,17 +35,19 @@ var bodyPool = sync.Pool{New: func() any {
 	return &b
 }}
 
-// bodyMemory bounds the memory that the bodies of the requests in flight
-// hold: the capacity of their buffers, counted as the buffers grow with
-// what arrives.
-type bodyMemory struct {
+// BodyMemory reads callback bodies and bounds the memory that the bodies of
+// the requests in flight hold: the capacity of their buffers, counted as the
+// buffers grow with what arrives.
+type BodyMemory struct {
 	limit   int64
 	held    atomic.Int64
 	refused prometheus.Counter
 }
 
-func newBodyMemory(limit int64, reg prometheus.Registerer) *bodyMemory {
-	m := &bodyMemory{limit: limit, refused: prometheus.NewCounter(prometheus.CounterOpts{
+// NewBodyMemory returns a BodyMemory of limit bytes; reg receives its
+// metrics (may be nil).
+func NewBodyMemory(limit int64, reg prometheus.Registerer) *BodyMemory {
+	m := &BodyMemory{limit: limit, refused: prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "hookrelay_ingest_body_memory_refusals_total",
 		Help: "Callbacks answered 503 because the bodies in flight held HOOKRELAY_INGEST_MEMORY.",
 	})}
@@ -56,7 +62,7 @@ func newBodyMemory(limit int64, reg prometheus.Registerer) *bodyMemory {
 
 // reserve takes n bytes of the bound, or nothing and false when they do
 // not fit.
-func (m *bodyMemory) reserve(n int64) bool {
+func (m *BodyMemory) reserve(n int64) bool {
 	for {
 		held := m.held.Load()
 		if held+n > m.limit {
@@ -68,12 +74,12 @@ func (m *bodyMemory) reserve(n int64) bool {
 	}
 }
 
-func (m *bodyMemory) release(n int64) { m.held.Add(-n) }
+func (m *BodyMemory) release(n int64) { m.held.Add(-n) }
 
-// requestBody is a body read by bodyMemory.read. Its bytes stay valid, and
-// counted against the bound, until free.
-type requestBody struct {
-	mem  *bodyMemory // nil once freed
+// Body is a body read by BodyMemory.Read. Its bytes stay valid, and
+// counted against the bound, until Free.
+type Body struct {
+	mem  *BodyMemory // nil once freed
 	buf  *[]byte     // from bodyPool; *buf is the body
 	held int64       // bytes of mem reserved for *buf
 	// lent marks a buffer that someone other than the request may still be
@@ -81,12 +87,17 @@ type requestBody struct {
 	lent bool
 }
 
-// Bytes returns the body; it is valid until free.
-func (b *requestBody) Bytes() []byte { return *b.buf }
+// Bytes returns the body; it is valid until Free.
+func (b *Body) Bytes() []byte { return *b.buf }
 
-// free releases the body's memory and, unless it was lent, keeps a buffer
+// Lend marks the body's buffer as one that someone other than the request
+// may still be reading (a payload store that gave up waiting): Free does
+// not reuse it.
+func (b *Body) Lend() { b.lent = true }
+
+// Free releases the body's memory and, unless it was lent, keeps a buffer
 // of reasonable size for the next request. It may be called more than once.
-func (b *requestBody) free() {
+func (b *Body) Free() {
 	if b.mem == nil {
 		return
 	}
@@ -105,14 +116,14 @@ func errBodyMemory() error {
 		"too many callback bodies in flight; retry later"), bodyRetryAfter)
 }
 
-// read reads at most limit bytes of req's body into out; more is ETOOLARGE.
+// Read reads at most limit bytes of req's body into out; more is ETOOLARGE.
 // The buffer grows with what arrives (doubling, at most to the declared
 // Content-Length and to limit+1), so a Content-Length that is never sent
 // costs nothing; a declared length over limit is refused before reading.
 // Each growth first reserves the new buffer against the bound: when it
 // does not fit, the request is refused with EUNAVAILABLE (Retry-After)
-// and holds nothing. On success the caller frees out.
-func (m *bodyMemory) read(req *http.Request, limit int, out *requestBody) error {
+// and holds nothing. On success the caller frees out (Body.Free).
+func (m *BodyMemory) Read(req *http.Request, limit int, out *Body) error {
 	tooLarge := func() error { return hookrelay.Errorf(hookrelay.ETOOLARGE, "body larger than %d bytes", limit) }
 	if req.ContentLength > int64(limit) {
 		return tooLarge()
@@ -124,10 +135,10 @@ func (m *bodyMemory) read(req *http.Request, limit int, out *requestBody) error 
 		m.refused.Inc()
 		return errBodyMemory()
 	}
-	*out = requestBody{mem: m, buf: bp, held: int64(cap(buf))}
+	*out = Body{mem: m, buf: bp, held: int64(cap(buf))}
 	fail := func(err error) error {
 		*out.buf = buf
-		out.free()
+		out.Free()
 		return err
 	}
 	// Reading stops at limit+1 bytes: the extra byte tells a body over the

@@ -1,4 +1,4 @@
-package api
+package ingest
 
 import (
 	"context"
@@ -13,13 +13,17 @@ import (
 	"github.com/hookrelay/hookrelay/db"
 )
 
+// DefaultAnnounceInterval is the shortest pause between two announcements
+// by default (HOOKRELAY_INGEST_NOTIFY_INTERVAL).
+const DefaultAnnounceInterval = 10 * time.Millisecond
+
 // announceBusyRate is the rate of stored deliveries, per API process, above
 // which the announcer backs off: a dispatcher claiming more than a few
 // hundred rows a second rarely finds a claim empty, and only a dispatcher
 // that found one empty (idle, backing off) takes a wake-up.
 const announceBusyRate = 500.0
 
-// announcer tells dispatchers in other processes that callbacks were stored
+// Announcer tells dispatchers in other processes that callbacks were stored
 // (db.DueNotify). The first group commit after a quiet spell is announced at
 // once; those during the pause after an announcement are announced together
 // at its end. The pause is interval while deliveries are stored at less than
@@ -30,7 +34,7 @@ const announceBusyRate = 500.0
 // rates every callback is announced within interval. Each announcement names
 // the logical queues that got deliveries since the last one, so only the
 // claim loops holding them are woken.
-type announcer struct {
+type Announcer struct {
 	notify   func(ctx context.Context, a db.Announcement) error
 	token    string
 	interval time.Duration
@@ -44,16 +48,19 @@ type announcer struct {
 	since      time.Time        // when the rate was last read
 }
 
-func newAnnouncer(notify func(context.Context, db.Announcement) error, token string, interval time.Duration,
+// NewAnnouncer returns an announcer that sends its announcements with
+// notify (db.DB.DueNotify), naming this process by token, with pauses of at
+// least interval; sent counts them. Run runs it; Stored feeds it.
+func NewAnnouncer(notify func(context.Context, db.Announcement) error, token string, interval time.Duration,
 	logger *slog.Logger, sent prometheus.Counter,
-) *announcer {
-	return &announcer{notify: notify, token: token, interval: interval, logger: logger, kick: make(chan struct{}, 1),
+) *Announcer {
+	return &Announcer{notify: notify, token: token, interval: interval, logger: logger, kick: make(chan struct{}, 1),
 		sent: sent, queues: map[int]struct{}{}, since: time.Now()}
 }
 
-// stored records that n deliveries were committed into queues. It never
-// blocks for long.
-func (a *announcer) stored(n int, queues []int) {
+// Stored records that n deliveries were committed into queues (a
+// BatcherConfig.OnStored). It never blocks for long.
+func (a *Announcer) Stored(n int, queues []int) {
 	a.mu.Lock()
 	for _, q := range queues {
 		a.queues[q] = struct{}{}
@@ -66,10 +73,10 @@ func (a *announcer) stored(n int, queues []int) {
 	}
 }
 
-// run sends the announcements owed until ctx ends. A failure is logged (once
+// Run sends the announcements owed until ctx ends. A failure is logged (once
 // a minute at most) and not retried: the next group commit announces again,
 // and dispatchers poll in any case.
-func (a *announcer) run(ctx context.Context) {
+func (a *Announcer) Run(ctx context.Context) {
 	var lastWarn time.Time
 	pause := a.interval
 	timer := time.NewTimer(0)
@@ -123,7 +130,7 @@ func (a *announcer) run(ctx context.Context) {
 // take returns the announcement of the queues stored since the last one
 // (any queue, when more than db.MaxAnnouncedQueues) and forgets them; false
 // when none were.
-func (a *announcer) take() (db.Announcement, bool) {
+func (a *Announcer) take() (db.Announcement, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if len(a.queues) == 0 {
@@ -138,7 +145,7 @@ func (a *announcer) take() (db.Announcement, bool) {
 }
 
 // rate returns the deliveries stored per second since its last call.
-func (a *announcer) rate() float64 {
+func (a *Announcer) rate() float64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	now := time.Now()

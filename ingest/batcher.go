@@ -1,4 +1,4 @@
-package api
+package ingest
 
 import (
 	"cmp"
@@ -61,6 +61,10 @@ type BatcherConfig struct {
 	// process's dispatcher, to claim them at once rather than after its idle
 	// pause, and the announcer. It must not block or keep queues.
 	OnStored func(deliveries int, queues []int)
+	// Tracer, when set, makes a span per group commit linked to the spans
+	// of the requests it commits (startCommitSpan); package api sets it
+	// from its own Config.Tracer. Default nil: no span.
+	Tracer trace.Tracer
 }
 
 // WithDefaults returns c with every zero field set to its default.
@@ -74,9 +78,9 @@ func (c BatcherConfig) WithDefaults() BatcherConfig {
 	return c
 }
 
-// insertFunc stores one batch in one transaction (db.DB.MessageInsertMany);
+// InsertFunc stores one batch in one transaction (db.DB.MessageInsertMany);
 // hookrelay.EINVALID says it refused a value of one of the messages.
-type insertFunc func(ctx context.Context, msgs []db.NewMessage) ([]db.StoredMessage, error)
+type InsertFunc func(ctx context.Context, msgs []db.NewMessage) ([]db.StoredMessage, error)
 
 type batchResult struct {
 	stored db.StoredMessage
@@ -91,24 +95,28 @@ type pendingMsg struct {
 	done chan batchResult // buffered 1; receives exactly one result
 }
 
-// batcher groups concurrently submitted messages into transactions.
-type batcher struct {
+// Batcher groups concurrently submitted messages into transactions: the
+// group commit.
+type Batcher struct {
 	cfg     BatcherConfig
-	insert  insertFunc
+	insert  InsertFunc
 	in      chan *pendingMsg
-	metrics *metrics
+	metrics *batcherMetrics
 	quota   *carrierQuota
-	tracer  trace.Tracer // nil: no spans
 
 	mu      sync.RWMutex // guards closed; Submit holds it for reading while sending
 	closed  bool
 	stopped chan struct{} // closed when run has answered everything
 }
 
-func newBatcher(cfg BatcherConfig, insert insertFunc, m *metrics) *batcher {
+// NewBatcher returns a batcher that stores its batches with insert; reg
+// receives its metrics (may be nil). Run runs it.
+func NewBatcher(cfg BatcherConfig, insert InsertFunc, reg prometheus.Registerer) *Batcher {
 	cfg = cfg.WithDefaults()
-	return &batcher{cfg: cfg, insert: insert, in: make(chan *pendingMsg, cfg.Queue), metrics: m,
+	b := &Batcher{cfg: cfg, insert: insert, in: make(chan *pendingMsg, cfg.Queue),
 		quota: newCarrierQuota(cfg.Saturation), stopped: make(chan struct{})}
+	b.metrics = newBatcherMetrics(reg, b.quota)
+	return b
 }
 
 var errShuttingDown = hookrelay.Errorf(hookrelay.EUNAVAILABLE, "shutting down")
@@ -119,11 +127,9 @@ var errShuttingDown = hookrelay.Errorf(hookrelay.EUNAVAILABLE, "shutting down")
 // msg.Payload's buffer at once (the callback handler returns it to a pool).
 // When the group commit is saturated and msg's carrier has its share of the
 // callbacks waiting, msg is refused at once (ERATELIMIT, Retry-After).
-func (b *batcher) Submit(ctx context.Context, msg db.NewMessage) (db.StoredMessage, error) {
+func (b *Batcher) Submit(ctx context.Context, msg db.NewMessage) (db.StoredMessage, error) {
 	if err := b.quota.take(msg.CarrierID); err != nil {
-		if b.metrics != nil {
-			b.metrics.quotaRefusals.Inc()
-		}
+		b.metrics.quotaRefusals.Inc()
 		return db.StoredMessage{}, err
 	}
 	defer b.quota.done(msg.CarrierID)
@@ -151,9 +157,10 @@ func (b *batcher) Submit(ctx context.Context, msg db.NewMessage) (db.StoredMessa
 	return r.stored, r.err
 }
 
-// run collects batches until ctx ends, then stops taking messages, commits
-// what was submitted and returns.
-func (b *batcher) run(ctx context.Context) {
+// Run collects batches until ctx ends, then stops taking messages, commits
+// what was submitted and returns: every message submitted has been
+// answered.
+func (b *Batcher) Run(ctx context.Context) {
 	batches := make(chan []*pendingMsg)
 	var wg sync.WaitGroup
 	for range b.cfg.Flushers {
@@ -216,7 +223,7 @@ func (b *batcher) run(ctx context.Context) {
 }
 
 // drain takes what is queued without waiting, up to MaxRows.
-func (b *batcher) drain(batch []*pendingMsg) []*pendingMsg {
+func (b *Batcher) drain(batch []*pendingMsg) []*pendingMsg {
 	rows := 0
 	for rows < b.cfg.MaxRows {
 		select {
@@ -232,7 +239,7 @@ func (b *batcher) drain(batch []*pendingMsg) []*pendingMsg {
 
 // flush stores one batch (one statement: atomic) and answers each of its
 // messages.
-func (b *batcher) flush(batch []*pendingMsg) {
+func (b *Batcher) flush(batch []*pendingMsg) {
 	// The batch belongs to no single request: its requests wait for it even
 	// when one of them goes away, and shutdown lets it finish.
 	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.CommitTimeout)
@@ -246,10 +253,10 @@ func (b *batcher) flush(batch []*pendingMsg) {
 // (so an idempotency key's first message still comes first), down to the
 // message at fault, which alone gets the error: a batch never fails for a
 // reason that belongs to one request. Only a refused statement costs more.
-func (b *batcher) commit(ctx context.Context, batch []*pendingMsg) {
+func (b *Batcher) commit(ctx context.Context, batch []*pendingMsg) {
 	var span trace.Span       // nil unless tracing
 	var sc *trace.SpanContext // span's, for the answers
-	if b.tracer != nil {
+	if b.cfg.Tracer != nil {
 		ctx, span = b.startCommitSpan(ctx, batch)
 		defer span.End()
 		sc = spanContext(span)
@@ -260,10 +267,8 @@ func (b *batcher) commit(ctx context.Context, batch []*pendingMsg) {
 	}
 	start := time.Now()
 	stored, err := b.insert(ctx, msgs)
-	if b.metrics != nil {
-		b.metrics.batchSize.Observe(float64(len(batch)))
-		b.metrics.commitSeconds.Observe(time.Since(start).Seconds())
-	}
+	b.metrics.batchSize.Observe(float64(len(batch)))
+	b.metrics.commitSeconds.Observe(time.Since(start).Seconds())
 	if err != nil {
 		if hookrelay.CodeOf(err) == hookrelay.EINVALID {
 			if len(batch) > 1 {
@@ -318,25 +323,15 @@ func storedDeliveries(batch []*pendingMsg, stored []db.StoredMessage) (int, []in
 	return n, slices.Compact(queues)
 }
 
-// metrics are the ingest's Prometheus collectors.
-type metrics struct {
-	requests      *prometheus.CounterVec
-	callbacks     prometheus.Counter
+// batcherMetrics are the group commit's Prometheus collectors.
+type batcherMetrics struct {
 	batchSize     prometheus.Histogram
 	commitSeconds prometheus.Histogram
-	offloaded     prometheus.Counter
-	announcements prometheus.Counter
 	quotaRefusals prometheus.Counter
 }
 
-func newMetrics(reg prometheus.Registerer) *metrics {
-	m := &metrics{
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "hookrelay_ingest_requests_total", Help: "Callback requests answered, by HTTP status code.",
-		}, []string{"code"}),
-		callbacks: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "hookrelay_ingest_callbacks_total", Help: "Callbacks stored (duplicates not counted).",
-		}),
+func newBatcherMetrics(reg prometheus.Registerer, quota *carrierQuota) *batcherMetrics {
+	m := &batcherMetrics{
 		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "hookrelay_ingest_batch_size", Help: "Callbacks per group-commit transaction.",
 			Buckets: []float64{1, 2, 5, 10, 20, 50, 100, 200, 500},
@@ -345,19 +340,16 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "hookrelay_ingest_commit_seconds", Help: "Duration of a group-commit transaction.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
 		}),
-		offloaded: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "hookrelay_ingest_offloaded_total", Help: "Callback payloads written to the S3 store.",
-		}),
-		announcements: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "hookrelay_ingest_announcements_total", Help: "Announcements of stored callbacks sent to dispatchers (NOTIFY hookrelay_due; HOOKRELAY_NOTIFY).",
-		}),
 		quotaRefusals: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "hookrelay_ingest_carrier_share_refusals_total",
 			Help: "Callbacks refused (429) because the group commit was saturated and their carrier had its share waiting (HOOKRELAY_INGEST_SATURATION).",
 		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.callbacks, m.batchSize, m.commitSeconds, m.offloaded, m.announcements, m.quotaRefusals)
+		reg.MustRegister(m.batchSize, m.commitSeconds, m.quotaRefusals, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "hookrelay_ingest_callbacks_waiting",
+			Help: "Callbacks waiting for the group commit or being committed (saturated from HOOKRELAY_INGEST_SATURATION).",
+		}, func() float64 { return float64(quota.waiting()) }))
 	}
 	return m
 }

@@ -1,4 +1,4 @@
-package api
+package ingest
 
 import (
 	"context"
@@ -46,12 +46,12 @@ func TestBatcherFailedBatchFailsExactlyItsRequests(t *testing.T) {
 		batches = append(batches, keys)
 		return res, err
 	}
-	b := newBatcher(BatcherConfig{MaxWait: 5 * time.Millisecond, MaxRows: 8, Flushers: 2}, insert, newMetrics(nil))
+	b := NewBatcher(BatcherConfig{MaxWait: 5 * time.Millisecond, MaxRows: 8, Flushers: 2}, insert, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		b.run(ctx)
+		b.Run(ctx)
 	}()
 
 	const n = 60
@@ -101,12 +101,12 @@ func TestBatcherFailedBatchFailsExactlyItsRequests(t *testing.T) {
 
 func TestBatcherRefusesAfterShutdown(t *testing.T) {
 	t.Parallel()
-	b := newBatcher(BatcherConfig{}, func(context.Context, []db.NewMessage) ([]db.StoredMessage, error) {
+	b := NewBatcher(BatcherConfig{}, func(context.Context, []db.NewMessage) ([]db.StoredMessage, error) {
 		return nil, fmt.Errorf("not reached")
 	}, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	b.run(ctx)
+	b.Run(ctx)
 	_, err := b.Submit(context.Background(), db.NewMessage{})
 	require.Equal(t, hookrelay.EUNAVAILABLE, hookrelay.CodeOf(err))
 }
@@ -122,18 +122,18 @@ func TestBatcherOnStoredAfterDeliveriesCommit(t *testing.T) {
 	var n, deliveries int
 	var stored []int
 	var mu sync.Mutex
-	b := newBatcher(BatcherConfig{MaxWait: time.Millisecond, OnStored: func(d int, queues []int) {
+	b := NewBatcher(BatcherConfig{MaxWait: time.Millisecond, OnStored: func(d int, queues []int) {
 		mu.Lock()
 		n++
 		deliveries += d
 		stored = append(stored, queues...)
 		mu.Unlock()
-	}}, store.MessageInsertMany, newMetrics(nil))
+	}}, store.MessageInsertMany, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		b.run(ctx)
+		b.Run(ctx)
 	}()
 	defer func() { cancel(); <-done }()
 	count := func() int {
@@ -181,7 +181,7 @@ func TestBatcherSplitsAroundARefusedMessage(t *testing.T) {
 		mu.Unlock()
 		return store.MessageInsertMany(ctx, msgs)
 	}
-	b := newBatcher(BatcherConfig{}, insert, newMetrics(nil))
+	b := NewBatcher(BatcherConfig{}, insert, nil)
 	now := time.Now()
 	msg := func(key, idem string) db.NewMessage {
 		m := testMsg(c.ID, key, now)

@@ -1,4 +1,4 @@
-package api
+package ingest
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
@@ -63,12 +64,12 @@ func TestAnnouncerLeadsCoalescesAndBacksOff(t *testing.T) {
 		return err
 	}
 	const interval = 100 * time.Millisecond
-	a := newAnnouncer(notify, "tok-1", interval, slog.New(slog.DiscardHandler), newMetrics(nil).announcements)
+	a := NewAnnouncer(notify, "tok-1", interval, slog.New(slog.DiscardHandler), prometheus.NewCounter(prometheus.CounterOpts{Name: "sent"}))
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		a.run(runCtx)
+		a.Run(runCtx)
 	}()
 	t.Cleanup(func() {
 		stop()
@@ -116,7 +117,7 @@ func TestAnnouncerLeadsCoalescesAndBacksOff(t *testing.T) {
 		var got []sending
 		var stopAt time.Time
 		for stopAt.IsZero() || time.Now().Before(stopAt) {
-			a.stored(per, []int{per % 7})
+			a.Stored(per, []int{per % 7})
 			time.Sleep(every)
 			select {
 			case s := <-sent:
@@ -152,8 +153,8 @@ func TestAnnouncerLeadsCoalescesAndBacksOff(t *testing.T) {
 
 	// The queues of what was stored since the last announcement, once each.
 	first := time.Now()
-	a.stored(1, []int{5, 2})
-	a.stored(1, []int{2})
+	a.Stored(1, []int{5, 2})
+	a.Stored(1, []int{2})
 	select {
 	case s := <-sent:
 		require.Less(t, s.start.Sub(first), interval/2, "the first batch after a quiet spell is announced at once")
@@ -206,7 +207,7 @@ func TestAnnouncerLeadsCoalescesAndBacksOff(t *testing.T) {
 
 	// After the quiet spell, at once again.
 	again := time.Now()
-	a.stored(1, []int{0})
+	a.Stored(1, []int{0})
 	select {
 	case s := <-sent:
 		require.Less(t, s.start.Sub(again), interval/2, "announced at once after a quiet spell")

@@ -1,4 +1,4 @@
-package api
+package ingest
 
 import (
 	"math"
@@ -8,18 +8,19 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// limiters holds one token bucket per carrier with a rate limit. The limit is
-// per process: N api processes admit up to N times the configured rate.
-type limiters struct {
+// RateLimits holds one token bucket per carrier with a rate limit. The limit
+// is per process: N api processes admit up to N times the configured rate.
+type RateLimits struct {
 	mu sync.Mutex // guards m
 	m  map[int64]*rate.Limiter
 }
 
-func newLimiters() *limiters { return &limiters{m: map[int64]*rate.Limiter{}} }
+// NewRateLimits returns the rate limits of no carrier yet.
+func NewRateLimits() *RateLimits { return &RateLimits{m: map[int64]*rate.Limiter{}} }
 
-// allow reports whether carrierID may send one more callback now at perSec
+// Allow reports whether carrierID may send one more callback now at perSec
 // (0 = unlimited) and, when not, how many seconds to wait.
-func (l *limiters) allow(carrierID int64, perSec int) (bool, int) {
+func (l *RateLimits) Allow(carrierID int64, perSec int) (bool, int) {
 	if perSec <= 0 {
 		return true, 0
 	}

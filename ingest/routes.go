@@ -1,7 +1,8 @@
-package api
+package ingest
 
 import (
 	"context"
+	"log/slog"
 	"slices"
 	"strconv"
 	"sync"
@@ -12,9 +13,13 @@ import (
 	"github.com/hookrelay/hookrelay/filter"
 )
 
-// snapshot is an immutable copy of the small configuration tables the hot
+// DefaultCacheTTL is how often Routes reloads by default
+// (HOOKRELAY_INGEST_CACHE_TTL).
+const DefaultCacheTTL = time.Second
+
+// Snapshot is an immutable copy of the small configuration tables the hot
 // path reads: carriers (by key hash), merchants (by name) and endpoint routes.
-type snapshot struct {
+type Snapshot struct {
 	loadedAt        time.Time
 	carrierByHash   map[string]db.Carrier
 	carrierByID     map[int64]db.Carrier
@@ -24,7 +29,7 @@ type snapshot struct {
 	routesAll       []route           // endpoints with no carrier filter
 	unordered       map[int64]bool    // endpoints whose ordering is "none"
 	// filterPaths are the paths every endpoint's content filter reads
-	// together: the ingest extracts them in the pass that reads the body
+	// together: the intake extracts them in the pass that reads the body
 	// for the routing fields, so a filter never parses a body again.
 	filterPaths []string
 }
@@ -34,7 +39,7 @@ type route struct {
 	db.EndpointRoute
 	// filter is nil when the endpoint takes every callback.
 	filter *filter.Filter
-	// slots[i] is the index in snapshot.filterPaths of filter.Paths()[i].
+	// slots[i] is the index in Snapshot.filterPaths of filter.Paths()[i].
 	slots []int
 }
 
@@ -52,32 +57,26 @@ func (r *route) match(vals []filter.Value) bool {
 	return r.filter.Match(own)
 }
 
-// routeStore is what the cache reads.
-type routeStore interface {
-	CarrierAll(ctx context.Context) ([]db.Carrier, error)
-	MerchantList(ctx context.Context, afterID int64, limit int) ([]db.Merchant, error)
-	EndpointRoutes(ctx context.Context) ([]db.EndpointRoute, error)
-}
-
-// cache holds the current snapshot. It is refreshed at once after this
-// process changes carriers, merchants or endpoints, when another process
-// announces a change (Server.watchConfig), and every TTL by Run in any case:
-// the TTL bounds what a missed notification costs (the tables are small,
-// one read of each per refresh).
-type cache struct {
-	store routeStore
+// Routes holds the current snapshot. It is refreshed at once after this
+// process changes carriers, merchants or endpoints (Refresh), when another
+// process announces a change (Watch), and every TTL by Run in any case: the
+// TTL bounds what a missed notification costs (the tables are small, one
+// read of each per refresh).
+type Routes struct {
+	store *db.DB
 	ttl   time.Duration
-	cur   atomic.Pointer[snapshot]
+	cur   atomic.Pointer[Snapshot]
 	mu    sync.Mutex // serialises loads
 }
 
-func newCache(store routeStore, ttl time.Duration) *cache {
-	return &cache{store: store, ttl: ttl}
+// NewRoutes returns the routes of store, reloaded every ttl once Run runs.
+func NewRoutes(store *db.DB, ttl time.Duration) *Routes {
+	return &Routes{store: store, ttl: ttl}
 }
 
-// get returns the current snapshot, loading it when none is loaded or it
-// is older than twice the TTL (Run not running, or failing).
-func (c *cache) get(ctx context.Context) (*snapshot, error) {
+// Snapshot returns the current snapshot, loading it when none is loaded or
+// it is older than twice the TTL (Run not running, or failing).
+func (c *Routes) Snapshot(ctx context.Context) (*Snapshot, error) {
 	if s := c.fresh(); s != nil {
 		return s, nil
 	}
@@ -89,22 +88,22 @@ func (c *cache) get(ctx context.Context) (*snapshot, error) {
 	return c.load(ctx)
 }
 
-func (c *cache) fresh() *snapshot {
+func (c *Routes) fresh() *Snapshot {
 	if s := c.cur.Load(); s != nil && time.Since(s.loadedAt) < 2*c.ttl {
 		return s
 	}
 	return nil
 }
 
-// refresh loads a new snapshot.
-func (c *cache) refresh(ctx context.Context) (*snapshot, error) {
+// Refresh loads a new snapshot.
+func (c *Routes) Refresh(ctx context.Context) (*Snapshot, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.load(ctx)
 }
 
 // load reads the tables; c.mu must be held.
-func (c *cache) load(ctx context.Context) (*snapshot, error) {
+func (c *Routes) load(ctx context.Context) (*Snapshot, error) {
 	start := time.Now()
 	carriers, err := c.store.CarrierAll(ctx)
 	if err != nil {
@@ -126,7 +125,7 @@ func (c *cache) load(ctx context.Context) (*snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &snapshot{
+	s := &Snapshot{
 		loadedAt:        start,
 		carrierByHash:   make(map[string]db.Carrier, len(carriers)),
 		carrierByID:     make(map[int64]db.Carrier, len(carriers)),
@@ -180,9 +179,9 @@ func (c *cache) load(ctx context.Context) (*snapshot, error) {
 	return s, nil
 }
 
-// run refreshes the snapshot every TTL until ctx ends. Failures keep the old
-// snapshot (get reloads on demand once it is too old).
-func (c *cache) run(ctx context.Context) {
+// Run refreshes the snapshot every TTL until ctx ends. Failures keep the old
+// snapshot (Snapshot reloads on demand once it is too old).
+func (c *Routes) Run(ctx context.Context) {
 	t := time.NewTicker(c.ttl)
 	defer t.Stop()
 	for {
@@ -190,14 +189,24 @@ func (c *cache) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			_, _ = c.refresh(ctx)
+			_, _ = c.Refresh(ctx)
 		}
 	}
 }
 
-// orderings returns, parallel to endpoints, which of them take unordered
+// CarrierByKeyHash returns the carrier of an API key's hash.
+func (s *Snapshot) CarrierByKeyHash(hash []byte) (db.Carrier, bool) {
+	c, ok := s.carrierByHash[string(hash)]
+	return c, ok
+}
+
+// FilterPaths are the body paths the endpoints' content filters read, in
+// the order FanOut takes their values.
+func (s *Snapshot) FilterPaths() []string { return s.filterPaths }
+
+// Orderings returns, parallel to endpoints, which of them take unordered
 // deliveries; nil when all take ordered ones (the usual case: no allocation).
-func (s *snapshot) orderings(endpoints []int64) []bool {
+func (s *Snapshot) Orderings(endpoints []int64) []bool {
 	if len(s.unordered) == 0 {
 		return nil
 	}
@@ -213,11 +222,11 @@ func (s *snapshot) orderings(endpoints []int64) []bool {
 	return out
 }
 
-// fanOut returns the endpoints a callback of carrierID with eventType goes
+// FanOut returns the endpoints a callback of carrierID with eventType goes
 // to; merchantRef, when not empty, restricts them to one merchant (by id, or
-// else by name); vals, the callback's values at s.filterPaths, must pass an
+// else by name); vals, the callback's values at FilterPaths, must pass an
 // endpoint's content filter.
-func (s *snapshot) fanOut(carrierID int64, eventType, merchantRef string, vals []filter.Value) []int64 {
+func (s *Snapshot) FanOut(carrierID int64, eventType, merchantRef string, vals []filter.Value) []int64 {
 	merchantID := int64(-1)
 	if merchantRef != "" {
 		if id, err := strconv.ParseInt(merchantRef, 10, 64); err == nil {
@@ -248,4 +257,50 @@ func (s *snapshot) fanOut(carrierID int64, eventType, merchantRef string, vals [
 	add(s.routesAll)
 	slices.Sort(out)
 	return out
+}
+
+// Watch reloads the snapshot as soon as another process announces a
+// configuration change (db.ListenConfig) until ctx ends, so fan-out and key
+// checks follow a change made elsewhere within a notification's latency
+// rather than the TTL. A lost session is opened again after a pause
+// (doubling up to 30 s); the snapshot is reloaded then too, since changes
+// made while it was away were not announced to it, and the TTL refresh goes
+// on regardless. It needs LISTEN, which a pooler in transaction mode does
+// not carry.
+func (c *Routes) Watch(ctx context.Context, logger *slog.Logger) {
+	const first = 500 * time.Millisecond
+	pause := first
+	retry := time.NewTimer(0)
+	defer retry.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-retry.C:
+		}
+		l, err := c.store.ListenConfig(ctx, "hookrelay-api-config")
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			logger.Warn("LISTEN for configuration changes failed; the cache follows them by its TTL until it is back", "error", err, "retry", pause)
+			retry.Reset(pause)
+			pause = min(2*pause, 30*time.Second)
+			continue
+		}
+		pause = first
+		_, _ = c.Refresh(ctx)
+		for {
+			if _, err = l.Wait(ctx); err != nil {
+				break
+			}
+			_, _ = c.Refresh(ctx)
+		}
+		l.Close()
+		if ctx.Err() != nil {
+			return
+		}
+		logger.Warn("LISTEN session for configuration changes lost", "error", err, "retry", pause)
+		retry.Reset(pause)
+	}
 }
