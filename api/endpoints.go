@@ -321,12 +321,12 @@ func (s *Server) rotateSecret(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
-func (s *Server) testEndpoint(c echo.Context) error {
+func (s *Server) pingEndpoint(c echo.Context) error {
 	id, err := pathID(c, "endpoint")
 	if err != nil {
 		return err
 	}
-	res, err := s.ops.SendTest(c.Request().Context(), actorOf(c), id)
+	res, err := s.ops.Ping(c.Request().Context(), actorOf(c), id)
 	if err != nil {
 		return err
 	}

@@ -208,7 +208,7 @@ func (s *Server) Register(e *echo.Echo) {
 	route(http.MethodPost, "/v1/endpoints/:id/enable", s.enableEndpoint, merchant)
 	route(http.MethodPost, "/v1/endpoints/:id/disable", s.disableEndpoint, merchant)
 	route(http.MethodPost, "/v1/endpoints/:id/rotate-secret", s.rotateSecret, merchant)
-	route(http.MethodPost, "/v1/endpoints/:id/test", s.testEndpoint, merchant)
+	route(http.MethodPost, "/v1/endpoints/:id/test", s.pingEndpoint, merchant)
 	route(http.MethodGet, "/v1/endpoints/:id/deliveries", s.listDeliveries, merchant)
 	route(http.MethodPost, "/v1/endpoints/:id/replay", s.startReplay, merchant)
 	route(http.MethodGet, "/v1/replays/:id", s.getReplay, merchant)

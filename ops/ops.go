@@ -14,7 +14,6 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db"
 )
 
@@ -31,12 +30,6 @@ func Merchant(id int64) Actor { return Actor{MerchantID: id} }
 // Owns reports whether a may act on ep.
 func (a Actor) Owns(ep db.Endpoint) bool {
 	return a.MerchantID == 0 || ep.MerchantID == a.MerchantID
-}
-
-// Pinger sends a signed test delivery to an endpoint, enabled or not, and
-// reports what came of it (the dispatcher's sender: *dispatch.Dispatcher).
-type Pinger interface {
-	PingEndpoint(ctx context.Context, endpointID int64) (hookrelay.PingResult, error)
 }
 
 // Resolver looks up a host's addresses (net.DefaultResolver in production).
@@ -87,17 +80,4 @@ type Service struct {
 // New returns the actions on store, with the URL policy and pinger of cfg.
 func New(store *db.DB, cfg Config) *Service {
 	return &Service{cfg: cfg.WithDefaults(), db: store, now: time.Now}
-}
-
-// Endpoint returns endpoint id if a may act on it. Another merchant's
-// endpoint is "not found", never "forbidden", so ids cannot be probed.
-func (s *Service) Endpoint(ctx context.Context, a Actor, id int64) (db.Endpoint, error) {
-	ep, err := s.db.EndpointGet(ctx, id)
-	if err != nil {
-		return db.Endpoint{}, err
-	}
-	if !a.Owns(ep) {
-		return db.Endpoint{}, hookrelay.Errorf(hookrelay.ENOTFOUND, "endpoint not found")
-	}
-	return ep, nil
 }

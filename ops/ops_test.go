@@ -22,7 +22,7 @@ func TestMain(m *testing.M) {
 
 type fakePinger struct{ res hookrelay.PingResult }
 
-func (f fakePinger) PingEndpoint(context.Context, int64) (hookrelay.PingResult, error) {
+func (f fakePinger) Ping(context.Context, int64) (hookrelay.PingResult, error) {
 	return f.res, nil
 }
 
@@ -54,7 +54,7 @@ func TestOwnership(t *testing.T) {
 	notFound(err)
 	_, err = s.EnableEndpoint(ctx, theirs, ep.ID)
 	notFound(err)
-	_, err = s.SendTest(ctx, theirs, ep.ID)
+	_, err = s.Ping(ctx, theirs, ep.ID)
 	notFound(err)
 	_, err = s.DeleteEndpoint(ctx, theirs, ep.ID)
 	notFound(err)
@@ -63,7 +63,7 @@ func TestOwnership(t *testing.T) {
 		got, err := s.Endpoint(ctx, a, ep.ID)
 		require.NoError(t, err)
 		require.Equal(t, ep.ID, got.ID)
-		res, err := s.SendTest(ctx, a, ep.ID)
+		res, err := s.Ping(ctx, a, ep.ID)
 		require.NoError(t, err)
 		require.True(t, res.Success)
 		require.Empty(t, res.Problem())
@@ -115,9 +115,9 @@ func TestRetryDelivery(t *testing.T) {
 	require.Equal(t, hookrelay.ENOTFOUND, hookrelay.CodeOf(err))
 
 	// Without a sender a test event cannot be made.
-	_, err = s.SendTest(ctx, ops.Actor{}, ep.ID)
+	_, err = s.Ping(ctx, ops.Actor{}, ep.ID)
 	require.Equal(t, hookrelay.EUNAVAILABLE, hookrelay.CodeOf(err))
-	require.False(t, s.CanSendTest())
+	require.False(t, s.CanPing())
 }
 
 // Dead letters are selected by ids (an empty list selects none) or else by

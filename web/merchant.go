@@ -56,7 +56,7 @@ type merchantEndpointData struct {
 }
 
 func (d *Dashboard) merchantEndpointData(ctx context.Context, ep db.Endpoint) (merchantEndpointData, error) {
-	data := merchantEndpointData{E: ep, CanPing: d.cfg.Ops.CanSendTest()}
+	data := merchantEndpointData{E: ep, CanPing: d.cfg.Ops.CanPing()}
 	if len(ep.CarrierIDs) > 0 {
 		all, err := d.store.CarrierAll(ctx)
 		if err != nil {
@@ -139,14 +139,14 @@ func (d *Dashboard) merchantRotate(c echo.Context) error {
 	return d.renderMerchantEndpoint(c, data)
 }
 
-func (d *Dashboard) merchantTest(c echo.Context) error {
+func (d *Dashboard) merchantPing(c echo.Context) error {
 	ep, err := d.ownEndpoint(c)
 	if err != nil {
 		return err
 	}
 	o := d.cfg.Ops
 	ctx := c.Request().Context()
-	res, perr := o.SendTest(ctx, ops.Merchant(session(c).MerchantID), ep.ID)
+	res, perr := o.Ping(ctx, ops.Merchant(session(c).MerchantID), ep.ID)
 	data, err := d.merchantEndpointData(ctx, ep)
 	if err != nil {
 		return err

@@ -1,6 +1,6 @@
 // Package web is the ops dashboard and the merchant view under /ui/:
 // server-rendered html/template pages, assets embedded in the binary,
-// server-side sessions (revocable; see session.go) and CSRF tokens on every
+// server-side sessions (revocable; see sessionstore.go) and CSRF tokens on every
 // form that changes something.
 // It reads through the db package's dashboard queries and acts through the
 // operations layer (package ops) that the API uses too.
@@ -211,7 +211,7 @@ func (d *Dashboard) Mount(e *echo.Echo, prefix string, errs *httperr.Handler) {
 	m.GET("/endpoints/:id/deliveries", d.merchantDeliveries)
 	m.POST("/endpoints/:id/reveal", d.merchantReveal)
 	m.POST("/endpoints/:id/rotate", d.merchantRotate)
-	m.POST("/endpoints/:id/test", d.merchantTest)
+	m.POST("/endpoints/:id/test", d.merchantPing)
 	m.GET("/deliveries/:id", d.merchantDelivery)
 	m.GET("/messages", d.merchantMessageSearch)
 	m.POST("/deliveries/:id/retry", d.merchantRetry)

@@ -45,11 +45,11 @@ type config struct {
 	// ReplicaURL (HOOKRELAY_DATABASE_REPLICA_URL) is a read replica the
 	// dashboard's read-only pages read from; empty: they read DATABASE_URL.
 	ReplicaURL string
-	Ingest     api.Config // the api role
+	API        api.Config // the api role (its callback intake: package ingest)
 	// Ops configures the operations of the api and web roles: the policy
 	// of endpoint URLs (the dispatcher, their sender, is set at run time).
 	Ops         ops.Config
-	Dispatch    dispatch.Config    // the dispatch role (and the test pings of api and web)
+	Dispatch    dispatch.Config    // the dispatch role (and the pings of api and web)
 	Maintenance maintenance.Config // the maintenance role
 	Web         web.Config         // the web role
 	// AuthThrottle delays authentication from client addresses that failed
@@ -107,7 +107,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	c.ReplicaURL = p.str("HOOKRELAY_DATABASE_REPLICA_URL", "")
 	c.Keys = loadKeys(p)
 	c.DB.Keys = c.Keys
-	c.Ingest = loadIngest(p, queues, notify)
+	c.API = loadAPI(p, queues, notify)
 	c.Ops = ops.Config{
 		AllowPrivateTargets: allowPrivate,
 		// Refuses http:// endpoint URLs.
@@ -116,7 +116,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	// A group commit gets as long as any statement: past it the callbacks
 	// are answered 503 (a commit waiting for a synchronous standby that is
 	// gone is cut short there; docs/operations.md, "Running on a cluster").
-	c.Ingest.Batcher.CommitTimeout = c.DB.StatementTimeout
+	c.API.Batcher.CommitTimeout = c.DB.StatementTimeout
 	c.Dispatch = loadDispatch(p, queues, lease, allowPrivate, notify)
 	c.Maintenance = loadMaintenance(p, queues, c.DB.IdleInTransactionTimeout)
 	c.Web = web.Config{
@@ -176,16 +176,16 @@ func (c config) check(p *envParser) {
 	if c.AdminToken != "" && len(c.AdminToken) < 16 {
 		p.errs = append(p.errs, fmt.Errorf("HOOKRELAY_ADMIN_TOKEN: too short (want at least 16 characters)"))
 	}
-	if c.Ingest.OffloadBytes > c.Ingest.MaxBodyBytes {
-		p.errs = append(p.errs, fmt.Errorf("HOOKRELAY_OFFLOAD_BYTES (%d) is larger than HOOKRELAY_MAX_BODY_BYTES (%d)", c.Ingest.OffloadBytes, c.Ingest.MaxBodyBytes))
+	if c.API.OffloadBytes > c.API.MaxBodyBytes {
+		p.errs = append(p.errs, fmt.Errorf("HOOKRELAY_OFFLOAD_BYTES (%d) is larger than HOOKRELAY_MAX_BODY_BYTES (%d)", c.API.OffloadBytes, c.API.MaxBodyBytes))
 	}
 	if c.Dispatch.OpsRetryMax < c.Dispatch.OpsRetryBase {
 		p.errs = append(p.errs, fmt.Errorf("HOOKRELAY_OPS_RETRY_MAX (%s) is shorter than HOOKRELAY_OPS_RETRY_BASE (%s)", c.Dispatch.OpsRetryMax, c.Dispatch.OpsRetryBase))
 	}
 	// Reading a body of the largest size holds its buffer and the one it
 	// grew from: with less, such a callback would always get 503.
-	if int64(c.Ingest.MemoryBytes) < 2*(int64(c.Ingest.MaxBodyBytes)+1) {
-		p.errs = append(p.errs, fmt.Errorf("HOOKRELAY_INGEST_MEMORY (%d) is less than twice HOOKRELAY_MAX_BODY_BYTES (%d)", c.Ingest.MemoryBytes, c.Ingest.MaxBodyBytes))
+	if int64(c.API.MemoryBytes) < 2*(int64(c.API.MaxBodyBytes)+1) {
+		p.errs = append(p.errs, fmt.Errorf("HOOKRELAY_INGEST_MEMORY (%d) is less than twice HOOKRELAY_MAX_BODY_BYTES (%d)", c.API.MemoryBytes, c.API.MaxBodyBytes))
 	}
 }
 
@@ -249,8 +249,9 @@ func loadDB(p *envParser, lease time.Duration) db.Config {
 	}
 }
 
-// loadIngest reads the api role's settings.
-func loadIngest(p *envParser, queues int, notify bool) api.Config {
+// loadAPI reads the api role's settings, those of its callback intake
+// (package ingest) included.
+func loadAPI(p *envParser, queues int, notify bool) api.Config {
 	return api.Config{
 		Queues: queues,
 		// Larger callback bodies get 413.

@@ -41,7 +41,7 @@ func TestConfigDefaultsArePackageDefaults(t *testing.T) {
 
 	dbDef := db.Config{}.WithDefaults()
 	sessDef := db.SessionConfig{}.WithDefaults()
-	in, inDef := c.Ingest, api.Config{}.WithDefaults()
+	in, inDef := c.API, api.Config{}.WithDefaults()
 	d, dDef := c.Dispatch, dispatch.Config{}.WithDefaults()
 	m, mDef := c.Maintenance, maintenance.Config{}.WithDefaults()
 	w, wDef := c.Web, web.Config{}.WithDefaults()
@@ -202,7 +202,7 @@ func TestConfigIngestMemory(t *testing.T) {
 	}
 	c, err := load(map[string]string{"HOOKRELAY_INGEST_MEMORY": "33554432"})
 	require.NoError(t, err)
-	require.Equal(t, 32<<20, c.Ingest.MemoryBytes)
+	require.Equal(t, 32<<20, c.API.MemoryBytes)
 
 	for _, bad := range []map[string]string{
 		{"HOOKRELAY_INGEST_MEMORY": "1048575"},

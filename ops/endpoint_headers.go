@@ -6,34 +6,19 @@ import (
 
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db"
-	"github.com/hookrelay/hookrelay/filter"
 )
 
-// Limits of an endpoint's custom headers and credentials.
+// Limits of an endpoint's custom headers.
 const (
-	MaxHeaders         = 20
-	MaxHeaderName      = 256
-	MaxHeaderValue     = 4096
-	MaxCredentialBytes = 4096
-	fieldHeaders       = "headers"
-	fieldAuth          = "auth"
-	fieldFilter        = "filter"
-	fieldOrdering      = "ordering"
-	fieldSignature     = "signature"
+	MaxHeaders     = 20
+	MaxHeaderName  = 256
+	MaxHeaderValue = 4096
 )
 
 // HeaderMask stands for a custom header's value in every answer and page:
 // values are write-only, like passwords. An input that gives the mask as a
 // value is refused, so a form round trip cannot overwrite a real value.
 const HeaderMask = "********"
-
-// AuthInput is an endpoint's credentials as a caller gives them.
-type AuthInput struct {
-	Type     string // basic | bearer
-	Username *string
-	Password *string
-	Token    *string
-}
 
 // refusedHeaders are header names an endpoint cannot set: hop-by-hop and
 // framing headers (the HTTP client owns them) and what hookrelay sends
@@ -54,40 +39,6 @@ var refusedHeaders = map[string]string{
 	"Idempotency-Key":   "set by hookrelay (the webhook-id)",
 	"User-Agent":        "set by hookrelay",
 	"Traceparent":       `set by hookrelay when tracing is on (see "send_traceparent")`,
-}
-
-// applyReceiver merges the receiver-facing fields of in (headers, auth,
-// signature scheme, filter) into f, validating them.
-func applyReceiver(in EndpointInput, f *db.EndpointFields) error {
-	if in.Headers != nil {
-		if err := applyHeaders(in.Headers, f); err != nil {
-			return err
-		}
-	}
-	if in.RemoveAuth {
-		f.Auth = nil
-	} else if in.Auth != nil {
-		a, err := in.Auth.toAuth()
-		if err != nil {
-			return asField(fieldAuth, err)
-		}
-		f.Auth = a
-	}
-	if in.Signature != nil {
-		switch *in.Signature {
-		case hookrelay.SignatureHMAC, hookrelay.SignatureEd25519:
-			f.Signature = *in.Signature
-		default:
-			return fieldErrorf(fieldSignature, `signature must be "hmac" (v1, a shared secret) or "ed25519" (v1a, a public key)`)
-		}
-	}
-	if in.Filter != nil {
-		if err := CheckFilter(*in.Filter); err != nil {
-			return asField(fieldFilter, err)
-		}
-		f.Filter = *in.Filter
-	}
-	return nil
 }
 
 // checkHeaderName returns why name cannot be a custom header ("" if it can).
@@ -176,75 +127,5 @@ func applyHeaders(in map[string]*string, f *db.EndpointFields) error {
 		out = nil
 	}
 	f.Headers = out
-	return nil
-}
-
-// toAuth validates a and returns the credentials it names.
-func (a *AuthInput) toAuth() (*db.EndpointAuth, error) {
-	check := func(field string, v *string, required bool) (string, error) {
-		if v == nil || *v == "" {
-			if required {
-				return "", fieldErrorf(fieldAuth, "auth.%s is required for type %q", field, a.Type)
-			}
-			return "", nil
-		}
-		if len(*v) > MaxCredentialBytes {
-			return "", fieldErrorf(fieldAuth, "auth.%s: longer than %d bytes", field, MaxCredentialBytes)
-		}
-		for i := 0; i < len(*v); i++ {
-			if c := (*v)[i]; c < 0x20 || c == 0x7f {
-				return "", fieldErrorf(fieldAuth, "auth.%s holds a control character", field)
-			}
-		}
-		if err := hookrelay.CheckText("auth."+field, *v, 0); err != nil {
-			return "", err
-		}
-		return *v, nil
-	}
-	switch a.Type {
-	case "basic":
-		if a.Token != nil {
-			return nil, fieldErrorf(fieldAuth, `auth.token is for type "bearer"`)
-		}
-		user, err := check("username", a.Username, true)
-		if err != nil {
-			return nil, err
-		}
-		if strings.Contains(user, ":") {
-			return nil, fieldErrorf(fieldAuth, "auth.username cannot hold a colon (basic authentication)")
-		}
-		pass, err := check("password", a.Password, false)
-		if err != nil {
-			return nil, err
-		}
-		return &db.EndpointAuth{Type: "basic", Username: user, Password: pass}, nil
-	case "bearer":
-		if a.Username != nil || a.Password != nil {
-			return nil, fieldErrorf(fieldAuth, `auth.username and auth.password are for type "basic"`)
-		}
-		tok, err := check("token", a.Token, true)
-		if err != nil {
-			return nil, err
-		}
-		if strings.ContainsAny(tok, " \t") {
-			return nil, fieldErrorf(fieldAuth, "auth.token cannot hold white space")
-		}
-		return &db.EndpointAuth{Type: "bearer", Token: tok}, nil
-	}
-	return nil, fieldErrorf(fieldAuth, `auth.type must be "basic" or "bearer"`)
-}
-
-// CheckFilter compiles a content filter so a bad one is refused at once,
-// naming where it goes wrong; "" (no filter) passes.
-func CheckFilter(src string) error {
-	if src == "" {
-		return nil
-	}
-	if err := hookrelay.CheckText("filter", src, filter.MaxLength); err != nil {
-		return asField(fieldFilter, err)
-	}
-	if _, err := filter.Parse(src); err != nil {
-		return fieldErrorf(fieldFilter, "filter: %v", err)
-	}
 	return nil
 }

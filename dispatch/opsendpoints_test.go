@@ -69,7 +69,7 @@ func TestOpsEventsDeliveredSigned(t *testing.T) {
 	all, only := newSink(t), newSink(t)
 	allEP, err := store.OpsEndpointCreate(ctx, all.srv.URL, nil, "everything", hookrelay.NewSecret())
 	require.NoError(t, err)
-	_, err = store.OpsEndpointCreate(ctx, only.srv.URL, []string{hookrelay.OpsEndpointEnabled}, "", hookrelay.NewSecret())
+	_, err = store.OpsEndpointCreate(ctx, only.srv.URL, []string{hookrelay.OpsEventEndpointEnabled}, "", hookrelay.NewSecret())
 	require.NoError(t, err)
 
 	// flaky fails its first three attempts (opening the circuit at two),
@@ -130,28 +130,28 @@ func TestOpsEventsDeliveredSigned(t *testing.T) {
 		t.Fatalf("no %s event about endpoint %d: %+v", typ, ep, got[typ])
 		return nil
 	}
-	opened := about(hookrelay.OpsEndpointCircuitOpened, flakyEP.ID)
+	opened := about(hookrelay.OpsEventEndpointCircuitOpened, flakyEP.ID)
 	require.GreaterOrEqual(t, opened["consecutive_failures"], 2.0)
 	require.Equal(t, id(flakyEP.MerchantID), opened["merchant_id"])
 	require.NotEmpty(t, opened["open_until"])
 	require.Equal(t, "HTTP 500", opened["last_error"])
-	require.Equal(t, id(flakyEP.MerchantID), about(hookrelay.OpsEndpointCircuitClosed, flakyEP.ID)["merchant_id"])
-	auto, hand := about(hookrelay.OpsEndpointDisabled, goneEP.ID), about(hookrelay.OpsEndpointDisabled, manual.ID)
+	require.Equal(t, id(flakyEP.MerchantID), about(hookrelay.OpsEventEndpointCircuitClosed, flakyEP.ID)["merchant_id"])
+	auto, hand := about(hookrelay.OpsEventEndpointDisabled, goneEP.ID), about(hookrelay.OpsEventEndpointDisabled, manual.ID)
 	require.Equal(t, "automatic", auto["trigger"])
 	require.Equal(t, "the endpoint answered 410 Gone", auto["reason"])
 	require.Equal(t, "manual", hand["trigger"])
 	require.Equal(t, "maintenance window", hand["reason"])
-	require.Equal(t, id(manual.MerchantID), about(hookrelay.OpsEndpointEnabled, manual.ID)["merchant_id"])
-	dl := about(hookrelay.OpsDeliveryDeadLettered, deadEP.ID)
+	require.Equal(t, id(manual.MerchantID), about(hookrelay.OpsEventEndpointEnabled, manual.ID)["merchant_id"])
+	dl := about(hookrelay.OpsEventDeliveryDeadLettered, deadEP.ID)
 	require.EqualValues(t, 1, dl["count"])
 	require.Equal(t, "HTTP 500", dl["last_error"])
-	require.EqualValues(t, 42, got[hookrelay.OpsDatabaseLongXact][0].Data["pid"])
-	require.Equal(t, db.ReplayFinished, got[hookrelay.OpsReplayFinished][0].Data["state"])
-	require.Equal(t, "7", got[hookrelay.OpsReplayFinished][0].Data["replay_id"])
+	require.EqualValues(t, 42, got[hookrelay.OpsEventDatabaseLongXact][0].Data["pid"])
+	require.Equal(t, db.ReplayFinished, got[hookrelay.OpsEventReplayFinished][0].Data["state"])
+	require.Equal(t, "7", got[hookrelay.OpsEventReplayFinished][0].Data["replay_id"])
 
 	// The subscriber of endpoint.enabled alone got that one event.
 	waitFor(t, 5*time.Second, "the filtered subscriber", func() bool { return len(opsEvents(t, only)) == 1 })
-	require.Equal(t, hookrelay.OpsEndpointEnabled, opsEvents(t, only)[0].Type)
+	require.Equal(t, hookrelay.OpsEventEndpointEnabled, opsEvents(t, only)[0].Type)
 	waitFor(t, 5*time.Second, "the ops queue empty", func() bool {
 		n, err := store.OpsDeliveryCount(ctx)
 		return err == nil && n == 0
@@ -165,7 +165,7 @@ func TestOpsDeadLettersCoalesced(t *testing.T) {
 	store := dbtest.New(t)
 	ctx := t.Context()
 	ops := newSink(t)
-	opsEP, err := store.OpsEndpointCreate(ctx, ops.srv.URL, []string{hookrelay.OpsDeliveryDeadLettered}, "", hookrelay.NewSecret())
+	opsEP, err := store.OpsEndpointCreate(ctx, ops.srv.URL, []string{hookrelay.OpsEventDeliveryDeadLettered}, "", hookrelay.NewSecret())
 	require.NoError(t, err)
 	dead := newSink(t)
 	dead.setDecide(func(*http.Request, []byte) (int, http.Header) { return http.StatusInternalServerError, nil })
@@ -185,7 +185,7 @@ func TestOpsDeadLettersCoalesced(t *testing.T) {
 	evs := opsEvents(t, ops)
 	require.Len(t, evs, 1)
 	require.Len(t, dead.requests(), 100, "every message tried twice")
-	require.Equal(t, hookrelay.OpsDeliveryDeadLettered, evs[0].Type)
+	require.Equal(t, hookrelay.OpsEventDeliveryDeadLettered, evs[0].Type)
 	require.EqualValues(t, 50, evs[0].Data["count"])
 	require.Equal(t, strconv.FormatInt(ep.ID, 10), evs[0].Data["endpoint_id"])
 	require.NotEmpty(t, evs[0].Data["window_start"])
@@ -241,10 +241,10 @@ func TestOpsReceiverHangingDoesNotSlowDeliveries(t *testing.T) {
 	require.GreaterOrEqual(t, opsTries.Load(), int32(3))
 	close(release)
 	waitFor(t, 5*time.Second, "the delivered attempt counted", func() bool {
-		return metricValue(t, d.metrics.opsAttempts.WithLabelValues("delivered")) == 1
+		return metricValue(t, d.metrics.opsEventAttempts.WithLabelValues("delivered")) == 1
 	})
-	require.GreaterOrEqual(t, metricValue(t, d.metrics.opsAttempts.WithLabelValues("retried")), 2.0)
-	require.Zero(t, metricValue(t, d.metrics.opsAttempts.WithLabelValues("dropped")))
+	require.GreaterOrEqual(t, metricValue(t, d.metrics.opsEventAttempts.WithLabelValues("retried")), 2.0)
+	require.Zero(t, metricValue(t, d.metrics.opsEventAttempts.WithLabelValues("dropped")))
 }
 
 // TestOpsMessageDroppedAfterItsAttempts: an ops receiver that always fails
@@ -269,11 +269,11 @@ func TestOpsMessageDroppedAfterItsAttempts(t *testing.T) {
 	d, _ := runDispatcher(t, store, cfg)
 	require.NoError(t, store.OpsReplayFinished(ctx, db.Replay{ID: 1, ReplaySpec: db.ReplaySpec{EndpointID: ep.ID}, State: db.ReplayFinished}))
 	waitFor(t, 10*time.Second, "the message given up", func() bool {
-		return metricValue(t, d.metrics.opsAttempts.WithLabelValues("dropped")) == 1
+		return metricValue(t, d.metrics.opsEventAttempts.WithLabelValues("dropped")) == 1
 	})
 	require.EqualValues(t, 3, tries.Load())
-	require.Equal(t, 2.0, metricValue(t, d.metrics.opsAttempts.WithLabelValues("retried")))
-	require.Zero(t, metricValue(t, d.metrics.opsAttempts.WithLabelValues("delivered")))
+	require.Equal(t, 2.0, metricValue(t, d.metrics.opsEventAttempts.WithLabelValues("retried")))
+	require.Zero(t, metricValue(t, d.metrics.opsEventAttempts.WithLabelValues("delivered")))
 	conn, err := pgx.Connect(ctx, url)
 	require.NoError(t, err)
 	defer conn.Close(context.WithoutCancel(ctx))

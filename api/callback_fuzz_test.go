@@ -12,11 +12,11 @@ import (
 	"github.com/hookrelay/hookrelay/internal/apitest"
 )
 
-// FuzzIngestRequest sends whole callback requests (body and the headers a
+// FuzzCallbackRequest sends whole callback requests (body and the headers a
 // carrier controls) to the real server on a real database: every request is
 // answered 202, 200 or 4xx, never a 5xx, since the database and the S3 store
 // are up and nothing a carrier sends may fail the server.
-func FuzzIngestRequest(f *testing.F) {
+func FuzzCallbackRequest(f *testing.F) {
 	f.Add([]byte(`{"tracking_no":"SF1","status":"delivered","merchant_id":"shop"}`), "", "", "", "", "application/json")
 	f.Add([]byte(`{"tracking_no":"A\u0000B"}`), "", "", "", "", "application/json")
 	f.Add([]byte(`{"tracking_no":"a"}`), "\xff\xfe", "", "", "", "application/json")

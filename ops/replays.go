@@ -12,7 +12,8 @@ import (
 // (HOOKRELAY_RETENTION), and a wider window would only read empty days.
 const MaxReplayWindow = 31 * 24 * time.Hour
 
-// maxOrderingKey is the longest ordering key ingest accepts.
+// maxOrderingKey is the longest ordering key a callback may carry (package
+// api, maxRoutingValue).
 const maxOrderingKey = 1024
 
 // replayCountChunk is how many source rows one statement of the count at
