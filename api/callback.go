@@ -38,11 +38,23 @@ const maxIdempotencyKey = 255
 // maxRoutingValue bounds the ordering key, event type and merchant reference.
 const maxRoutingValue = 1024
 
+// callback answers POST /v1/callbacks. With a tracer that records
+// (Config.Tracer, tracing.Records) it does so within a server span of its
+// own that continues the carrier's trace when the request has a
+// traceparent: the message stores the span's context (acceptCallback), the
+// group commit links to it and it to the commit (ingest.Batcher.Submit).
+// With the no-op tracer it makes no span, and reads and stores no
+// traceparent: a callback costs what it would without tracing at all.
 func (s *Server) callback(c echo.Context) error {
-	if s.cfg.Tracer != nil {
-		return s.tracedCallback(c)
+	var span trace.Span // nil unless tracing
+	if s.tracing {
+		span = s.startCallbackSpan(c)
+		defer span.End()
 	}
-	_, _, err := s.answerCallback(c)
+	resp, code, err := s.answerCallback(c)
+	if span != nil {
+		endCallbackSpan(span, resp, code, err)
+	}
 	return err
 }
 
@@ -134,7 +146,7 @@ func (s *Server) acceptCallback(c echo.Context) (CallbackResponse, int, error) {
 		EndpointIDs: snap.FanOut(carrier.ID, eventType, merchantRef, vals),
 	}
 	msg.Unordered = snap.Orderings(msg.EndpointIDs)
-	if s.cfg.Tracer != nil {
+	if s.tracing {
 		msg.Traceparent = tracing.Traceparent(trace.SpanContextFromContext(ctx))
 	}
 	if len(body) > s.cfg.OffloadBytes {

@@ -16,6 +16,7 @@ import (
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/ingest"
+	"github.com/hookrelay/hookrelay/internal/tracing"
 	"github.com/hookrelay/hookrelay/openapi"
 	"github.com/hookrelay/hookrelay/ops"
 	"github.com/hookrelay/hookrelay/storage"
@@ -64,12 +65,13 @@ type Config struct {
 	Announce         bool
 	AnnounceInterval time.Duration
 	AnnounceToken    string
-	// Tracer, when set, traces the callbacks (HOOKRELAY_TRACING; see
-	// tracedCallback and ingest.BatcherConfig.Tracer): a span per callback request,
+	// Tracer traces the callbacks (HOOKRELAY_TRACING; see Server.callback
+	// and ingest.BatcherConfig.Tracer): a span per callback request,
 	// continuing the trace of a traceparent the carrier sent, whose context
 	// is stored with the message (NewMessage.Traceparent) for its
 	// deliveries' spans, and a span per group commit linked to the requests
-	// it commits. Default nil: no span, nothing stored, no cost.
+	// it commits. Default the no-op tracer (tracing.OrNoop): no span,
+	// nothing stored, no cost.
 	Tracer trace.Tracer
 	// Throttle delays bearer authentications from client addresses whose
 	// tokens failed too often. Default a Throttle of this server's own, with
@@ -86,6 +88,7 @@ func (c Config) WithDefaults() Config {
 	c.MemoryBytes = cmp.Or(c.MemoryBytes, ingest.DefaultMemoryBytes)
 	c.CacheTTL = cmp.Or(c.CacheTTL, ingest.DefaultCacheTTL)
 	c.AdminTokenTTL = cmp.Or(c.AdminTokenTTL, 5*time.Second)
+	c.Tracer = tracing.OrNoop(c.Tracer)
 	c.Batcher = c.Batcher.WithDefaults()
 	c.AnnounceInterval = cmp.Or(c.AnnounceInterval, ingest.DefaultAnnounceInterval)
 	if c.Throttle == nil {
@@ -108,6 +111,9 @@ type Server struct {
 	metrics  *metrics
 	limits   *ingest.RateLimits
 	bodies   *ingest.BodyMemory
+	// tracing is whether cfg.Tracer records spans (tracing.Records): the
+	// callbacks skip everything about spans without it.
+	tracing bool
 
 	adminMu     sync.Mutex // guards adminHash and adminLoaded
 	adminHash   []byte
@@ -123,7 +129,8 @@ func New(logger *slog.Logger, cfg Config, store *db.DB, payloads *storage.Store,
 	s := &Server{
 		cfg: cfg, logger: logger, db: store, payloads: payloads, ops: operations,
 		routes: ingest.NewRoutes(store, cfg.CacheTTL), metrics: m, limits: ingest.NewRateLimits(),
-		bodies: ingest.NewBodyMemory(int64(cfg.MemoryBytes), reg),
+		bodies:  ingest.NewBodyMemory(int64(cfg.MemoryBytes), reg),
+		tracing: tracing.Records(cfg.Tracer),
 	}
 	if cfg.Announce {
 		s.announce = ingest.NewAnnouncer(store.DueNotify, cfg.AnnounceToken, cfg.AnnounceInterval, logger, m.announcements)

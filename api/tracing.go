@@ -14,19 +14,24 @@ import (
 // "Tracing"; the group commit's is package ingest's).
 const spanCallback = "POST /v1/callbacks"
 
-// tracedCallback is callback within a span of its own: a server span that
-// continues the carrier's trace when its request has a traceparent. The
-// message stores the span's context (acceptCallback), the group commit
-// links to it and it to the commit (batcher.Submit).
-func (s *Server) tracedCallback(c echo.Context) error {
+// startCallbackSpan starts the server span of the callback request of c,
+// continuing the carrier's trace when the request has a traceparent, and
+// puts it in the request's context. The caller ends it (endCallbackSpan,
+// then End).
+func (s *Server) startCallbackSpan(c echo.Context) trace.Span {
 	req := c.Request()
 	ctx := propagation.TraceContext{}.Extract(req.Context(), propagation.HeaderCarrier(req.Header))
 	ctx, span := s.cfg.Tracer.Start(ctx, spanCallback, trace.WithSpanKind(trace.SpanKindServer),
 		trace.WithAttributes(attribute.String("http.request.method", http.MethodPost), attribute.String("http.route", "/v1/callbacks"),
 			attribute.Int64("hookrelay.carrier_id", principalOf(c).carrier.ID)))
-	defer span.End()
 	c.SetRequest(req.WithContext(ctx))
-	resp, code, err := s.answerCallback(c)
+	return span
+}
+
+// endCallbackSpan records the answer to the callback on its span: the
+// status code, the message it stored, and the error of a failure that was
+// the server's (5xx).
+func endCallbackSpan(span trace.Span, resp CallbackResponse, code int, err error) {
 	span.SetAttributes(attribute.Int("http.response.status_code", code))
 	if resp.MessageID != "" {
 		span.SetAttributes(attribute.String("hookrelay.message_id", resp.MessageID),
@@ -35,5 +40,4 @@ func (s *Server) tracedCallback(c echo.Context) error {
 	if code >= 500 && err != nil {
 		span.SetStatus(codes.Error, err.Error())
 	}
-	return err
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hookrelay/hookrelay/db"
+	"github.com/hookrelay/hookrelay/internal/tracing"
 )
 
 // PayloadStore is the part of storage.Store the dispatcher uses.
@@ -34,6 +35,9 @@ type Dispatcher struct {
 	// opsEventSender sends operational webhooks, apart from merchant deliveries.
 	opsEventSender *httpSender
 	cache          *endpointCache
+	// tracing is whether cfg.Tracer records spans (tracing.Records): claims
+	// and attempts make no span without it.
+	tracing bool
 
 	id atomic.Int64 // set by Run once registered
 
@@ -82,6 +86,7 @@ func New(logger *slog.Logger, cfg Config, store *db.DB, payloads PayloadStore, r
 		slots:          make(chan struct{}, cfg.Concurrency),
 		inflight:       map[int64]inflight{},
 		due:            dueChannels(cfg.ClaimLoops),
+		tracing:        tracing.Records(cfg.Tracer),
 	}
 }
 

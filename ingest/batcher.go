@@ -13,6 +13,7 @@ import (
 
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db"
+	"github.com/hookrelay/hookrelay/internal/tracing"
 )
 
 // Defaults of the group-commit settings an operator can change;
@@ -61,9 +62,10 @@ type BatcherConfig struct {
 	// process's dispatcher, to claim them at once rather than after its idle
 	// pause, and the announcer. It must not block or keep queues.
 	OnStored func(deliveries int, queues []int)
-	// Tracer, when set, makes a span per group commit linked to the spans
-	// of the requests it commits (startCommitSpan); package api sets it
-	// from its own Config.Tracer. Default nil: no span.
+	// Tracer makes a span per group commit linked to the spans of the
+	// requests it commits (startCommitSpan); package api sets it from its
+	// own Config.Tracer. Default the no-op tracer (tracing.OrNoop): no span,
+	// no cost.
 	Tracer trace.Tracer
 }
 
@@ -75,6 +77,7 @@ func (c BatcherConfig) WithDefaults() BatcherConfig {
 	c.Queue = cmp.Or(c.Queue, 8192)
 	c.Saturation = cmp.Or(c.Saturation, DefaultBatchSaturation)
 	c.CommitTimeout = cmp.Or(c.CommitTimeout, db.DefaultStatementTimeout)
+	c.Tracer = tracing.OrNoop(c.Tracer)
 	return c
 }
 
@@ -103,6 +106,9 @@ type Batcher struct {
 	in      chan *pendingMsg
 	metrics *batcherMetrics
 	quota   *carrierQuota
+	// tracing is whether cfg.Tracer records spans (tracing.Records): a
+	// commit makes no span without it.
+	tracing bool
 
 	mu      sync.RWMutex // guards closed; Submit holds it for reading while sending
 	closed  bool
@@ -114,7 +120,7 @@ type Batcher struct {
 func NewBatcher(cfg BatcherConfig, insert InsertFunc, reg prometheus.Registerer) *Batcher {
 	cfg = cfg.WithDefaults()
 	b := &Batcher{cfg: cfg, insert: insert, in: make(chan *pendingMsg, cfg.Queue),
-		quota: newCarrierQuota(cfg.Saturation), stopped: make(chan struct{})}
+		quota: newCarrierQuota(cfg.Saturation), tracing: tracing.Records(cfg.Tracer), stopped: make(chan struct{})}
 	b.metrics = newBatcherMetrics(reg, b.quota)
 	return b
 }
@@ -256,7 +262,7 @@ func (b *Batcher) flush(batch []*pendingMsg) {
 func (b *Batcher) commit(ctx context.Context, batch []*pendingMsg) {
 	var span trace.Span       // nil unless tracing
 	var sc *trace.SpanContext // span's, for the answers
-	if b.cfg.Tracer != nil {
+	if b.tracing {
 		ctx, span = b.startCommitSpan(ctx, batch)
 		defer span.End()
 		sc = spanContext(span)

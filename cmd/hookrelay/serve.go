@@ -62,8 +62,8 @@ type service struct {
 	errs *httperr.Handler
 	// roles are the roles this process runs.
 	roles []string
-	// tracer makes the spans of the api and dispatch roles; nil when
-	// tracing is off (HOOKRELAY_TRACING).
+	// tracer makes the spans of the api and dispatch roles; the no-op
+	// tracer when tracing is off (HOOKRELAY_TRACING).
 	tracer trace.Tracer
 	// announceToken names this process in its API's announcements of stored
 	// callbacks (HOOKRELAY_NOTIFY), so its own dispatcher, which the API
@@ -276,7 +276,7 @@ func newService(ctx context.Context, cfg config, logger *slog.Logger, stdout io.
 		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(collectors.MetricsScheduler)),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
-	var tr trace.Tracer
+	tr := tracer(nil)
 	if cfg.Tracing {
 		tp, shutdown, err := newTracerProvider(ctx, logger)
 		if err != nil {
