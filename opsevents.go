@@ -16,10 +16,9 @@ const (
 	OpsEventReplayFinished        = "replay.finished"
 )
 
-// The names the event types had before they took the OpsEvent prefix (an
-// OpsEndpoint is a registration).
-//
-// Deprecated: use the OpsEvent names; these go once package db uses them.
+// The names four event types had before they took the OpsEvent prefix (an
+// OpsEndpoint is a registration), kept only while package db still uses
+// them: new code uses the OpsEvent names, and these go with db's last use.
 const (
 	OpsEndpointDisabled = OpsEventEndpointDisabled
 	OpsEndpointEnabled  = OpsEventEndpointEnabled
