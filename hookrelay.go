@@ -1,5 +1,6 @@
 // Package hookrelay holds the domain types and error kinds shared by the
-// ingest, dispatch, web and db packages. It imports only the standard library.
+// api, ingest, ops, dispatch, web and db packages. It imports only the
+// standard library.
 package hookrelay
 
 import (

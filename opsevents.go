@@ -4,20 +4,22 @@ import "slices"
 
 // Operational webhook event types: what the platform tells an operator's ops
 // endpoints (docs/api.md, "Operational webhooks", documents each one's data).
+// An ops endpoint is a registration (/v1/ops-endpoints); an ops event is what
+// is sent to it.
 const (
-	OpsEndpointDisabled      = "endpoint.disabled"
-	OpsEndpointEnabled       = "endpoint.enabled"
-	OpsEndpointCircuitOpened = "endpoint.circuit_opened"
-	OpsEndpointCircuitClosed = "endpoint.circuit_closed"
-	OpsDeliveryDeadLettered  = "delivery.dead_lettered"
-	OpsDatabaseLongXact      = "database.long_transaction"
-	OpsReplayFinished        = "replay.finished"
+	OpsEventEndpointDisabled      = "endpoint.disabled"
+	OpsEventEndpointEnabled       = "endpoint.enabled"
+	OpsEventEndpointCircuitOpened = "endpoint.circuit_opened"
+	OpsEventEndpointCircuitClosed = "endpoint.circuit_closed"
+	OpsEventDeliveryDeadLettered  = "delivery.dead_lettered"
+	OpsEventDatabaseLongXact      = "database.long_transaction"
+	OpsEventReplayFinished        = "replay.finished"
 )
 
 // OpsEventTypes lists every operational webhook event type.
 var OpsEventTypes = []string{
-	OpsEndpointDisabled, OpsEndpointEnabled, OpsEndpointCircuitOpened, OpsEndpointCircuitClosed,
-	OpsDeliveryDeadLettered, OpsDatabaseLongXact, OpsReplayFinished,
+	OpsEventEndpointDisabled, OpsEventEndpointEnabled, OpsEventEndpointCircuitOpened, OpsEventEndpointCircuitClosed,
+	OpsEventDeliveryDeadLettered, OpsEventDatabaseLongXact, OpsEventReplayFinished,
 }
 
 // IsOpsEventType reports whether t is an operational webhook event type.

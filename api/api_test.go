@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/hookrelay/hookrelay/api"
+	"github.com/hookrelay/hookrelay/ops"
 )
 
 func TestAdminCarriersMerchantsAndPagination(t *testing.T) {
@@ -209,11 +209,11 @@ func (*netError) Error() string { return "no such host" }
 
 func TestEndpointURLValidation(t *testing.T) {
 	t.Parallel()
-	b := setup(t, api.Config{RequireHTTPS: true, Resolver: fakeResolver{
+	b := setup(t, config{Ops: ops.Config{RequireHTTPS: true, Resolver: fakeResolver{
 		"public.example":   {netip.MustParseAddr("93.184.216.34")},
 		"sneaky.example":   {netip.MustParseAddr("93.184.216.34"), netip.MustParseAddr("10.0.0.5")},
 		"metadata.example": {netip.MustParseAddr("169.254.169.254")},
-	}})
+	}}})
 	w := b.world2(t)
 	for _, bad := range []string{
 		"http://public.example/h", // https required

@@ -129,14 +129,15 @@ func (s *Server) authenticate(ctx context.Context, token string) (principal, err
 	return principal{}, errBadKey
 }
 
-// carrierByKey finds the carrier of an API key in the cache, else in the
-// database (a carrier created in another process within the cache TTL).
+// carrierByKey finds the carrier of an API key in the routing snapshot, else
+// in the database (a carrier created in another process within the
+// snapshot's TTL).
 func (s *Server) carrierByKey(ctx context.Context, token string, hash []byte) (db.Carrier, error) {
-	snap, err := s.cache.get(ctx)
+	snap, err := s.routes.Snapshot(ctx)
 	if err != nil {
 		return db.Carrier{}, err
 	}
-	c, ok := snap.carrierByHash[string(hash)]
+	c, ok := snap.CarrierByKeyHash(hash)
 	if !ok {
 		if c, err = s.db.CarrierByKeyHash(ctx, hash); err != nil {
 			return db.Carrier{}, notFoundAs(err, errBadKey)

@@ -85,7 +85,7 @@ func heapInUse() uint64 {
 // a 10 MiB body and send 5 bytes must not make the server hold 200 MiB.
 // Not parallel: it measures this process's heap.
 func TestCallbackDeclaredLengthReservesNothing(t *testing.T) {
-	b := setup(t, api.Config{AllowPrivateTargets: true})
+	b := setup(t, privateOK())
 	w := b.world(t)
 	const conns = 20
 	const inFlight = "hookrelay_ingest_body_bytes_in_flight"
@@ -113,7 +113,7 @@ func TestCallbackDeclaredLengthReservesNothing(t *testing.T) {
 // and the memory held returns to zero.
 func TestCallbackBodyMemoryBound(t *testing.T) {
 	t.Parallel()
-	b := setup(t, api.Config{AllowPrivateTargets: true, MemoryBytes: 1 << 20})
+	b := setup(t, config{Ops: privateTargets, Config: api.Config{MemoryBytes: 1 << 20}})
 	w := b.world(t)
 	const inFlight = "hookrelay_ingest_body_bytes_in_flight"
 	const refusals = "hookrelay_ingest_body_memory_refusals_total"
@@ -162,7 +162,7 @@ func TestCallbackBodyMemoryBound(t *testing.T) {
 func TestCallbackBodyOverLimit(t *testing.T) {
 	t.Parallel()
 	const limit = 1000
-	b := setup(t, api.Config{AllowPrivateTargets: true, MaxBodyBytes: limit})
+	b := setup(t, config{Ops: privateTargets, Config: api.Config{MaxBodyBytes: limit}})
 	w := b.world(t)
 	bodyOf := func(n int) []byte {
 		head := `{"tracking_no":"lim","pad":"`
@@ -200,7 +200,7 @@ func TestCallbackBodyOverLimit(t *testing.T) {
 // buffers are reused.
 func TestCallbackBodiesKeptApart(t *testing.T) {
 	t.Parallel()
-	b := setup(t, api.Config{AllowPrivateTargets: true, OffloadBytes: 2000})
+	b := setup(t, config{Ops: privateTargets, Config: api.Config{OffloadBytes: 2000}})
 	w := b.world(t)
 	ctx := context.Background()
 	const n = 60

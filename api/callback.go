@@ -5,6 +5,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -19,6 +20,7 @@ import (
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/filter"
 	"github.com/hookrelay/hookrelay/httperr"
+	"github.com/hookrelay/hookrelay/ingest"
 	"github.com/hookrelay/hookrelay/internal/tracing"
 	"github.com/hookrelay/hookrelay/storage"
 )
@@ -36,11 +38,23 @@ const maxIdempotencyKey = 255
 // maxRoutingValue bounds the ordering key, event type and merchant reference.
 const maxRoutingValue = 1024
 
+// callback answers POST /v1/callbacks. With a tracer that records
+// (Config.Tracer, tracing.Records) it does so within a server span of its
+// own that continues the carrier's trace when the request has a
+// traceparent: the message stores the span's context (acceptCallback), the
+// group commit links to it and it to the commit (ingest.Batcher.Submit).
+// With the no-op tracer it makes no span, and reads and stores no
+// traceparent: a callback costs what it would without tracing at all.
 func (s *Server) callback(c echo.Context) error {
-	if s.cfg.Tracer != nil {
-		return s.tracedCallback(c)
+	var span trace.Span // nil unless tracing
+	if s.tracing {
+		span = s.startCallbackSpan(c)
+		defer span.End()
 	}
-	_, _, err := s.answerCallback(c)
+	resp, code, err := s.answerCallback(c)
+	if span != nil {
+		endCallbackSpan(span, resp, code, err)
+	}
 	return err
 }
 
@@ -63,15 +77,15 @@ func (s *Server) acceptCallback(c echo.Context) (CallbackResponse, int, error) {
 	req := c.Request()
 	ctx := req.Context()
 	carrier := principalOf(c).carrier
-	if ok, wait := s.limits.allow(carrier.ID, carrier.RateLimitPerSec); !ok {
+	if ok, wait := s.limits.Allow(carrier.ID, carrier.RateLimitPerSec); !ok {
 		return CallbackResponse{}, 0, httperr.WithRetryAfter(hookrelay.Errorf(hookrelay.ERATELIMIT,
 			"carrier over its rate limit of %d callbacks/s", carrier.RateLimitPerSec), wait)
 	}
 	if !isJSON(req.Header.Get("Content-Type")) {
 		return CallbackResponse{}, 0, hookrelay.Errorf(hookrelay.EUNSUPPORTED, "Content-Type must be application/json")
 	}
-	var rb requestBody
-	if err := s.bodies.read(req, s.cfg.MaxBodyBytes, &rb); err != nil {
+	var rb ingest.Body
+	if err := s.bodies.Read(req, s.cfg.MaxBodyBytes, &rb); err != nil {
 		if code := hookrelay.CodeOf(err); code == hookrelay.EUNAVAILABLE || code == hookrelay.ETOOLARGE {
 			// The rest of the body is not wanted: without this the server
 			// would wait for up to 256 KiB more of it before answering.
@@ -81,7 +95,7 @@ func (s *Server) acceptCallback(c echo.Context) (CallbackResponse, int, error) {
 	}
 	// Until the batch answered: the batcher reads msg.Payload, which is
 	// body, until then.
-	defer rb.free()
+	defer rb.Free()
 	body := rb.Bytes()
 	if carrier.SigningSecret != "" {
 		if err := verifySignature(req.Header.Get("X-Signature"), carrier.SigningSecret, body); err != nil {
@@ -94,17 +108,17 @@ func (s *Server) acceptCallback(c echo.Context) (CallbackResponse, int, error) {
 	}
 	// The snapshot first: its endpoints' content filters name more paths
 	// to read in the one pass over the body.
-	snap, err := s.cache.get(ctx)
+	snap, err := s.routes.Snapshot(ctx)
 	if err != nil {
 		return CallbackResponse{}, 0, err
 	}
-	var fields []Field
+	var fields []ingest.Field
 	var vals []filter.Value
-	if len(snap.filterPaths) == 0 {
-		fields, err = ParseCallback(body, carrier.OrderingKeyField, carrier.EventTypeField, carrier.MerchantField)
+	if filterPaths := snap.FilterPaths(); len(filterPaths) == 0 {
+		fields, err = ingest.ParseCallback(body, carrier.OrderingKeyField, carrier.EventTypeField, carrier.MerchantField)
 	} else {
-		paths := append([]string{carrier.OrderingKeyField, carrier.EventTypeField, carrier.MerchantField}, snap.filterPaths...)
-		fields, vals, err = ParseCallbackValues(body, paths...)
+		paths := append([]string{carrier.OrderingKeyField, carrier.EventTypeField, carrier.MerchantField}, filterPaths...)
+		fields, vals, err = ingest.ParseCallbackValues(body, paths...)
 		if err == nil {
 			vals = vals[3:]
 		}
@@ -129,21 +143,21 @@ func (s *Server) acceptCallback(c echo.Context) (CallbackResponse, int, error) {
 		ReceivedAt: received, CarrierID: carrier.ID, EventType: eventType, OrderingKey: orderingKey,
 		MerchantRef: merchantRef, Queue: hookrelay.QueueFor(orderingKey, s.cfg.Queues),
 		IdempotencyKey: idem, PayloadSize: len(body), PayloadSHA256: sum[:],
-		EndpointIDs: snap.fanOut(carrier.ID, eventType, merchantRef, vals),
+		EndpointIDs: snap.FanOut(carrier.ID, eventType, merchantRef, vals),
 	}
-	msg.Unordered = snap.orderings(msg.EndpointIDs)
-	if s.cfg.Tracer != nil {
+	msg.Unordered = snap.Orderings(msg.EndpointIDs)
+	if s.tracing {
 		msg.Traceparent = tracing.Traceparent(trace.SpanContextFromContext(ctx))
 	}
 	if len(body) > s.cfg.OffloadBytes {
 		err := s.offload(ctx, &msg, body)
 		if err != nil {
 			// The store may still be reading it after giving up.
-			rb.lent = true
+			rb.Lend()
 			return CallbackResponse{}, 0, err
 		}
 		// The store has its copy.
-		rb.free()
+		rb.Free()
 	} else {
 		msg.Payload = body
 	}
@@ -164,6 +178,33 @@ func (s *Server) acceptCallback(c echo.Context) (CallbackResponse, int, error) {
 		s.metrics.callbacks.Inc()
 	}
 	return CallbackResponse{MessageID: strconv.FormatInt(stored.ID, 10), Deliveries: stored.Deliveries, Duplicate: stored.Duplicate}, status, nil
+}
+
+// checkRouting checks the ordering key, event type and merchant reference of
+// a callback before it joins a batch: each becomes a text column, and a value
+// PostgreSQL cannot store would fail the statement of every callback batched
+// with it. The ordering key also must not begin with U+0001, which marks a
+// replay chain (hookrelay.ReplayChainMark). The error names where the value
+// came from (header or body path).
+func checkRouting(req *http.Request, carrier db.Carrier, orderingKey, eventType, merchantRef string) error {
+	for _, v := range []struct{ value, header, path, what string }{
+		{orderingKey, "X-Ordering-Key", carrier.OrderingKeyField, "ordering key"},
+		{eventType, "X-Event-Type", carrier.EventTypeField, "event type"},
+		{merchantRef, "X-Merchant-Id", carrier.MerchantField, "merchant id"},
+	} {
+		field := v.header + " header"
+		if req.Header.Get(v.header) == "" {
+			field = fmt.Sprintf("%s (body field %q)", v.what, v.path)
+		}
+		check := hookrelay.CheckText
+		if v.header == "X-Ordering-Key" {
+			check = hookrelay.CheckOrderingKey
+		}
+		if err := check(field, v.value, maxRoutingValue); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // offload writes the payload to the S3 store under the message's own id
@@ -195,7 +236,7 @@ func (s *Server) dropOrphan(key string) {
 	}
 }
 
-func headerOr(req *http.Request, name string, f Field) string {
+func headerOr(req *http.Request, name string, f ingest.Field) string {
 	if v := req.Header.Get(name); v != "" {
 		return v
 	}

@@ -17,9 +17,13 @@ import (
 	"github.com/hookrelay/hookrelay/api"
 	"github.com/hookrelay/hookrelay/db/dbtest"
 	"github.com/hookrelay/hookrelay/internal/apitest"
+	"github.com/hookrelay/hookrelay/ops"
 )
 
-func privateOK() api.Config { return api.Config{AllowPrivateTargets: true} }
+// privateTargets lets endpoints reach the tests' loopback receivers.
+var privateTargets = ops.Config{AllowPrivateTargets: true}
+
+func privateOK() config { return config{Ops: privateTargets} }
 
 func id64(t testing.TB, s any) int64 {
 	t.Helper()
@@ -95,7 +99,7 @@ func TestCallbackFilters(t *testing.T) {
 
 func TestCallbackErrors(t *testing.T) {
 	t.Parallel()
-	b := setup(t, api.Config{AllowPrivateTargets: true, MaxBodyBytes: 1000})
+	b := setup(t, config{Ops: privateTargets, Config: api.Config{MaxBodyBytes: 1000}})
 	w := b.world(t)
 	signed := b.mustCreate(t, "/v1/carriers", adminToken, map[string]any{"name": "signed", "signing_secret": "0123456789abcdef-secret"})
 	sKey := signed["api_key"].(string)

@@ -67,7 +67,7 @@ func (s *Server) listDeadLetters(c echo.Context) error {
 	if f.Since, err = parseSince(c.QueryParam("since")); err != nil {
 		return err
 	}
-	rows, err := s.db.DeadLetterList(c.Request().Context(), f, db.DeadLetterPage{At: cur.At, ID: cur.ID}, limit+1)
+	rows, err := s.ops.ListDeadLetters(c.Request().Context(), f, db.DeadLetterPage{At: cur.At, ID: cur.ID}, limit+1)
 	if err != nil {
 		return err
 	}

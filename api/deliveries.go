@@ -7,6 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/hookrelay/hookrelay/db"
+	"github.com/hookrelay/hookrelay/ops"
 )
 
 // DeliveryJSON is a delivery as the API shows it.
@@ -53,24 +54,14 @@ func (s *Server) listDeliveries(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
-	var rows []db.Delivery
-	var at func(db.Delivery) cursor
-	switch status := c.QueryParam("status"); status {
-	case "", db.DeliveryPending:
-		rows, err = s.db.DeliveryListPending(ctx, ep.ID, cur.ID, limit+1)
-		at = func(d db.Delivery) cursor { return cursor{ID: d.ID} }
-	case db.DeliveryDelivered:
-		rows, err = s.db.DeliveryListDelivered(ctx, ep.ID, cur.At, cur.ID, limit+1)
-		at = func(d db.Delivery) cursor { return cursor{At: d.At, ID: d.ID} }
-	case db.DeliveryDead:
-		rows, err = s.db.DeliveryListDead(ctx, ep.ID, cur.At, cur.ID, limit+1)
-		at = func(d db.Delivery) cursor { return cursor{At: d.At, ID: d.ID} }
-	default:
-		return invalidf("status must be pending, delivered or dead")
-	}
+	status := c.QueryParam("status")
+	rows, err := s.ops.Deliveries(c.Request().Context(), ep, ops.DeliveryPage{Status: status, At: cur.At, ID: cur.ID, Limit: limit + 1})
 	if err != nil {
 		return err
+	}
+	at := func(d db.Delivery) cursor { return cursor{At: d.At, ID: d.ID} }
+	if status == "" || status == db.DeliveryPending {
+		at = func(d db.Delivery) cursor { return cursor{ID: d.ID} }
 	}
 	return c.JSON(http.StatusOK, page(rows, limit, deliveryJSON, at))
 }

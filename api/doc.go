@@ -1,8 +1,9 @@
-// Package ingest is hookrelay's public HTTP API: the admin API (carriers,
-// merchants, stats, dead letters), the merchant API (endpoints, deliveries)
-// and the carrier API (POST /v1/callbacks), served with echo.
+// Package api is hookrelay's public HTTP API: the admin API (carriers,
+// merchants, stats, dead letters, ops endpoints, sessions), the merchant
+// API (endpoints, deliveries, messages, replays) and the carrier API
+// (POST /v1/callbacks), served with echo.
 //
-// Callbacks are stored by a group-commit batcher: concurrent requests hand
-// their rows to one goroutine that writes them in a single transaction and
-// answers each request only after that transaction committed.
+// The actions go through package ops, which the dashboard uses too; the
+// callback handler composes the intake pipeline of package ingest (body
+// memory, parser, routing snapshot, group-commit batcher, announcer).
 package api

@@ -165,11 +165,11 @@ func (s *Server) createEndpoint(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	created, err := s.ops.CreateEndpoint(ctx, actorOf(c), merchantID, in, s.validateURL)
+	created, err := s.ops.CreateEndpoint(ctx, actorOf(c), merchantID, in)
 	if err != nil {
 		return err
 	}
-	_, _ = s.cache.refresh(ctx)
+	_, _ = s.routes.Refresh(ctx)
 	out := endpointJSON(created.Endpoint)
 	out.Secret = created.Secret
 	return c.JSON(http.StatusCreated, out)
@@ -211,7 +211,7 @@ func (s *Server) listEndpoints(c echo.Context) error {
 			return err
 		}
 	}
-	rows, err := s.db.EndpointList(c.Request().Context(), merchantID, cur.ID, limit+1)
+	rows, err := s.ops.Endpoints(c.Request().Context(), actorOf(c), merchantID, cur.ID, limit+1)
 	if err != nil {
 		return err
 	}
@@ -245,11 +245,11 @@ func (s *Server) patchEndpoint(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	up, err := s.ops.UpdateEndpoint(ctx, actorOf(c), ep.ID, in, s.validateURL)
+	up, err := s.ops.UpdateEndpoint(ctx, actorOf(c), ep.ID, in)
 	if err != nil {
 		return err
 	}
-	_, _ = s.cache.refresh(ctx)
+	_, _ = s.routes.Refresh(ctx)
 	out := endpointJSON(up.Endpoint)
 	out.Secret = up.Secret
 	return c.JSON(http.StatusOK, out)
@@ -265,7 +265,7 @@ func (s *Server) deleteEndpoint(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	_, _ = s.cache.refresh(ctx)
+	_, _ = s.routes.Refresh(ctx)
 	return c.JSON(http.StatusOK, map[string]any{"id": ID(id), "status": db.EndpointDeleted, "deleted_deliveries": n})
 }
 
@@ -279,7 +279,7 @@ func (s *Server) enableEndpoint(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	_, _ = s.cache.refresh(ctx)
+	_, _ = s.routes.Refresh(ctx)
 	return c.JSON(http.StatusOK, endpointJSON(ep))
 }
 
@@ -299,7 +299,7 @@ func (s *Server) disableEndpoint(c echo.Context) error {
 	if ep, err = s.ops.DisableEndpoint(ctx, actorOf(c), ep.ID, req.Reason); err != nil {
 		return err
 	}
-	_, _ = s.cache.refresh(ctx)
+	_, _ = s.routes.Refresh(ctx)
 	return c.JSON(http.StatusOK, endpointJSON(ep))
 }
 
@@ -321,12 +321,12 @@ func (s *Server) rotateSecret(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
-func (s *Server) testEndpoint(c echo.Context) error {
+func (s *Server) pingEndpoint(c echo.Context) error {
 	id, err := pathID(c, "endpoint")
 	if err != nil {
 		return err
 	}
-	res, err := s.ops.SendTest(c.Request().Context(), actorOf(c), id)
+	res, err := s.ops.Ping(c.Request().Context(), actorOf(c), id)
 	if err != nil {
 		return err
 	}

@@ -36,19 +36,27 @@ type bundle struct {
 	Registry *prometheus.Registry
 }
 
+// config is what a test sets: the API's settings, and those of the
+// operations it acts through (the endpoint URL policy).
+type config struct {
+	api.Config
+	Ops ops.Config
+}
+
 // setup runs the API on a real database, a real embedded S3 store and a
 // loopback HTTP server; cfg fields left zero get test defaults.
-func setup(t testing.TB, cfg api.Config) *bundle {
+func setup(t testing.TB, cfg config) *bundle {
 	t.Helper()
 	return setupWith(t, cfg, nil)
 }
 
 // setupWith is setup with a sender of test events.
-func setupWith(t testing.TB, cfg api.Config, pinger ops.Pinger) *bundle {
+func setupWith(t testing.TB, cfg config, pinger ops.Pinger) *bundle {
 	t.Helper()
 	env := testenv.New(t, testenv.Options{AdminToken: adminToken})
 	reg := prometheus.NewRegistry()
-	srv := api.New(env.Logger, cfg, env.DB, env.Payloads, reg, ops.New(env.DB, pinger))
+	cfg.Ops.Pinger = pinger
+	srv := api.New(env.Logger, cfg.Config, env.DB, env.Payloads, reg, ops.New(env.DB, cfg.Ops))
 	e := echo.New()
 	httperr.New(env.Logger).Install(e)
 	srv.Register(e)

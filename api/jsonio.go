@@ -16,6 +16,10 @@ import (
 	"github.com/hookrelay/hookrelay"
 )
 
+func invalidf(format string, args ...any) error {
+	return hookrelay.Errorf(hookrelay.EINVALID, format, args...)
+}
+
 // maxRequestBytes bounds the JSON body of API (non-callback) requests.
 const maxRequestBytes = 1 << 20
 

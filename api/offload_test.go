@@ -15,7 +15,7 @@ import (
 
 func TestCallbackOffloadBothWays(t *testing.T) {
 	t.Parallel()
-	b := setup(t, api.Config{AllowPrivateTargets: true, OffloadBytes: 100})
+	b := setup(t, config{Ops: privateTargets, Config: api.Config{OffloadBytes: 100}})
 	w := b.world(t)
 	ctx := context.Background()
 
@@ -55,7 +55,7 @@ func TestCallbackOffloadBothWays(t *testing.T) {
 
 func TestCallbackS3DownAnswers503AndStoresNothing(t *testing.T) {
 	t.Parallel()
-	b := setup(t, api.Config{AllowPrivateTargets: true, OffloadBytes: 100})
+	b := setup(t, config{Ops: privateTargets, Config: api.Config{OffloadBytes: 100}})
 	w := b.world(t)
 	require.NoError(t, b.S3.Close())
 

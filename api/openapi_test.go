@@ -60,7 +60,7 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 // GET /openapi.json serves the embedded document, without a token.
 func TestOpenAPIServed(t *testing.T) {
 	t.Parallel()
-	b := setup(t, api.Config{})
+	b := setup(t, config{})
 	resp := b.do(t, http.MethodGet, "/openapi.json", "", nil)
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)

@@ -5,8 +5,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/hookrelay/hookrelay/api"
 )
 
 // TestOpsEndpointsAPI: create (secret shown once), list (no secrets),
@@ -56,7 +54,7 @@ func TestOpsEndpointsAPI(t *testing.T) {
 // shape, and the endpoints' SSRF rule applies to the URL.
 func TestOpsEndpointsBadInput(t *testing.T) {
 	t.Parallel()
-	b := setup(t, api.Config{})
+	b := setup(t, config{})
 	long := make([]byte, 501)
 	for i := range long {
 		long[i] = 'a'

@@ -47,11 +47,11 @@ func startRelayWith(t *testing.T, o relayOpts) relay {
 	env := testenv.New(t, testenv.Options{AdminToken: adminToken})
 	d := dispatch.New(env.Logger, dispatch.Config{AllowPrivateTargets: true, IdlePoll: 20 * time.Millisecond, DrainTimeout: time.Second,
 		Tracer: o.dispatchTracer}, env.DB, env.Payloads, nil)
-	cfg := api.Config{AllowPrivateTargets: true, Tracer: o.apiTracer}
+	cfg := api.Config{Tracer: o.apiTracer}
 	if o.wake {
 		cfg.Batcher.OnStored = func(_ int, queues []int) { d.WakeQueues(queues) }
 	}
-	srv := api.New(env.Logger, cfg, env.DB, env.Payloads, nil, ops.New(env.DB, d))
+	srv := api.New(env.Logger, cfg, env.DB, env.Payloads, nil, ops.New(env.DB, ops.Config{Pinger: d, AllowPrivateTargets: true}))
 	e := echo.New()
 	httperr.New(env.Logger).Install(e)
 	srv.Register(e)

@@ -5,8 +5,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/hookrelay/hookrelay/api"
 )
 
 // Every value that becomes a text column is checked at the door: a NUL
@@ -14,7 +12,7 @@ import (
 // nothing of the request is stored.
 func TestCallbackPoisonFieldsAre400(t *testing.T) {
 	t.Parallel()
-	b := setup(t, api.Config{AllowPrivateTargets: true})
+	b := setup(t, privateOK())
 	w := b.world(t)
 	nested := b.mustCreate(t, "/v1/carriers", adminToken, map[string]any{
 		"name": "nested", "ordering_key_field": "shipment.no", "event_type_field": "shipment.event", "merchant_field": "shop.id"})
@@ -63,7 +61,7 @@ func TestCallbackPoisonFieldsAre400(t *testing.T) {
 // never a 500 from the database.
 func TestAdminPoisonFieldsAre400(t *testing.T) {
 	t.Parallel()
-	b := setup(t, api.Config{AllowPrivateTargets: true})
+	b := setup(t, privateOK())
 	w := b.world(t)
 	cases := []struct {
 		name, method, path, token string

@@ -15,6 +15,8 @@ import (
 
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db"
+	"github.com/hookrelay/hookrelay/ingest"
+	"github.com/hookrelay/hookrelay/internal/tracing"
 	"github.com/hookrelay/hookrelay/openapi"
 	"github.com/hookrelay/hookrelay/ops"
 	"github.com/hookrelay/hookrelay/storage"
@@ -22,13 +24,11 @@ import (
 )
 
 // Defaults of the settings an operator can change; cmd/hookrelay uses them
-// for its environment variables.
+// for its environment variables (those of the intake pipeline are package
+// ingest's).
 const (
-	DefaultMaxBodyBytes     = 10 << 20
-	DefaultOffloadBytes     = 8192
-	DefaultCacheTTL         = time.Second
-	DefaultAnnounceInterval = 10 * time.Millisecond
-	DefaultMemoryBytes      = 256 << 20
+	DefaultMaxBodyBytes = 10 << 20
+	DefaultOffloadBytes = 8192
 )
 
 // Config configures the API. Zero fields get the defaults named
@@ -44,41 +44,34 @@ type Config struct {
 	// flight hold together (their buffers grow with what arrives; while one
 	// grows, its old and new buffers both count). A callback whose body
 	// would take more gets 503 with Retry-After. Default
-	// DefaultMemoryBytes (256 MiB).
+	// ingest.DefaultMemoryBytes (256 MiB).
 	MemoryBytes int
 	// OffloadBytes: payloads larger than this go to the S3 store, the row
 	// keeps the key. Default DefaultOffloadBytes (8192).
 	OffloadBytes int
-	// AllowPrivateTargets lets endpoint URLs reach loopback, private and
-	// link-local addresses (tests, on-premises setups). Default false.
-	AllowPrivateTargets bool
-	// RequireHTTPS refuses http:// endpoint URLs. Default false.
-	RequireHTTPS bool
-	// CacheTTL is how often the configuration cache reloads. Default
-	// DefaultCacheTTL (1s).
+	// CacheTTL is how often the routing snapshot (ingest.Routes) reloads.
+	// Default ingest.DefaultCacheTTL (1s).
 	CacheTTL time.Duration
 	// AdminTokenTTL is how long the admin token hash is cached. Default 5s.
 	AdminTokenTTL time.Duration
 	// Batcher configures group commit.
-	Batcher BatcherConfig
-	// Resolver resolves endpoint hosts for validation. Default
-	// net.DefaultResolver.
-	Resolver Resolver
+	Batcher ingest.BatcherConfig
 	// Announce has the API tell dispatchers in other processes that it
 	// stored callbacks (PostgreSQL NOTIFY; dispatch.Config.Listen), with
-	// pauses of at least AnnounceInterval (see announcer), carrying
+	// pauses of at least AnnounceInterval (see ingest.Announcer), carrying
 	// AnnounceToken, which names this process (its own dispatcher, woken
 	// through Batcher.OnStored, ignores it). Default false, and
-	// DefaultAnnounceInterval (10ms).
+	// ingest.DefaultAnnounceInterval (10ms).
 	Announce         bool
 	AnnounceInterval time.Duration
 	AnnounceToken    string
-	// Tracer, when set, traces ingest (HOOKRELAY_TRACING; see
-	// tracedCallback and batcher.commit): a span per callback request,
+	// Tracer traces the callbacks (HOOKRELAY_TRACING; see Server.callback
+	// and ingest.BatcherConfig.Tracer): a span per callback request,
 	// continuing the trace of a traceparent the carrier sent, whose context
 	// is stored with the message (NewMessage.Traceparent) for its
 	// deliveries' spans, and a span per group commit linked to the requests
-	// it commits. Default nil: no span, nothing stored, no cost.
+	// it commits. Default the no-op tracer (tracing.OrNoop): no span,
+	// nothing stored, no cost.
 	Tracer trace.Tracer
 	// Throttle delays bearer authentications from client addresses whose
 	// tokens failed too often. Default a Throttle of this server's own, with
@@ -92,62 +85,35 @@ func (c Config) WithDefaults() Config {
 	c.Queues = cmp.Or(c.Queues, hookrelay.DefaultQueues)
 	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, DefaultMaxBodyBytes)
 	c.OffloadBytes = cmp.Or(c.OffloadBytes, DefaultOffloadBytes)
-	c.MemoryBytes = cmp.Or(c.MemoryBytes, DefaultMemoryBytes)
-	c.CacheTTL = cmp.Or(c.CacheTTL, DefaultCacheTTL)
+	c.MemoryBytes = cmp.Or(c.MemoryBytes, ingest.DefaultMemoryBytes)
+	c.CacheTTL = cmp.Or(c.CacheTTL, ingest.DefaultCacheTTL)
 	c.AdminTokenTTL = cmp.Or(c.AdminTokenTTL, 5*time.Second)
+	c.Tracer = tracing.OrNoop(c.Tracer)
 	c.Batcher = c.Batcher.WithDefaults()
-	if c.Resolver == nil {
-		c.Resolver = defaultResolver{}
-	}
-	c.AnnounceInterval = cmp.Or(c.AnnounceInterval, DefaultAnnounceInterval)
+	c.AnnounceInterval = cmp.Or(c.AnnounceInterval, ingest.DefaultAnnounceInterval)
 	if c.Throttle == nil {
 		c.Throttle = throttle.New(throttle.Config{})
 	}
 	return c
 }
 
-// Operations are the operator and merchant actions of the API, carried out
-// by package ops (the dashboard's are the same ones).
-type Operations interface {
-	Endpoint(ctx context.Context, a ops.Actor, id int64) (db.Endpoint, error)
-	Delivery(ctx context.Context, a ops.Actor, id int64) (db.Delivery, []db.Attempt, error)
-	Messages(ctx context.Context, a ops.Actor, f db.MessageFilter, after db.MessagePosition, limit int) ([]db.MessageSummary, error)
-	Message(ctx context.Context, a ops.Actor, id int64, receivedAt *time.Time) (db.MessageRecord, error)
-	RetryDeadLetters(ctx context.Context, sel ops.DeadLetters) (int64, error)
-	DiscardDeadLetters(ctx context.Context, sel ops.DeadLetters) (int64, error)
-	RetryDelivery(ctx context.Context, a ops.Actor, id int64) error
-	RotateSecret(ctx context.Context, a ops.Actor, id int64) (ops.Rotation, error)
-	EnableEndpoint(ctx context.Context, a ops.Actor, id int64) (db.Endpoint, error)
-	DisableEndpoint(ctx context.Context, a ops.Actor, id int64, reason string) (db.Endpoint, error)
-	DeleteEndpoint(ctx context.Context, a ops.Actor, id int64) (int64, error)
-	CreateEndpoint(ctx context.Context, a ops.Actor, merchantID int64, in ops.EndpointInput, check ops.URLCheck) (ops.NewEndpoint, error)
-	UpdateEndpoint(ctx context.Context, a ops.Actor, id int64, in ops.EndpointInput, check ops.URLCheck) (ops.NewEndpoint, error)
-	SendTest(ctx context.Context, a ops.Actor, id int64) (hookrelay.PingResult, error)
-	RotateMerchantKey(ctx context.Context, id int64) (ops.KeyRotation, error)
-	CreatePortalLink(ctx context.Context, merchantID int64, ttl time.Duration, readOnly bool) (ops.PortalLink, error)
-	Sessions(ctx context.Context, beforeID int64, limit int) ([]db.LoginSessionRecord, error)
-	RevokeSession(ctx context.Context, id int64) error
-	CreateOpsEndpoint(ctx context.Context, in ops.NewOpsEndpoint) (db.OpsEndpoint, error)
-	OpsEndpoints(ctx context.Context) ([]db.OpsEndpoint, error)
-	DeleteOpsEndpoint(ctx context.Context, id int64) error
-	StartReplay(ctx context.Context, a ops.Actor, endpointID int64, req ops.ReplayRequest) (db.Replay, error)
-	Replay(ctx context.Context, a ops.Actor, id int64) (db.Replay, error)
-	CancelReplay(ctx context.Context, a ops.Actor, id int64) (db.Replay, error)
-}
-
-// Server is the API: handlers, caches, the rate limiters and the batcher.
+// Server is the API: its handlers, and the parts of the callback intake
+// pipeline (package ingest) its callback handler composes.
 type Server struct {
 	cfg      Config
 	logger   *slog.Logger
 	db       *db.DB
 	payloads *storage.Store
-	ops      Operations
-	cache    *cache
-	batcher  *batcher
-	announce *announcer // nil unless cfg.Announce
+	ops      *ops.Service
+	routes   *ingest.Routes
+	batcher  *ingest.Batcher
+	announce *ingest.Announcer // nil unless cfg.Announce
 	metrics  *metrics
-	limits   *limiters
-	bodies   *bodyMemory
+	limits   *ingest.RateLimits
+	bodies   *ingest.BodyMemory
+	// tracing is whether cfg.Tracer records spans (tracing.Records): the
+	// callbacks skip everything about spans without it.
+	tracing bool
 
 	adminMu     sync.Mutex // guards adminHash and adminLoaded
 	adminHash   []byte
@@ -155,50 +121,47 @@ type Server struct {
 }
 
 // New returns the API server; its operator and merchant actions go through
-// operations. reg receives its metrics (may be nil).
-func New(logger *slog.Logger, cfg Config, store *db.DB, payloads *storage.Store, reg prometheus.Registerer, operations Operations) *Server {
+// operations (the dashboard's go through the same ones). reg receives its
+// metrics (may be nil).
+func New(logger *slog.Logger, cfg Config, store *db.DB, payloads *storage.Store, reg prometheus.Registerer, operations *ops.Service) *Server {
 	cfg = cfg.WithDefaults()
 	m := newMetrics(reg)
 	s := &Server{
 		cfg: cfg, logger: logger, db: store, payloads: payloads, ops: operations,
-		cache: newCache(store, cfg.CacheTTL), metrics: m, limits: newLimiters(),
-		bodies: newBodyMemory(int64(cfg.MemoryBytes), reg),
+		routes: ingest.NewRoutes(store, cfg.CacheTTL), metrics: m, limits: ingest.NewRateLimits(),
+		bodies:  ingest.NewBodyMemory(int64(cfg.MemoryBytes), reg),
+		tracing: tracing.Records(cfg.Tracer),
 	}
 	if cfg.Announce {
-		s.announce = newAnnouncer(store.DueNotify, cfg.AnnounceToken, cfg.AnnounceInterval, logger, m.announcements)
+		s.announce = ingest.NewAnnouncer(store.DueNotify, cfg.AnnounceToken, cfg.AnnounceInterval, logger, m.announcements)
 		local := cfg.Batcher.OnStored
 		cfg.Batcher.OnStored = func(n int, queues []int) {
 			if local != nil {
 				local(n, queues)
 			}
-			s.announce.stored(n, queues)
+			s.announce.Stored(n, queues)
 		}
 	}
-	s.batcher = newBatcher(cfg.Batcher, store.MessageInsertMany, m)
-	s.batcher.tracer = cfg.Tracer
-	if reg != nil {
-		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "hookrelay_ingest_callbacks_waiting",
-			Help: "Callbacks waiting for the group commit or being committed (saturated from HOOKRELAY_INGEST_SATURATION).",
-		}, func() float64 { return float64(s.batcher.quota.waiting()) }))
-	}
+	cfg.Batcher.Tracer = cfg.Tracer
+	s.batcher = ingest.NewBatcher(cfg.Batcher, store.MessageInsertMany, reg)
 	return s
 }
 
-// Run runs the batcher, the cache refresher and its configuration watch
-// until ctx ends; it returns after every accepted callback has been answered.
+// Run runs the batcher, the routing snapshot's refresher and its
+// configuration watch, and the announcer, until ctx ends; it returns after
+// every accepted callback has been answered.
 func (s *Server) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		s.cache.run(ctx)
+		s.routes.Run(ctx)
 	}()
 	if s.announce != nil {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s.announce.run(ctx)
+			s.announce.Run(ctx)
 		}()
 	}
 	if s.announce != nil {
@@ -207,10 +170,10 @@ func (s *Server) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s.watchConfig(ctx)
+			s.routes.Watch(ctx, s.logger)
 		}()
 	}
-	s.batcher.run(ctx)
+	s.batcher.Run(ctx)
 	wg.Wait()
 	return nil
 }
@@ -252,7 +215,7 @@ func (s *Server) Register(e *echo.Echo) {
 	route(http.MethodPost, "/v1/endpoints/:id/enable", s.enableEndpoint, merchant)
 	route(http.MethodPost, "/v1/endpoints/:id/disable", s.disableEndpoint, merchant)
 	route(http.MethodPost, "/v1/endpoints/:id/rotate-secret", s.rotateSecret, merchant)
-	route(http.MethodPost, "/v1/endpoints/:id/test", s.testEndpoint, merchant)
+	route(http.MethodPost, "/v1/endpoints/:id/test", s.pingEndpoint, merchant)
 	route(http.MethodGet, "/v1/endpoints/:id/deliveries", s.listDeliveries, merchant)
 	route(http.MethodPost, "/v1/endpoints/:id/replay", s.startReplay, merchant)
 	route(http.MethodGet, "/v1/replays/:id", s.getReplay, merchant)

@@ -2,32 +2,12 @@ package api
 
 import (
 	"net/http"
-	"net/url"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/hookrelay/hookrelay/db"
-	"github.com/hookrelay/hookrelay/ops"
 )
-
-// rotateMerchantKey gives a merchant a new API key (shown once in the
-// answer): the old key stops working at once and the merchant's dashboard
-// sessions end.
-func (s *Server) rotateMerchantKey(c echo.Context) error {
-	id, err := pathID(c, "merchant")
-	if err != nil {
-		return err
-	}
-	rot, err := s.ops.RotateMerchantKey(c.Request().Context(), id)
-	if err != nil {
-		return err
-	}
-	_, _ = s.cache.refresh(c.Request().Context())
-	out := merchantJSON(rot.Merchant)
-	out.APIKey = rot.Key
-	return c.JSON(http.StatusOK, out)
-}
 
 // SessionJSON is a live dashboard session as GET /v1/sessions shows it.
 type SessionJSON struct {
@@ -83,35 +63,4 @@ func (s *Server) revokeSession(c echo.Context) error {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
-}
-
-// portalLinkRequest is the body of POST /v1/merchants/{id}/portal-links.
-type portalLinkRequest struct {
-	TTL      *string `json:"ttl"`
-	ReadOnly bool    `json:"read_only"`
-}
-
-// createPortalLink makes a single-use magic link into the merchant portal,
-// on the address this request came to (the dashboard shares it).
-func (s *Server) createPortalLink(c echo.Context) error {
-	id, err := pathID(c, "merchant")
-	if err != nil {
-		return err
-	}
-	var req portalLinkRequest
-	if err := decodeBody(c, &req); err != nil {
-		return err
-	}
-	ttl := ops.DefaultPortalLinkTTL
-	if req.TTL != nil {
-		if ttl, err = time.ParseDuration(*req.TTL); err != nil {
-			return invalidf("ttl must be between 1m and 24h, such as \"15m\"")
-		}
-	}
-	link, err := s.ops.CreatePortalLink(c.Request().Context(), id, ttl, req.ReadOnly)
-	if err != nil {
-		return err
-	}
-	u := url.URL{Scheme: c.Scheme(), Host: c.Request().Host, Path: ops.PortalLinkPath, RawQuery: url.Values{"token": {link.Token}}.Encode()}
-	return c.JSON(http.StatusCreated, map[string]any{"url": u.String(), "expires_at": link.ExpiresAt, "read_only": req.ReadOnly})
 }

@@ -324,7 +324,7 @@ func (db *DB) EndpointEnable(ctx context.Context, id int64) (Endpoint, error) {
 			return notFound(unavailableUnlessNoRows(err), "endpoint")
 		}
 		if was != EndpointEnabled {
-			if err := opsEventAdd(ctx, q, hookrelay.OpsEndpointEnabled, id, endpointEventData(r)); err != nil {
+			if err := opsEventAdd(ctx, q, hookrelay.OpsEventEndpointEnabled, id, endpointEventData(r)); err != nil {
 				return err
 			}
 		}
@@ -357,7 +357,7 @@ func (db *DB) EndpointDisable(ctx context.Context, id int64, reason string) (End
 		if was == EndpointEnabled {
 			data := endpointEventData(r)
 			data["reason"], data["trigger"] = reason, "manual"
-			if err := opsEventAdd(ctx, q, hookrelay.OpsEndpointDisabled, id, data); err != nil {
+			if err := opsEventAdd(ctx, q, hookrelay.OpsEventEndpointDisabled, id, data); err != nil {
 				return err
 			}
 		}

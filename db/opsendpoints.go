@@ -100,7 +100,7 @@ func opsEventAdd(ctx context.Context, q *dbsqlc.Queries, typ string, endpointID 
 // replay.finished, with q, the queries of the replay's own statements, so
 // the event is written in their transaction.
 func opsReplayFinished(ctx context.Context, q *dbsqlc.Queries, r Replay) error {
-	return opsEventAdd(ctx, q, hookrelay.OpsReplayFinished, r.EndpointID,
+	return opsEventAdd(ctx, q, hookrelay.OpsEventReplayFinished, r.EndpointID,
 		opsevent.ReplayFinished(r.ID, r.EndpointID, r.State, r.Total, r.Done, r.Failed))
 }
 
@@ -121,7 +121,7 @@ type LongTransaction struct {
 // OpsLongTransaction reports a long transaction to the ops endpoints that
 // want database.long_transaction.
 func (db *DB) OpsLongTransaction(ctx context.Context, lt LongTransaction) error {
-	return opsEventAdd(ctx, db.q, hookrelay.OpsDatabaseLongXact, 0, lt)
+	return opsEventAdd(ctx, db.q, hookrelay.OpsEventDatabaseLongXact, 0, lt)
 }
 
 // OpsOutboxEvent is an outbox row taken to be sent.

@@ -36,7 +36,7 @@ func TestOpsEventsOnlyForTransitionsAndSubscribers(t *testing.T) {
 	require.NoError(t, err)
 
 	_, err = store.OpsEndpointCreate(ctx, "http://127.0.0.1:9/ops",
-		[]string{hookrelay.OpsEndpointDisabled, hookrelay.OpsEndpointEnabled}, "", hookrelay.NewSecret())
+		[]string{hookrelay.OpsEventEndpointDisabled, hookrelay.OpsEventEndpointEnabled}, "", hookrelay.NewSecret())
 	require.NoError(t, err)
 	_, err = store.EndpointDisable(ctx, ep.ID, "first")
 	require.NoError(t, err)
@@ -49,9 +49,9 @@ func TestOpsEventsOnlyForTransitionsAndSubscribers(t *testing.T) {
 	require.NoError(t, store.OpsLongTransaction(ctx, db.LongTransaction{PID: 1}))
 	got := take()
 	require.Len(t, got, 2, "one disable, one enable; the repeats and the unwanted type wrote nothing")
-	require.Equal(t, hookrelay.OpsEndpointDisabled, got[0].Type)
+	require.Equal(t, hookrelay.OpsEventEndpointDisabled, got[0].Type)
 	require.JSONEq(t, `{"endpoint_id":"`+itoa(int(ep.ID))+`","merchant_id":"`+itoa(int(ep.MerchantID))+`","reason":"first","trigger":"manual"}`, string(got[0].Data))
-	require.Equal(t, hookrelay.OpsEndpointEnabled, got[1].Type)
+	require.Equal(t, hookrelay.OpsEventEndpointEnabled, got[1].Type)
 	require.Equal(t, ep.ID, got[1].EndpointID)
 	require.Empty(t, take(), "taken rows are gone")
 

@@ -92,19 +92,22 @@ func (d *Dispatcher) claimLoop(ctx, workCtx context.Context, part, loops int) {
 // claim runs one claim statement over queues, each queue's endpoints served
 // from the one after its cursor in after. It is not cancelled half-way
 // by ctx, so rows it leased are never lost to a cancelled read (they would
-// come back only after the lease). With tracing on, it runs in a span of
-// its own, whose context it returns (zero when off).
+// come back only after the lease). With a tracer that records
+// (tracing.Records), a claim that leased rows or failed is recorded as a
+// span once it is over (claimSpan), whose context it returns; zero
+// otherwise.
 func (d *Dispatcher) claim(ctx context.Context, queues []int, after []int64, n int) ([]db.ClaimedDelivery, trace.SpanContext, error) {
 	if ctx.Err() != nil {
 		return nil, trace.SpanContext{}, ctx.Err()
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if d.cfg.Tracer != nil {
-		return d.tracedClaim(cctx, queues, after, n)
-	}
+	start := time.Now()
 	rows, err := d.claimRows(cctx, queues, after, n)
-	return rows, trace.SpanContext{}, err
+	if !d.tracing || len(rows) == 0 && err == nil {
+		return rows, trace.SpanContext{}, err
+	}
+	return rows, d.claimSpan(cctx, start, len(queues), n, len(rows), err), err
 }
 
 // claimRows runs the claim statement and records its metrics.

@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/internal/tracing"
 )
 
 // Defaults of the settings an operator can change; cmd/hookrelay uses them
@@ -95,13 +96,13 @@ type Config struct {
 	RootCAs *x509.CertPool
 	// UserAgent is sent with every delivery. Default "hookrelay/dev".
 	UserAgent string
-	// Tracer, when set, traces dispatch (HOOKRELAY_TRACING; see
-	// tracedAttempt): a span per claim and per delivery attempt, the
-	// attempt's a child of the span of the request that stored its callback
+	// Tracer traces dispatch (HOOKRELAY_TRACING; see claim and attempt): a
+	// span per claim and per delivery attempt, the attempt's a child of the
+	// span of the request that stored its callback
 	// (db.ClaimedDelivery.Traceparent) and linked to its claim's, and a
 	// traceparent header naming the attempt's span on each request unless
-	// the endpoint opts out (send_traceparent false). Default nil: no span,
-	// no header.
+	// the endpoint opts out (send_traceparent false). Default the no-op
+	// tracer (tracing.OrNoop): no span, no header, no cost.
 	Tracer trace.Tracer
 	// AckInterval and AckBatch bound how long a result waits to be
 	// acknowledged and how many go in one transaction. Default
@@ -191,6 +192,7 @@ type Config struct {
 // applies it.
 func (c Config) WithDefaults() Config {
 	c.Queues = cmp.Or(c.Queues, hookrelay.DefaultQueues)
+	c.Tracer = tracing.OrNoop(c.Tracer)
 	c.Lease = cmp.Or(c.Lease, DefaultLease)
 	c.Concurrency = cmp.Or(c.Concurrency, DefaultConcurrency)
 	c.BatchSize = cmp.Or(c.BatchSize, DefaultBatchSize)

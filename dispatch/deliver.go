@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hookrelay/hookrelay/db"
+	"github.com/hookrelay/hookrelay/internal/tracing"
 )
 
 // releaseItem gives a row back without an attempt, visible again after delay.
@@ -57,15 +58,26 @@ func (d *Dispatcher) deliver(ctx context.Context, r db.ClaimedDelivery, ep *endp
 		}
 		cfg = cur.cfg
 	}
-	if d.cfg.Tracer != nil {
-		return d.tracedAttempt(ctx, r, cfg, claim)
-	}
-	return d.attempt(ctx, r, cfg, "")
+	return d.attempt(ctx, r, cfg, claim)
 }
 
-// attempt sends r to the endpoint cfg once, with traceparent as its
-// traceparent header unless "", and returns the result to acknowledge.
-func (d *Dispatcher) attempt(ctx context.Context, r db.ClaimedDelivery, cfg db.EndpointConfig, traceparent string) ackItem {
+// attempt sends r to the endpoint cfg once and returns the result to
+// acknowledge. With a tracer that records (tracing.Records), the attempt is
+// a client span (startAttemptSpan) — a child of the span of the request
+// that stored the callback, linked to claim, the span of the claim that
+// leased the row — and its request carries the span as its traceparent
+// header unless the endpoint opts out. Without one it makes no span and
+// sends no traceparent.
+func (d *Dispatcher) attempt(ctx context.Context, r db.ClaimedDelivery, cfg db.EndpointConfig, claim trace.SpanContext) (item ackItem) {
+	var traceparent string
+	if d.tracing {
+		var span trace.Span
+		ctx, span = d.startAttemptSpan(ctx, r, claim)
+		defer func() { endAttemptSpan(span, item.res) }()
+		if !cfg.OmitTraceparent {
+			traceparent = tracing.Traceparent(span.SpanContext())
+		}
+	}
 	attemptedAt := d.cfg.Now()
 	res := db.ResultFor(r)
 	res.AttemptedAt = attemptedAt
@@ -107,7 +119,7 @@ func (d *Dispatcher) attempt(ctx context.Context, r db.ClaimedDelivery, cfg db.E
 	d.metrics.deliveries.WithLabelValues(resp.Outcome).Inc()
 	d.metrics.deliveryLatency.Observe(resp.Latency.Seconds())
 	res.Outcome, res.Status, res.Latency, res.Error, res.Excerpt = resp.Outcome, resp.Status, resp.Latency, resp.Err, resp.Excerpt
-	item := ackItem{res: res}
+	item = ackItem{res: res}
 	switch resp.Outcome {
 	case OutcomeSuccess:
 		item.res.Kind = db.AckSuccess

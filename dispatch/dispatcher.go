@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/hookrelay/hookrelay/db"
+	"github.com/hookrelay/hookrelay/internal/tracing"
 )
 
 // PayloadStore is the part of storage.Store the dispatcher uses.
@@ -23,7 +24,7 @@ type PayloadStore interface {
 }
 
 // Dispatcher is one dispatcher process's delivery engine. Create it with
-// New, run it with Run; PingEndpoint works without Run.
+// New, run it with Run; Ping works without Run.
 type Dispatcher struct {
 	cfg     Config
 	db      *db.DB
@@ -31,9 +32,12 @@ type Dispatcher struct {
 	logger  *slog.Logger
 	metrics *metrics
 	sender  *httpSender
-	// opsSender sends operational webhooks, apart from merchant deliveries.
-	opsSender *httpSender
-	cache     *endpointCache
+	// opsEventSender sends operational webhooks, apart from merchant deliveries.
+	opsEventSender *httpSender
+	cache          *endpointCache
+	// tracing is whether cfg.Tracer records spans (tracing.Records): claims
+	// and attempts make no span without it.
+	tracing bool
 
 	id atomic.Int64 // set by Run once registered
 
@@ -82,18 +86,19 @@ func New(logger *slog.Logger, cfg Config, store *db.DB, payloads PayloadStore, r
 		pace = newPacer(cfg.MaxRate, cfg.BatchSize, cfg.Now)
 	}
 	return &Dispatcher{
-		pace:      pace,
-		cfg:       cfg,
-		db:        store,
-		store:     payloads,
-		logger:    logger,
-		metrics:   newMetrics(reg),
-		sender:    newHTTPSender(cfg.AllowPrivateTargets, cfg.EgressProxy, cfg.RootCAs, cfg.Resolve, cfg.Concurrency, cfg.Now),
-		opsSender: newHTTPSender(cfg.AllowPrivateTargets, cfg.EgressProxy, cfg.RootCAs, cfg.Resolve, opsBatch, cfg.Now),
-		cache:     newEndpointCache(store, cfg.EndpointCacheTTL, cfg.Now, cfg.Concurrency/4),
-		slots:     make(chan struct{}, cfg.Concurrency),
-		inflight:  map[int64]inflight{},
-		due:       dueChannels(cfg.ClaimLoops),
+		pace:           pace,
+		cfg:            cfg,
+		db:             store,
+		store:          payloads,
+		logger:         logger,
+		metrics:        newMetrics(reg),
+		sender:         newHTTPSender(cfg.AllowPrivateTargets, cfg.EgressProxy, cfg.RootCAs, cfg.Resolve, cfg.Concurrency, cfg.Now),
+		opsEventSender: newHTTPSender(cfg.AllowPrivateTargets, cfg.EgressProxy, cfg.RootCAs, cfg.Resolve, opsEventBatch, cfg.Now),
+		cache:          newEndpointCache(store, cfg.EndpointCacheTTL, cfg.Now, cfg.Concurrency/4),
+		slots:          make(chan struct{}, cfg.Concurrency),
+		inflight:       map[int64]inflight{},
+		due:            dueChannels(cfg.ClaimLoops),
+		tracing:        tracing.Records(cfg.Tracer),
 	}
 }
 
@@ -151,10 +156,10 @@ func (d *Dispatcher) WakeQueues(queues []int) {
 }
 
 // Close releases the delivery client's idle connections (Run does it when
-// it returns; a Dispatcher used only for PingEndpoint needs it).
+// it returns; a Dispatcher used only for Ping needs it).
 func (d *Dispatcher) Close() {
 	d.sender.closeIdle()
-	d.opsSender.closeIdle()
+	d.opsEventSender.closeIdle()
 }
 
 // ID returns the dispatcher's id in the dispatchers table (0 before Run has
@@ -200,7 +205,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	if d.cfg.Listen {
 		loops.Go(func() { d.listen(ctx) })
 	}
-	loops.Go(func() { d.opsLoop(ctx) })
+	loops.Go(func() { d.opsEventLoop(ctx) })
 	d.manageLeases(ctx)
 
 	// Shutdown: no more claims, then drain or release work in flight.
@@ -232,7 +237,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	}
 	d.metrics.queuesHeld.Set(0)
 	d.sender.closeIdle()
-	d.opsSender.closeIdle()
+	d.opsEventSender.closeIdle()
 	d.logger.Info("dispatcher stopped", "dispatcher_id", id)
 	if len(errs) > 0 {
 		return fmt.Errorf("dispatcher shutdown: %v", errs)

@@ -246,7 +246,7 @@ func TestSSRFRefusedAtConnectTime(t *testing.T) {
 	d := New(testLogger(t), cfg, store, nil, nil)
 	t.Cleanup(d.Close)
 	for _, id := range []int64{ep.ID, literal.ID} {
-		res, err := d.PingEndpoint(ctx, id)
+		res, err := d.Ping(ctx, id)
 		require.NoError(t, err)
 		require.Equal(t, OutcomeRefused, res.Outcome, res.Error)
 	}
@@ -265,7 +265,7 @@ func TestSSRFRefusedAtConnectTime(t *testing.T) {
 	cfg.AllowPrivateTargets = true
 	d3 := New(testLogger(t), cfg, store, nil, nil)
 	t.Cleanup(d3.Close)
-	res, err := d3.PingEndpoint(ctx, ep.ID)
+	res, err := d3.Ping(ctx, ep.ID)
 	require.NoError(t, err)
 	require.Equal(t, OutcomeSuccess, res.Outcome)
 	r := s.requests()

@@ -24,7 +24,7 @@ type metrics struct {
 	queuesHeld       prometheus.Gauge
 	ackBatchSize     prometheus.Histogram
 	circuitOpen      prometheus.Gauge
-	opsAttempts      *prometheus.CounterVec
+	opsEventAttempts *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -92,14 +92,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "hookrelay_circuit_open",
 			Help: "Endpoints whose circuit is open or half-open.",
 		}),
-		opsAttempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+		opsEventAttempts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hookrelay_ops_webhook_attempts_total",
 			Help: "Attempts to deliver operational webhooks by result: delivered, retried (it will be tried again), dropped (out of attempts, given up).",
 		}, []string{"result"}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.claimSeconds, m.claimServer, m.claimWaitSeconds, m.claimed, m.wakeups, m.notifications, m.listening, m.deliveries, m.deliveryLatency, m.e2eLatency,
-			m.inFlight, m.queuesHeld, m.ackBatchSize, m.circuitOpen, m.opsAttempts)
+			m.inFlight, m.queuesHeld, m.ackBatchSize, m.circuitOpen, m.opsEventAttempts)
 	}
 	return m
 }

@@ -11,10 +11,10 @@ import (
 	"github.com/hookrelay/hookrelay"
 )
 
-// PingEndpoint sends a signed {"type":"ping",...} with a fresh webhook id to
+// Ping sends a signed {"type":"ping",...} with a fresh webhook id to
 // an endpoint (enabled or not) through the delivery client, and returns what
 // came of it. Nothing is recorded and the endpoint's health is unchanged.
-func (d *Dispatcher) PingEndpoint(ctx context.Context, endpointID int64) (hookrelay.PingResult, error) {
+func (d *Dispatcher) Ping(ctx context.Context, endpointID int64) (hookrelay.PingResult, error) {
 	eps, err := d.db.EndpointConfigLoad(ctx, []int64{endpointID})
 	if err != nil {
 		return hookrelay.PingResult{}, err

@@ -225,7 +225,7 @@ func TestEgressProxyCarriesDeliveries(t *testing.T) {
 	t.Cleanup(d.Close)
 	publicEp, _ := dbtest.Endpoint(t, store, &dbtest.EndpointOpts{URL: "http://public.merchant.test:" + plainPort + "/in"})
 	before := len(plain.requests())
-	res, err := d.PingEndpoint(ctx, publicEp.ID)
+	res, err := d.Ping(ctx, publicEp.ID)
 	require.NoError(t, err)
 	require.Equal(t, OutcomeSuccess, res.Outcome, res.Error)
 	require.Len(t, plain.requests(), before+1)
@@ -235,7 +235,7 @@ func TestEgressProxyCarriesDeliveries(t *testing.T) {
 	literal, _ := dbtest.Endpoint(t, store, &dbtest.EndpointOpts{URL: "https://127.0.0.1:" + tlsPort + "/in"})
 	tunnels := len(proxy.asked())
 	for _, id := range []int64{rebound.ID, literal.ID} {
-		res, err := d.PingEndpoint(ctx, id)
+		res, err := d.Ping(ctx, id)
 		require.NoError(t, err)
 		require.Equal(t, OutcomeRefused, res.Outcome, res.Error)
 	}
@@ -248,7 +248,7 @@ func TestEgressProxyCarriesDeliveries(t *testing.T) {
 	wrong.EgressProxy = &EgressProxy{URL: proxy.URL("relay", "guess")}
 	d2 := New(testLogger(t), wrong, store, nil, nil)
 	t.Cleanup(d2.Close)
-	res, err = d2.PingEndpoint(ctx, publicEp.ID)
+	res, err = d2.Ping(ctx, publicEp.ID)
 	require.NoError(t, err)
 	require.Equal(t, OutcomeConnError, res.Outcome, res.Error)
 	require.Contains(t, res.Error, "407")

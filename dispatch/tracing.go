@@ -19,33 +19,30 @@ const (
 	spanDeliver = "hookrelay.deliver"
 )
 
-// tracedClaim is claimRows recorded as a span, which it returns. A claim
-// that leased nothing and failed not makes no span: an idle dispatcher
-// claims several times a second, and those spans would say nothing. So the
-// span is made once the claim is over, with the times it began and ended.
-func (d *Dispatcher) tracedClaim(ctx context.Context, queues []int, after []int64, n int) ([]db.ClaimedDelivery, trace.SpanContext, error) {
-	start := time.Now()
-	rows, err := d.claimRows(ctx, queues, after, n)
-	if len(rows) == 0 && err == nil {
-		return rows, trace.SpanContext{}, nil
-	}
+// claimSpan records a claim over queues for up to limit rows that began at
+// start, leased rows and ended now (with err), as a span, and returns the
+// span's context. The span is made once the claim is over: a claim that
+// leased nothing and did not fail makes none (claim), since an idle
+// dispatcher claims several times a second and those spans would say
+// nothing.
+func (d *Dispatcher) claimSpan(ctx context.Context, start time.Time, queues, limit, rows int, err error) trace.SpanContext {
 	_, span := d.cfg.Tracer.Start(ctx, spanClaim, trace.WithTimestamp(start),
-		trace.WithAttributes(attribute.Int("hookrelay.claim.queues", len(queues)),
-			attribute.Int("hookrelay.claim.limit", n), attribute.Int("hookrelay.claim.rows", len(rows))))
+		trace.WithAttributes(attribute.Int("hookrelay.claim.queues", queues),
+			attribute.Int("hookrelay.claim.limit", limit), attribute.Int("hookrelay.claim.rows", rows)))
 	if err != nil {
 		span.SetStatus(codes.Error, err.Error())
 	}
 	span.End()
-	return rows, span.SpanContext(), err
+	return span.SpanContext()
 }
 
-// tracedAttempt is attempt within a client span: a child of the span of the
-// request that stored the callback (its traceparent, kept with the message)
-// — so every attempt of a delivery, from whichever dispatcher and however
-// much later, is in the callback's trace — and linked to the span of the
-// claim that leased the row. The request carries the attempt's span as its
-// traceparent unless the endpoint opts out.
-func (d *Dispatcher) tracedAttempt(ctx context.Context, r db.ClaimedDelivery, cfg db.EndpointConfig, claim trace.SpanContext) ackItem {
+// startAttemptSpan starts the client span of an attempt of r: a child of
+// the span of the request that stored the callback (its traceparent, kept
+// with the message) — so every attempt of a delivery, from whichever
+// dispatcher and however much later, is in the callback's trace — and
+// linked to the span of the claim that leased the row. The caller ends it
+// (endAttemptSpan).
+func (d *Dispatcher) startAttemptSpan(ctx context.Context, r db.ClaimedDelivery, claim trace.SpanContext) (context.Context, trace.Span) {
 	if parent, ok := tracing.Parse(r.Traceparent); ok {
 		ctx = trace.ContextWithRemoteSpanContext(ctx, parent)
 	}
@@ -57,14 +54,11 @@ func (d *Dispatcher) tracedAttempt(ctx context.Context, r db.ClaimedDelivery, cf
 	if claim.IsValid() {
 		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: claim}))
 	}
-	ctx, span := d.cfg.Tracer.Start(ctx, spanDeliver, opts...)
-	defer span.End()
-	var tp string
-	if !cfg.OmitTraceparent {
-		tp = tracing.Traceparent(span.SpanContext())
-	}
-	item := d.attempt(ctx, r, cfg, tp)
-	res := item.res
+	return d.cfg.Tracer.Start(ctx, spanDeliver, opts...)
+}
+
+// endAttemptSpan records the attempt's result on its span and ends it.
+func endAttemptSpan(span trace.Span, res db.DeliveryResult) {
 	if res.Outcome != "" {
 		span.SetAttributes(attribute.String("hookrelay.outcome", res.Outcome))
 	}
@@ -74,5 +68,5 @@ func (d *Dispatcher) tracedAttempt(ctx context.Context, r db.ClaimedDelivery, cf
 	if res.Outcome != "" && res.Outcome != OutcomeSuccess {
 		span.SetStatus(codes.Error, res.Outcome+": "+res.Error)
 	}
-	return item
+	span.End()
 }

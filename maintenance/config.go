@@ -6,7 +6,6 @@ import (
 
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db"
-	"github.com/hookrelay/hookrelay/ops"
 )
 
 // LockKey is the advisory lock key of the maintenance role.
@@ -167,9 +166,9 @@ type Config struct {
 	// hookrelay.DefaultQueues.
 	Queues int
 
-	// Replay configures the replay runner (ops.ReplayRunner) the holder
+	// Replay configures the replay runner (ReplayRunner) the holder
 	// runs; a negative Replay.Interval switches it off.
-	Replay ops.ReplayConfig
+	Replay ReplayConfig
 
 	// LockRetry is how often a standby process tries to take the role, and
 	// how often the holder checks its connection. Default DefaultLockRetry

@@ -13,5 +13,5 @@
 //     about long transactions (health.go);
 //   - writes a stat sample for the dashboard charts every ~10 s (stats.go);
 //   - carries out the replays asked for through the API, a bounded batch at
-//     a time (ops.ReplayRunner).
+//     a time (replays.go).
 package maintenance

@@ -21,7 +21,7 @@ import (
 func TestHealthReportsIdleTransaction(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	_, err := b.store.OpsEndpointCreate(t.Context(), "http://127.0.0.1:9/ops", []string{hookrelay.OpsDatabaseLongXact}, "", hookrelay.NewSecret())
+	_, err := b.store.OpsEndpointCreate(t.Context(), "http://127.0.0.1:9/ops", []string{hookrelay.OpsEventDatabaseLongXact}, "", hookrelay.NewSecret())
 	require.NoError(t, err)
 	r := b.start(t, Config{HealthInterval: 100 * time.Millisecond, LongTransaction: time.Second, RetentionInterval: -1})
 

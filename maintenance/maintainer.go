@@ -11,7 +11,6 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/hookrelay/hookrelay/db"
-	"github.com/hookrelay/hookrelay/ops"
 )
 
 // PayloadStore is the part of the S3 payload store retention uses.
@@ -112,7 +111,7 @@ func (mt *Maintainer) lead(ctx context.Context) error {
 		g.Go(func() error { mt.statLoop(gctx); return nil })
 	}
 	if mt.cfg.Replay.Interval >= 0 {
-		runner := ops.NewReplayRunner(mt.logger, mt.cfg.Replay, mt.db)
+		runner := NewReplayRunner(mt.logger, mt.cfg.Replay, mt.db)
 		g.Go(func() error { return runner.Run(gctx) })
 	}
 	// The leadership loop owns sess; when it fails, the others stop.

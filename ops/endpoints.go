@@ -2,251 +2,24 @@ package ops
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db"
 )
 
-// Bounds of the endpoint fields (the API's documented limits).
-const (
-	MaxDescription   = 1000
-	MaxEventTypes    = 100
-	MaxEventType     = 200
-	MaxInFlightLimit = 1000
-	MaxRateLimit     = 100000
-	MaxRetryDelays   = 50
-	MinRetryDelay    = time.Second
-	MaxRetryDelay    = 7 * 24 * time.Hour
-	MinTimeout       = 100 * time.Millisecond
-	MaxTimeout       = 120 * time.Second
-	PayloadInline    = "inline"
-	PayloadReference = "reference"
-	fieldURL         = "url"
-	fieldCarriers    = "carriers"
-	fieldEventTypes  = "event_types"
-	fieldRetrySched  = "retry_schedule"
-	fieldTimeout     = "timeout"
-	fieldPayloadMode = "payload_mode"
-	fieldMaxInFlight = "max_in_flight"
-	fieldRateLimit   = "rate_limit_per_sec"
-	fieldDescription = "description"
-	fieldMerchantID  = "merchant_id"
-)
-
-// EndpointInput is an endpoint's settable fields as a caller gives them:
-// the API's JSON body (POST and PATCH /v1/endpoints) or the portal's form.
-// A nil field is absent: an update leaves it unchanged, a creation takes its
-// default. Every rule about these fields lives in ApplyEndpoint, so the API
-// and the portal cannot disagree; a new field is one member here, one check
-// there (or in endpoint_receivers.go) and one entry in the portal's form
-// definition (package web).
-type EndpointInput struct {
-	URL         *string
-	Description *string
-	// Carriers are carrier names or decimal ids; empty means every carrier.
-	Carriers *[]string
-	// EventTypes are the event types delivered; empty means every one.
-	EventTypes      *[]string
-	MaxInFlight     *int
-	RateLimitPerSec *int
-	PayloadMode     *string
-	// RetrySchedule are Go durations ("30s", "5m"); empty means the default.
-	RetrySchedule *[]string
-	Timeout       *string
-	// Ordering is db.OrderingKey or db.OrderingNone.
-	Ordering *string
-	// SendTraceparent says whether deliveries carry a traceparent header
-	// when tracing is on (default true).
-	SendTraceparent *bool
-
-	// Headers merges into the custom headers: a name with a value sets it,
-	// a name with nil removes it; nil leaves them all.
-	Headers map[string]*string
-	// Auth replaces the credentials; RemoveAuth removes them (the API's
-	// "auth": null). Neither leaves them.
-	Auth       *AuthInput
-	RemoveAuth bool
-	// Filter is the content filter; "" removes it.
-	Filter *string
-	// Signature is the signature scheme, hookrelay.SignatureHMAC or
-	// hookrelay.SignatureEd25519; a change rotates in a new key.
-	Signature *string
-}
-
-// FieldError is a refused field of an EndpointInput: Field is its API name
-// (the portal shows the message next to the field of that name). It reads as
-// its hookrelay.EINVALID error, whose message names the field.
-type FieldError struct {
-	Field string
-	Err   *hookrelay.Error
-}
-
-func (e *FieldError) Error() string { return e.Err.Error() }
-
-// Unwrap returns the hookrelay.EINVALID error.
-func (e *FieldError) Unwrap() error { return e.Err }
-
-func fieldErrorf(field, format string, args ...any) error {
-	return &FieldError{Field: field, Err: hookrelay.Errorf(hookrelay.EINVALID, format, args...)}
-}
-
-// FieldOf returns the field a validation error names, "" for any other error.
-func FieldOf(err error) string {
-	var fe *FieldError
-	if errors.As(err, &fe) {
-		return fe.Field
-	}
-	return ""
-}
-
-// URLCheck checks and normalises an endpoint URL by the deployment's rules
-// (api.CheckURL with the API's settings); its errors are EINVALID.
-type URLCheck func(ctx context.Context, raw string) (string, error)
-
-// ApplyEndpoint merges in into f, validating every field given; check
-// validates the URL. The first refused field is a *FieldError.
-func (s *Service) ApplyEndpoint(ctx context.Context, in EndpointInput, f *db.EndpointFields, check URLCheck) error {
-	if in.URL != nil {
-		if err := hookrelay.CheckText(fieldURL, *in.URL, 0); err != nil {
-			return asField(fieldURL, err)
-		}
-		if check == nil {
-			return hookrelay.Errorf(hookrelay.EUNAVAILABLE, "endpoint URLs cannot be checked in this process")
-		}
-		u, err := check(ctx, *in.URL)
-		if err != nil {
-			return asField(fieldURL, err)
-		}
-		f.URL = u
-	}
-	if in.Description != nil {
-		if len(*in.Description) > MaxDescription {
-			return fieldErrorf(fieldDescription, "description longer than %d characters", MaxDescription)
-		}
-		if err := hookrelay.CheckText(fieldDescription, *in.Description, 0); err != nil {
-			return asField(fieldDescription, err)
-		}
-		f.Description = *in.Description
-	}
-	if in.Carriers != nil {
-		ids, err := s.resolveCarriers(ctx, *in.Carriers)
-		if err != nil {
-			return err
-		}
-		f.CarrierIDs = ids
-	}
-	if in.EventTypes != nil {
-		events := *in.EventTypes
-		if len(events) > MaxEventTypes {
-			return fieldErrorf(fieldEventTypes, "at most %d event_types", MaxEventTypes)
-		}
-		for _, e := range events {
-			if e == "" || len(e) > MaxEventType {
-				return fieldErrorf(fieldEventTypes, "event_types entries must be 1 to %d characters", MaxEventType)
-			}
-			if err := hookrelay.CheckText("event_types entry", e, 0); err != nil {
-				return asField(fieldEventTypes, err)
-			}
-		}
-		f.EventTypes = append([]string{}, events...)
-	}
-	if in.MaxInFlight != nil {
-		if *in.MaxInFlight < 1 || *in.MaxInFlight > MaxInFlightLimit {
-			return fieldErrorf(fieldMaxInFlight, "max_in_flight must be between 1 and %d", MaxInFlightLimit)
-		}
-		f.MaxInFlight = *in.MaxInFlight
-	}
-	if in.RateLimitPerSec != nil {
-		if *in.RateLimitPerSec < 0 || *in.RateLimitPerSec > MaxRateLimit {
-			return fieldErrorf(fieldRateLimit, "rate_limit_per_sec must be between 0 (unlimited) and %d", MaxRateLimit)
-		}
-		f.RateLimitPerSec = *in.RateLimitPerSec
-	}
-	if in.PayloadMode != nil {
-		if *in.PayloadMode != PayloadInline && *in.PayloadMode != PayloadReference {
-			return fieldErrorf(fieldPayloadMode, `payload_mode must be "inline" or "reference"`)
-		}
-		f.PayloadMode = *in.PayloadMode
-	}
-	if in.RetrySchedule != nil {
-		raw := *in.RetrySchedule
-		if len(raw) > MaxRetryDelays {
-			return fieldErrorf(fieldRetrySched, "retry_schedule has at most %d delays", MaxRetryDelays)
-		}
-		f.RetrySchedule = make([]time.Duration, len(raw))
-		for i, r := range raw {
-			d, err := time.ParseDuration(r)
-			if err != nil || d < MinRetryDelay || d > MaxRetryDelay {
-				return fieldErrorf(fieldRetrySched, "retry_schedule[%d]: want a duration between 1s and 168h, such as \"30s\" or \"5m\"", i)
-			}
-			f.RetrySchedule[i] = d
-		}
-	}
-	if in.Timeout != nil {
-		d, err := time.ParseDuration(*in.Timeout)
-		if err != nil || d < MinTimeout || d > MaxTimeout {
-			return fieldErrorf(fieldTimeout, "timeout must be a duration between 100ms and 120s, such as \"15s\"")
-		}
-		f.Timeout = d
-	}
-	if in.Ordering != nil {
-		if *in.Ordering != db.OrderingKey && *in.Ordering != db.OrderingNone {
-			return fieldErrorf(fieldOrdering, `ordering must be "key" (one ordering key's callbacks in order) or "none"`)
-		}
-		f.Ordering = *in.Ordering
-	}
-	if in.SendTraceparent != nil {
-		f.OmitTraceparent = !*in.SendTraceparent
-	}
-	return applyReceiver(in, f)
-}
-
-// asField files an EINVALID error under field; other errors pass unchanged.
-func asField(field string, err error) error {
-	var fe *FieldError
-	if errors.As(err, &fe) {
-		return err
-	}
-	var he *hookrelay.Error
-	if errors.As(err, &he) && he.Code == hookrelay.EINVALID {
-		return &FieldError{Field: field, Err: he}
-	}
-	return err
-}
-
-// resolveCarriers turns carrier names or decimal ids into ids; an unknown
-// one is refused.
-func (s *Service) resolveCarriers(ctx context.Context, refs []string) ([]int64, error) {
-	all, err := s.db.CarrierAll(ctx)
+// Endpoint returns endpoint id if a may act on it. Another merchant's
+// endpoint is "not found", never "forbidden", so ids cannot be probed.
+func (s *Service) Endpoint(ctx context.Context, a Actor, id int64) (db.Endpoint, error) {
+	ep, err := s.db.EndpointGet(ctx, id)
 	if err != nil {
-		return nil, err
+		return db.Endpoint{}, err
 	}
-	byName := make(map[string]int64, len(all))
-	byID := make(map[int64]bool, len(all))
-	for _, c := range all {
-		byName[c.Name] = c.ID
-		byID[c.ID] = true
+	if !a.Owns(ep) {
+		return db.Endpoint{}, hookrelay.Errorf(hookrelay.ENOTFOUND, "endpoint not found")
 	}
-	ids := make([]int64, 0, len(refs))
-	for _, r := range refs {
-		id, ok := byName[r]
-		if !ok {
-			n, err := strconv.ParseInt(r, 10, 64)
-			if err != nil {
-				return nil, fieldErrorf(fieldCarriers, "carriers: no carrier named %q", r)
-			}
-			id = n
-		}
-		if !byID[id] {
-			return nil, fieldErrorf(fieldCarriers, "carriers: no carrier with id %d", id)
-		}
-		ids = append(ids, id)
-	}
-	return ids, nil
+	return ep, nil
 }
 
 // NewEndpoint is an endpoint saved, with the new HMAC secret it got (shown
@@ -270,7 +43,7 @@ func shownSecret(secret string) string {
 // merchantID with a fresh signing secret or key pair. A merchant creates
 // only its own (another merchant named is EFORBIDDEN); the operator names an
 // existing merchant. The URL is required.
-func (s *Service) CreateEndpoint(ctx context.Context, a Actor, merchantID int64, in EndpointInput, check URLCheck) (NewEndpoint, error) {
+func (s *Service) CreateEndpoint(ctx context.Context, a Actor, merchantID int64, in EndpointInput) (NewEndpoint, error) {
 	if a.MerchantID != 0 && merchantID != a.MerchantID {
 		return NewEndpoint{}, hookrelay.Errorf(hookrelay.EFORBIDDEN, "merchant_id names another merchant")
 	}
@@ -286,7 +59,7 @@ func (s *Service) CreateEndpoint(ctx context.Context, a Actor, merchantID int64,
 		return NewEndpoint{}, fieldErrorf(fieldURL, "url is required")
 	}
 	f := db.EndpointFields{Signature: hookrelay.SignatureHMAC}
-	if err := s.ApplyEndpoint(ctx, in, &f, check); err != nil {
+	if err := s.ApplyEndpoint(ctx, in, &f); err != nil {
 		return NewEndpoint{}, err
 	}
 	secret := hookrelay.NewSigningSecret(f.Signature)
@@ -301,13 +74,13 @@ func (s *Service) CreateEndpoint(ctx context.Context, a Actor, merchantID int64,
 // on it; absent fields stay as they are. A change of signature scheme
 // rotates in a new secret or key pair of the new scheme: the old one keeps
 // signing beside it for db.SecretOverlap.
-func (s *Service) UpdateEndpoint(ctx context.Context, a Actor, id int64, in EndpointInput, check URLCheck) (NewEndpoint, error) {
+func (s *Service) UpdateEndpoint(ctx context.Context, a Actor, id int64, in EndpointInput) (NewEndpoint, error) {
 	ep, err := s.Endpoint(ctx, a, id)
 	if err != nil {
 		return NewEndpoint{}, err
 	}
 	f := db.EndpointFieldsOf(ep)
-	if err := s.ApplyEndpoint(ctx, in, &f, check); err != nil {
+	if err := s.ApplyEndpoint(ctx, in, &f); err != nil {
 		return NewEndpoint{}, err
 	}
 	var secret string
@@ -319,4 +92,81 @@ func (s *Service) UpdateEndpoint(ctx context.Context, a Actor, id int64, in Endp
 		return NewEndpoint{}, err
 	}
 	return NewEndpoint{Endpoint: up, Secret: shownSecret(secret)}, nil
+}
+
+// Endpoints returns up to limit endpoints (not deleted) with ids above
+// afterID, by id: a merchant's own, whatever merchantID says; for the
+// operator those of merchantID (0: every merchant's).
+func (s *Service) Endpoints(ctx context.Context, a Actor, merchantID, afterID int64, limit int) ([]db.Endpoint, error) {
+	if a.MerchantID != 0 {
+		merchantID = a.MerchantID
+	}
+	return s.db.EndpointList(ctx, merchantID, afterID, limit)
+}
+
+// MaxDisableReason bounds the length of the reason given for disabling.
+const MaxDisableReason = 500
+
+// Rotation is a new endpoint secret or key pair.
+type Rotation struct {
+	// Secret is the new HMAC secret ("" for an ed25519 key pair, whose
+	// private key is never shown).
+	Secret string
+	// PublicKey is the new ed25519 key pair's "whpk_" public key ("" for
+	// hmac).
+	PublicKey string
+	// PreviousExpireAt is when the secrets it replaces stop signing.
+	PreviousExpireAt time.Time
+}
+
+// RotateSecret gives endpoint id a new Standard Webhooks secret, or key
+// pair for an ed25519 endpoint; the previous ones keep signing beside it for
+// db.SecretOverlap.
+func (s *Service) RotateSecret(ctx context.Context, a Actor, id int64) (Rotation, error) {
+	ep, err := s.Endpoint(ctx, a, id)
+	if err != nil {
+		return Rotation{}, err
+	}
+	secret := hookrelay.NewSigningSecret(ep.Signature)
+	if err := s.db.EndpointSecretRotate(ctx, ep.ID, secret); err != nil {
+		return Rotation{}, err
+	}
+	return Rotation{Secret: shownSecret(secret), PublicKey: hookrelay.PublicKeyOf(secret),
+		PreviousExpireAt: s.now().Add(db.SecretOverlap).UTC().Truncate(time.Second)}, nil
+}
+
+// EnableEndpoint enables endpoint id: its health is reset and its held
+// deliveries become due.
+func (s *Service) EnableEndpoint(ctx context.Context, a Actor, id int64) (db.Endpoint, error) {
+	ep, err := s.Endpoint(ctx, a, id)
+	if err != nil {
+		return db.Endpoint{}, err
+	}
+	return s.db.EndpointEnable(ctx, ep.ID)
+}
+
+// DisableEndpoint disables endpoint id for reason; its deliveries are held,
+// not sent, until it is enabled.
+func (s *Service) DisableEndpoint(ctx context.Context, a Actor, id int64, reason string) (db.Endpoint, error) {
+	ep, err := s.Endpoint(ctx, a, id)
+	if err != nil {
+		return db.Endpoint{}, err
+	}
+	if len(reason) > MaxDisableReason {
+		return db.Endpoint{}, hookrelay.Errorf(hookrelay.EINVALID, "reason longer than %d characters", MaxDisableReason)
+	}
+	if err := hookrelay.CheckText("reason", reason, 0); err != nil {
+		return db.Endpoint{}, err
+	}
+	return s.db.EndpointDisable(ctx, ep.ID, reason)
+}
+
+// DeleteEndpoint deletes endpoint id and its pending deliveries, and returns
+// how many deliveries went with it.
+func (s *Service) DeleteEndpoint(ctx context.Context, a Actor, id int64) (int64, error) {
+	ep, err := s.Endpoint(ctx, a, id)
+	if err != nil {
+		return 0, err
+	}
+	return s.db.EndpointDelete(ctx, ep.ID)
 }

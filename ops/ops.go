@@ -1,13 +1,19 @@
 // Package ops holds the operator and merchant actions: one implementation
-// used by the API (package ingest) and the dashboard (package web), so the
-// two cannot disagree about what an action does or who may take it.
+// used by the API (package api) and the dashboard (package web), so the two
+// cannot disagree about what an action does, which values it takes or who
+// may take it. Every rule of an action lives here: who may act on what
+// (Actor), the endpoints' fields and URL policy, the carriers' and
+// merchants' fields, the limits of dead-letter and replay selections. The
+// front-ends only turn requests into these calls and their results into
+// answers.
 package ops
 
 import (
 	"context"
+	"net"
+	"net/netip"
 	"time"
 
-	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db"
 )
 
@@ -26,50 +32,52 @@ func (a Actor) Owns(ep db.Endpoint) bool {
 	return a.MerchantID == 0 || ep.MerchantID == a.MerchantID
 }
 
-// Pinger sends a signed test delivery to an endpoint, enabled or not, and
-// reports what came of it (the dispatcher's sender: *dispatch.Dispatcher).
-type Pinger interface {
-	PingEndpoint(ctx context.Context, endpointID int64) (hookrelay.PingResult, error)
+// Resolver looks up a host's addresses (net.DefaultResolver in production).
+type Resolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+}
+
+type defaultResolver struct{}
+
+func (defaultResolver) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
+	return net.DefaultResolver.LookupNetIP(ctx, network, host)
+}
+
+// Config configures the operations. Zero fields get the defaults named
+// (WithDefaults).
+type Config struct {
+	// Pinger sends pings to endpoints (the dispatcher). Default nil: Ping
+	// answers hookrelay.EUNAVAILABLE.
+	Pinger Pinger
+	// AllowPrivateTargets lets endpoint and ops endpoint URLs reach
+	// loopback, private and link-local addresses (tests, on-premises
+	// setups; HOOKRELAY_ALLOW_PRIVATE_TARGETS). Default false.
+	AllowPrivateTargets bool
+	// RequireHTTPS refuses http:// endpoint and ops endpoint URLs
+	// (HOOKRELAY_REQUIRE_HTTPS). Default false.
+	RequireHTTPS bool
+	// Resolver resolves the hosts of endpoint URLs for the URL policy
+	// (checkURL). Default net.DefaultResolver.
+	Resolver Resolver
+}
+
+// WithDefaults returns c with every zero field set to its default. New
+// applies it.
+func (c Config) WithDefaults() Config {
+	if c.Resolver == nil {
+		c.Resolver = defaultResolver{}
+	}
+	return c
 }
 
 // Service carries out the actions on the database.
 type Service struct {
-	db     *db.DB
-	pinger Pinger
-	now    func() time.Time
+	cfg Config
+	db  *db.DB
+	now func() time.Time
 }
 
-// New returns the actions on store; test deliveries go through pinger, and
-// answer hookrelay.EUNAVAILABLE when it is nil.
-func New(store *db.DB, pinger Pinger) *Service {
-	return &Service{db: store, pinger: pinger, now: time.Now}
-}
-
-// Endpoint returns endpoint id if a may act on it. Another merchant's
-// endpoint is "not found", never "forbidden", so ids cannot be probed.
-func (s *Service) Endpoint(ctx context.Context, a Actor, id int64) (db.Endpoint, error) {
-	ep, err := s.db.EndpointGet(ctx, id)
-	if err != nil {
-		return db.Endpoint{}, err
-	}
-	if !a.Owns(ep) {
-		return db.Endpoint{}, hookrelay.Errorf(hookrelay.ENOTFOUND, "endpoint not found")
-	}
-	return ep, nil
-}
-
-// Delivery returns delivery id with its attempts if a may act on it: the
-// operator always, a merchant while the delivery's endpoint is its own and
-// not deleted.
-func (s *Service) Delivery(ctx context.Context, a Actor, id int64) (db.Delivery, []db.Attempt, error) {
-	d, attempts, err := s.db.DeliveryGet(ctx, id)
-	if err != nil {
-		return db.Delivery{}, nil, err
-	}
-	if a.MerchantID != 0 {
-		if _, err := s.Endpoint(ctx, a, d.EndpointID); err != nil {
-			return db.Delivery{}, nil, hookrelay.Errorf(hookrelay.ENOTFOUND, "delivery not found")
-		}
-	}
-	return d, attempts, nil
+// New returns the actions on store, with the URL policy and pinger of cfg.
+func New(store *db.DB, cfg Config) *Service {
+	return &Service{cfg: cfg.WithDefaults(), db: store, now: time.Now}
 }

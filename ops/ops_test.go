@@ -22,7 +22,7 @@ func TestMain(m *testing.M) {
 
 type fakePinger struct{ res hookrelay.PingResult }
 
-func (f fakePinger) PingEndpoint(context.Context, int64) (hookrelay.PingResult, error) {
+func (f fakePinger) Ping(context.Context, int64) (hookrelay.PingResult, error) {
 	return f.res, nil
 }
 
@@ -32,7 +32,7 @@ func TestOwnership(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	store := dbtest.New(t)
-	s := ops.New(store, fakePinger{hookrelay.PingResult{Success: true, StatusCode: 204}})
+	s := ops.New(store, ops.Config{Pinger: fakePinger{hookrelay.PingResult{Success: true, StatusCode: 204}}})
 	m1, _ := dbtest.Merchant(t, store, nil)
 	m2, _ := dbtest.Merchant(t, store, nil)
 	ep, _ := dbtest.Endpoint(t, store, &dbtest.EndpointOpts{MerchantID: m1.ID})
@@ -54,7 +54,7 @@ func TestOwnership(t *testing.T) {
 	notFound(err)
 	_, err = s.EnableEndpoint(ctx, theirs, ep.ID)
 	notFound(err)
-	_, err = s.SendTest(ctx, theirs, ep.ID)
+	_, err = s.Ping(ctx, theirs, ep.ID)
 	notFound(err)
 	_, err = s.DeleteEndpoint(ctx, theirs, ep.ID)
 	notFound(err)
@@ -63,7 +63,7 @@ func TestOwnership(t *testing.T) {
 		got, err := s.Endpoint(ctx, a, ep.ID)
 		require.NoError(t, err)
 		require.Equal(t, ep.ID, got.ID)
-		res, err := s.SendTest(ctx, a, ep.ID)
+		res, err := s.Ping(ctx, a, ep.ID)
 		require.NoError(t, err)
 		require.True(t, res.Success)
 		require.Empty(t, res.Problem())
@@ -94,7 +94,7 @@ func TestRetryDelivery(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	store := dbtest.New(t)
-	s := ops.New(store, nil)
+	s := ops.New(store, ops.Config{})
 	ep, _ := dbtest.Endpoint(t, store, nil)
 	send := func(key string) int64 {
 		return dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: key}).DeliveryIDs[0]
@@ -115,9 +115,9 @@ func TestRetryDelivery(t *testing.T) {
 	require.Equal(t, hookrelay.ENOTFOUND, hookrelay.CodeOf(err))
 
 	// Without a sender a test event cannot be made.
-	_, err = s.SendTest(ctx, ops.Actor{}, ep.ID)
+	_, err = s.Ping(ctx, ops.Actor{}, ep.ID)
 	require.Equal(t, hookrelay.EUNAVAILABLE, hookrelay.CodeOf(err))
-	require.False(t, s.CanSendTest())
+	require.False(t, s.CanPing())
 }
 
 // Dead letters are selected by ids (an empty list selects none) or else by
@@ -126,7 +126,7 @@ func TestDeadLetters(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	store := dbtest.New(t)
-	s := ops.New(store, nil)
+	s := ops.New(store, ops.Config{})
 	e1, _ := dbtest.Endpoint(t, store, nil)
 	e2, _ := dbtest.Endpoint(t, store, nil)
 	var first int64

@@ -11,8 +11,7 @@ import (
 // MaxOpsDescription bounds an ops endpoint's description.
 const MaxOpsDescription = 500
 
-// NewOpsEndpoint is an ops endpoint to create. Its URL must have been
-// checked by the caller (the API applies the endpoints' SSRF rule).
+// NewOpsEndpoint is an ops endpoint to create.
 type NewOpsEndpoint struct {
 	URL         string
 	Events      []string // empty: every event type
@@ -20,8 +19,14 @@ type NewOpsEndpoint struct {
 }
 
 // CreateOpsEndpoint stores an operator's receiver of operational webhooks
-// with a new Standard Webhooks secret (returned in it, shown once).
+// with a new Standard Webhooks secret (returned in it, shown once). Its URL
+// passes the endpoints' URL policy (a refused one is a *FieldError of
+// "url"); the stored URL is the normalised one.
 func (s *Service) CreateOpsEndpoint(ctx context.Context, in NewOpsEndpoint) (db.OpsEndpoint, error) {
+	u, err := s.checkURL(ctx, in.URL)
+	if err != nil {
+		return db.OpsEndpoint{}, asField(fieldURL, err)
+	}
 	for i, ev := range in.Events {
 		if !hookrelay.IsOpsEventType(ev) {
 			return db.OpsEndpoint{}, hookrelay.Errorf(hookrelay.EINVALID, "events[%d]: unknown event type %q", i, ev)
@@ -36,7 +41,7 @@ func (s *Service) CreateOpsEndpoint(ctx context.Context, in NewOpsEndpoint) (db.
 	if err := hookrelay.CheckText("description", in.Description, 0); err != nil {
 		return db.OpsEndpoint{}, err
 	}
-	return s.db.OpsEndpointCreate(ctx, in.URL, in.Events, in.Description, hookrelay.NewSecret())
+	return s.db.OpsEndpointCreate(ctx, u, in.Events, in.Description, hookrelay.NewSecret())
 }
 
 // OpsEndpoints lists the ops endpoints.

@@ -17,6 +17,7 @@ import (
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/db/dbtest"
 	"github.com/hookrelay/hookrelay/internal/testenv"
+	"github.com/hookrelay/hookrelay/maintenance"
 	"github.com/hookrelay/hookrelay/ops"
 )
 
@@ -113,7 +114,7 @@ func TestReplayOrderPerKeyBesideLiveStream(t *testing.T) {
 	ctx := context.Background()
 	url := dbtest.NewURL(t)
 	store := dbtest.Open(t, url, db.Config{})
-	s := ops.New(store, nil)
+	s := ops.New(store, ops.Config{})
 	const (
 		base   = 4_000_000
 		keys   = 5
@@ -131,7 +132,7 @@ func TestReplayOrderPerKeyBesideLiveStream(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(n), rp.Total)
 	// Small batches: a key's callbacks span many of them.
-	runRunner(t, store, ops.ReplayConfig{Batch: 40, Interval: 20 * time.Millisecond})
+	runRunner(t, store, maintenance.ReplayConfig{Batch: 40, Interval: 20 * time.Millisecond})
 
 	// The live stream: a callback of each key in turn every 5 ms until every
 	// replayed callback has arrived.
@@ -202,7 +203,7 @@ func TestReplayOfAKeyStillBeingReplayedWaits(t *testing.T) {
 	ctx := context.Background()
 	url := dbtest.NewURL(t)
 	store := dbtest.Open(t, url, db.Config{})
-	s := ops.New(store, nil)
+	s := ops.New(store, ops.Config{})
 	const base, n = 6_000_000, 6
 	sk := newOrderSink(t, func(int64) bool { return true })
 	// Disabled: the first replay's deliveries stay queued.
@@ -210,7 +211,7 @@ func TestReplayOfAKeyStillBeingReplayedWaits(t *testing.T) {
 	carrier, _ := dbtest.Carrier(t, store, nil)
 	since := history(t, url, ep.ID, carrier.ID, base, n, 1, "W")
 	req := ops.ReplayRequest{Since: since, Until: time.Now(), Status: db.ReplayDelivered}
-	runner := ops.NewReplayRunner(quietLogger(), ops.ReplayConfig{}, store)
+	runner := maintenance.NewReplayRunner(quietLogger(), maintenance.ReplayConfig{}, store)
 
 	first, err := s.StartReplay(ctx, ops.Actor{}, ep.ID, req)
 	require.NoError(t, err)
@@ -248,7 +249,7 @@ func TestReplayOfAKeyStillBeingReplayedWaits(t *testing.T) {
 	_, err = s.EnableEndpoint(ctx, ops.Actor{}, ep.ID)
 	require.NoError(t, err)
 	runDispatcher(t, store)
-	runRunner(t, store, ops.ReplayConfig{Interval: 20 * time.Millisecond})
+	runRunner(t, store, maintenance.ReplayConfig{Interval: 20 * time.Millisecond})
 	second = waitReplay(t, s, second.ID, db.ReplayFinished)
 	require.Equal(t, int64(n), second.Done)
 	require.Zero(t, second.Failed)
@@ -270,7 +271,7 @@ func TestReplayedDeadLetterKeepsItsKey(t *testing.T) {
 	ctx := context.Background()
 	url := dbtest.NewURL(t)
 	store := dbtest.Open(t, url, db.Config{})
-	s := ops.New(store, nil)
+	s := ops.New(store, ops.Config{})
 	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(http.StatusInternalServerError)
 	}))
@@ -282,7 +283,7 @@ func TestReplayedDeadLetterKeepsItsKey(t *testing.T) {
 	runDispatcher(t, store)
 	rp, err := s.StartReplay(ctx, ops.Actor{}, ep.ID, ops.ReplayRequest{Since: since, Until: time.Now(), Status: db.ReplayDelivered})
 	require.NoError(t, err)
-	runRunner(t, store, ops.ReplayConfig{Interval: 20 * time.Millisecond})
+	runRunner(t, store, maintenance.ReplayConfig{Interval: 20 * time.Millisecond})
 	waitReplay(t, s, rp.ID, db.ReplayFinished)
 	for id := base + 1; id <= base+n; id++ {
 		testenv.Eventually(t, 30*time.Second, "a dead letter", func() bool {

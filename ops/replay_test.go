@@ -21,6 +21,7 @@ import (
 	"github.com/hookrelay/hookrelay/db/dbtest"
 	"github.com/hookrelay/hookrelay/dispatch"
 	"github.com/hookrelay/hookrelay/internal/testenv"
+	"github.com/hookrelay/hookrelay/maintenance"
 	"github.com/hookrelay/hookrelay/ops"
 )
 
@@ -82,9 +83,9 @@ func runDispatcher(t *testing.T, store *db.DB) {
 
 // runRunner runs a replay runner until the returned stop is called (or the
 // test ends).
-func runRunner(t *testing.T, store *db.DB, cfg ops.ReplayConfig) (stop func()) {
+func runRunner(t *testing.T, store *db.DB, cfg maintenance.ReplayConfig) (stop func()) {
 	t.Helper()
-	stopRunner := testenv.Go(t, "the replay runner", ops.NewReplayRunner(quietLogger(), cfg, store).Run)
+	stopRunner := testenv.Go(t, "the replay runner", maintenance.NewReplayRunner(quietLogger(), cfg, store).Run)
 	return func() { _ = stopRunner() }
 }
 
@@ -144,7 +145,7 @@ func TestReplayStatuses(t *testing.T) {
 	ctx := context.Background()
 	store := dbtest.New(t)
 	sk := newSink(t)
-	s := ops.New(store, nil)
+	s := ops.New(store, ops.Config{})
 	ep, _ := dbtest.Endpoint(t, store, &dbtest.EndpointOpts{URL: sk.srv.URL, MaxInFlight: 1})
 	carrier, _ := dbtest.Carrier(t, store, nil)
 	since := time.Now().Add(-time.Second)
@@ -179,7 +180,7 @@ func TestReplayStatuses(t *testing.T) {
 	rp := start(ops.ReplayRequest{Status: db.ReplayDelivered})
 	require.Equal(t, int64(6), rp.Total)
 	require.Equal(t, db.ReplayRunning, rp.State)
-	stop := runRunner(t, store, ops.ReplayConfig{Interval: 20 * time.Millisecond})
+	stop := runRunner(t, store, maintenance.ReplayConfig{Interval: 20 * time.Millisecond})
 	rp = waitReplay(t, s, rp.ID, db.ReplayFinished)
 	require.Equal(t, int64(6), rp.Done)
 	require.Zero(t, rp.Failed)
@@ -229,7 +230,7 @@ func TestReplayBadInput(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	store := dbtest.New(t)
-	s := ops.New(store, nil)
+	s := ops.New(store, ops.Config{})
 	m1, _ := dbtest.Merchant(t, store, nil)
 	m2, _ := dbtest.Merchant(t, store, nil)
 	ep, _ := dbtest.Endpoint(t, store, &dbtest.EndpointOpts{MerchantID: m1.ID})
@@ -266,7 +267,7 @@ func TestReplayBadInput(t *testing.T) {
 	require.Equal(t, hookrelay.ENOTFOUND, hookrelay.CodeOf(err))
 
 	// An empty window finishes at its first batch; it cannot be cancelled then.
-	r := ops.NewReplayRunner(quietLogger(), ops.ReplayConfig{}, store)
+	r := maintenance.NewReplayRunner(quietLogger(), maintenance.ReplayConfig{}, store)
 	_, err = r.Step(ctx)
 	require.NoError(t, err)
 	got, err := s.Replay(ctx, ops.Merchant(m1.ID), rp.ID)
@@ -282,7 +283,7 @@ func TestReplayCancel(t *testing.T) {
 	ctx := context.Background()
 	url := dbtest.NewURL(t)
 	store := dbtest.Open(t, url, db.Config{})
-	s := ops.New(store, nil)
+	s := ops.New(store, ops.Config{})
 	ep, _ := dbtest.Endpoint(t, store, nil)
 	carrier, _ := dbtest.Carrier(t, store, nil)
 	since := history(t, url, ep.ID, carrier.ID, 1_000_000, 1000, 10, "C")
@@ -300,7 +301,7 @@ func TestReplayCancel(t *testing.T) {
 	// anew does not wait for an earlier runner's batch.
 	step := func() db.Replay {
 		t.Helper()
-		_, err := ops.NewReplayRunner(quietLogger(), ops.ReplayConfig{Batch: 100}, store).Step(ctx)
+		_, err := maintenance.NewReplayRunner(quietLogger(), maintenance.ReplayConfig{Batch: 100}, store).Step(ctx)
 		require.NoError(t, err)
 		got, err := s.Replay(ctx, ops.Actor{}, rp.ID)
 		require.NoError(t, err)
@@ -335,7 +336,7 @@ func TestReplayBesideLiveTraffic(t *testing.T) {
 	ctx := context.Background()
 	url := dbtest.NewURL(t)
 	store := dbtest.Open(t, url, db.Config{})
-	s := ops.New(store, nil)
+	s := ops.New(store, ops.Config{})
 	sk := newSink(t)
 	ep, _ := dbtest.Endpoint(t, store, &dbtest.EndpointOpts{URL: sk.srv.URL, MaxInFlight: 1})
 	carrier, _ := dbtest.Carrier(t, store, nil)
@@ -347,7 +348,7 @@ func TestReplayBesideLiveTraffic(t *testing.T) {
 	rp, err := s.StartReplay(ctx, ops.Actor{}, ep.ID, ops.ReplayRequest{Since: since, Until: time.Now(), Status: db.ReplayDelivered})
 	require.NoError(t, err)
 	require.Equal(t, int64(n), rp.Total)
-	runRunner(t, store, ops.ReplayConfig{Batch: 100, Interval: 20 * time.Millisecond})
+	runRunner(t, store, maintenance.ReplayConfig{Batch: 100, Interval: 20 * time.Millisecond})
 
 	// A live callback of the same key every 10 ms while the replay runs.
 	sent := map[int64]time.Time{}
@@ -404,7 +405,7 @@ func TestReplayResumesAfterRunnerStops(t *testing.T) {
 	ctx := context.Background()
 	url := dbtest.NewURL(t)
 	store := dbtest.Open(t, url, db.Config{})
-	s := ops.New(store, nil)
+	s := ops.New(store, ops.Config{})
 	sk := newSink(t)
 	ep, _ := dbtest.Endpoint(t, store, &dbtest.EndpointOpts{URL: sk.srv.URL, MaxInFlight: 200})
 	carrier, _ := dbtest.Carrier(t, store, nil)
@@ -420,7 +421,7 @@ func TestReplayResumesAfterRunnerStops(t *testing.T) {
 	var mu sync.Mutex
 	var batches int
 	var worst, sum time.Duration
-	cfg := ops.ReplayConfig{Interval: 20 * time.Millisecond, OnBatch: func(b db.ReplayBatch, took time.Duration) {
+	cfg := maintenance.ReplayConfig{Interval: 20 * time.Millisecond, OnBatch: func(b db.ReplayBatch, took time.Duration) {
 		mu.Lock()
 		defer mu.Unlock()
 		batches++
@@ -444,10 +445,10 @@ func TestReplayResumesAfterRunnerStops(t *testing.T) {
 	}
 	dups := sk.count() - len(seen)
 	require.Len(t, seen, n, "every message delivered")
-	require.LessOrEqual(t, dups, ops.DefaultReplayBatch, "duplicates bounded by a batch")
+	require.LessOrEqual(t, dups, maintenance.DefaultReplayBatch, "duplicates bounded by a batch")
 	mu.Lock()
 	defer mu.Unlock()
-	t.Logf("%d batches of %d: mean %s, worst %s per transaction; %d duplicates", batches, ops.DefaultReplayBatch,
+	t.Logf("%d batches of %d: mean %s, worst %s per transaction; %d duplicates", batches, maintenance.DefaultReplayBatch,
 		sum/time.Duration(max(batches, 1)), worst, dups)
 	require.Less(t, worst, time.Second, "a batch held its transaction a second or longer")
 }

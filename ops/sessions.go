@@ -16,25 +16,6 @@ func (s *Service) SetAdminToken(ctx context.Context, token string) (int64, error
 	return s.db.AdminTokenSet(ctx, hookrelay.HashKey(token), s.now())
 }
 
-// KeyRotation is a merchant's new API key.
-type KeyRotation struct {
-	Merchant db.Merchant
-	Key      string // shown once
-	// SessionsEnded counts the merchant's dashboard sessions it ended.
-	SessionsEnded int64
-}
-
-// RotateMerchantKey gives merchant id a new API key: the old one stops
-// working at once, and the merchant's dashboard sessions end.
-func (s *Service) RotateMerchantKey(ctx context.Context, id int64) (KeyRotation, error) {
-	key := hookrelay.NewKey(hookrelay.MerchantKeyPrefix)
-	m, n, err := s.db.MerchantKeyRotate(ctx, id, hookrelay.HashKey(key), hookrelay.KeyDisplayPrefix(key), s.now())
-	if err != nil {
-		return KeyRotation{}, err
-	}
-	return KeyRotation{Merchant: m, Key: key, SessionsEnded: n}, nil
-}
-
 // Sessions returns up to limit live dashboard sessions, newest first, with
 // ids below beforeID (0: from the newest).
 func (s *Service) Sessions(ctx context.Context, beforeID int64, limit int) ([]db.LoginSessionRecord, error) {

@@ -19,7 +19,7 @@ func TestRotateMerchantKeyAndRevokeSession(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	store := dbtest.New(t)
-	s := ops.New(store, nil)
+	s := ops.New(store, ops.Config{})
 	m, oldKey := dbtest.Merchant(t, store, nil)
 	now := time.Now()
 	_, err := store.LoginSessionCreate(ctx, db.NewLoginSession{TokenSHA256: []byte("token-hash"), Kind: db.SessionMerchant,

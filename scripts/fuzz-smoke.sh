@@ -8,7 +8,7 @@
 # at the deadline, having found nothing (go.dev/issue/75804, fixed in Go
 # 1.27; CI failed on FuzzCallbackParse that way). A count has no deadline.
 # 20,000 inputs take 3-6 s for three targets here, ~20 s for
-# FuzzLoadConfig (~1,000 inputs/s) and ~10 s for FuzzIngestRequest, which
+# FuzzLoadConfig (~1,000 inputs/s) and ~10 s for FuzzCallbackRequest, which
 # sends whole requests to a real server and so needs PostgreSQL
 # (HOOKRELAY_TEST_DATABASE_URL), as the tests do.
 set -euo pipefail

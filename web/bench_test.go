@@ -104,7 +104,7 @@ func BenchmarkPages(b *testing.B) {
 	}
 	b.Logf("fixture loaded in %s", time.Since(start).Round(time.Millisecond))
 
-	dash, err := web.New(ctx, web.Config{Store: store, Ops: ops.New(store, nil),
+	dash, err := web.New(ctx, web.Config{Store: store, Ops: ops.New(store, ops.Config{}),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		b.Fatal(err)

@@ -30,7 +30,7 @@ const (
 	inputSelect   inputKind = "select"   // one of Options
 	inputChecks   inputKind = "checks"   // any of Options, plus free text when Other
 	inputList     inputKind = "list"     // values separated by commas or spaces
-	inputHeaders  inputKind = "headers"  // name/value rows (endpointform_receiver.go)
+	inputHeaders  inputKind = "headers"  // name/value rows (endpointform_headers_auth.go)
 	inputAuth     inputKind = "auth"     // none, basic or bearer with write-only secrets
 )
 

@@ -13,6 +13,7 @@ import (
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/dispatch"
 	"github.com/hookrelay/hookrelay/httperr"
+	"github.com/hookrelay/hookrelay/ingest"
 	"github.com/hookrelay/hookrelay/internal/logtest"
 	"github.com/hookrelay/hookrelay/internal/testenv"
 	"github.com/hookrelay/hookrelay/maintenance"
@@ -51,14 +52,11 @@ func startWebFixture(t *testing.T, o fixtureOpts) webFixture {
 	// the circuit's threshold.
 	d := dispatch.New(logger, dispatch.Config{AllowPrivateTargets: true, IdlePoll: 20 * time.Millisecond, DrainTimeout: time.Second,
 		QuickRetries: []time.Duration{}}, store, payloads, nil)
-	operations := ops.New(store, d)
-	apiSrv := api.New(logger, api.Config{AllowPrivateTargets: true, OffloadBytes: o.OffloadBytes,
-		Batcher: api.BatcherConfig{OnStored: func(_ int, queues []int) { d.WakeQueues(queues) }}}, store, payloads, nil, operations)
+	operations := ops.New(store, ops.Config{Pinger: d, AllowPrivateTargets: true})
+	apiSrv := api.New(logger, api.Config{OffloadBytes: o.OffloadBytes,
+		Batcher: ingest.BatcherConfig{OnStored: func(_ int, queues []int) { d.WakeQueues(queues) }}}, store, payloads, nil, operations)
 	dash, err := web.New(ctx, web.Config{Logger: logger, Store: store, Ops: operations, Presigner: payloads,
-		PortalFrameAncestors: o.FrameAncestors,
-		CheckURL: func(ctx context.Context, raw string) (string, error) {
-			return api.CheckURL(ctx, api.URLRule{AllowPrivateTargets: true}, raw)
-		}})
+		PortalFrameAncestors: o.FrameAncestors})
 	require.NoError(t, err)
 
 	e := echo.New()
@@ -72,7 +70,7 @@ func startWebFixture(t *testing.T, o fixtureOpts) webFixture {
 	testenv.Go(t, "the dispatcher", d.Run)
 	testenv.Go(t, "the API", apiSrv.Run)
 	if o.Replays {
-		testenv.Go(t, "the replay runner", ops.NewReplayRunner(logger, ops.ReplayConfig{Interval: 20 * time.Millisecond}, store).Run)
+		testenv.Go(t, "the replay runner", maintenance.NewReplayRunner(logger, maintenance.ReplayConfig{Interval: 20 * time.Millisecond}, store).Run)
 	}
 	if o.StatInterval > 0 {
 		mt := maintenance.New(logger, maintenance.Config{StatInterval: o.StatInterval, StatLag: time.Millisecond}, store, payloads, nil)

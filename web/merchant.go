@@ -30,21 +30,15 @@ func (d *Dashboard) merchantHome(c echo.Context) error {
 	return d.render(c, http.StatusOK, "merchant", view{Title: m.Name, Nav: "m", Data: map[string]any{"Merchant": m, "Endpoints": data}})
 }
 
-// ownEndpoint returns the endpoint if it belongs to the session's merchant;
-// anything else is "not found", never "forbidden" (no probing of ids).
+// ownEndpoint returns endpoint :id if the session's merchant may act on it
+// (ops.Service.Endpoint): another merchant's is "not found", never
+// "forbidden" (no probing of ids).
 func (d *Dashboard) ownEndpoint(c echo.Context) (db.Endpoint, error) {
 	id, err := idParam(c, "id")
 	if err != nil {
 		return db.Endpoint{}, err
 	}
-	ep, err := d.store.EndpointGet(c.Request().Context(), id)
-	if err != nil {
-		return db.Endpoint{}, err
-	}
-	if !ops.Merchant(session(c).MerchantID).Owns(ep) {
-		return db.Endpoint{}, hookrelay.Errorf(hookrelay.ENOTFOUND, "endpoint not found")
-	}
-	return ep, nil
+	return d.cfg.Ops.Endpoint(c.Request().Context(), d.actor(c), id)
 }
 
 type merchantEndpointData struct {
@@ -62,7 +56,7 @@ type merchantEndpointData struct {
 }
 
 func (d *Dashboard) merchantEndpointData(ctx context.Context, ep db.Endpoint) (merchantEndpointData, error) {
-	data := merchantEndpointData{E: ep, CanPing: d.cfg.Ops.CanSendTest()}
+	data := merchantEndpointData{E: ep, CanPing: d.cfg.Ops.CanPing()}
 	if len(ep.CarrierIDs) > 0 {
 		all, err := d.store.CarrierAll(ctx)
 		if err != nil {
@@ -145,14 +139,14 @@ func (d *Dashboard) merchantRotate(c echo.Context) error {
 	return d.renderMerchantEndpoint(c, data)
 }
 
-func (d *Dashboard) merchantTest(c echo.Context) error {
+func (d *Dashboard) merchantPing(c echo.Context) error {
 	ep, err := d.ownEndpoint(c)
 	if err != nil {
 		return err
 	}
 	o := d.cfg.Ops
 	ctx := c.Request().Context()
-	res, perr := o.SendTest(ctx, ops.Merchant(session(c).MerchantID), ep.ID)
+	res, perr := o.Ping(ctx, ops.Merchant(session(c).MerchantID), ep.ID)
 	data, err := d.merchantEndpointData(ctx, ep)
 	if err != nil {
 		return err
@@ -168,17 +162,18 @@ func (d *Dashboard) merchantTest(c echo.Context) error {
 	return d.renderMerchantEndpoint(c, data)
 }
 
-// ownDelivery loads a delivery whose endpoint belongs to the session's merchant.
+// ownDelivery loads a delivery whose endpoint the session's merchant may
+// act on (a deleted endpoint's deliveries are no merchant's).
 func (d *Dashboard) ownDelivery(c echo.Context) (deliveryData, error) {
 	id, err := idParam(c, "id")
 	if err != nil {
 		return deliveryData{}, err
 	}
-	data, err := d.loadDelivery(c.Request().Context(), id)
+	data, err := d.loadDelivery(c.Request().Context(), d.actor(c), id)
 	if err != nil {
 		return data, err
 	}
-	if data.Endpoint == nil || data.Endpoint.MerchantID != session(c).MerchantID {
+	if data.Endpoint == nil {
 		return deliveryData{}, hookrelay.Errorf(hookrelay.ENOTFOUND, "delivery not found")
 	}
 	data.Base = "/ui/m"

@@ -55,32 +55,19 @@ func (d *Dashboard) opsEndpointCreate(c echo.Context) error {
 	}
 	f := opsEndpointForm{URL: strings.TrimSpace(form.Get("url")), Events: form["events"],
 		Description: strings.TrimSpace(form.Get("description")), Errors: fieldErrors{}}
-	ctx := c.Request().Context()
-	u, err := d.checkURL(c, f.URL)
+	created, err := o.CreateOpsEndpoint(c.Request().Context(), ops.NewOpsEndpoint{URL: f.URL, Events: f.Events, Description: f.Description})
 	if err != nil {
 		if hookrelay.CodeOf(err) != hookrelay.EINVALID {
 			return err
 		}
-		f.Errors["url"] = hookrelay.ErrorMessage(err)
-		return d.renderOpsEndpoints(c, http.StatusUnprocessableEntity, opsEndpointsData{Form: f})
-	}
-	created, err := o.CreateOpsEndpoint(ctx, ops.NewOpsEndpoint{URL: u, Events: f.Events, Description: f.Description})
-	if err != nil {
-		if hookrelay.CodeOf(err) != hookrelay.EINVALID {
-			return err
+		if field := ops.FieldOf(err); field != "" {
+			f.Errors[field] = hookrelay.ErrorMessage(err)
+		} else {
+			f.Errors.place(err, "events", "description")
 		}
-		f.Errors.place(err, "events", "description")
 		return d.renderOpsEndpoints(c, http.StatusUnprocessableEntity, opsEndpointsData{Form: f})
 	}
 	return d.renderOpsEndpoints(c, http.StatusCreated, opsEndpointsData{Form: opsEndpointForm{Errors: fieldErrors{}}, Created: &created})
-}
-
-// checkURL checks an ops endpoint's URL as the API does (Config.CheckURL).
-func (d *Dashboard) checkURL(c echo.Context, raw string) (string, error) {
-	if d.cfg.CheckURL == nil {
-		return "", hookrelay.Errorf(hookrelay.EUNAVAILABLE, "adding ops endpoints is not available in this process")
-	}
-	return d.cfg.CheckURL(c.Request().Context(), raw)
 }
 
 // opsEndpoint finds ops endpoint :id on the list (there are few).

@@ -108,14 +108,11 @@ func scopeOf(c echo.Context) replayScope {
 
 // replayEndpoint loads the endpoint of the route as the session may see it.
 func (d *Dashboard) replayEndpoint(c echo.Context, sc replayScope) (db.Endpoint, error) {
-	if sc.Actor.MerchantID != 0 {
-		return d.ownEndpoint(c)
-	}
 	id, err := idParam(c, "id")
 	if err != nil {
 		return db.Endpoint{}, err
 	}
-	return d.store.EndpointGet(c.Request().Context(), id)
+	return d.cfg.Ops.Endpoint(c.Request().Context(), sc.Actor, id)
 }
 
 // recentReplays is how many of an endpoint's replays its replay form lists.

@@ -65,7 +65,7 @@ func TestAdminTokenChangeEndsAdminSessions(t *testing.T) {
 	ma := secUILogin(t, f.URL, f.merchantA)
 
 	const newToken = "hra_the_next_admin_token_98765"
-	n, err := ops.New(f.store, nil).SetAdminToken(context.Background(), newToken)
+	n, err := ops.New(f.store, ops.Config{}).SetAdminToken(context.Background(), newToken)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, n, "admin sessions ended")
 

@@ -1,6 +1,6 @@
 // Package web is the ops dashboard and the merchant view under /ui/:
 // server-rendered html/template pages, assets embedded in the binary,
-// server-side sessions (revocable; see session.go) and CSRF tokens on every
+// server-side sessions (revocable; see sessionstore.go) and CSRF tokens on every
 // form that changes something.
 // It reads through the db package's dashboard queries and acts through the
 // operations layer (package ops) that the API uses too.
@@ -48,15 +48,11 @@ type Store interface {
 	Partitions(ctx context.Context) ([]db.Partition, error)
 	PoolStats() (acquired, idle, max int32)
 
-	EndpointGet(ctx context.Context, id int64) (db.Endpoint, error)
 	EndpointSecretsActive(ctx context.Context, id int64) ([]db.EndpointSecret, error)
 
 	PortalLinkRedeem(ctx context.Context, linkSHA256 []byte, r db.PortalRedemption) (db.LoginSession, error)
 	CarrierAll(ctx context.Context) ([]db.Carrier, error)
 	EndpointList(ctx context.Context, merchantID, afterID int64, limit int) ([]db.Endpoint, error)
-	DeliveryListPending(ctx context.Context, endpointID, afterID int64, limit int) ([]db.Delivery, error)
-	DeliveryListDelivered(ctx context.Context, endpointID int64, beforeAt time.Time, beforeID int64, limit int) ([]db.Delivery, error)
-	DeliveryListDead(ctx context.Context, endpointID int64, afterAt time.Time, afterID int64, limit int) ([]db.Delivery, error)
 }
 
 // ReplicaStore is a Store on a read replica that can tell how current it is.
@@ -64,32 +60,6 @@ type Store interface {
 type ReplicaStore interface {
 	Store
 	ReplicaStatus(ctx context.Context) (db.ReplicaStatus, error)
-}
-
-// Operations are the operator and merchant actions the pages take (package
-// ops; the API takes the same ones).
-type Operations interface {
-	RetryDeadLetters(ctx context.Context, sel ops.DeadLetters) (int64, error)
-	DiscardDeadLetters(ctx context.Context, sel ops.DeadLetters) (int64, error)
-	RetryDelivery(ctx context.Context, a ops.Actor, id int64) error
-	RotateSecret(ctx context.Context, a ops.Actor, id int64) (ops.Rotation, error)
-	EnableEndpoint(ctx context.Context, a ops.Actor, id int64) (db.Endpoint, error)
-	DisableEndpoint(ctx context.Context, a ops.Actor, id int64, reason string) (db.Endpoint, error)
-	CreateEndpoint(ctx context.Context, a ops.Actor, merchantID int64, in ops.EndpointInput, check ops.URLCheck) (ops.NewEndpoint, error)
-	UpdateEndpoint(ctx context.Context, a ops.Actor, id int64, in ops.EndpointInput, check ops.URLCheck) (ops.NewEndpoint, error)
-	DeleteEndpoint(ctx context.Context, a ops.Actor, id int64) (int64, error)
-	CanSendTest() bool
-	SendTest(ctx context.Context, a ops.Actor, id int64) (hookrelay.PingResult, error)
-	Sessions(ctx context.Context, beforeID int64, limit int) ([]db.LoginSessionRecord, error)
-	RevokeSession(ctx context.Context, id int64) error
-	CountReplay(ctx context.Context, a ops.Actor, endpointID int64, req ops.ReplayRequest) (int64, error)
-	StartReplay(ctx context.Context, a ops.Actor, endpointID int64, req ops.ReplayRequest) (db.Replay, error)
-	Replay(ctx context.Context, a ops.Actor, id int64) (db.Replay, error)
-	CancelReplay(ctx context.Context, a ops.Actor, id int64) (db.Replay, error)
-	EndpointReplays(ctx context.Context, a ops.Actor, endpointID int64, limit int) ([]db.Replay, error)
-	CreateOpsEndpoint(ctx context.Context, in ops.NewOpsEndpoint) (db.OpsEndpoint, error)
-	OpsEndpoints(ctx context.Context) ([]db.OpsEndpoint, error)
-	DeleteOpsEndpoint(ctx context.Context, id int64) error
 }
 
 // Presigner makes a time-limited GET link to a stored payload.
@@ -104,10 +74,12 @@ type Config struct {
 	Logger *slog.Logger
 	// Store reads the pages. Required.
 	Store Store
-	// Ops takes the actions: enable and disable endpoints, retry and discard
-	// dead letters, retry deliveries, rotate secrets, send test events,
-	// replay, manage sessions and ops endpoints. Required.
-	Ops Operations
+	// Ops takes the actions (the API takes the same ones): create, edit,
+	// enable, disable and delete endpoints, retry and discard dead letters,
+	// retry deliveries, rotate secrets, send test events, replay, manage
+	// sessions and ops endpoints; it checks who may take them and the
+	// values they take. Required.
+	Ops *ops.Service
 	// Replica, when set, serves the pages that only read — the overview and
 	// its charts, the endpoint list, the dead letters, message search and the
 	// message page — from a read replica (HOOKRELAY_DATABASE_REPLICA_URL);
@@ -116,10 +88,6 @@ type Config struct {
 	Replica ReplicaStore
 	// Presigner links offloaded payloads; nil shows the object key only.
 	Presigner Presigner
-	// CheckURL checks and normalises an endpoint's or ops endpoint's URL as
-	// the API does (api.CheckURL with the API's settings). Nil refuses
-	// adding ops endpoints and setting endpoint URLs in the portal.
-	CheckURL func(ctx context.Context, raw string) (string, error)
 	// PortalFrameAncestors are the origins that may embed the merchant
 	// portal in an iframe (CSP frame-ancestors of the portal's pages;
 	// HOOKRELAY_PORTAL_FRAME_ANCESTORS). With any, the cookies of sessions
@@ -243,7 +211,7 @@ func (d *Dashboard) Mount(e *echo.Echo, prefix string, errs *httperr.Handler) {
 	m.GET("/endpoints/:id/deliveries", d.merchantDeliveries)
 	m.POST("/endpoints/:id/reveal", d.merchantReveal)
 	m.POST("/endpoints/:id/rotate", d.merchantRotate)
-	m.POST("/endpoints/:id/test", d.merchantTest)
+	m.POST("/endpoints/:id/test", d.merchantPing)
 	m.GET("/deliveries/:id", d.merchantDelivery)
 	m.GET("/messages", d.merchantMessageSearch)
 	m.POST("/deliveries/:id/retry", d.merchantRetry)

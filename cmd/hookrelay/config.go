@@ -12,6 +12,7 @@ import (
 	"github.com/hookrelay/hookrelay/api"
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/dispatch"
+	"github.com/hookrelay/hookrelay/ingest"
 	"github.com/hookrelay/hookrelay/keyring"
 	"github.com/hookrelay/hookrelay/maintenance"
 	"github.com/hookrelay/hookrelay/ops"
@@ -43,9 +44,12 @@ type config struct {
 	DB db.Config // DATABASE_URL, HOOKRELAY_DB_MAX_CONNS and timeouts
 	// ReplicaURL (HOOKRELAY_DATABASE_REPLICA_URL) is a read replica the
 	// dashboard's read-only pages read from; empty: they read DATABASE_URL.
-	ReplicaURL  string
-	Ingest      api.Config         // the api role
-	Dispatch    dispatch.Config    // the dispatch role (and the test pings of api and web)
+	ReplicaURL string
+	API        api.Config // the api role (its callback intake: package ingest)
+	// Ops configures the operations of the api and web roles: the policy
+	// of endpoint URLs (the dispatcher, their sender, is set at run time).
+	Ops         ops.Config
+	Dispatch    dispatch.Config    // the dispatch role (and the pings of api and web)
 	Maintenance maintenance.Config // the maintenance role
 	Web         web.Config         // the web role
 	// AuthThrottle delays authentication from client addresses that failed
@@ -103,11 +107,16 @@ func loadConfig(getenv func(string) string) (config, error) {
 	c.ReplicaURL = p.str("HOOKRELAY_DATABASE_REPLICA_URL", "")
 	c.Keys = loadKeys(p)
 	c.DB.Keys = c.Keys
-	c.Ingest = loadIngest(p, queues, allowPrivate, notify)
+	c.API = loadAPI(p, queues, notify)
+	c.Ops = ops.Config{
+		AllowPrivateTargets: allowPrivate,
+		// Refuses http:// endpoint URLs.
+		RequireHTTPS: p.bool("HOOKRELAY_REQUIRE_HTTPS", false),
+	}
 	// A group commit gets as long as any statement: past it the callbacks
 	// are answered 503 (a commit waiting for a synchronous standby that is
 	// gone is cut short there; docs/operations/postgresql.md, "Running on a cluster").
-	c.Ingest.Batcher.CommitTimeout = c.DB.StatementTimeout
+	c.API.Batcher.CommitTimeout = c.DB.StatementTimeout
 	c.Dispatch = loadDispatch(p, queues, lease, allowPrivate, notify)
 	c.Maintenance = loadMaintenance(p, queues, c.DB.IdleInTransactionTimeout)
 	c.Web = web.Config{
@@ -167,16 +176,16 @@ func (c config) check(p *envParser) {
 	if c.AdminToken != "" && len(c.AdminToken) < 16 {
 		p.errs = append(p.errs, fmt.Errorf("HOOKRELAY_ADMIN_TOKEN: too short (want at least 16 characters)"))
 	}
-	if c.Ingest.OffloadBytes > c.Ingest.MaxBodyBytes {
-		p.errs = append(p.errs, fmt.Errorf("HOOKRELAY_OFFLOAD_BYTES (%d) is larger than HOOKRELAY_MAX_BODY_BYTES (%d)", c.Ingest.OffloadBytes, c.Ingest.MaxBodyBytes))
+	if c.API.OffloadBytes > c.API.MaxBodyBytes {
+		p.errs = append(p.errs, fmt.Errorf("HOOKRELAY_OFFLOAD_BYTES (%d) is larger than HOOKRELAY_MAX_BODY_BYTES (%d)", c.API.OffloadBytes, c.API.MaxBodyBytes))
 	}
 	if c.Dispatch.OpsRetryMax < c.Dispatch.OpsRetryBase {
 		p.errs = append(p.errs, fmt.Errorf("HOOKRELAY_OPS_RETRY_MAX (%s) is shorter than HOOKRELAY_OPS_RETRY_BASE (%s)", c.Dispatch.OpsRetryMax, c.Dispatch.OpsRetryBase))
 	}
 	// Reading a body of the largest size holds its buffer and the one it
 	// grew from: with less, such a callback would always get 503.
-	if int64(c.Ingest.MemoryBytes) < 2*(int64(c.Ingest.MaxBodyBytes)+1) {
-		p.errs = append(p.errs, fmt.Errorf("HOOKRELAY_INGEST_MEMORY (%d) is less than twice HOOKRELAY_MAX_BODY_BYTES (%d)", c.Ingest.MemoryBytes, c.Ingest.MaxBodyBytes))
+	if int64(c.API.MemoryBytes) < 2*(int64(c.API.MaxBodyBytes)+1) {
+		p.errs = append(p.errs, fmt.Errorf("HOOKRELAY_INGEST_MEMORY (%d) is less than twice HOOKRELAY_MAX_BODY_BYTES (%d)", c.API.MemoryBytes, c.API.MaxBodyBytes))
 	}
 }
 
@@ -240,8 +249,9 @@ func loadDB(p *envParser, lease time.Duration) db.Config {
 	}
 }
 
-// loadIngest reads the api role's settings.
-func loadIngest(p *envParser, queues int, allowPrivate, notify bool) api.Config {
+// loadAPI reads the api role's settings, those of its callback intake
+// (package ingest) included.
+func loadAPI(p *envParser, queues int, notify bool) api.Config {
 	return api.Config{
 		Queues: queues,
 		// Larger callback bodies get 413.
@@ -250,32 +260,29 @@ func loadIngest(p *envParser, queues int, allowPrivate, notify bool) api.Config 
 		OffloadBytes: p.int("HOOKRELAY_OFFLOAD_BYTES", api.DefaultOffloadBytes, 0, 64<<20),
 		// What the bodies of the callbacks in flight may hold together;
 		// beyond it callbacks get 503 with Retry-After.
-		MemoryBytes:         p.int("HOOKRELAY_INGEST_MEMORY", api.DefaultMemoryBytes, 1<<20, maxIngestMemory),
-		AllowPrivateTargets: allowPrivate,
-		// Refuses http:// endpoint URLs.
-		RequireHTTPS: p.bool("HOOKRELAY_REQUIRE_HTTPS", false),
+		MemoryBytes: p.int("HOOKRELAY_INGEST_MEMORY", ingest.DefaultMemoryBytes, 1<<20, maxIngestMemory),
 		// How stale the carrier/endpoint cache may be in other processes
 		// after a change.
-		CacheTTL: p.duration("HOOKRELAY_INGEST_CACHE_TTL", api.DefaultCacheTTL, 100*time.Millisecond, time.Minute),
-		Batcher: api.BatcherConfig{
+		CacheTTL: p.duration("HOOKRELAY_INGEST_CACHE_TTL", ingest.DefaultCacheTTL, 100*time.Millisecond, time.Minute),
+		Batcher: ingest.BatcherConfig{
 			// How long a group-commit batch stays open after its first callback.
-			MaxWait: p.duration("HOOKRELAY_INGEST_BATCH_WAIT", api.DefaultBatchMaxWait, 100*time.Microsecond, time.Second),
+			MaxWait: p.duration("HOOKRELAY_INGEST_BATCH_WAIT", ingest.DefaultBatchMaxWait, 100*time.Microsecond, time.Second),
 			// Rows (messages + deliveries) that close a batch at once.
-			MaxRows: p.int("HOOKRELAY_INGEST_BATCH_ROWS", api.DefaultBatchMaxRows, 1, 10000),
+			MaxRows: p.int("HOOKRELAY_INGEST_BATCH_ROWS", ingest.DefaultBatchMaxRows, 1, 10000),
 			// Batches committing at once.
-			Flushers: p.int("HOOKRELAY_INGEST_FLUSHERS", api.DefaultBatchFlushers, 1, 64),
+			Flushers: p.int("HOOKRELAY_INGEST_FLUSHERS", ingest.DefaultBatchFlushers, 1, 64),
 			// Callbacks waiting for the group commit from which each
 			// carrier is held to its share of them (429 beyond it); at
 			// most the batcher's queue (8192), which is where a
 			// submission would block instead.
-			Saturation: p.int("HOOKRELAY_INGEST_SATURATION", api.DefaultBatchSaturation, 1, 8192),
+			Saturation: p.int("HOOKRELAY_INGEST_SATURATION", ingest.DefaultBatchSaturation, 1, 8192),
 		},
 		// Dispatchers in other processes (and this one's, which ignores it)
 		// hear of stored callbacks at once rather than at their next poll.
 		Announce: notify,
 		// The pause between two announcements (above 500 deliveries a second
 		// it doubles, up to 20 times).
-		AnnounceInterval: p.duration("HOOKRELAY_INGEST_NOTIFY_INTERVAL", api.DefaultAnnounceInterval, 100*time.Microsecond, time.Second),
+		AnnounceInterval: p.duration("HOOKRELAY_INGEST_NOTIFY_INTERVAL", ingest.DefaultAnnounceInterval, 100*time.Microsecond, time.Second),
 	}
 }
 
@@ -389,11 +396,11 @@ func loadMaintenance(p *envParser, queues int, idleInTx time.Duration) maintenan
 		// Time between stat samples.
 		StatInterval: p.duration("HOOKRELAY_STAT_INTERVAL", maintenance.DefaultStatInterval, 50*time.Millisecond, time.Hour),
 		Queues:       queues,
-		Replay: ops.ReplayConfig{
+		Replay: maintenance.ReplayConfig{
 			// Rows of a replay's window one transaction reads and queues again.
-			Batch: p.int("HOOKRELAY_REPLAY_BATCH", ops.DefaultReplayBatch, 10, 10_000),
+			Batch: p.int("HOOKRELAY_REPLAY_BATCH", maintenance.DefaultReplayBatch, 10, 10_000),
 			// How often an idle replay runner looks for work.
-			Interval: p.duration("HOOKRELAY_REPLAY_INTERVAL", ops.DefaultReplayInterval, 10*time.Millisecond, time.Hour),
+			Interval: p.duration("HOOKRELAY_REPLAY_INTERVAL", maintenance.DefaultReplayInterval, 10*time.Millisecond, time.Hour),
 		},
 		// How often a standby tries to take the role.
 		LockRetry: p.duration("HOOKRELAY_MAINTENANCE_LOCK_RETRY", maintenance.DefaultLockRetry, 50*time.Millisecond, 5*time.Minute),

@@ -36,7 +36,7 @@ func FuzzLoadConfig(f *testing.F) {
 			}
 			return
 		}
-		if c.Dispatch.Queues < 1 || c.Dispatch.Lease <= 0 || c.Ingest.OffloadBytes > c.Ingest.MaxBodyBytes ||
+		if c.Dispatch.Queues < 1 || c.Dispatch.Lease <= 0 || c.API.OffloadBytes > c.API.MaxBodyBytes ||
 			c.Dispatch.BatchSize < 1 || c.Maintenance.VacuumInterval <= 0 ||
 			c.Maintenance.VacuumDeadSpace <= 0 || c.Maintenance.VacuumDeadSpace > 0.5 {
 			t.Fatalf("accepted an invalid configuration: %+v", c)

@@ -41,10 +41,11 @@ func TestConfigDefaultsArePackageDefaults(t *testing.T) {
 
 	dbDef := db.Config{}.WithDefaults()
 	sessDef := db.SessionConfig{}.WithDefaults()
-	in, inDef := c.Ingest, api.Config{}.WithDefaults()
+	in, inDef := c.API, api.Config{}.WithDefaults()
 	d, dDef := c.Dispatch, dispatch.Config{}.WithDefaults()
 	m, mDef := c.Maintenance, maintenance.Config{}.WithDefaults()
 	w, wDef := c.Web, web.Config{}.WithDefaults()
+	opsDef := ops.Config{}.WithDefaults()
 	s3Def := storage.Config{}.WithDefaults()
 	thDef := throttle.Config{}.WithDefaults()
 	rows := []struct {
@@ -56,7 +57,7 @@ func TestConfigDefaultsArePackageDefaults(t *testing.T) {
 		{"HOOKRELAY_QUEUES", m.Queues, mDef.Queues},
 		{"HOOKRELAY_QUEUES", w.Queues, wDef.Queues},
 		{"HOOKRELAY_LEASE", d.Lease, dDef.Lease},
-		{"HOOKRELAY_ALLOW_PRIVATE_TARGETS", in.AllowPrivateTargets, inDef.AllowPrivateTargets},
+		{"HOOKRELAY_ALLOW_PRIVATE_TARGETS", c.Ops.AllowPrivateTargets, opsDef.AllowPrivateTargets},
 		{"HOOKRELAY_ALLOW_PRIVATE_TARGETS", d.AllowPrivateTargets, dDef.AllowPrivateTargets},
 		// The one process-level default among the packages' settings: see
 		// defaultNotify.
@@ -76,7 +77,7 @@ func TestConfigDefaultsArePackageDefaults(t *testing.T) {
 		{"HOOKRELAY_MAX_BODY_BYTES", in.MaxBodyBytes, inDef.MaxBodyBytes},
 		{"HOOKRELAY_OFFLOAD_BYTES", in.OffloadBytes, inDef.OffloadBytes},
 		{"HOOKRELAY_INGEST_MEMORY", in.MemoryBytes, inDef.MemoryBytes},
-		{"HOOKRELAY_REQUIRE_HTTPS", in.RequireHTTPS, inDef.RequireHTTPS},
+		{"HOOKRELAY_REQUIRE_HTTPS", c.Ops.RequireHTTPS, opsDef.RequireHTTPS},
 		{"HOOKRELAY_INGEST_CACHE_TTL", in.CacheTTL, inDef.CacheTTL},
 		{"HOOKRELAY_INGEST_BATCH_WAIT", in.Batcher.MaxWait, inDef.Batcher.MaxWait},
 		{"HOOKRELAY_INGEST_BATCH_ROWS", in.Batcher.MaxRows, inDef.Batcher.MaxRows},
@@ -127,8 +128,8 @@ func TestConfigDefaultsArePackageDefaults(t *testing.T) {
 		{"HOOKRELAY_HEALTH_INTERVAL", m.HealthInterval, mDef.HealthInterval},
 		{"HOOKRELAY_LONG_TRANSACTION", m.LongTransaction, mDef.LongTransaction},
 		{"HOOKRELAY_STAT_INTERVAL", m.StatInterval, mDef.StatInterval},
-		{"HOOKRELAY_REPLAY_BATCH", m.Replay.Batch, ops.DefaultReplayBatch},
-		{"HOOKRELAY_REPLAY_INTERVAL", m.Replay.Interval, ops.DefaultReplayInterval},
+		{"HOOKRELAY_REPLAY_BATCH", m.Replay.Batch, maintenance.DefaultReplayBatch},
+		{"HOOKRELAY_REPLAY_INTERVAL", m.Replay.Interval, maintenance.DefaultReplayInterval},
 		{"HOOKRELAY_MAINTENANCE_LOCK_RETRY", m.LockRetry, mDef.LockRetry},
 		{"HOOKRELAY_MAINTENANCE_STATEMENT_TIMEOUT", m.Session.StatementTimeout, sessDef.StatementTimeout},
 		{"HOOKRELAY_MAINTENANCE_LOCK_TIMEOUT", m.Session.LockTimeout, sessDef.LockTimeout},
@@ -201,7 +202,7 @@ func TestConfigIngestMemory(t *testing.T) {
 	}
 	c, err := load(map[string]string{"HOOKRELAY_INGEST_MEMORY": "33554432"})
 	require.NoError(t, err)
-	require.Equal(t, 32<<20, c.Ingest.MemoryBytes)
+	require.Equal(t, 32<<20, c.API.MemoryBytes)
 
 	for _, bad := range []map[string]string{
 		{"HOOKRELAY_INGEST_MEMORY": "1048575"},

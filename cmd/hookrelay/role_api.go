@@ -7,11 +7,11 @@ import (
 	"github.com/hookrelay/hookrelay/api"
 )
 
-// startAPI wires the api role: the ingest server's routes on the shared
+// startAPI wires the api role: the API server's routes on the shared
 // router and its loop (group-commit batcher and configuration cache). Its
-// settings are read by loadConfig (loadIngest).
+// settings are read by loadConfig (loadAPI).
 func startAPI(ctx context.Context, s *service) (func(ctx context.Context) error, error) {
-	cfg := s.cfg.Ingest
+	cfg := s.cfg.API
 	cfg.AnnounceToken = s.announceToken
 	cfg.Throttle = s.throttle
 	cfg.Tracer = s.tracer

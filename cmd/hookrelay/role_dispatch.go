@@ -24,10 +24,15 @@ func (s *service) dispatcher() *dispatch.Dispatcher {
 }
 
 // operations returns the process's one operations layer, used by the API and
-// the dashboard alike; its test events are signed and sent by the
-// dispatcher's sender exactly as deliveries are.
+// the dashboard alike, with the endpoint URL policy of the configuration;
+// its test events are signed and sent by the dispatcher's sender exactly as
+// deliveries are.
 func (s *service) operations() *ops.Service {
-	s.opsOnce.Do(func() { s.ops = ops.New(s.db, s.dispatcher()) })
+	s.opsOnce.Do(func() {
+		cfg := s.cfg.Ops
+		cfg.Pinger = s.dispatcher()
+		s.ops = ops.New(s.db, cfg)
+	})
 	return s.ops
 }
 

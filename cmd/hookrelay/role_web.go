@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/hookrelay/hookrelay/api"
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/web"
 )
@@ -30,9 +29,6 @@ func startWeb(ctx context.Context, s *service) (func(ctx context.Context) error,
 		SecureCookie:         s.cfg.Web.SecureCookie,
 		PortalFrameAncestors: s.cfg.Web.PortalFrameAncestors,
 		Throttle:             s.throttle,
-		CheckURL: func(ctx context.Context, raw string) (string, error) {
-			return api.CheckURL(ctx, api.URLRule{AllowPrivateTargets: s.cfg.Ingest.AllowPrivateTargets, RequireHTTPS: s.cfg.Ingest.RequireHTTPS}, raw)
-		},
 	})
 	if err != nil {
 		if replica != nil {

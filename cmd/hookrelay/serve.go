@@ -62,8 +62,8 @@ type service struct {
 	errs *httperr.Handler
 	// roles are the roles this process runs.
 	roles []string
-	// tracer makes the spans of the api and dispatch roles; nil when
-	// tracing is off (HOOKRELAY_TRACING).
+	// tracer makes the spans of the api and dispatch roles; the no-op
+	// tracer when tracing is off (HOOKRELAY_TRACING).
 	tracer trace.Tracer
 	// announceToken names this process in its API's announcements of stored
 	// callbacks (HOOKRELAY_NOTIFY), so its own dispatcher, which the API
@@ -276,7 +276,7 @@ func newService(ctx context.Context, cfg config, logger *slog.Logger, stdout io.
 		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(collectors.MetricsScheduler)),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
-	var tr trace.Tracer
+	tr := tracer(nil)
 	if cfg.Tracing {
 		tp, shutdown, err := newTracerProvider(ctx, logger)
 		if err != nil {
@@ -372,7 +372,7 @@ const adminTokenSetting = db.AdminTokenSetting
 // prints it once.
 func ensureAdminToken(ctx context.Context, cfg config, store *db.DB, logger *slog.Logger, stdout io.Writer) error {
 	if cfg.AdminToken != "" {
-		ended, err := ops.New(store, nil).SetAdminToken(ctx, cfg.AdminToken)
+		ended, err := ops.New(store, ops.Config{}).SetAdminToken(ctx, cfg.AdminToken)
 		if err != nil {
 			return err
 		}

@@ -49,10 +49,11 @@ func newTracerProvider(ctx context.Context, logger *slog.Logger) (*sdktrace.Trac
 	return tp, shutdown, nil
 }
 
-// tracer returns the process's tracer, nil when tracing is off.
+// tracer returns the process's tracer: the no-op one when tracing is off
+// (tp nil), whose spans the roles do not even start.
 func tracer(tp trace.TracerProvider) trace.Tracer {
 	if tp == nil {
-		return nil
+		return tracing.OrNoop(nil)
 	}
 	return tp.Tracer(tracing.Scope, trace.WithInstrumentationVersion(version))
 }

@@ -242,7 +242,7 @@ func OpsReplayFinished(ctx context.Context, store *db.DB, r db.Replay) error {
 	if err != nil {
 		return err
 	}
-	p := dbsqlc.OpsEventAddParams{Type: hookrelay.OpsReplayFinished, Count: 1, Data: data}
+	p := dbsqlc.OpsEventAddParams{Type: hookrelay.OpsEventReplayFinished, Count: 1, Data: data}
 	if r.EndpointID != 0 {
 		p.EndpointID = &r.EndpointID
 	}

@@ -8,10 +8,34 @@ import (
 	"encoding/hex"
 
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 )
 
 // Scope is the instrumentation scope of hookrelay's spans.
 const Scope = "github.com/hookrelay/hookrelay"
+
+// OrNoop returns t, or the no-op tracer (go.opentelemetry.io/otel/trace/noop)
+// when t is nil: the tracer of a process that does not trace.
+func OrNoop(t trace.Tracer) trace.Tracer {
+	if t == nil {
+		return noop.Tracer{}
+	}
+	return t
+}
+
+// Records reports whether t may record spans: false for nil and for the
+// no-op tracer. The hot paths (a callback, a delivery attempt) ask it once,
+// when they are built, and skip everything about spans without it: the
+// no-op tracer's Start still costs the options' and the context's
+// allocations, and it would pass a carrier's traceparent on (it returns
+// the remote span it is given), which hookrelay does only when it traces.
+func Records(t trace.Tracer) bool {
+	if t == nil {
+		return false
+	}
+	_, isNoop := t.(noop.Tracer)
+	return !isNoop
+}
 
 // traceparentLen is the length of a version-00 traceparent:
 // 00-<32 hex trace id>-<16 hex span id>-<2 hex flags>.

@@ -1,0 +1,306 @@
+package ingest
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hookrelay/hookrelay/db"
+	"github.com/hookrelay/hookrelay/filter"
+)
+
+// DefaultCacheTTL is how often Routes reloads by default
+// (HOOKRELAY_INGEST_CACHE_TTL).
+const DefaultCacheTTL = time.Second
+
+// Snapshot is an immutable copy of the small configuration tables the hot
+// path reads: carriers (by key hash), merchants (by name) and endpoint routes.
+type Snapshot struct {
+	loadedAt        time.Time
+	carrierByHash   map[string]db.Carrier
+	carrierByID     map[int64]db.Carrier
+	carrierByName   map[string]int64
+	merchantByName  map[string]int64
+	routesByCarrier map[int64][]route // endpoints whose carrier filter names the carrier
+	routesAll       []route           // endpoints with no carrier filter
+	unordered       map[int64]bool    // endpoints whose ordering is "none"
+	// filterPaths are the paths every endpoint's content filter reads
+	// together: the intake extracts them in the pass that reads the body
+	// for the routing fields, so a filter never parses a body again.
+	filterPaths []string
+}
+
+// route is an endpoint's route with its compiled content filter.
+type route struct {
+	db.EndpointRoute
+	// filter is nil when the endpoint takes every callback.
+	filter *filter.Filter
+	// slots[i] is the index in Snapshot.filterPaths of filter.Paths()[i].
+	slots []int
+}
+
+// match reports whether a callback whose values at the snapshot's filter
+// paths are vals passes the route's filter.
+func (r *route) match(vals []filter.Value) bool {
+	if r.filter == nil {
+		return true
+	}
+	var buf [8]filter.Value
+	own := buf[:0]
+	for _, s := range r.slots {
+		own = append(own, vals[s])
+	}
+	return r.filter.Match(own)
+}
+
+// Routes holds the current snapshot. It is refreshed at once after this
+// process changes carriers, merchants or endpoints (Refresh), when another
+// process announces a change (Watch), and every TTL by Run in any case: the
+// TTL bounds what a missed notification costs (the tables are small, one
+// read of each per refresh).
+type Routes struct {
+	store *db.DB
+	ttl   time.Duration
+	cur   atomic.Pointer[Snapshot]
+	mu    sync.Mutex // serialises loads
+}
+
+// NewRoutes returns the routes of store, reloaded every ttl once Run runs.
+func NewRoutes(store *db.DB, ttl time.Duration) *Routes {
+	return &Routes{store: store, ttl: ttl}
+}
+
+// Snapshot returns the current snapshot, loading it when none is loaded or
+// it is older than twice the TTL (Run not running, or failing).
+func (c *Routes) Snapshot(ctx context.Context) (*Snapshot, error) {
+	if s := c.fresh(); s != nil {
+		return s, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s := c.fresh(); s != nil {
+		return s, nil // loaded while we waited
+	}
+	return c.load(ctx)
+}
+
+func (c *Routes) fresh() *Snapshot {
+	if s := c.cur.Load(); s != nil && time.Since(s.loadedAt) < 2*c.ttl {
+		return s
+	}
+	return nil
+}
+
+// Refresh loads a new snapshot.
+func (c *Routes) Refresh(ctx context.Context) (*Snapshot, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.load(ctx)
+}
+
+// load reads the tables; c.mu must be held.
+func (c *Routes) load(ctx context.Context) (*Snapshot, error) {
+	start := time.Now()
+	carriers, err := c.store.CarrierAll(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var merchants []db.Merchant
+	for after := int64(0); ; {
+		page, err := c.store.MerchantList(ctx, after, 10000)
+		if err != nil {
+			return nil, err
+		}
+		merchants = append(merchants, page...)
+		if len(page) < 10000 {
+			break
+		}
+		after = page[len(page)-1].ID
+	}
+	routes, err := c.store.EndpointRoutes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s := &Snapshot{
+		loadedAt:        start,
+		carrierByHash:   make(map[string]db.Carrier, len(carriers)),
+		carrierByID:     make(map[int64]db.Carrier, len(carriers)),
+		carrierByName:   make(map[string]int64, len(carriers)),
+		merchantByName:  make(map[string]int64, len(merchants)),
+		routesByCarrier: map[int64][]route{},
+	}
+	pathIndex := map[string]int{}
+	for _, c := range carriers {
+		s.carrierByHash[string(c.APIKeyHash)] = c
+		s.carrierByID[c.ID] = c
+		s.carrierByName[c.Name] = c.ID
+	}
+	for _, m := range merchants {
+		s.merchantByName[m.Name] = m.ID
+	}
+	for _, er := range routes {
+		r := route{EndpointRoute: er}
+		if er.Filter != "" {
+			// Stored filters were validated by the API; one that no longer
+			// compiles (written by another version) lets everything through
+			// rather than lose callbacks.
+			if f, err := filter.Parse(er.Filter); err == nil {
+				r.filter = f
+				for _, p := range f.Paths() {
+					i, ok := pathIndex[p]
+					if !ok {
+						i = len(s.filterPaths)
+						pathIndex[p] = i
+						s.filterPaths = append(s.filterPaths, p)
+					}
+					r.slots = append(r.slots, i)
+				}
+			}
+		}
+		if r.Unordered {
+			if s.unordered == nil {
+				s.unordered = map[int64]bool{}
+			}
+			s.unordered[r.ID] = true
+		}
+		if len(r.CarrierIDs) == 0 {
+			s.routesAll = append(s.routesAll, r)
+			continue
+		}
+		for _, id := range r.CarrierIDs {
+			s.routesByCarrier[id] = append(s.routesByCarrier[id], r)
+		}
+	}
+	c.cur.Store(s)
+	return s, nil
+}
+
+// Run refreshes the snapshot every TTL until ctx ends. Failures keep the old
+// snapshot (Snapshot reloads on demand once it is too old).
+func (c *Routes) Run(ctx context.Context) {
+	t := time.NewTicker(c.ttl)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			_, _ = c.Refresh(ctx)
+		}
+	}
+}
+
+// CarrierByKeyHash returns the carrier of an API key's hash.
+func (s *Snapshot) CarrierByKeyHash(hash []byte) (db.Carrier, bool) {
+	c, ok := s.carrierByHash[string(hash)]
+	return c, ok
+}
+
+// FilterPaths are the body paths the endpoints' content filters read, in
+// the order FanOut takes their values.
+func (s *Snapshot) FilterPaths() []string { return s.filterPaths }
+
+// Orderings returns, parallel to endpoints, which of them take unordered
+// deliveries; nil when all take ordered ones (the usual case: no allocation).
+func (s *Snapshot) Orderings(endpoints []int64) []bool {
+	if len(s.unordered) == 0 {
+		return nil
+	}
+	var out []bool
+	for i, id := range endpoints {
+		if s.unordered[id] {
+			if out == nil {
+				out = make([]bool, len(endpoints))
+			}
+			out[i] = true
+		}
+	}
+	return out
+}
+
+// FanOut returns the endpoints a callback of carrierID with eventType goes
+// to; merchantRef, when not empty, restricts them to one merchant (by id, or
+// else by name); vals, the callback's values at FilterPaths, must pass an
+// endpoint's content filter.
+func (s *Snapshot) FanOut(carrierID int64, eventType, merchantRef string, vals []filter.Value) []int64 {
+	merchantID := int64(-1)
+	if merchantRef != "" {
+		if id, err := strconv.ParseInt(merchantRef, 10, 64); err == nil {
+			merchantID = id
+		} else if id, ok := s.merchantByName[merchantRef]; ok {
+			merchantID = id
+		} else {
+			return nil
+		}
+	}
+	var out []int64
+	add := func(rs []route) {
+		for i := range rs {
+			r := &rs[i]
+			if merchantID >= 0 && r.MerchantID != merchantID {
+				continue
+			}
+			if len(r.EventTypes) > 0 && !slices.Contains(r.EventTypes, eventType) {
+				continue
+			}
+			if !r.match(vals) {
+				continue
+			}
+			out = append(out, r.ID)
+		}
+	}
+	add(s.routesByCarrier[carrierID])
+	add(s.routesAll)
+	slices.Sort(out)
+	return out
+}
+
+// Watch reloads the snapshot as soon as another process announces a
+// configuration change (db.ListenConfig) until ctx ends, so fan-out and key
+// checks follow a change made elsewhere within a notification's latency
+// rather than the TTL. A lost session is opened again after a pause
+// (doubling up to 30 s); the snapshot is reloaded then too, since changes
+// made while it was away were not announced to it, and the TTL refresh goes
+// on regardless. It needs LISTEN, which a pooler in transaction mode does
+// not carry.
+func (c *Routes) Watch(ctx context.Context, logger *slog.Logger) {
+	const first = 500 * time.Millisecond
+	pause := first
+	retry := time.NewTimer(0)
+	defer retry.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-retry.C:
+		}
+		l, err := c.store.ListenConfig(ctx, "hookrelay-api-config")
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			logger.Warn("LISTEN for configuration changes failed; the cache follows them by its TTL until it is back", "error", err, "retry", pause)
+			retry.Reset(pause)
+			pause = min(2*pause, 30*time.Second)
+			continue
+		}
+		pause = first
+		_, _ = c.Refresh(ctx)
+		for {
+			if _, err = l.Wait(ctx); err != nil {
+				break
+			}
+			_, _ = c.Refresh(ctx)
+		}
+		l.Close()
+		if ctx.Err() != nil {
+			return
+		}
+		logger.Warn("LISTEN session for configuration changes lost", "error", err, "retry", pause)
+		retry.Reset(pause)
+	}
+}

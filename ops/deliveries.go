@@ -1,0 +1,80 @@
+package ops
+
+import (
+	"context"
+	"time"
+
+	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/db"
+)
+
+// Delivery returns delivery id with its attempts if a may act on it: the
+// operator always, a merchant while the delivery's endpoint is its own and
+// not deleted.
+func (s *Service) Delivery(ctx context.Context, a Actor, id int64) (db.Delivery, []db.Attempt, error) {
+	d, attempts, err := s.db.DeliveryGet(ctx, id)
+	if err != nil {
+		return db.Delivery{}, nil, err
+	}
+	if a.MerchantID != 0 {
+		if _, err := s.Endpoint(ctx, a, d.EndpointID); err != nil {
+			return db.Delivery{}, nil, hookrelay.Errorf(hookrelay.ENOTFOUND, "delivery not found")
+		}
+	}
+	return d, attempts, nil
+}
+
+// RetryDelivery asks for delivery id to be attempted as soon as possible. A
+// dead letter goes back into the queue (unordered: it does not hold back the
+// newer deliveries of its key, which went on without it); a pending delivery
+// waiting for its next attempt becomes due now, and one already due, in
+// flight or held is left as it is (it is attempted as soon as it can be). A
+// delivered one is a conflict.
+func (s *Service) RetryDelivery(ctx context.Context, a Actor, id int64) error {
+	d, _, err := s.Delivery(ctx, a, id)
+	if err != nil {
+		return err
+	}
+	switch d.State {
+	case db.DeliveryDelivered:
+		return hookrelay.Errorf(hookrelay.ECONFLICT, "delivery already delivered")
+	case db.DeliveryDead:
+		n, err := s.db.DeadLetterRetry(ctx, []int64{d.ID}, db.DeadLetterFilter{})
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return hookrelay.Errorf(hookrelay.ECONFLICT, "delivery changed state or its endpoint was deleted; reload it")
+		}
+		return nil
+	default:
+		_, err := s.db.DeliveryRetryPending(ctx, d.ID)
+		return err
+	}
+}
+
+// DeliveryPage is a page of an endpoint's deliveries in one state: Status
+// is pending (also ""), delivered or dead; a page starts after the
+// delivery At and ID where the previous one ended (zero: the first page);
+// Limit bounds it.
+type DeliveryPage struct {
+	Status string
+	At     time.Time
+	ID     int64
+	Limit  int
+}
+
+// Deliveries returns a page of endpoint ep's deliveries: pending ones by id,
+// delivered and dead ones newest first. ep is as Endpoint returned it to
+// the actor (who may see it, then).
+func (s *Service) Deliveries(ctx context.Context, ep db.Endpoint, p DeliveryPage) ([]db.Delivery, error) {
+	switch p.Status {
+	case "", db.DeliveryPending:
+		return s.db.DeliveryListPending(ctx, ep.ID, p.ID, p.Limit)
+	case db.DeliveryDelivered:
+		return s.db.DeliveryListDelivered(ctx, ep.ID, p.At, p.ID, p.Limit)
+	case db.DeliveryDead:
+		return s.db.DeliveryListDead(ctx, ep.ID, p.At, p.ID, p.Limit)
+	}
+	return nil, invalidf("status must be pending, delivered or dead")
+}
