@@ -179,47 +179,18 @@ func EndpointHealthGet(ctx context.Context, store *db.DB, endpointID int64) (End
 	}, nil
 }
 
-// message is the store's Message of a row.
-func message(r dbsqlc.Message) db.Message {
-	m := db.Message{
-		ID: r.ID, ReceivedAt: r.ReceivedAt, CarrierID: r.CarrierID, EventType: r.EventType,
-		OrderingKey: r.OrderingKey, MerchantRef: r.MerchantRef, Queue: int(r.Queue), Payload: r.Payload,
-		PayloadSize: int(r.PayloadSize), PayloadSHA256: r.PayloadSHA256, Deliveries: int(r.Deliveries),
-	}
-	if r.IdempotencyKey != nil {
-		m.IdempotencyKey = *r.IdempotencyKey
-	}
-	if r.PayloadKey != nil {
-		m.PayloadKey = *r.PayloadKey
-	}
-	return m
-}
-
-// MessageGet returns the message (id, receivedAt), or hookrelay.ENOTFOUND.
+// MessageGet returns the message (id, receivedAt), or hookrelay.ENOTFOUND:
+// the message of the product's own read (DB.MessageRead).
 func MessageGet(ctx context.Context, store *db.DB, id int64, receivedAt time.Time) (db.Message, error) {
-	q, err := queries(ctx, store)
-	if err != nil {
-		return db.Message{}, err
-	}
-	r, err := q.MessageGet(ctx, dbsqlc.MessageGetParams{ID: id, ReceivedAt: receivedAt})
-	if err != nil {
-		return db.Message{}, notFound(err, "message")
-	}
-	return message(r), nil
+	rec, err := store.MessageRead(ctx, id, &receivedAt, 0)
+	return rec.Message, err
 }
 
 // MessageGetByID returns the message with id, looking in every partition,
 // or hookrelay.ENOTFOUND.
 func MessageGetByID(ctx context.Context, store *db.DB, id int64) (db.Message, error) {
-	q, err := queries(ctx, store)
-	if err != nil {
-		return db.Message{}, err
-	}
-	r, err := q.MessageGetByID(ctx, id)
-	if err != nil {
-		return db.Message{}, notFound(err, "message")
-	}
-	return message(r), nil
+	rec, err := store.MessageRead(ctx, id, nil, 0)
+	return rec.Message, err
 }
 
 // OpsDeliveryCount counts the messages waiting for ops endpoints.

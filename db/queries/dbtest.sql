@@ -24,12 +24,6 @@ WHERE endpoint_id = sqlc.arg(endpoint_id)::bigint AND id > 0 -- deliveries_endpo
 -- name: EndpointHealthGet :one
 SELECT * FROM endpoint_health WHERE endpoint_id = sqlc.arg(endpoint_id)::bigint;
 
--- name: MessageGet :one
-SELECT * FROM messages WHERE id = @id AND received_at = @received_at;
-
--- name: MessageGetByID :one
-SELECT * FROM messages WHERE id = $1 ORDER BY received_at DESC LIMIT 1;
-
 -- name: OpsDeliveryCount :one
 SELECT count(*)::bigint FROM ops_deliveries;
 

@@ -105,63 +105,6 @@ func (q *Queries) EndpointHealthGet(ctx context.Context, endpointID int64) (Endp
 	return i, err
 }
 
-const messageGet = `-- name: MessageGet :one
-SELECT id, received_at, carrier_id, event_type, ordering_key, merchant_ref, queue, idempotency_key, payload, payload_key, payload_size, payload_sha256, deliveries, traceparent FROM messages WHERE id = $1 AND received_at = $2
-`
-
-type MessageGetParams struct {
-	ID         int64
-	ReceivedAt time.Time
-}
-
-func (q *Queries) MessageGet(ctx context.Context, arg MessageGetParams) (Message, error) {
-	row := q.db.QueryRow(ctx, messageGet, arg.ID, arg.ReceivedAt)
-	var i Message
-	err := row.Scan(
-		&i.ID,
-		&i.ReceivedAt,
-		&i.CarrierID,
-		&i.EventType,
-		&i.OrderingKey,
-		&i.MerchantRef,
-		&i.Queue,
-		&i.IdempotencyKey,
-		&i.Payload,
-		&i.PayloadKey,
-		&i.PayloadSize,
-		&i.PayloadSHA256,
-		&i.Deliveries,
-		&i.Traceparent,
-	)
-	return i, err
-}
-
-const messageGetByID = `-- name: MessageGetByID :one
-SELECT id, received_at, carrier_id, event_type, ordering_key, merchant_ref, queue, idempotency_key, payload, payload_key, payload_size, payload_sha256, deliveries, traceparent FROM messages WHERE id = $1 ORDER BY received_at DESC LIMIT 1
-`
-
-func (q *Queries) MessageGetByID(ctx context.Context, id int64) (Message, error) {
-	row := q.db.QueryRow(ctx, messageGetByID, id)
-	var i Message
-	err := row.Scan(
-		&i.ID,
-		&i.ReceivedAt,
-		&i.CarrierID,
-		&i.EventType,
-		&i.OrderingKey,
-		&i.MerchantRef,
-		&i.Queue,
-		&i.IdempotencyKey,
-		&i.Payload,
-		&i.PayloadKey,
-		&i.PayloadSize,
-		&i.PayloadSHA256,
-		&i.Deliveries,
-		&i.Traceparent,
-	)
-	return i, err
-}
-
 const opsDeliveryCount = `-- name: OpsDeliveryCount :one
 SELECT count(*)::bigint FROM ops_deliveries
 `
