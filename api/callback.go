@@ -184,13 +184,19 @@ func (s *Server) acceptCallback(c echo.Context) (CallbackResponse, int, error) {
 // a callback before it joins a batch: each becomes a text column, and a value
 // PostgreSQL cannot store would fail the statement of every callback batched
 // with it. The ordering key also must not begin with U+0001, which marks a
-// replay chain (hookrelay.ReplayChainMark). The error names where the value
-// came from (header or body path).
+// replay chain (hookrelay.ReplayChainMark). The ordering key and event type
+// are sent in every delivery's headers (X-Hookrelay-Ordering-Key,
+// X-Hookrelay-Event-Type), so they also must be valid header values
+// (hookrelay.CheckHeaderValue): one with a control character could never be
+// sent. The error names where the value came from (header or body path).
 func checkRouting(req *http.Request, carrier db.Carrier, orderingKey, eventType, merchantRef string) error {
-	for _, v := range []struct{ value, header, path, what string }{
-		{orderingKey, "X-Ordering-Key", carrier.OrderingKeyField, "ordering key"},
-		{eventType, "X-Event-Type", carrier.EventTypeField, "event type"},
-		{merchantRef, "X-Merchant-Id", carrier.MerchantField, "merchant id"},
+	for _, v := range []struct {
+		value, header, path, what string
+		sent                      bool // in a delivery's headers
+	}{
+		{orderingKey, "X-Ordering-Key", carrier.OrderingKeyField, "ordering key", true},
+		{eventType, "X-Event-Type", carrier.EventTypeField, "event type", true},
+		{merchantRef, "X-Merchant-Id", carrier.MerchantField, "merchant id", false},
 	} {
 		field := v.header + " header"
 		if req.Header.Get(v.header) == "" {
@@ -202,6 +208,11 @@ func checkRouting(req *http.Request, carrier db.Carrier, orderingKey, eventType,
 		}
 		if err := check(field, v.value, maxRoutingValue); err != nil {
 			return err
+		}
+		if v.sent {
+			if err := hookrelay.CheckHeaderValue(field, v.value); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

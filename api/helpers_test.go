@@ -26,7 +26,11 @@ const adminToken = "hra_test_admin_token_for_ingest"
 
 // bundle is what a test gets from setup.
 type bundle struct {
-	URL      string
+	URL string
+	// Handler is the API's router itself, for requests no HTTP client
+	// sends and the HTTP server refuses before any handler (a control
+	// character in a header value): another front end might pass them on.
+	Handler  http.Handler
 	DB       *db.DB
 	DBURL    string // the test's own database
 	Payloads *storage.Store
@@ -63,7 +67,7 @@ func setupWith(t testing.TB, cfg config, pinger ops.Pinger) *bundle {
 	testenv.Go(t, "the API", srv.Run)
 	hs := httptest.NewServer(e)
 	t.Cleanup(hs.Close)
-	return &bundle{URL: hs.URL, DB: env.DB, DBURL: env.DBURL, Payloads: env.Payloads, S3: env.S3, Server: srv, Logs: env.Logs, Registry: reg}
+	return &bundle{URL: hs.URL, Handler: e, DB: env.DB, DBURL: env.DBURL, Payloads: env.Payloads, S3: env.S3, Server: srv, Logs: env.Logs, Registry: reg}
 }
 
 // call sends a request with an optional bearer token and JSON body (a

@@ -11,6 +11,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/internal/tracing"
 )
@@ -89,6 +90,16 @@ func (d *Dispatcher) attempt(ctx context.Context, r db.ClaimedDelivery, cfg db.E
 		d.metrics.deliveries.WithLabelValues("dead").Inc()
 		return ackItem{res: res, circuitNeutral: true}
 	}
+	if why := unsendable(r); why != "" {
+		// The delivery's own values cannot be sent (stored before ingest
+		// refused them): no attempt can ever succeed, and the endpoint is
+		// not at fault, so the delivery becomes a dead letter at once —
+		// releasing its chain — without counting against the endpoint's
+		// circuit.
+		res.Kind, res.Outcome, res.Error = db.AckDead, OutcomeFailed, why
+		d.metrics.deliveries.WithLabelValues("dead").Inc()
+		return ackItem{res: res, circuitNeutral: true}
+	}
 	body, err := d.payload(ctx, r, cfg.PayloadMode)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -142,6 +153,27 @@ func (d *Dispatcher) attempt(ctx context.Context, r db.ClaimedDelivery, cfg db.E
 		}
 	}
 	return item
+}
+
+// unsendable returns why the request of r cannot be built ("" when it
+// can): the values of the delivery itself that go into its headers must be
+// valid header values (hookrelay.CheckHeaderValue, Go's HTTP client's rule),
+// or the client refuses the request on every attempt. Ingest and carrier
+// creation refuse such values; rows stored before they did can hold them.
+// The endpoint's own (custom headers, credentials, URL) are not judged
+// here: they are the endpoint's configuration, refused when set, and a
+// request they break is the endpoint's failure.
+func unsendable(r db.ClaimedDelivery) string {
+	for _, h := range [...]struct{ name, value string }{
+		{"X-Hookrelay-Carrier", r.CarrierName},
+		{"X-Hookrelay-Event-Type", r.EventType},
+		{"X-Hookrelay-Ordering-Key", r.OrderingKey},
+	} {
+		if err := hookrelay.CheckHeaderValue(h.name, h.value); err != nil {
+			return "request cannot be built: " + hookrelay.ErrorMessage(err)
+		}
+	}
+	return ""
 }
 
 // headers returns the endpoint's custom headers and credentials, the

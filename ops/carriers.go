@@ -69,6 +69,10 @@ func (s *Service) CreateCarrier(ctx context.Context, in NewCarrier) (CreatedCarr
 	if err := checkName(in.Name, "name"); err != nil {
 		return CreatedCarrier{}, err
 	}
+	// Sent as X-Hookrelay-Carrier with each of its deliveries.
+	if err := hookrelay.CheckHeaderValue("name", in.Name); err != nil {
+		return CreatedCarrier{}, err
+	}
 	for _, f := range []struct{ v, name string }{{in.OrderingKeyField, "ordering_key_field"}, {in.EventTypeField, "event_type_field"}, {in.MerchantField, "merchant_field"}} {
 		if err := checkFieldPath(f.v, f.name); err != nil {
 			return CreatedCarrier{}, err
