@@ -23,7 +23,10 @@ type ackItem struct {
 // acker batches results into one transaction per ~interval or maxBatch
 // results (db.DeliveryAckBatch). A failed batch is retried until it succeeds
 // or the acker stops; rows of a batch that is never acknowledged come back
-// when their lease runs out (at least once).
+// when their lease runs out (at least once). What it holds unacknowledged —
+// in (4 batches), the batch being gathered, a batch waiting for each
+// flusher and the one each is writing — bounds, with the delivery slots,
+// what a fault can deliver twice (docs/guarantees.md).
 type acker struct {
 	db           *db.DB
 	logger       *slog.Logger

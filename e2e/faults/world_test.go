@@ -28,15 +28,20 @@ const (
 	lease = 2 * time.Second
 )
 
-// dispatchConcurrency is HOOKRELAY_DISPATCH_CONCURRENCY and ackBatch the
-// dispatcher's default HOOKRELAY_DISPATCH_ACK_BATCH: together they bound what
-// one dispatcher has sent but not yet acknowledged, and so what one crash,
-// pause or dropped acknowledgement may deliver twice (docs/guarantees.md: duplicates are bounded by
-// what was in flight).
+// dispatchConcurrency is HOOKRELAY_DISPATCH_CONCURRENCY; ackBatch and
+// ackFlushers are the dispatcher's defaults (HOOKRELAY_DISPATCH_ACK_BATCH,
+// dispatch.DefaultAckFlushers). inFlightBound is what one dispatcher may
+// have sent but not yet acknowledged, and so what one crash, pause, lost
+// database or dropped acknowledgement may deliver twice
+// (docs/guarantees.md, "At least once, with bounded duplicates"): the
+// deliveries it is making, and the results waiting for their
+// acknowledgement — its queue (four batches), the batch being gathered, a
+// batch waiting for each flusher and the one each flusher is writing.
 const (
 	dispatchConcurrency = 64
 	ackBatch            = 100
-	inFlightBound       = dispatchConcurrency + ackBatch
+	ackFlushers         = 4
+	inFlightBound       = dispatchConcurrency + (5+2*ackFlushers)*ackBatch
 )
 
 // retrySchedule is the endpoints' retry schedule: short, so that attempts
