@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -86,8 +87,19 @@ func TestPortalBrowser(t *testing.T) {
 	carrier, carrierKey := dbtest.Carrier(t, f.store, nil)
 	b := newBrowser(t)
 
-	// Open a magic link: no key typed, straight into the portal.
+	// A page of no origin (a data: document; a sandboxed iframe's is the
+	// same, Origin: null) posts a link's open form at once: refused, so it
+	// cannot log the visitor into the portal of its choosing, and the link
+	// is not spent (it opens below).
 	link := portalLink(t, f.URL, m.ID, false)
+	lu, err := url.Parse(link)
+	require.NoError(t, err)
+	forged := `<form method="post" action="` + f.URL + `/ui/portal/open"><input name="token" value="` + lu.Query().Get("token") +
+		`"></form><script>document.forms[0].submit()</script>`
+	browse(t, b, chromedp.Navigate("data:text/html,"+url.PathEscape(forged)), chromedp.WaitVisible(chromedp.CSS("main")))
+	require.Contains(t, text(t, b, "main"), "This form must be submitted from "+f.URL)
+
+	// Open the magic link: no key typed, straight into the portal.
 	browse(t, b, chromedp.Navigate(link), chromedp.WaitVisible(chromedp.CSS("#new-endpoint")))
 	require.Contains(t, text(t, b, "h1"), "Acme Parcels")
 
