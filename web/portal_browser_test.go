@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -155,15 +156,26 @@ func TestPortalBrowser(t *testing.T) {
 	require.Len(t, secrets, 2)
 	screenshot(t, b, "portal-endpoint")
 
-	// A callback is delivered; then replay it from the portal.
-	req, err := http.NewRequest(http.MethodPost, f.URL+"/v1/callbacks", strings.NewReader(`{"tracking_no":"PORTAL-1","status":"delivered"}`))
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+carrierKey)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := apitest.Client(t).Do(req)
-	require.NoError(t, err)
-	resp.Body.Close()
-	require.Equal(t, http.StatusAccepted, resp.StatusCode)
+	// A callback is delivered; then replay it from the portal. The API's
+	// routing snapshot follows an endpoint made in the portal within its
+	// TTL (1 s; the fixture does not LISTEN for changes), and a callback
+	// posted before then reaches no endpoint (its answer says "deliveries":
+	// 0): post until one is routed, so exactly one delivery is made.
+	testenv.Eventually(t, 30*time.Second, "a callback routed to the new endpoint", func() bool {
+		req, err := http.NewRequest(http.MethodPost, f.URL+"/v1/callbacks", strings.NewReader(`{"tracking_no":"PORTAL-1","status":"delivered"}`))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+carrierKey)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := apitest.Client(t).Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		require.Equal(t, http.StatusAccepted, resp.StatusCode)
+		var out struct {
+			Deliveries int `json:"deliveries"`
+		}
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+		return out.Deliveries == 1
+	})
 	// The sink has the test ping; then the delivery, acknowledged.
 	testenv.Eventually(t, 30*time.Second, "the delivery", func() bool {
 		p, err := f.store.DeliveryListPending(context.Background(), ep.ID, 0, 1)
