@@ -70,6 +70,10 @@ func (c *uiClient) do(method, path string, form url.Values) (*http.Response, str
 	if form != nil {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	}
+	if method != http.MethodGet && method != http.MethodHead {
+		// As a browser does on a post from the dashboard's own pages.
+		req.Header.Set("Origin", c.base)
+	}
 	resp, err := c.hc.Do(req)
 	require.NoError(c.t, err)
 	defer resp.Body.Close()

@@ -40,6 +40,8 @@ type webFixture struct {
 	store *db.DB
 	dbURL string
 	Logs  *logtest.Buffer
+	// Routes are the router's routes, the dashboard's among them.
+	Routes []*echo.Route
 }
 
 func startWebFixture(t *testing.T, o fixtureOpts) webFixture {
@@ -78,5 +80,5 @@ func startWebFixture(t *testing.T, o fixtureOpts) webFixture {
 	}
 	hs := httptest.NewServer(e)
 	t.Cleanup(hs.Close)
-	return webFixture{URL: hs.URL, store: store, dbURL: env.DBURL, Logs: env.Logs}
+	return webFixture{URL: hs.URL, store: store, dbURL: env.DBURL, Logs: env.Logs, Routes: e.Routes()}
 }

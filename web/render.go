@@ -65,6 +65,11 @@ type view struct {
 	Data    any
 }
 
+// ReadOnly reports whether the page is for a read-only portal session: it
+// shows no form whose post the session would be refused (writable), and the
+// layout says why.
+func (v view) ReadOnly() bool { return v.Session != nil && v.Session.ReadOnly }
+
 func (d *Dashboard) render(c echo.Context, status int, name string, v view) error {
 	t, ok := d.pages.byName[name]
 	if !ok {

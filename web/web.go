@@ -194,7 +194,7 @@ func (d *Dashboard) Mount(e *echo.Echo, prefix string, errs *httperr.Handler) {
 	// login or a portal link's); frameable where PortalFrameAncestors says.
 	p := g.Group("/portal", d.portalFrame)
 	p.GET("/open", d.portalOpenForm)
-	p.POST("/open", d.portalOpen)
+	p.POST("/open", d.portalOpen, d.sameOrigin)
 	p.GET("/ended", d.portalEnded)
 
 	m := g.Group("/m", d.portalFrame, d.authed, d.merchantOnly, d.csrf, d.writable)
