@@ -15,7 +15,7 @@ import (
 // everything stored (ops.CheckSearchText), the others are parsed (ids,
 // times, limits, cursors, states). The replay body's text fields are
 // checked alike; a JSON body cannot carry invalid UTF-8 (the decoder
-// replaces it), only NUL.
+// replaces it), only NUL. A path id that does not parse is a 404.
 func TestQueryParamsRefuseBadTextWith400(t *testing.T) {
 	t.Parallel()
 	b := setup(t, privateOK())
@@ -49,6 +49,13 @@ func TestQueryParamsRefuseBadTextWith400(t *testing.T) {
 				msg, _ := out["error"].(map[string]any)["message"].(string)
 				require.Contains(t, msg, p, "%s ?%s= %s: the answer names the parameter", r.path, p, what)
 			}
+		}
+	}
+	// Path ids are not text: one that does not parse is no such object.
+	for _, path := range []string{"/v1/replays/", "/v1/messages/", "/v1/deliveries/", "/v1/endpoints/"} {
+		for what, v := range bad {
+			st, out := b.call(t, http.MethodGet, path+v, w.M1Key, nil)
+			require.Equal(t, http.StatusNotFound, st, "%s%s (%s): %v", path, v, what, out)
 		}
 	}
 	// The search's text filters together with others: still 400.
