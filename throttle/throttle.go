@@ -13,12 +13,13 @@
 // Free per Max (one every Max/Free: 3 minutes by default), all at once when
 // it has had no failure for Max. After a failure that leaves Free or more
 // counted, every attempt from the address waits Base, doubled for each
-// failure counted beyond Free, at most Max: 429, whatever credential it
-// sends, so a wait answers nothing about any. A success changes nothing.
-// So a client that made a few mistakes (fewer than Free in Max/Free each)
-// never waits, one that made many waits as the schedule says and is let in
-// with its valid credential as soon as its wait ends; a steady guesser,
-// holding a valid credential or not, gets about one guess per Max/Free.
+// failure counted beyond Free, at most Max (the callers answer 429,
+// whatever credential it sends, so a wait answers nothing about any). A
+// success changes nothing. So a client that makes the odd mistake (fewer
+// than Free still counted) never waits; one that made many waits as the
+// schedule says and is let in with its valid credential as soon as its wait
+// ends; a steady guesser, holding a valid credential or not, gets about one
+// guess per Max/Free.
 package throttle
 
 import (
