@@ -61,12 +61,13 @@ var (
 // kind is one of allowed. An unknown or malformed token is 401; a valid key
 // of another kind is 403 (consistently, on every route). A client address
 // whose tokens failed too often waits (throttle): 429 with Retry-After,
-// whatever it sends meanwhile.
+// whatever it sends meanwhile. A valid token forgives none of its address's
+// failures: the throttle forgets them with time only.
 func (s *Server) auth(allowed keyKind) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			addr := throttle.ClientAddr(c.Request())
-			wait, failedBefore := s.cfg.Throttle.Wait(throttle.SurfaceAPI, addr)
+			wait, _ := s.cfg.Throttle.Wait(throttle.SurfaceAPI, addr)
 			if wait > 0 {
 				secs := int(math.Ceil(wait.Seconds()))
 				return httperr.WithRetryAfter(hookrelay.Errorf(hookrelay.ERATELIMIT,
@@ -83,9 +84,6 @@ func (s *Server) auth(allowed keyKind) echo.MiddlewareFunc {
 					s.cfg.Throttle.Failed(throttle.SurfaceAPI, addr)
 				}
 				return err
-			}
-			if failedBefore {
-				s.cfg.Throttle.Succeeded(addr)
 			}
 			if p.kind&allowed == 0 {
 				return errWrongKey

@@ -358,13 +358,18 @@ func notFound(err error, what string) error {
 
 // unavailable marks connection-level failures (server down, restarting, pool
 // closed, timeouts) as hookrelay.EUNAVAILABLE so callers answer 503 rather
-// than 500; other errors are returned unchanged.
+// than 500, and a text value the database cannot take (errRefusedText) as
+// hookrelay.EINVALID; other errors are returned unchanged.
 func unavailable(err error) error {
 	if err == nil {
 		return nil
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "22021", "22P05": // character_not_in_repertoire, untranslatable_character
+			return hookrelay.WrapError(hookrelay.EINVALID, errRefusedText, err)
+		}
 		switch pgErr.Code[:2] {
 		case "08", "53", "57": // connection exception, insufficient resources, operator intervention
 			return hookrelay.WrapError(hookrelay.EUNAVAILABLE, "database unavailable", err)
@@ -386,6 +391,15 @@ func unavailable(err error) error {
 	// server (refused, reset, timed out, pool closed): the caller may retry.
 	return hookrelay.WrapError(hookrelay.EUNAVAILABLE, "database unavailable", err)
 }
+
+// errRefusedText is the client-safe message of a statement PostgreSQL
+// refused for a text value it cannot take: invalid UTF-8 or a NUL (SQLSTATE
+// 22021), or a character the database's encoding lacks (22P05). Values are
+// checked where they enter (hookrelay.CheckText) and answered 400 naming
+// the field; this is the defence behind those checks, so that one missed
+// is a 400 still, not a 500. The server's own message, which quotes the
+// bytes, stays in the wrapped error (logs), out of the answer.
+const errRefusedText = "a text value is not valid UTF-8 or contains a NUL character"
 
 // transient reports whether err is a transaction PostgreSQL rolled back
 // (deadlock detected, serialization failure): run again, it may succeed.

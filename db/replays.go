@@ -193,9 +193,10 @@ type ReplayBatch struct {
 	Replay Replay  // the replay after the batch
 	Queued []int64 // the deliveries it queued again
 	Read   int     // source rows it took (the cursor moved past them)
-	// Waiting reports whether the batch stopped early, at a delivery its
-	// key's replay chain still holds or holds a later one of (see
-	// firstBelowTail): the replay goes on from there once they are sent.
+	// Waiting reports whether the batch stopped early, at a delivery a
+	// replay chain still holds, or whose key's replay chain holds a later
+	// one (see firstToWait): the replay goes on from there once they are
+	// sent.
 	Waiting bool
 	// Tx is how long the batch's transaction took (its reads come before).
 	Tx time.Duration
@@ -208,14 +209,15 @@ type ReplayBatch struct {
 // finishes the replay. ok is false when there was nothing to do: the replay
 // is not running (finished, cancelled) or another runner holds it.
 //
-// The batch's reads — the window after the cursor and its keys' replay chain
-// tails, the bulk of its time — run before its transaction, each a statement
+// The batch's reads — the window after the cursor, its keys' replay chain
+// tails and which of its deliveries a replay chain holds, the bulk of its
+// time — run before its transaction, each a statement
 // of its own; the transaction then locks the replay, checks that its cursor
 // is still where the reads began (else another runner moved it: nothing is
 // done), queues and commits. Rows read early can only be more cautious: a
-// delivery pending since is skipped by the insert, and a chain tail only
-// shrinks meanwhile (this replay's runner is the only one adding to its
-// chains). b.Tx is how long the transaction took.
+// delivery pending since is skipped by the insert, and a chain tail and
+// the deliveries a chain holds only shrink meanwhile (this replay's runner
+// is the only one adding to its chains). b.Tx is how long the transaction took.
 func (db *DB) ReplayStep(ctx context.Context, id int64, batch int) (b ReplayBatch, ok bool, err error) {
 	r, err := db.q.ReplayGet(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -233,9 +235,9 @@ func (db *DB) ReplayStep(ctx context.Context, id int64, batch int) (b ReplayBatc
 		return ReplayBatch{}, false, fmt.Errorf("replay batch: read the window: %w", unavailable(err))
 	}
 	read := len(rows)
-	wait, err := pre.firstBelowTail(ctx, db.q, rows)
+	wait, err := pre.firstToWait(ctx, db.q, rows)
 	if err != nil {
-		return ReplayBatch{}, false, fmt.Errorf("replay batch: read the chain tails: %w", unavailable(err))
+		return ReplayBatch{}, false, fmt.Errorf("replay batch: read the replay chains: %w", unavailable(err))
 	}
 	rows = rows[:wait]
 	waiting := wait < read
@@ -329,30 +331,38 @@ func (db *DB) DeliveryCountQueued(ctx context.Context, ids []int64) (int64, erro
 	return n, nil
 }
 
-// firstBelowTail returns the index of the first of rows (source rows in
-// replay order) that the replay must not queue yet: one its key's replay
-// chain already holds, or holds a later delivery (a higher id) of; len(rows)
-// when there is none. A chain is ordered by id and its head is the lowest,
-// so a delivery queued below a chain's tail would overtake the rows above
-// it, and could go out while the tail is in flight; the replay waits there
-// instead until the chain has sent them. It happens when a key's deliveries
-// were delivered (or died) out of id order, so that the source, read in
-// time order, yields a lower id in a later batch (a dead letter retried
-// after its successors went on), and when two replays of one key overlap:
-// the later one waits for the earlier one's deliveries of the key.
-func (rp Replay) firstBelowTail(ctx context.Context, q *dbsqlc.Queries, rows []dbsqlc.ReplaySourceRow) (int, error) {
+// firstToWait returns the index of the first of rows (source rows in
+// replay order) that the replay must not queue yet; len(rows) when there is
+// none. That is a delivery still queued in a replay chain (another
+// replay's, not sent yet: queueing it again would fail, and the replay
+// sends it again once it is sent), or one its key's ordered replay chain
+// holds a later delivery (a higher id) of. A chain is ordered by id and its
+// head is the lowest, so a delivery queued below a chain's tail would
+// overtake the rows above it, and could go out while the tail is in
+// flight; the replay waits there instead until the chain has sent them. It
+// happens when a key's deliveries were delivered (or died) out of id order,
+// so that the source, read in time order, yields a lower id in a later
+// batch (a dead letter retried after its successors went on), and when two
+// replays of one key overlap: the later one waits for the earlier one's
+// deliveries of the key. To an endpoint with "ordering": "none" replayed
+// deliveries are queued unordered, with no chain tail to see: there the
+// replay waits only for the very deliveries another replay still has
+// queued.
+func (rp Replay) firstToWait(ctx context.Context, q *dbsqlc.Queries, rows []dbsqlc.ReplaySourceRow) (int, error) {
 	seen := map[string]bool{}
 	var chains []string
+	var ids []int64
 	for _, s := range rows {
 		if rp.pick(s) != replayQueue {
 			continue
 		}
+		ids = append(ids, s.ID)
 		if c := hookrelay.ReplayChain(s.OrderingKey); !seen[c] {
 			seen[c] = true
 			chains = append(chains, c)
 		}
 	}
-	if len(chains) == 0 {
+	if len(ids) == 0 {
 		return len(rows), nil
 	}
 	got, err := q.ReplayChainTails(ctx, dbsqlc.ReplayChainTailsParams{EndpointID: rp.EndpointID, Chains: chains})
@@ -363,8 +373,16 @@ func (rp Replay) firstBelowTail(ctx context.Context, q *dbsqlc.Queries, rows []d
 	for _, t := range got {
 		tails[t.Chain] = t.Tail
 	}
+	held, err := q.ReplayQueuedIDs(ctx, dbsqlc.ReplayQueuedIDsParams{IDs: ids, Mark: hookrelay.ReplayChainMark})
+	if err != nil {
+		return 0, err
+	}
+	queued := make(map[int64]bool, len(held))
+	for _, id := range held {
+		queued[id] = true
+	}
 	for i, s := range rows {
-		if rp.pick(s) == replayQueue && tails[hookrelay.ReplayChain(s.OrderingKey)] >= s.ID {
+		if rp.pick(s) == replayQueue && (queued[s.ID] || tails[hookrelay.ReplayChain(s.OrderingKey)] >= s.ID) {
 			return i, nil
 		}
 	}

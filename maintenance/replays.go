@@ -55,10 +55,10 @@ const maxRunningReplays = 100
 // until at least half of its previous one has left the queue: a replay of a
 // million rows keeps about a batch of them queued at a time, and live
 // callbacks wait behind no more than that. A batch that stops at once to
-// wait for its key's replay chain (db.ReplayStep) is tried again after
-// Interval. Run one per deployment (the
-// maintenance role's holder does); two at once are safe (a batch locks its
-// replay) but gain nothing.
+// wait for a replay chain, its key's or another replay's deliveries still
+// queued (db.ReplayStep), is tried again after Interval. Run one per
+// deployment (the maintenance role's holder does); two at once are safe (a
+// batch locks its replay) but gain nothing.
 type ReplayRunner struct {
 	cfg    ReplayConfig
 	db     *db.DB

@@ -56,10 +56,14 @@ func SearchWindow(since, until *time.Time, keyed bool, now time.Time) (time.Time
 // SearchMessages returns up to limit messages matching f (whose window
 // SearchWindow resolved) before position after, newest first, as a sees
 // them: the operator every message; a merchant only those with a delivery
-// to one of its endpoints, and only those deliveries.
+// to one of its endpoints, and only those deliveries. Its text filters
+// pass the check of every stored text (CheckSearchText).
 func SearchMessages(ctx context.Context, r MessageReader, a Actor, f db.MessageFilter, after db.MessagePosition, limit int) ([]db.MessageSummary, error) {
 	if limit < 1 || limit > MaxSearchLimit {
 		return nil, hookrelay.Errorf(hookrelay.EINVALID, "limit must be between 1 and %d", MaxSearchLimit)
+	}
+	if err := CheckSearchText(f); err != nil {
+		return nil, err
 	}
 	if f.State != "" && !validState(f.State) {
 		return nil, hookrelay.Errorf(hookrelay.EINVALID, "status must be pending, delivered, dead or failed")
@@ -77,6 +81,22 @@ func SearchMessages(ctx context.Context, r MessageReader, a Actor, f db.MessageF
 // is "not found".
 func ReadMessage(ctx context.Context, r MessageReader, a Actor, id int64, receivedAt *time.Time) (db.MessageRecord, error) {
 	return r.MessageRead(ctx, id, receivedAt, a.MerchantID)
+}
+
+// CheckSearchText checks the text filters of a search as every text that
+// reaches the database is checked (hookrelay.CheckText), naming the API's
+// parameter: a value PostgreSQL cannot take as text (invalid UTF-8, NUL)
+// would fail the search's statement, and one longer than a callback may
+// carry (1024 bytes) can match nothing. EINVALID, never a failed query.
+func CheckSearchText(f db.MessageFilter) error {
+	for _, p := range []struct{ name, value string }{
+		{"ordering_key", f.OrderingKey}, {"event_type", f.EventType}, {"status", f.State},
+	} {
+		if err := hookrelay.CheckText(p.name, p.value, maxOrderingKey); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func validState(s string) bool {

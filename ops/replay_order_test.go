@@ -304,3 +304,68 @@ func TestReplayedDeadLetterKeepsItsKey(t *testing.T) {
 	require.Equal(t, "D0", d.OrderingKey)
 	require.False(t, d.Ordered, "a retried dead letter goes back unordered")
 }
+
+// Two replays of one window started one after the other, on an endpoint
+// with "ordering": "key" and on one with "none": either way the second
+// waits while the first one's deliveries are still queued, then queues
+// them all again (done, none failed), and each callback goes out once per
+// replay.
+func TestOverlappingReplaysWaitWhateverTheOrdering(t *testing.T) {
+	t.Parallel()
+	for _, ordering := range []string{"key", "none"} {
+		t.Run(ordering, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			url := dbtest.NewURL(t)
+			store := dbtest.Open(t, url, db.Config{})
+			s := ops.New(store, ops.Config{})
+			const base, n, keys = 7_000_000, 12, 3
+			sk := newOrderSink(t, func(int64) bool { return true })
+			// Disabled: the first replay's deliveries stay queued.
+			ep, _ := dbtest.Endpoint(t, store, &dbtest.EndpointOpts{URL: sk.srv.URL, MaxInFlight: 100, Disabled: true, Ordering: ordering})
+			carrier, _ := dbtest.Carrier(t, store, nil)
+			since := history(t, url, ep.ID, carrier.ID, base, n, keys, "V")
+			req := ops.ReplayRequest{Since: since, Until: time.Now(), Status: db.ReplayDelivered}
+			runner := maintenance.NewReplayRunner(quietLogger(), maintenance.ReplayConfig{}, store)
+
+			first, err := s.StartReplay(ctx, ops.Actor{}, ep.ID, req)
+			require.NoError(t, err)
+			_, err = runner.Step(ctx)
+			require.NoError(t, err)
+			first, err = s.Replay(ctx, ops.Actor{}, first.ID)
+			require.NoError(t, err)
+			require.Equal(t, db.ReplayFinished, first.State)
+			require.Equal(t, int64(n), first.Done)
+
+			second, err := s.StartReplay(ctx, ops.Actor{}, ep.ID, req)
+			require.NoError(t, err)
+			require.Equal(t, int64(n), second.Total)
+			for range 3 {
+				_, err = runner.Step(ctx)
+				require.NoError(t, err)
+			}
+			second, err = s.Replay(ctx, ops.Actor{}, second.ID)
+			require.NoError(t, err)
+			require.Equal(t, db.ReplayRunning, second.State, "the second replay waits for the first one's deliveries")
+			require.Zero(t, second.Done)
+			require.Zero(t, second.Failed, "deliveries queued by another replay are waited for, not counted as failed")
+
+			_, err = s.EnableEndpoint(ctx, ops.Actor{}, ep.ID)
+			require.NoError(t, err)
+			runDispatcher(t, store)
+			runRunner(t, store, maintenance.ReplayConfig{Interval: 20 * time.Millisecond})
+			second = waitReplay(t, s, second.ID, db.ReplayFinished)
+			require.Equal(t, int64(n), second.Done)
+			require.Zero(t, second.Failed)
+			testenv.Eventually(t, 30*time.Second, "both replays", func() bool { return sk.count() >= 2*n })
+			sent := map[int64]int{}
+			for _, a := range sk.received() {
+				sent[a.msgID-base]++
+			}
+			for i := int64(1); i <= n; i++ {
+				require.Equal(t, 2, sent[i], "message %d: once per replay", i)
+			}
+			require.Len(t, sent, n)
+		})
+	}
+}

@@ -1,9 +1,25 @@
 // Package throttle slows down guessing of credentials: per client address,
 // after a few failed authentications each further attempt must wait, the
-// wait doubling with every failure up to a cap; a success forgets the
-// address. The state is in memory, per process, bounded in size: N processes
-// behind a balancer allow up to N times the free failures, and an attacker
-// spraying addresses evicts the oldest entries instead of growing the table.
+// wait doubling with every failure up to a cap. Failures are forgiven with
+// time only, never by a success: whoever holds one valid credential must
+// not get more guesses at others than anyone else from its address (a
+// success that cleared the count gave a key holder Free guesses per wait,
+// forever). The state is in memory, per process, bounded in size: N
+// processes behind a balancer allow up to N times the free failures, and an
+// attacker spraying addresses evicts the oldest entries instead of growing
+// the table.
+//
+// The rule: each failure of an address counts, and its failures drain at
+// Free per Max (one every Max/Free: 3 minutes by default), all at once when
+// it has had no failure for Max. After a failure that leaves Free or more
+// counted, every attempt from the address waits Base, doubled for each
+// failure counted beyond Free, at most Max (the callers answer 429,
+// whatever credential it sends, so a wait answers nothing about any). A
+// success changes nothing. So a client that makes the odd mistake (fewer
+// than Free still counted) never waits; one that made many waits as the
+// schedule says and is let in with its valid credential as soon as its wait
+// ends; a steady guesser, holding a valid credential or not, gets about one
+// guess per Max/Free.
 package throttle
 
 import (
@@ -34,8 +50,8 @@ const (
 
 // Config configures a Throttle. Zero fields get the defaults named.
 type Config struct {
-	// Free is how many failures an address may have before it must wait.
-	// Default DefaultFree (5).
+	// Free is how many failures an address may have counted before it
+	// must wait; they drain at Free per Max. Default DefaultFree (5).
 	Free int
 	// Base is the wait after the Free-th failure; each further failure
 	// doubles it. Default DefaultBase (1s).
@@ -65,10 +81,13 @@ type Throttle struct {
 }
 
 type entry struct {
-	key      string
-	failures int
-	last     time.Time // of the last failure
-	until    time.Time // no attempt before this
+	key string
+	// drained is when the failures counted would all be forgiven at
+	// Free per Max: each failure moves it one forgiveness interval on
+	// (counted).
+	drained time.Time
+	last    time.Time // of the last failure
+	until   time.Time // no attempt before this
 }
 
 // WithDefaults returns c with every zero field set to its default. New
@@ -110,7 +129,7 @@ func New(cfg Config) *Throttle {
 
 // Wait reports how long addr must wait before it may try to authenticate
 // (0: it may now), counting a refusal on surface, and whether addr has
-// failures on record (a success must then call Succeeded).
+// failures on record. A success is not reported: it forgives nothing.
 func (t *Throttle) Wait(surface, addr string) (time.Duration, bool) {
 	key := keyOf(addr)
 	now := t.cfg.Now()
@@ -146,7 +165,7 @@ func (t *Throttle) Failed(surface, addr string) {
 	if el, ok := t.byKey[key]; ok {
 		e = el.Value.(*entry)
 		if t.stale(e, now) {
-			e.failures = 0
+			e.drained = time.Time{}
 		}
 		t.order.MoveToFront(el)
 	} else {
@@ -156,21 +175,38 @@ func (t *Throttle) Failed(surface, addr string) {
 			t.remove(t.order.Back())
 		}
 	}
-	e.failures++
+	if e.drained.Before(now) {
+		e.drained = now
+	}
+	if t.counted(e, now) < t.cfg.Free+maxOver {
+		e.drained = e.drained.Add(t.forgiveEvery())
+	}
 	e.last = now
-	if over := e.failures - t.cfg.Free; over >= 0 {
+	if over := t.counted(e, now) - t.cfg.Free; over >= 0 {
 		e.until = now.Add(t.delay(over))
 	}
 }
 
-// Succeeded forgets the failures of addr.
-func (t *Throttle) Succeeded(addr string) {
-	key := keyOf(addr)
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if el, ok := t.byKey[key]; ok {
-		t.remove(el)
+// maxOver bounds the failures counted beyond Free: the wait reached Max
+// long before (Base doubled 62 times overflows a Duration), and a flood of
+// concurrent failures cannot push the forgiving into the far future.
+const maxOver = 62
+
+// forgiveEvery is how often one failure of an address is forgiven: Free
+// of them per Max.
+func (t *Throttle) forgiveEvery() time.Duration {
+	return max(t.cfg.Max/time.Duration(t.cfg.Free), 1)
+}
+
+// counted is how many failures of e still count at now: those not yet
+// forgiven, a part-forgiven one whole.
+func (t *Throttle) counted(e *entry, now time.Time) int {
+	left := e.drained.Sub(now)
+	if left <= 0 {
+		return 0
 	}
+	every := t.forgiveEvery()
+	return int((left + every - 1) / every)
 }
 
 // Len is how many addresses are remembered.
@@ -180,8 +216,8 @@ func (t *Throttle) Len() int {
 	return t.order.Len()
 }
 
-// delay is the wait after Free+over failures: Base doubled over times, at
-// most Max.
+// delay is the wait after a failure that leaves Free+over counted: Base
+// doubled over times, at most Max.
 func (t *Throttle) delay(over int) time.Duration {
 	d := t.cfg.Base
 	for range over {

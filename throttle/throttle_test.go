@@ -13,8 +13,8 @@ type clock struct{ t time.Time }
 
 func (c *clock) now() time.Time { return c.t }
 
-// Free failures pass; then the wait doubles per failure up to Max; a success
-// forgets the address; other addresses are unaffected.
+// Free failures pass; then the wait doubles per failure up to Max; other
+// addresses are unaffected.
 func TestThrottleDelays(t *testing.T) {
 	c := &clock{t: time.Unix(1_700_000_000, 0)}
 	th := New(Config{Now: c.now})
@@ -43,11 +43,56 @@ func TestThrottleDelays(t *testing.T) {
 	}
 	w, _ = th.Wait(SurfaceAPI, a)
 	require.Equal(t, DefaultMax, w, "capped")
+}
 
-	th.Succeeded(a)
-	w, known = th.Wait(SurfaceAPI, a)
-	require.Zero(t, w)
-	require.False(t, known)
+// Failures are forgiven with time, Free per Max: a client failing no
+// faster than that never waits; one that stops failing is back to Free
+// free failures after Max.
+func TestThrottleForgivesWithTime(t *testing.T) {
+	c := &clock{t: time.Unix(1_700_000_000, 0)}
+	th := New(Config{Now: c.now})
+	const a = "192.0.2.1"
+	every := DefaultMax / DefaultFree
+	for range DefaultFree - 1 {
+		th.Failed(SurfaceAPI, a)
+	}
+	for i := range 100 {
+		c.t = c.t.Add(every)
+		th.Failed(SurfaceAPI, a)
+		w, known := th.Wait(SurfaceAPI, a)
+		require.True(t, known)
+		require.Zero(t, w, "failure %d, one per %s", i, every)
+	}
+	th.Failed(SurfaceAPI, a)
+	w, _ := th.Wait(SurfaceAPI, a)
+	require.Equal(t, time.Second, w, "one more at once")
+
+	// Forgiven one by one: after every, one failure less counts.
+	c.t = c.t.Add(time.Second + every)
+	th.Failed(SurfaceAPI, a)
+	w, _ = th.Wait(SurfaceAPI, a)
+	require.Equal(t, time.Second, w, "one forgiven, one added")
+}
+
+// A steady guesser gets about one guess per Max/Free however it spaces
+// them: it tries whenever its wait is over.
+func TestThrottleSteadyGuesser(t *testing.T) {
+	c := &clock{t: time.Unix(1_700_000_000, 0)}
+	th := New(Config{Now: c.now})
+	const a = "192.0.2.1"
+	start := c.t
+	guesses := 0
+	for c.t.Sub(start) < 24*time.Hour {
+		if w, _ := th.Wait(SurfaceAPI, a); w > 0 {
+			c.t = c.t.Add(w)
+			continue
+		}
+		th.Failed(SurfaceAPI, a)
+		guesses++
+	}
+	perDay := int(24 * time.Hour / (DefaultMax / DefaultFree))
+	require.LessOrEqual(t, guesses, perDay+DefaultFree+20, "guesses in a day")
+	t.Logf("%d guesses in a day (forgiven: %d)", guesses, perDay)
 }
 
 // An address with no failure for Max starts afresh.

@@ -119,7 +119,6 @@ func (d *Dashboard) login(c echo.Context) error {
 		}
 		return err
 	}
-	d.throttle.Succeeded(addr)
 	c.SetCookie(cookie)
 	c.SetCookie(d.sessions.clear(loginCookie))
 	if cl.Kind == kindMerchant {

@@ -126,6 +126,17 @@ SELECT c.chain::text AS chain,
                  ORDER BY d.endpoint_id DESC, d.ordering_key DESC, d.id DESC LIMIT 1), 0)::bigint AS tail
 FROM unnest(sqlc.arg(chains)::text[]) AS c(chain);
 
+-- name: ReplayQueuedIDs :many
+-- Which of these deliveries are queued now in a replay chain (their chain,
+-- the ordering_key column, begins with @mark, hookrelay.ReplayChainMark):
+-- another replay's, not sent yet. A replay batch waits for them rather
+-- than count them as failed (see db.ReplayStep). The chain tails cannot
+-- tell: to an endpoint with "ordering": "none" replayed rows are
+-- unordered, outside deliveries_chain_idx. One probe of the primary key
+-- per delivery.
+SELECT d.id FROM deliveries d
+WHERE d.id = ANY(sqlc.arg(ids)::bigint[]) AND starts_with(d.ordering_key, sqlc.arg(mark)::text);
+
 -- name: ReplayListByEndpoint :many
 -- An endpoint's latest replays, newest first (replays_endpoint_idx).
 SELECT * FROM replays WHERE endpoint_id = @endpoint_id ORDER BY id DESC LIMIT @lim;

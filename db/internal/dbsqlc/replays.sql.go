@@ -391,6 +391,43 @@ func (q *Queries) ReplayLock(ctx context.Context, id int64) (Replay, error) {
 	return i, err
 }
 
+const replayQueuedIDs = `-- name: ReplayQueuedIDs :many
+SELECT d.id FROM deliveries d
+WHERE d.id = ANY($1::bigint[]) AND starts_with(d.ordering_key, $2::text)
+`
+
+type ReplayQueuedIDsParams struct {
+	IDs  []int64
+	Mark string
+}
+
+// Which of these deliveries are queued now in a replay chain (their chain,
+// the ordering_key column, begins with @mark, hookrelay.ReplayChainMark):
+// another replay's, not sent yet. A replay batch waits for them rather
+// than count them as failed (see db.ReplayStep). The chain tails cannot
+// tell: to an endpoint with "ordering": "none" replayed rows are
+// unordered, outside deliveries_chain_idx. One probe of the primary key
+// per delivery.
+func (q *Queries) ReplayQueuedIDs(ctx context.Context, arg ReplayQueuedIDsParams) ([]int64, error) {
+	rows, err := q.db.Query(ctx, replayQueuedIDs, arg.IDs, arg.Mark)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const replaySource = `-- name: ReplaySource :many
 WITH src AS MATERIALIZED (
     SELECT u.at, u.id, u.message_id, u.message_received_at, u.dead
