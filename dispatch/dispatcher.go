@@ -85,16 +85,17 @@ func New(logger *slog.Logger, cfg Config, store *db.DB, payloads PayloadStore, r
 	if cfg.MaxRate > 0 {
 		pace = newPacer(cfg.MaxRate, cfg.BatchSize, cfg.Now)
 	}
+	m := newMetrics(reg)
 	return &Dispatcher{
 		pace:           pace,
 		cfg:            cfg,
 		db:             store,
 		store:          payloads,
 		logger:         logger,
-		metrics:        newMetrics(reg),
+		metrics:        m,
 		sender:         newHTTPSender(cfg.AllowPrivateTargets, cfg.EgressProxy, cfg.RootCAs, cfg.Resolve, cfg.Concurrency, cfg.Now),
 		opsEventSender: newHTTPSender(cfg.AllowPrivateTargets, cfg.EgressProxy, cfg.RootCAs, cfg.Resolve, opsEventBatch, cfg.Now),
-		cache:          newEndpointCache(store, cfg.EndpointCacheTTL, cfg.Now, cfg.Concurrency/4),
+		cache:          newEndpointCache(store, cfg.EndpointCacheTTL, cfg.Now, cfg.Concurrency/4, logger, m.endpointsUnreadable),
 		slots:          make(chan struct{}, cfg.Concurrency),
 		inflight:       map[int64]inflight{},
 		due:            dueChannels(cfg.ClaimLoops),

@@ -25,6 +25,9 @@ type metrics struct {
 	ackBatchSize     prometheus.Histogram
 	circuitOpen      prometheus.Gauge
 	opsEventAttempts *prometheus.CounterVec
+	// endpointsUnreadable counts the endpoints whose secrets this
+	// dispatcher cannot open (their deliveries parked).
+	endpointsUnreadable prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -63,7 +66,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hookrelay_deliveries_total",
-			Help: "Delivery attempts by outcome (success, failed, timeout, conn_error, gone, throttled, refused, dead, held).",
+			Help: "Delivery attempts by outcome (success, failed, timeout, conn_error, gone, throttled, refused, dead, held, parked).",
 		}, []string{"outcome"}),
 		deliveryLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "hookrelay_delivery_latency_seconds",
@@ -96,10 +99,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "hookrelay_ops_webhook_attempts_total",
 			Help: "Attempts to deliver operational webhooks by result: delivered, retried (it will be tried again), dropped (out of attempts, given up).",
 		}, []string{"result"}),
+		endpointsUnreadable: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "hookrelay_endpoints_unreadable",
+			Help: "Endpoints whose signing secret, a custom header value or credentials this dispatcher cannot decrypt with the keys it holds: their deliveries are parked (no attempt spent) until the values are replaced or the key is back.",
+		}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.claimSeconds, m.claimServer, m.claimWaitSeconds, m.claimed, m.wakeups, m.notifications, m.listening, m.deliveries, m.deliveryLatency, m.e2eLatency,
-			m.inFlight, m.queuesHeld, m.ackBatchSize, m.circuitOpen, m.opsEventAttempts)
+			m.inFlight, m.queuesHeld, m.ackBatchSize, m.circuitOpen, m.opsEventAttempts, m.endpointsUnreadable)
 	}
 	return m
 }
