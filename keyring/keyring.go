@@ -189,4 +189,3 @@ func KeyID(sealed string) (string, bool) {
 	}
 	return id, true
 }
-
