@@ -242,4 +242,3 @@ func TestLostKeyIDsStartWithoutTheKey(t *testing.T) {
 	require.Equal(t, "new-api-key", r.header.Get("X-Api-Key"))
 	require.Equal(t, "Bearer new-token", r.header.Get("Authorization"))
 }
-
