@@ -213,7 +213,7 @@ func (d *Dispatcher) deliveryWorker(jobs <-chan deliveryJob) {
 		case j.err != nil:
 			item = d.releaseItem(j.row, d.cfg.StoreRetryDelay)
 		case j.park:
-			d.metrics.deliveries.WithLabelValues("parked").Inc()
+			d.metrics.deliveries.WithLabelValues("unreadable").Inc()
 			item = d.releaseItem(j.row, d.cfg.HoldDelay)
 		default:
 			item = d.deliver(j.ctx, j.row, j.ep, j.claim)

@@ -66,7 +66,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hookrelay_deliveries_total",
-			Help: "Delivery attempts by outcome (success, failed, timeout, conn_error, gone, throttled, refused, dead, held, parked).",
+			Help: "Delivery attempts by outcome (success, failed, timeout, conn_error, gone, throttled, refused, dead, held, unreadable: released without an attempt because the endpoint's secrets cannot be decrypted).",
 		}, []string{"outcome"}),
 		deliveryLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "hookrelay_delivery_latency_seconds",

@@ -51,7 +51,7 @@ func TestUnreadableEndpointParkedAlone(t *testing.T) {
 	h, err := dbtest.EndpointHealthGet(ctx, store, bad.ID)
 	require.NoError(t, err)
 	require.Contains(t, h.UnreadableReason, "key id "+keyID)
-	require.Positive(t, metricValue(t, d.metrics.deliveries.WithLabelValues("parked")))
+	require.Positive(t, metricValue(t, d.metrics.deliveries.WithLabelValues("unreadable")))
 	dl, err := dbtest.DeadLetterCountForEndpoint(ctx, store, bad.ID)
 	require.NoError(t, err)
 	require.Zero(t, dl, "parking spends no attempt (one would have dead-lettered)")

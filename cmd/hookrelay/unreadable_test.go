@@ -116,7 +116,7 @@ func TestUnreadableSecretNeverDelaysOtherEndpoints(t *testing.T) {
 		require.NoError(t, err)
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
-		return strings.Contains(string(b), "\nhookrelay_endpoints_unreadable 1\n") && strings.Contains(string(b), `hookrelay_deliveries_total{outcome="parked"}`)
+		return strings.Contains(string(b), "\nhookrelay_endpoints_unreadable 1\n") && strings.Contains(string(b), `hookrelay_deliveries_total{outcome="unreadable"}`)
 	})
 	testenv.Eventually(t, 15*time.Second, "the endpoint.secret_unreadable event", func() bool {
 		for _, b := range sink.bodiesAt("/ops") {
