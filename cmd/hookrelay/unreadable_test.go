@@ -147,6 +147,11 @@ func TestUnreadableSecretNeverDelaysOtherEndpoints(t *testing.T) {
 	_, ck := dashboardLogin(t, c, s.URL, restAdmin)
 	require.NotNil(t, ck)
 	require.Contains(t, pageWith(t, c, s.URL+"/ui/endpoints", ck), "secret cannot be opened")
+	mc := noRedirects(t)
+	_, mck := dashboardLogin(t, mc, s.URL, badKey)
+	require.NotNil(t, mck)
+	require.Contains(t, pageWith(t, mc, s.URL+"/ui/m/", mck), "secret cannot be opened")
+	require.Contains(t, pageWith(t, mc, s.URL+"/ui/m/endpoints/"+badID, mck), "key id "+other.CurrentID())
 	require.Equal(t, http.StatusConflict, apiCall(t, "POST", s.URL+"/v1/endpoints/"+badID+"/test", badKey, nil, nil), "no ping without its secret")
 
 	require.Equal(t, http.StatusOK, apiCall(t, "PATCH", s.URL+"/v1/endpoints/"+badID, badKey, map[string]any{"description": "still here"}, nil))
