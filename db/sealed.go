@@ -273,10 +273,12 @@ func (db *DB) resealEndpoints(ctx context.Context, lim int32, prefix string, los
 				return n, fmt.Errorf("endpoints id %d: %w", r.ID, err)
 			}
 			out := make(map[string]string, len(in))
+			changed := false
 			for name, v := range in {
 				if out[name], err = db.resealValue(purposeHeader, v, lost); err != nil {
 					return n, fmt.Errorf("endpoints id %d: header %s: %w", r.ID, name, err)
 				}
+				changed = changed || out[name] != v
 			}
 			hs, err := json.Marshal(out)
 			if err != nil {
@@ -287,15 +289,21 @@ func (db *DB) resealEndpoints(ctx context.Context, lim int32, prefix string, los
 				if as, err = db.resealValue(purposeAuth, r.Auth, lost); err != nil {
 					return n, fmt.Errorf("endpoints id %d: endpoint credentials: %w", r.ID, err)
 				}
+				changed = changed || as != r.Auth
+			}
+			if !changed {
+				continue // only values under lost keys: nothing to rewrite
 			}
 			p.IDs, p.OldHeaders, p.OldAuth = append(p.IDs, r.ID), append(p.OldHeaders, r.Headers), append(p.OldAuth, r.Auth)
 			p.NewHeaders, p.NewAuth = append(p.NewHeaders, hs), append(p.NewAuth, as)
 		}
-		c, err := db.q.EndpointResealMany(ctx, p)
-		if err != nil {
-			return n, fmt.Errorf("reseal endpoints: %w", unavailable(err))
+		if len(p.IDs) > 0 {
+			c, err := db.q.EndpointResealMany(ctx, p)
+			if err != nil {
+				return n, fmt.Errorf("reseal endpoints: %w", unavailable(err))
+			}
+			n += c
 		}
-		n += c
 		after = rows[len(rows)-1].ID
 	}
 }
