@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 
 	"github.com/hookrelay/hookrelay/db"
@@ -185,10 +184,13 @@ func (c *endpointCache) current(st *endpointState) bool {
 	return st.version >= c.known.Load()
 }
 
-func newEndpointCache(store *db.DB, ttl time.Duration, now func() time.Time, maxSlots int, logger *slog.Logger, unreadable prometheus.Gauge) *endpointCache {
+// newEndpointCache returns an empty cache; unreadableStale is how long an
+// endpoint whose secrets cannot be opened stays counted once nothing of it
+// is seen (unreadableCount).
+func newEndpointCache(store *db.DB, ttl time.Duration, now func() time.Time, maxSlots int, logger *slog.Logger, unreadableStale time.Duration) *endpointCache {
 	return &endpointCache{db: store, ttl: ttl, now: now, maxSlots: max(maxSlots, 1), m: map[int64]*endpointState{},
 		full:       &fullSet{ids: map[int64]struct{}{}},
-		unreadable: &unreadableSet{db: store, logger: logger, gauge: unreadable, m: map[int64]time.Time{}}}
+		unreadable: &unreadableSet{db: store, logger: logger, stale: unreadableStale, m: map[int64]*unreadableEntry{}}}
 }
 
 // get returns the states of ids (absent for endpoints that do not exist or
@@ -251,8 +253,15 @@ func (c *endpointCache) get(ctx context.Context, ids []int64, version int64) (ma
 func (c *endpointCache) parked(id int64) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	_, ok := c.unreadable.m[id]
-	return ok
+	return c.unreadable.parked(id, c.now())
+}
+
+// unreadableCount is how many endpoints' secrets cannot be opened, of
+// those seen lately.
+func (c *endpointCache) unreadableCount() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.unreadable.count(c.now())
 }
 
 // store caches cfg, read at configuration version or later, keeping the old

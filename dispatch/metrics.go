@@ -26,8 +26,9 @@ type metrics struct {
 	circuitOpen      prometheus.Gauge
 	opsEventAttempts *prometheus.CounterVec
 	// endpointsUnreadable counts the endpoints whose secrets this
-	// dispatcher cannot open (their deliveries parked).
-	endpointsUnreadable prometheus.Gauge
+	// dispatcher cannot open (their deliveries parked): set by
+	// newUnreadableGauge, which reads the endpoint cache.
+	endpointsUnreadable prometheus.GaugeFunc
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -99,14 +100,22 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "hookrelay_ops_webhook_attempts_total",
 			Help: "Attempts to deliver operational webhooks by result: delivered, retried (it will be tried again), dropped (out of attempts, given up).",
 		}, []string{"result"}),
-		endpointsUnreadable: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "hookrelay_endpoints_unreadable",
-			Help: "Endpoints whose signing secret, a custom header value or credentials this dispatcher cannot decrypt with the keys it holds: their deliveries are parked (no attempt spent) until the values are replaced or the key is back.",
-		}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.claimSeconds, m.claimServer, m.claimWaitSeconds, m.claimed, m.wakeups, m.notifications, m.listening, m.deliveries, m.deliveryLatency, m.e2eLatency,
-			m.inFlight, m.queuesHeld, m.ackBatchSize, m.circuitOpen, m.opsEventAttempts, m.endpointsUnreadable)
+			m.inFlight, m.queuesHeld, m.ackBatchSize, m.circuitOpen, m.opsEventAttempts)
 	}
 	return m
+}
+
+// newUnreadableGauge sets m.endpointsUnreadable to read count and registers
+// it with reg (when not nil).
+func (m *metrics) newUnreadableGauge(reg prometheus.Registerer, count func() int) {
+	m.endpointsUnreadable = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "hookrelay_endpoints_unreadable",
+		Help: "Endpoints whose signing secret, a custom header value or credentials this dispatcher cannot decrypt with the keys it holds, of those whose deliveries it saw lately: their deliveries are parked (no attempt spent) until the values are replaced or the key is back.",
+	}, func() float64 { return float64(count()) })
+	if reg != nil {
+		reg.MustRegister(m.endpointsUnreadable)
+	}
 }

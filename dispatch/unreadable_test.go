@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/db/dbtest"
 	"github.com/hookrelay/hookrelay/internal/testenv"
 )
@@ -73,4 +74,19 @@ func TestUnreadableEndpointParkedAlone(t *testing.T) {
 		h, err := dbtest.EndpointHealthGet(ctx, store, bad.ID)
 		return metricValue(t, d.metrics.endpointsUnreadable) == 0 && err == nil && h.UnreadableSince == nil
 	})
+}
+
+// TestUnreadableCountForgetsEndpointsNoLongerSeen: an endpoint in the set
+// stays counted while its parked deliveries keep being claimed, and is no
+// longer counted once none was seen for the stale window (it was deleted).
+func TestUnreadableCountForgetsEndpointsNoLongerSeen(t *testing.T) {
+	t.Parallel()
+	s := &unreadableSet{logger: testLogger(t), stale: 3 * time.Minute, m: map[int64]*unreadableEntry{}}
+	t0 := time.Now()
+	require.Nil(t, s.note(db.EndpointConfig{ID: 1, Unreadable: "secret cannot be opened", UnreadableMarked: true}, t0))
+	require.Equal(t, 1, s.count(t0))
+	require.True(t, s.parked(1, t0.Add(2*time.Minute)))
+	require.Equal(t, 1, s.count(t0.Add(4*time.Minute)), "seen 2 minutes ago")
+	require.Equal(t, 0, s.count(t0.Add(6*time.Minute)))
+	require.False(t, s.parked(1, t0.Add(6*time.Minute)))
 }
