@@ -149,7 +149,11 @@ func (u *Unreadable) String() string {
 	if u == nil {
 		return ""
 	}
-	return strings.Join(u.Fields(), ", ") + " cannot be opened (" + u.Reason + ")"
+	what := strings.Join(u.Fields(), ", ")
+	if what == "" {
+		what = "stored values" // malformed rather than unopenable
+	}
+	return what + " cannot be opened (" + u.Reason + ")"
 }
 
 // EndpointUnreadableMark records that endpoint id's sealed values cannot be
