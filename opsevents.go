@@ -14,12 +14,16 @@ const (
 	OpsEventDeliveryDeadLettered  = "delivery.dead_lettered"
 	OpsEventDatabaseLongXact      = "database.long_transaction"
 	OpsEventReplayFinished        = "replay.finished"
+	// OpsEventEndpointSecretUnreadable: a dispatcher cannot open an
+	// endpoint's signing secret, a header value or its credentials with
+	// the keys it holds; the endpoint's deliveries are parked.
+	OpsEventEndpointSecretUnreadable = "endpoint.secret_unreadable"
 )
 
 // OpsEventTypes lists every operational webhook event type.
 var OpsEventTypes = []string{
 	OpsEventEndpointDisabled, OpsEventEndpointEnabled, OpsEventEndpointCircuitOpened, OpsEventEndpointCircuitClosed,
-	OpsEventDeliveryDeadLettered, OpsEventDatabaseLongXact, OpsEventReplayFinished,
+	OpsEventDeliveryDeadLettered, OpsEventDatabaseLongXact, OpsEventReplayFinished, OpsEventEndpointSecretUnreadable,
 }
 
 // IsOpsEventType reports whether t is an operational webhook event type.

@@ -44,6 +44,27 @@ type EndpointJSON struct {
 	Signature string `json:"signature"`
 	// PublicKey is the "whpk_" key that verifies v1a signatures (ed25519).
 	PublicKey string `json:"public_key,omitempty"`
+	// Unreadable is present only when some of the endpoint's stored
+	// secrets cannot be decrypted with the keys the service holds: which
+	// ones and why. Its deliveries are parked until they are replaced.
+	Unreadable *UnreadableJSON `json:"unreadable,omitempty"`
+}
+
+// UnreadableJSON says which of an endpoint's secrets cannot be decrypted:
+// Fields holds "secret" (the signing secret: rotate it), "headers" (the
+// values of Headers, the names listed: give them again) and "auth" (give
+// new credentials); Reason says why, never showing any of them.
+type UnreadableJSON struct {
+	Fields  []string `json:"fields"`
+	Headers []string `json:"headers,omitempty"`
+	Reason  string   `json:"reason"`
+}
+
+func unreadableJSON(u *db.Unreadable) *UnreadableJSON {
+	if u == nil {
+		return nil
+	}
+	return &UnreadableJSON{Fields: u.Fields(), Headers: u.Headers, Reason: u.Reason}
 }
 
 func endpointJSON(ep db.Endpoint) EndpointJSON {
@@ -54,7 +75,7 @@ func endpointJSON(ep db.Endpoint) EndpointJSON {
 		PayloadMode: ep.PayloadMode, RetrySchedule: make([]string, len(ep.RetrySchedule)),
 		Timeout: ep.Timeout.String(), Ordering: ep.Ordering, SendTraceparent: !ep.OmitTraceparent, CreatedAt: ep.CreatedAt, UpdatedAt: ep.UpdatedAt,
 		Headers: headersJSON(ep.Headers), Auth: authJSON(ep.Auth), Filter: ep.Filter,
-		Signature: ep.Signature, PublicKey: ep.PublicKey,
+		Signature: ep.Signature, PublicKey: ep.PublicKey, Unreadable: unreadableJSON(ep.Unreadable),
 	}
 	for i, id := range ep.CarrierIDs {
 		out.Carriers[i] = ID(id)

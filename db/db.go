@@ -78,6 +78,11 @@ type Config struct {
 	// reads plaintext, for tools and tests that handle no secret; sealing
 	// then fails.
 	Keys *keyring.Keyring
+	// LostKeyIDs are key ids declared lost for good: CheckKeys lets the
+	// values sealed under them be (they stay unreadable: the endpoints
+	// holding them are parked until given new values) and the re-seal
+	// passes leave them as they are.
+	LostKeyIDs []string
 }
 
 // Pooler is what Config.URL points at.

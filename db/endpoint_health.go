@@ -31,10 +31,20 @@ type EndpointConfig struct {
 	// OmitTraceparent reports whether requests go without a traceparent
 	// header even when tracing is on.
 	OmitTraceparent bool
+	// Unreadable is why its newest signing secret, a header value or its
+	// credentials cannot be opened ("" when all of them open): the endpoint
+	// cannot be delivered to as configured, and its deliveries are parked.
+	// Secrets, Headers and Auth then hold only what opened.
+	Unreadable string
+	// UnreadableMarked reports whether its health row records it as
+	// unreadable (EndpointUnreadableMark), whatever this process found.
+	UnreadableMarked bool
 }
 
 // EndpointConfigLoad returns the dispatch settings of the given endpoints
-// (missing ids are left out).
+// (missing ids are left out). Each endpoint's sealed values are opened on
+// their own: one that cannot be opened makes that endpoint Unreadable and
+// never fails the others.
 func (db *DB) EndpointConfigLoad(ctx context.Context, ids []int64) ([]EndpointConfig, error) {
 	rows, err := db.q.EndpointListForDispatch(ctx, ids)
 	if err != nil {
@@ -46,26 +56,21 @@ func (db *DB) EndpointConfigLoad(ctx context.Context, ids []int64) ([]EndpointCo
 		for j, ms := range r.RetryScheduleMs {
 			sched[j] = time.Duration(ms) * time.Millisecond
 		}
-		secrets := make([]string, len(r.Secrets))
-		for j, s := range r.Secrets {
-			if secrets[j], err = db.open(purposeSecret, s); err != nil {
-				return nil, fmt.Errorf("endpoint %d secret: %w", r.ID, err)
-			}
-		}
-		headers, err := db.openHeaders(r.Headers)
+		headers, auth, u, err := db.openEndpointSealed(r.Headers, r.Auth)
 		if err != nil {
-			return nil, fmt.Errorf("endpoint %d: %w", r.ID, err)
+			// Malformed, not merely unopenable: unreadable all the same.
+			headers, auth, u = nil, nil, (*Unreadable)(nil).note("endpoint", err)
 		}
-		auth, err := db.openAuth(r.Auth)
-		if err != nil {
-			return nil, fmt.Errorf("endpoint %d: %w", r.ID, err)
-		}
+		secrets, u := db.openSecrets(r.Secrets, u)
 		out[i] = EndpointConfig{
 			ID: r.ID, URL: r.URL, Status: r.Status, MaxInFlight: int(r.MaxInFlight),
 			RateLimitPerSec: int(r.RateLimitPerSec), PayloadMode: r.PayloadMode,
 			RetrySchedule: sched, Timeout: time.Duration(r.TimeoutMs) * time.Millisecond,
 			Secrets: secrets, Headers: headers, Auth: auth, ConsecutiveFailures: int(r.ConsecutiveFailures), CircuitState: r.CircuitState,
-			OmitTraceparent: !r.SendTraceparent,
+			OmitTraceparent: !r.SendTraceparent, UnreadableMarked: r.UnreadableMarked,
+		}
+		if u != nil {
+			out[i].Unreadable = u.String()
 		}
 	}
 	return out, nil
@@ -99,6 +104,11 @@ type EndpointStatus struct {
 	LastSuccessAt       *time.Time
 	LastFailureAt       *time.Time
 	LastError           string
+	// UnreadableSince is when a dispatcher found that its signing secret,
+	// a header value or its credentials cannot be opened (nil: none did),
+	// and UnreadableReason says which and why; its deliveries are parked.
+	UnreadableSince  *time.Time
+	UnreadableReason string
 }
 
 // EndpointStatusList returns up to limit endpoints of merchantID (0 = all)
@@ -116,6 +126,7 @@ func (db *DB) EndpointStatusList(ctx context.Context, merchantID, afterID int64,
 			Signature: r.Signature, CreatedAt: r.CreatedAt, ConsecutiveFailures: int(r.ConsecutiveFailures), CircuitState: r.CircuitState,
 			CircuitOpenUntil: r.CircuitOpenUntil, FailingSince: r.FailingSince,
 			LastSuccessAt: r.LastSuccessAt, LastFailureAt: r.LastFailureAt, LastError: r.LastError,
+			UnreadableSince: r.UnreadableSince, UnreadableReason: r.UnreadableReason,
 		}
 	}
 	return out, nil

@@ -65,6 +65,10 @@ type Endpoint struct {
 	// PublicKey is the "whpk_" public key of the newest ed25519 key, ""
 	// for hmac.
 	PublicKey string
+	// Unreadable is what of its sealed values this process cannot open
+	// (nil when everything opens): Headers then keeps those headers' names
+	// with empty values, Auth is nil when the credentials cannot be opened.
+	Unreadable *Unreadable
 }
 
 // EndpointFields are the settable fields of an endpoint.
@@ -84,6 +88,13 @@ type EndpointFields struct {
 	Auth            *EndpointAuth
 	Filter          string
 	Signature       string // default hmac; a change needs a new secret (EndpointUpdate)
+	// KeepHeaders and KeepAuth leave the stored headers or credentials as
+	// they are (EndpointUpdate), Headers and Auth aside: set by
+	// EndpointFieldsOf for an endpoint whose values cannot be opened, so
+	// that an update of its other fields does not lose them; an update that
+	// replaces them clears the flag.
+	KeepHeaders bool
+	KeepAuth    bool
 }
 
 func (f EndpointFields) withDefaults() EndpointFields {
@@ -119,17 +130,15 @@ func msList(ds []time.Duration) []int64 {
 	return out
 }
 
-// endpointFrom turns a row into an Endpoint, opening its sealed values.
+// endpointFrom turns a row into an Endpoint, opening its sealed values:
+// those that cannot be opened are described in Unreadable (the signing
+// secrets are not in the row: markSecrets).
 func (db *DB) endpointFrom(r dbsqlc.Endpoint) (Endpoint, error) {
 	sched := make([]time.Duration, len(r.RetryScheduleMs))
 	for i, v := range r.RetryScheduleMs {
 		sched[i] = time.Duration(v) * time.Millisecond
 	}
-	headers, err := db.openHeaders(r.Headers)
-	if err != nil {
-		return Endpoint{}, fmt.Errorf("endpoint %d: %w", r.ID, err)
-	}
-	auth, err := db.openAuth(r.Auth)
+	headers, auth, unreadable, err := db.openEndpointSealed(r.Headers, r.Auth)
 	if err != nil {
 		return Endpoint{}, fmt.Errorf("endpoint %d: %w", r.ID, err)
 	}
@@ -141,7 +150,7 @@ func (db *DB) endpointFrom(r dbsqlc.Endpoint) (Endpoint, error) {
 		RetrySchedule: sched, Timeout: time.Duration(r.TimeoutMs) * time.Millisecond,
 		Ordering: r.Ordering, OmitTraceparent: !r.SendTraceparent, Headers: headers, Auth: auth, Filter: r.Filter,
 		Signature: r.Signature, PublicKey: r.PublicKey,
-		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Unreadable: unreadable,
 	}, nil
 }
 
@@ -152,15 +161,19 @@ type sealedFields struct {
 }
 
 func (db *DB) sealFields(f EndpointFields) (sealedFields, error) {
-	h, err := db.sealHeaders(f.Headers)
-	if err != nil {
-		return sealedFields{}, err
+	var sf sealedFields
+	var err error
+	if !f.KeepHeaders {
+		if sf.headers, err = db.sealHeaders(f.Headers); err != nil {
+			return sealedFields{}, err
+		}
 	}
-	a, err := db.sealAuth(f.Auth)
-	if err != nil {
-		return sealedFields{}, err
+	if !f.KeepAuth {
+		if sf.auth, err = db.sealAuth(f.Auth); err != nil {
+			return sealedFields{}, err
+		}
 	}
-	return sealedFields{headers: h, auth: a}, nil
+	return sf, nil
 }
 
 // EndpointCreate inserts an enabled endpoint of merchantID together with its
@@ -208,7 +221,13 @@ func (db *DB) EndpointGet(ctx context.Context, id int64) (Endpoint, error) {
 	if err != nil {
 		return Endpoint{}, notFound(unavailableUnlessNoRows(err), "endpoint")
 	}
-	return db.endpointFrom(r)
+	ep, err := db.endpointFrom(r)
+	if err != nil {
+		return Endpoint{}, err
+	}
+	eps := []Endpoint{ep}
+	err = db.markSecrets(ctx, eps)
+	return eps[0], err
 }
 
 // EndpointList returns up to limit endpoints (not deleted) of merchantID (0 =
@@ -223,6 +242,9 @@ func (db *DB) EndpointList(ctx context.Context, merchantID, afterID int64, limit
 		if out[i], err = db.endpointFrom(r); err != nil {
 			return nil, err
 		}
+	}
+	if err := db.markSecrets(ctx, out); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -268,8 +290,14 @@ func (db *DB) EndpointUpdate(ctx context.Context, id int64, f EndpointFields, ne
 		ID: id, URL: f.URL, Description: f.Description, CarrierIDs: f.CarrierIDs, EventTypes: f.EventTypes,
 		MaxInFlight: int32(f.MaxInFlight), RateLimitPerSec: int32(f.RateLimitPerSec), PayloadMode: f.PayloadMode,
 		RetryScheduleMs: msList(f.RetrySchedule), TimeoutMs: int32(f.Timeout.Milliseconds()),
-		Ordering: f.Ordering, SendTraceparent: !f.OmitTraceparent, Headers: sf.headers, Auth: sf.auth, Filter: f.Filter,
+		Ordering: f.Ordering, SendTraceparent: !f.OmitTraceparent, Filter: f.Filter,
 		Signature: f.Signature,
+	}
+	if !f.KeepHeaders {
+		p.Headers = sf.headers
+	}
+	if !f.KeepAuth {
+		p.Auth = &sf.auth
 	}
 	var sealed string
 	if newSecret != "" {
@@ -296,7 +324,9 @@ func (db *DB) EndpointUpdate(ctx context.Context, id int64, f EndpointFields, ne
 	if err != nil {
 		return Endpoint{}, fmt.Errorf("update endpoint: %w", err)
 	}
-	return ep, nil
+	eps := []Endpoint{ep}
+	err = db.markSecrets(ctx, eps)
+	return eps[0], err
 }
 
 // EndpointFieldsOf returns the settable fields of ep.
@@ -306,6 +336,8 @@ func EndpointFieldsOf(ep Endpoint) EndpointFields {
 		MaxInFlight: ep.MaxInFlight, RateLimitPerSec: ep.RateLimitPerSec, PayloadMode: ep.PayloadMode,
 		RetrySchedule: ep.RetrySchedule, Timeout: ep.Timeout, Ordering: ep.Ordering, OmitTraceparent: ep.OmitTraceparent,
 		Headers: ep.Headers, Auth: ep.Auth, Filter: ep.Filter, Signature: ep.Signature,
+		KeepHeaders: ep.Unreadable != nil && len(ep.Unreadable.Headers) > 0,
+		KeepAuth:    ep.Unreadable != nil && ep.Unreadable.Auth,
 	}
 }
 
@@ -337,7 +369,12 @@ func (db *DB) EndpointEnable(ctx context.Context, id int64) (Endpoint, error) {
 		ep, err = db.endpointFrom(r)
 		return err
 	})
-	return ep, err
+	if err != nil {
+		return Endpoint{}, err
+	}
+	eps := []Endpoint{ep}
+	err = db.markSecrets(ctx, eps)
+	return eps[0], err
 }
 
 // EndpointDisable disables endpoint id; the dispatcher holds its deliveries.
@@ -364,7 +401,12 @@ func (db *DB) EndpointDisable(ctx context.Context, id int64, reason string) (End
 		ep, err = db.endpointFrom(r)
 		return err
 	})
-	return ep, err
+	if err != nil {
+		return Endpoint{}, err
+	}
+	eps := []Endpoint{ep}
+	err = db.markSecrets(ctx, eps)
+	return eps[0], err
 }
 
 // endpointEventData is the data every endpoint.* event carries.
@@ -428,6 +470,9 @@ type EndpointSecret struct {
 	PublicKey string
 	CreatedAt time.Time
 	ExpiresAt *time.Time // nil: no expiry
+	// Unreadable is why the secret cannot be opened with the keys this
+	// process holds ("" when it opens; Secret is "" then).
+	Unreadable string
 }
 
 // EndpointSecretRotate adds secret (of the endpoint's scheme) as the newest
@@ -459,7 +504,8 @@ func rotateIn(ctx context.Context, q *dbsqlc.Queries, id int64, sealed string) e
 	return unavailable(err)
 }
 
-// EndpointSecretsActive returns the unexpired secrets of endpoint id, newest first.
+// EndpointSecretsActive returns the unexpired secrets of endpoint id, newest
+// first; one that cannot be opened has Unreadable set instead of Secret.
 func (db *DB) EndpointSecretsActive(ctx context.Context, id int64) ([]EndpointSecret, error) {
 	rows, err := db.q.EndpointSecretListActive(ctx, id)
 	if err != nil {
@@ -467,11 +513,13 @@ func (db *DB) EndpointSecretsActive(ctx context.Context, id int64) ([]EndpointSe
 	}
 	out := make([]EndpointSecret, len(rows))
 	for i, r := range rows {
-		plain, err := db.open(purposeSecret, r.Secret)
+		out[i] = EndpointSecret{ID: r.ID, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt}
+		plain, err := db.openValue(purposeSecret, r.Secret)
 		if err != nil {
-			return nil, fmt.Errorf("endpoint secret %d: %w", r.ID, err)
+			out[i].Unreadable = err.Error()
+			continue
 		}
-		out[i] = EndpointSecret{ID: r.ID, Secret: plain, PublicKey: hookrelay.PublicKeyOf(plain), CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt}
+		out[i].Secret, out[i].PublicKey = plain, hookrelay.PublicKeyOf(plain)
 	}
 	return out, nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db/internal/dbsqlc"
@@ -36,6 +38,17 @@ func (db *DB) seal(purpose, plain string) (string, error) {
 // is a row written before values were sealed, not yet sealed by the
 // start-up pass (SealPlaintext): it is its own plaintext.
 func (db *DB) open(purpose, stored string) (string, error) {
+	v, err := db.openValue(purpose, stored)
+	if err != nil {
+		return "", hookrelay.WrapError(hookrelay.EINTERNAL, "a stored secret cannot be decrypted", err)
+	}
+	return v, nil
+}
+
+// openValue is open with the keyring's own error, which says why a value
+// cannot be opened without showing any of it ("key id 1a2b3c4d: sealed
+// under a key this process does not have").
+func (db *DB) openValue(purpose, stored string) (string, error) {
 	if !keyring.IsSealed(stored) {
 		return stored, nil
 	}
@@ -44,7 +57,7 @@ func (db *DB) open(purpose, stored string) (string, error) {
 	}
 	b, err := db.cfg.Keys.Open(purpose, stored)
 	if err != nil {
-		return "", hookrelay.WrapError(hookrelay.EINTERNAL, "a stored secret cannot be decrypted", err)
+		return "", err
 	}
 	return string(b), nil
 }
@@ -63,24 +76,48 @@ func (db *DB) sealHeaders(h map[string]string) ([]byte, error) {
 	return json.Marshal(out)
 }
 
-// openHeaders returns the plaintext of stored custom headers (nil when none).
-func (db *DB) openHeaders(stored []byte) (map[string]string, error) {
+// storedHeaders decodes stored custom headers: name → stored value.
+func storedHeaders(stored []byte) (map[string]string, error) {
 	var in map[string]string
 	if len(stored) > 0 {
 		if err := json.Unmarshal(stored, &in); err != nil {
 			return nil, fmt.Errorf("stored headers: %w", err)
 		}
 	}
-	if len(in) == 0 {
-		return nil, nil
+	return in, nil
+}
+
+// openedHeaders are stored custom headers opened value by value.
+type openedHeaders struct {
+	// values holds the plaintext of every value that opens (nil when none).
+	values map[string]string
+	// unreadable names the headers whose values do not open, sorted.
+	unreadable []string
+	// why is the error of the first of them.
+	why error
+}
+
+// openHeaders opens stored custom headers value by value: one value that
+// cannot be opened leaves the others readable.
+func (db *DB) openHeaders(stored []byte) (openedHeaders, error) {
+	in, err := storedHeaders(stored)
+	if err != nil || len(in) == 0 {
+		return openedHeaders{}, err
 	}
-	out := make(map[string]string, len(in))
-	for name, s := range in {
-		v, err := db.open(purposeHeader, s)
+	out := openedHeaders{values: make(map[string]string, len(in))}
+	for _, name := range slices.Sorted(maps.Keys(in)) {
+		v, err := db.openValue(purposeHeader, in[name])
 		if err != nil {
-			return nil, fmt.Errorf("header %s: %w", name, err)
+			out.unreadable = append(out.unreadable, name)
+			if out.why == nil {
+				out.why = err
+			}
+			continue
 		}
-		out[name] = v
+		out.values[name] = v
+	}
+	if len(out.values) == 0 {
+		out.values = nil
 	}
 	return out, nil
 }
@@ -106,15 +143,8 @@ func (db *DB) sealAuth(a *EndpointAuth) (string, error) {
 	return db.seal(purposeAuth, string(b))
 }
 
-// openAuth returns the credentials of their stored form (nil for none).
-func (db *DB) openAuth(stored string) (*EndpointAuth, error) {
-	if stored == "" {
-		return nil, nil
-	}
-	plain, err := db.open(purposeAuth, stored)
-	if err != nil {
-		return nil, fmt.Errorf("endpoint credentials: %w", err)
-	}
+// parseAuth decodes opened credentials.
+func parseAuth(plain string) (*EndpointAuth, error) {
 	var a EndpointAuth
 	if err := json.Unmarshal([]byte(plain), &a); err != nil {
 		return nil, fmt.Errorf("endpoint credentials: %w", err)
@@ -128,11 +158,15 @@ type ResealCounts struct {
 	Endpoints      int64 // endpoints (header values, credentials)
 	CarrierSecrets int64 // carriers (signing_secret)
 	OpsSecrets     int64 // ops_endpoints
+	Settings       int64 // settings (the dashboard's session key)
+	// Lost counts the values left as they were because they are sealed
+	// under a key id declared lost (Config.LostKeyIDs).
+	Lost int64
 }
 
 // Total is every row rewritten.
 func (n ResealCounts) Total() int64 {
-	return n.Secrets + n.Endpoints + n.CarrierSecrets + n.OpsSecrets
+	return n.Secrets + n.Endpoints + n.CarrierSecrets + n.OpsSecrets + n.Settings
 }
 
 // Reseal seals under the current key every stored secret that is not:
@@ -140,7 +174,9 @@ func (n ResealCounts) Total() int64 {
 // an older key (after a key rotation). It works in batches of batch rows,
 // each read outside any transaction and written by one short statement that
 // changes a row only if it still holds what was read. A value sealed under a
-// key the keyring does not hold stops the pass with an error naming its row.
+// key the keyring does not hold stops the pass with an error naming its row,
+// unless that key id is declared lost (Config.LostKeyIDs): such values are
+// left as they are and counted.
 func (db *DB) Reseal(ctx context.Context, batch int) (ResealCounts, error) {
 	if db.cfg.Keys == nil {
 		return ResealCounts{}, errNoKeyring
@@ -164,7 +200,7 @@ func (db *DB) reseal(ctx context.Context, batch int, prefix string) (ResealCount
 	var n ResealCounts
 	var err error
 	lim := int32(batch)
-	n.Secrets, err = db.resealColumn(ctx, "endpoint_secrets", purposeSecret,
+	n.Secrets, err = db.resealColumn(ctx, "endpoint_secrets", purposeSecret, &n.Lost,
 		func(after int64) ([]sealedRow, error) {
 			rows, err := db.q.EndpointSecretListUnsealed(ctx, dbsqlc.EndpointSecretListUnsealedParams{AfterID: after, Prefix: prefix, Lim: lim})
 			out := make([]sealedRow, len(rows))
@@ -179,7 +215,7 @@ func (db *DB) reseal(ctx context.Context, batch int, prefix string) (ResealCount
 	if err != nil {
 		return n, err
 	}
-	n.CarrierSecrets, err = db.resealColumn(ctx, "carriers", purposeCarrierSecret,
+	n.CarrierSecrets, err = db.resealColumn(ctx, "carriers", purposeCarrierSecret, &n.Lost,
 		func(after int64) ([]sealedRow, error) {
 			rows, err := db.q.CarrierSecretListUnsealed(ctx, dbsqlc.CarrierSecretListUnsealedParams{AfterID: after, Prefix: prefix, Lim: lim})
 			out := make([]sealedRow, len(rows))
@@ -194,7 +230,7 @@ func (db *DB) reseal(ctx context.Context, batch int, prefix string) (ResealCount
 	if err != nil {
 		return n, err
 	}
-	n.OpsSecrets, err = db.resealColumn(ctx, "ops_endpoints", purposeOpsSecret,
+	n.OpsSecrets, err = db.resealColumn(ctx, "ops_endpoints", purposeOpsSecret, &n.Lost,
 		func(after int64) ([]sealedRow, error) {
 			rows, err := db.q.OpsEndpointSecretListUnsealed(ctx, dbsqlc.OpsEndpointSecretListUnsealedParams{AfterID: after, Prefix: prefix, Lim: lim})
 			out := make([]sealedRow, len(rows))
@@ -209,43 +245,105 @@ func (db *DB) reseal(ctx context.Context, batch int, prefix string) (ResealCount
 	if err != nil {
 		return n, err
 	}
+	if n.Endpoints, err = db.resealEndpoints(ctx, lim, prefix, &n.Lost); err != nil {
+		return n, err
+	}
+	n.Settings, err = db.resealSettings(ctx, prefix, &n.Lost)
+	return n, err
+}
+
+// resealEndpoints rewrites, batch by batch, the header values and
+// credentials of endpoints not sealed under prefix, each value on its own:
+// a value under a lost key id stays as it is (counted in lost) while the
+// others of its row are rewritten.
+func (db *DB) resealEndpoints(ctx context.Context, lim int32, prefix string, lost *int64) (int64, error) {
+	var n int64
 	for after := int64(0); ; {
-		rows, err := db.q.EndpointListUnsealed(ctx, dbsqlc.EndpointListUnsealedParams{AfterID: after, Prefix: prefix, Lim: int32(batch)})
+		rows, err := db.q.EndpointListUnsealed(ctx, dbsqlc.EndpointListUnsealedParams{AfterID: after, Prefix: prefix, Lim: lim})
 		if err != nil {
 			return n, fmt.Errorf("reseal endpoints: %w", unavailable(err))
 		}
 		if len(rows) == 0 {
-			break
+			return n, nil
 		}
 		p := dbsqlc.EndpointResealManyParams{}
 		for _, r := range rows {
-			h, err := db.openHeaders(r.Headers)
+			in, err := storedHeaders(r.Headers)
 			if err != nil {
 				return n, fmt.Errorf("endpoints id %d: %w", r.ID, err)
 			}
-			a, err := db.openAuth(r.Auth)
-			if err != nil {
-				return n, fmt.Errorf("endpoints id %d: %w", r.ID, err)
+			out := make(map[string]string, len(in))
+			changed := false
+			for name, v := range in {
+				if out[name], err = db.resealValue(purposeHeader, v, lost); err != nil {
+					return n, fmt.Errorf("endpoints id %d: header %s: %w", r.ID, name, err)
+				}
+				changed = changed || out[name] != v
 			}
-			hs, err := db.sealHeaders(h)
+			hs, err := json.Marshal(out)
 			if err != nil {
 				return n, err
 			}
-			as, err := db.sealAuth(a)
-			if err != nil {
-				return n, err
+			as := r.Auth
+			if as != "" {
+				if as, err = db.resealValue(purposeAuth, r.Auth, lost); err != nil {
+					return n, fmt.Errorf("endpoints id %d: endpoint credentials: %w", r.ID, err)
+				}
+				changed = changed || as != r.Auth
+			}
+			if !changed {
+				continue // only values under lost keys: nothing to rewrite
 			}
 			p.IDs, p.OldHeaders, p.OldAuth = append(p.IDs, r.ID), append(p.OldHeaders, r.Headers), append(p.OldAuth, r.Auth)
 			p.NewHeaders, p.NewAuth = append(p.NewHeaders, hs), append(p.NewAuth, as)
 		}
-		c, err := db.q.EndpointResealMany(ctx, p)
-		if err != nil {
-			return n, fmt.Errorf("reseal endpoints: %w", unavailable(err))
+		if len(p.IDs) > 0 {
+			c, err := db.q.EndpointResealMany(ctx, p)
+			if err != nil {
+				return n, fmt.Errorf("reseal endpoints: %w", unavailable(err))
+			}
+			n += c
 		}
-		n.Endpoints += c
 		after = rows[len(rows)-1].ID
 	}
+}
+
+// resealSettings rewrites the sealed settings not sealed under prefix.
+func (db *DB) resealSettings(ctx context.Context, prefix string, lost *int64) (int64, error) {
+	rows, err := db.q.SettingListUnsealed(ctx, dbsqlc.SettingListUnsealedParams{Names: slices.Sorted(maps.Keys(sealedSettings)), Prefix: prefix})
+	if err != nil {
+		return 0, fmt.Errorf("reseal settings: %w", unavailable(err))
+	}
+	var n int64
+	for _, r := range rows {
+		v, err := db.resealValue(sealedSettings[r.Name], r.Value, lost)
+		if err != nil {
+			return n, fmt.Errorf("settings %s: %w", r.Name, err)
+		}
+		if v == r.Value {
+			continue
+		}
+		c, err := db.q.SettingReplace(ctx, dbsqlc.SettingReplaceParams{Name: r.Name, OldValue: r.Value, NewValue: v})
+		if err != nil {
+			return n, fmt.Errorf("reseal settings: %w", unavailable(err))
+		}
+		n += c
+	}
 	return n, nil
+}
+
+// resealValue returns stored sealed under the current key, or stored
+// itself when it is sealed under a lost key id (counted in lost).
+func (db *DB) resealValue(purpose, stored string, lost *int64) (string, error) {
+	plain, err := db.openValue(purpose, stored)
+	if err != nil {
+		if db.lost(stored) {
+			*lost++
+			return stored, nil
+		}
+		return "", hookrelay.WrapError(hookrelay.EINTERNAL, "a stored secret cannot be decrypted", err)
+	}
+	return db.seal(purpose, plain)
 }
 
 // sealedRow is one row's id and stored value of a sealed column.
@@ -256,8 +354,9 @@ type sealedRow struct {
 
 // resealColumn rewrites, batch by batch, the values list returns (each
 // batch after the last id of the previous one) sealed under the current key
-// with write; table names the rows in errors.
-func (db *DB) resealColumn(ctx context.Context, table, purpose string,
+// with write; table names the rows in errors. Values under a lost key id
+// are left as they are and counted in lost.
+func (db *DB) resealColumn(ctx context.Context, table, purpose string, lost *int64,
 	list func(after int64) ([]sealedRow, error), write func(ids []int64, old, new []string) (int64, error),
 ) (int64, error) {
 	var n int64
@@ -269,22 +368,24 @@ func (db *DB) resealColumn(ctx context.Context, table, purpose string,
 		if len(rows) == 0 {
 			return n, nil
 		}
-		ids, old, sealed := make([]int64, len(rows)), make([]string, len(rows)), make([]string, len(rows))
-		for i, r := range rows {
-			plain, err := db.open(purpose, r.value)
+		ids, old, sealed := make([]int64, 0, len(rows)), make([]string, 0, len(rows)), make([]string, 0, len(rows))
+		for _, r := range rows {
+			v, err := db.resealValue(purpose, r.value, lost)
 			if err != nil {
 				return n, fmt.Errorf("%s id %d: %w", table, r.id, err)
 			}
-			ids[i], old[i] = r.id, r.value
-			if sealed[i], err = db.seal(purpose, plain); err != nil {
-				return n, err
+			if v == r.value {
+				continue
 			}
+			ids, old, sealed = append(ids, r.id), append(old, r.value), append(sealed, v)
 		}
-		c, err := write(ids, old, sealed)
-		if err != nil {
-			return n, fmt.Errorf("reseal %s: %w", table, unavailable(err))
+		if len(ids) > 0 {
+			c, err := write(ids, old, sealed)
+			if err != nil {
+				return n, fmt.Errorf("reseal %s: %w", table, unavailable(err))
+			}
+			n += c
 		}
-		n += c
 		after = rows[len(rows)-1].id
 	}
 }

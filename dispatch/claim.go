@@ -181,9 +181,11 @@ func (d *Dispatcher) start(workCtx context.Context, rows []db.ClaimedDelivery, c
 	for _, r := range rows {
 		d.workers.Add(1)
 		d.metrics.inFlight.Inc()
+		ep := eps[r.EndpointID]
 		// Never blocks for long: the channel holds Concurrency jobs and
 		// every job holds one of Concurrency slots.
-		d.jobs <- deliveryJob{ctx: workCtx, row: r, ep: eps[r.EndpointID], err: err, claim: claimSpan}
+		d.jobs <- deliveryJob{ctx: workCtx, row: r, ep: ep, err: err, claim: claimSpan,
+			park: err == nil && ep == nil && d.cache.parked(r.EndpointID)}
 	}
 }
 
@@ -194,6 +196,9 @@ type deliveryJob struct {
 	ep  *endpointState
 	// err is set when the endpoint could not be loaded: the row is released.
 	err error
+	// park is set when the endpoint's secrets cannot be opened: the row is
+	// released for HoldDelay without an attempt.
+	park bool
 	// claim is the span of the claim that leased the row (tracing on).
 	claim trace.SpanContext
 }
@@ -204,9 +209,13 @@ type deliveryJob struct {
 func (d *Dispatcher) deliveryWorker(jobs <-chan deliveryJob) {
 	for j := range jobs {
 		var item ackItem
-		if j.err != nil {
+		switch {
+		case j.err != nil:
 			item = d.releaseItem(j.row, d.cfg.StoreRetryDelay)
-		} else {
+		case j.park:
+			d.metrics.deliveries.WithLabelValues("unreadable").Inc()
+			item = d.releaseItem(j.row, d.cfg.HoldDelay)
+		default:
 			item = d.deliver(j.ctx, j.row, j.ep, j.claim)
 		}
 		d.mu.Lock()

@@ -85,16 +85,21 @@ func New(logger *slog.Logger, cfg Config, store *db.DB, payloads PayloadStore, r
 	if cfg.MaxRate > 0 {
 		pace = newPacer(cfg.MaxRate, cfg.BatchSize, cfg.Now)
 	}
+	m := newMetrics(reg)
+	// An endpoint whose parked deliveries (back every HoldDelay) were not
+	// seen for three rounds is no longer counted as unreadable.
+	cache := newEndpointCache(store, cfg.EndpointCacheTTL, cfg.Now, cfg.Concurrency/4, logger, max(3*cfg.HoldDelay, time.Minute))
+	m.newUnreadableGauge(reg, cache.unreadableCount)
 	return &Dispatcher{
 		pace:           pace,
 		cfg:            cfg,
 		db:             store,
 		store:          payloads,
 		logger:         logger,
-		metrics:        newMetrics(reg),
+		metrics:        m,
 		sender:         newHTTPSender(cfg.AllowPrivateTargets, cfg.EgressProxy, cfg.RootCAs, cfg.Resolve, cfg.Concurrency, cfg.Now),
 		opsEventSender: newHTTPSender(cfg.AllowPrivateTargets, cfg.EgressProxy, cfg.RootCAs, cfg.Resolve, opsEventBatch, cfg.Now),
-		cache:          newEndpointCache(store, cfg.EndpointCacheTTL, cfg.Now, cfg.Concurrency/4),
+		cache:          cache,
 		slots:          make(chan struct{}, cfg.Concurrency),
 		inflight:       map[int64]inflight{},
 		due:            dueChannels(cfg.ClaimLoops),

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -143,6 +144,10 @@ const maxStepAside = 10 * time.Second
 // entry is stale too once a newer configuration version is known (from a
 // claim, which reads it in its own snapshot, or from the configuration
 // channel): a change with a 2xx holds for every attempt that starts after.
+// Each endpoint's secrets are opened on its own: one that cannot be opened
+// is cached as such, left out of what get returns (it cannot be delivered
+// to as configured) and listed in unreadable, so its deliveries are parked
+// while the others of the batch go.
 type endpointCache struct {
 	db  *db.DB
 	ttl time.Duration
@@ -159,6 +164,9 @@ type endpointCache struct {
 	m  map[int64]*endpointState
 
 	full *fullSet
+	// unreadable is the endpoints whose secrets cannot be opened; guarded
+	// by mu.
+	unreadable *unreadableSet
 }
 
 // observe records that the configuration is at version v or later.
@@ -176,14 +184,19 @@ func (c *endpointCache) current(st *endpointState) bool {
 	return st.version >= c.known.Load()
 }
 
-func newEndpointCache(store *db.DB, ttl time.Duration, now func() time.Time, maxSlots int) *endpointCache {
+// newEndpointCache returns an empty cache; unreadableStale is how long an
+// endpoint whose secrets cannot be opened stays counted once nothing of it
+// is seen (unreadableCount).
+func newEndpointCache(store *db.DB, ttl time.Duration, now func() time.Time, maxSlots int, logger *slog.Logger, unreadableStale time.Duration) *endpointCache {
 	return &endpointCache{db: store, ttl: ttl, now: now, maxSlots: max(maxSlots, 1), m: map[int64]*endpointState{},
-		full: &fullSet{ids: map[int64]struct{}{}}}
+		full:       &fullSet{ids: map[int64]struct{}{}},
+		unreadable: &unreadableSet{db: store, logger: logger, stale: unreadableStale, m: map[int64]*unreadableEntry{}}}
 }
 
-// get returns the states of ids (absent for endpoints that do not exist),
-// refreshing first the entries that are older than ttl or than version (the
-// configuration version the caller saw; 0 when it saw none).
+// get returns the states of ids (absent for endpoints that do not exist or
+// whose secrets cannot be opened: parked reports those), refreshing first
+// the entries that are older than ttl or than version (the configuration
+// version the caller saw; 0 when it saw none).
 func (c *endpointCache) get(ctx context.Context, ids []int64, version int64) (map[int64]*endpointState, error) {
 	c.observe(version)
 	version = c.known.Load()
@@ -209,18 +222,46 @@ func (c *endpointCache) get(ctx context.Context, ids []int64, version int64) (ma
 		if err != nil {
 			return nil, err
 		}
+		var records []func(context.Context)
 		c.mu.Lock()
 		for _, r := range rows {
 			out[r.ID] = c.store(r, now, version)
+			if rec := c.unreadable.note(r, now); rec != nil {
+				records = append(records, rec)
+			}
+		}
+		for _, id := range load {
+			if out[id] == nil {
+				c.unreadable.forget(id)
+			}
 		}
 		c.mu.Unlock()
+		for _, rec := range records {
+			rec(ctx)
+		}
 	}
 	for id, st := range out {
-		if st == nil {
+		if st == nil || st.cfg.Unreadable != "" {
 			delete(out, id)
 		}
 	}
 	return out, nil
+}
+
+// parked reports whether endpoint id's secrets could not be opened when it
+// was last loaded: its deliveries wait without an attempt.
+func (c *endpointCache) parked(id int64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.unreadable.parked(id, c.now())
+}
+
+// unreadableCount is how many endpoints' secrets cannot be opened, of
+// those seen lately.
+func (c *endpointCache) unreadableCount() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.unreadable.count(c.now())
 }
 
 // store caches cfg, read at configuration version or later, keeping the old
@@ -251,5 +292,6 @@ func (c *endpointCache) store(cfg db.EndpointConfig, now time.Time, version int6
 func (c *endpointCache) forget(id int64) {
 	c.mu.Lock()
 	delete(c.m, id)
+	c.unreadable.forget(id)
 	c.mu.Unlock()
 }

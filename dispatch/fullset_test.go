@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -17,7 +18,7 @@ import (
 func TestEndpointJoinsTheFullSetAtItsLastSlot(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	c := newEndpointCache(nil, time.Minute, time.Now, 256)
+	c := newEndpointCache(nil, time.Minute, time.Now, 256, slog.New(slog.DiscardHandler), time.Minute)
 	c.mu.Lock()
 	st := c.store(db.EndpointConfig{ID: 7, MaxInFlight: 2}, time.Now(), 1)
 	limited := c.store(db.EndpointConfig{ID: 8, MaxInFlight: 1, RateLimitPerSec: 1}, time.Now(), 1)

@@ -25,6 +25,10 @@ type metrics struct {
 	ackBatchSize     prometheus.Histogram
 	circuitOpen      prometheus.Gauge
 	opsEventAttempts *prometheus.CounterVec
+	// endpointsUnreadable counts the endpoints whose secrets this
+	// dispatcher cannot open (their deliveries parked): set by
+	// newUnreadableGauge, which reads the endpoint cache.
+	endpointsUnreadable prometheus.GaugeFunc
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -63,7 +67,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hookrelay_deliveries_total",
-			Help: "Delivery attempts by outcome (success, failed, timeout, conn_error, gone, throttled, refused, dead, held).",
+			Help: "Delivery attempts by outcome (success, failed, timeout, conn_error, gone, throttled, refused, dead, held, unreadable: released without an attempt because the endpoint's secrets cannot be decrypted).",
 		}, []string{"outcome"}),
 		deliveryLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "hookrelay_delivery_latency_seconds",
@@ -102,4 +106,16 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			m.inFlight, m.queuesHeld, m.ackBatchSize, m.circuitOpen, m.opsEventAttempts)
 	}
 	return m
+}
+
+// newUnreadableGauge sets m.endpointsUnreadable to read count and registers
+// it with reg (when not nil).
+func (m *metrics) newUnreadableGauge(reg prometheus.Registerer, count func() int) {
+	m.endpointsUnreadable = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "hookrelay_endpoints_unreadable",
+		Help: "Endpoints whose signing secret, a custom header value or credentials this dispatcher cannot decrypt with the keys it holds, of those whose deliveries it saw lately: their deliveries are parked (no attempt spent) until the values are replaced or the key is back.",
+	}, func() float64 { return float64(count()) })
+	if reg != nil {
+		reg.MustRegister(m.endpointsUnreadable)
+	}
 }

@@ -90,7 +90,11 @@ func TestOpsEventsDeliveredSigned(t *testing.T) {
 	flakyEP, _ := dbtest.Endpoint(t, store, &dbtest.EndpointOpts{URL: flaky.srv.URL, RetrySchedule: retry})
 	goneEP, _ := dbtest.Endpoint(t, store, &dbtest.EndpointOpts{URL: gone.srv.URL, RetrySchedule: retry})
 	deadEP, _ := dbtest.Endpoint(t, store, &dbtest.EndpointOpts{URL: dead.srv.URL, RetrySchedule: retry[:1]})
-	for _, ep := range []int64{flakyEP.ID, goneEP.ID, deadEP.ID} {
+	// sealed holds a secret this store cannot open (endpoint.secret_unreadable).
+	sealedEP, _ := dbtest.Endpoint(t, store, &dbtest.EndpointOpts{URL: flaky.srv.URL})
+	sealedKeyID, err := dbtest.SealSecretsUnderUnknownKey(ctx, store, sealedEP.ID)
+	require.NoError(t, err)
+	for _, ep := range []int64{flakyEP.ID, goneEP.ID, deadEP.ID, sealedEP.ID} {
 		dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep}, OrderingKey: fmt.Sprint("ops-", ep), Queues: 8})
 	}
 	cfg := opsConfig()
@@ -146,6 +150,10 @@ func TestOpsEventsDeliveredSigned(t *testing.T) {
 	dl := about(hookrelay.OpsEventDeliveryDeadLettered, deadEP.ID)
 	require.EqualValues(t, 1, dl["count"])
 	require.Equal(t, "HTTP 500", dl["last_error"])
+	unreadable := about(hookrelay.OpsEventEndpointSecretUnreadable, sealedEP.ID)
+	require.Equal(t, id(sealedEP.MerchantID), unreadable["merchant_id"])
+	require.Contains(t, unreadable["reason"], "key id "+sealedKeyID)
+	require.Len(t, got[hookrelay.OpsEventEndpointSecretUnreadable], 1, "one event however often its deliveries are parked")
 	require.EqualValues(t, 42, got[hookrelay.OpsEventDatabaseLongXact][0].Data["pid"])
 	require.Equal(t, db.ReplayFinished, got[hookrelay.OpsEventReplayFinished][0].Data["state"])
 	require.Equal(t, "7", got[hookrelay.OpsEventReplayFinished][0].Data["replay_id"])

@@ -23,6 +23,9 @@ func (d *Dispatcher) Ping(ctx context.Context, endpointID int64) (hookrelay.Ping
 		return hookrelay.PingResult{}, hookrelay.Errorf(hookrelay.ENOTFOUND, "endpoint not found")
 	}
 	ep := eps[0]
+	if ep.Unreadable != "" {
+		return hookrelay.PingResult{}, hookrelay.Errorf(hookrelay.ECONFLICT, "the endpoint's %s; replace them first (new headers or credentials, or rotate its secret)", ep.Unreadable)
+	}
 	var rnd [10]byte
 	_, _ = rand.Read(rnd[:])
 	id := "msg_ping_" + hex.EncodeToString(rnd[:])

@@ -19,6 +19,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -82,31 +84,68 @@ func decodeKey(s string) ([]byte, error) {
 
 // add registers key and returns its id.
 func (k *Keyring) add(key []byte) string {
-	sum := sha256.Sum256(append([]byte("hookrelay keyring id\x00"), key...))
-	id := hex.EncodeToString(sum[:4])
+	id := keyID(key)
 	block, _ := aes.NewCipher(key) // 32 bytes: cannot fail
 	aead, _ := cipher.NewGCM(block)
 	k.aeads[id] = aead
 	return id
 }
 
+// keyID is the id of key: 8 hex digits of a hash of it.
+func keyID(key []byte) string {
+	sum := sha256.Sum256(append([]byte("hookrelay keyring id\x00"), key...))
+	return hex.EncodeToString(sum[:4])
+}
+
 // CurrentPrefix is how every value sealed under the current key begins; a
 // value that does not begin so is plaintext or sealed under an older key.
 func (k *Keyring) CurrentPrefix() string { return Prefix + k.currentID + ":" }
 
+// CurrentID is the id of the key that seals.
+func (k *Keyring) CurrentID() string { return k.currentID }
+
+// IDs returns the id of every key of the keyring: the current key's first,
+// then the older keys' in order.
+func (k *Keyring) IDs() []string {
+	out := []string{k.currentID}
+	for _, id := range slices.Sorted(maps.Keys(k.aeads)) {
+		if id != k.currentID {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// Holds reports whether the keyring has a key with id.
+func (k *Keyring) Holds(id string) bool {
+	_, ok := k.aeads[id]
+	return ok
+}
+
 // Seal encrypts plain under the current key, bound to purpose (a value
 // sealed for one purpose does not open for another).
 func (k *Keyring) Seal(purpose string, plain []byte) string {
-	aead := k.aeads[k.currentID]
+	return k.sealWith(k.currentID, purpose, plain)
+}
+
+// sealWith encrypts plain under the key with id, which the keyring holds.
+func (k *Keyring) sealWith(id, purpose string, plain []byte) string {
+	aead := k.aeads[id]
 	out := make([]byte, aead.NonceSize(), aead.NonceSize()+len(plain)+aead.Overhead())
 	_, _ = rand.Read(out)
 	out = aead.Seal(out, out, plain, []byte(purpose))
-	return k.CurrentPrefix() + base64.RawURLEncoding.EncodeToString(out)
+	return Prefix + id + ":" + base64.RawURLEncoding.EncodeToString(out)
 }
 
 // ErrUnknownKey means a value was sealed under a key the keyring does not
 // hold (add it to the old keys).
 var ErrUnknownKey = errors.New("sealed under a key this process does not have")
+
+// ErrNotAuthentic means a value names a key the keyring holds but does not
+// open under it: damaged, sealed for another purpose, or sealed under
+// another key that has the same id (an id is only 32 bits of the key's
+// hash).
+var ErrNotAuthentic = errors.New("value does not authenticate (damaged, sealed for another purpose, or under another key with the same id)")
 
 // Open decrypts a value Seal returned (under any key of the keyring) for
 // purpose.
@@ -129,10 +168,24 @@ func (k *Keyring) Open(purpose, sealed string) ([]byte, error) {
 	}
 	plain, err := aead.Open(nil, raw[:aead.NonceSize()], raw[aead.NonceSize():], []byte(purpose))
 	if err != nil {
-		return nil, fmt.Errorf("key id %s: value does not authenticate (damaged, or sealed for another purpose)", id)
+		return nil, fmt.Errorf("key id %s: %w", id, ErrNotAuthentic)
 	}
 	return plain, nil
 }
 
 // IsSealed reports whether s is a sealed value rather than plaintext.
 func IsSealed(s string) bool { return strings.HasPrefix(s, Prefix) }
+
+// KeyID returns the id of the key a sealed value names; false when s is
+// not a sealed value.
+func KeyID(sealed string) (string, bool) {
+	rest, ok := strings.CutPrefix(sealed, Prefix)
+	if !ok {
+		return "", false
+	}
+	id, _, ok := strings.Cut(rest, ":")
+	if !ok || id == "" {
+		return "", false
+	}
+	return id, true
+}

@@ -71,7 +71,8 @@ func (s *Service) CreateEndpoint(ctx context.Context, a Actor, merchantID int64,
 }
 
 // UpdateEndpoint validates in and applies it to endpoint id, if a may act
-// on it; absent fields stay as they are. A change of signature scheme
+// on it; absent fields stay as they are (values this process cannot open
+// included: replaceUnreadable). A change of signature scheme
 // rotates in a new secret or key pair of the new scheme: the old one keeps
 // signing beside it for db.SecretOverlap.
 func (s *Service) UpdateEndpoint(ctx context.Context, a Actor, id int64, in EndpointInput) (NewEndpoint, error) {
@@ -83,6 +84,9 @@ func (s *Service) UpdateEndpoint(ctx context.Context, a Actor, id int64, in Endp
 	if err := s.ApplyEndpoint(ctx, in, &f); err != nil {
 		return NewEndpoint{}, err
 	}
+	if err := replaceUnreadable(ep.Unreadable, in, &f); err != nil {
+		return NewEndpoint{}, err
+	}
 	var secret string
 	if f.Signature != ep.Signature {
 		secret = hookrelay.NewSigningSecret(f.Signature)
@@ -90,6 +94,9 @@ func (s *Service) UpdateEndpoint(ctx context.Context, a Actor, id int64, in Endp
 	up, err := s.db.EndpointUpdate(ctx, ep.ID, f, secret)
 	if err != nil {
 		return NewEndpoint{}, err
+	}
+	if ep.Unreadable != nil && up.Unreadable == nil {
+		s.resume(ctx, ep.ID)
 	}
 	return NewEndpoint{Endpoint: up, Secret: shownSecret(secret)}, nil
 }
@@ -130,6 +137,11 @@ func (s *Service) RotateSecret(ctx context.Context, a Actor, id int64) (Rotation
 	secret := hookrelay.NewSigningSecret(ep.Signature)
 	if err := s.db.EndpointSecretRotate(ctx, ep.ID, secret); err != nil {
 		return Rotation{}, err
+	}
+	if ep.Unreadable != nil && ep.Unreadable.Secret {
+		if now, err := s.db.EndpointGet(ctx, ep.ID); err == nil && now.Unreadable == nil {
+			s.resume(ctx, ep.ID)
+		}
 	}
 	return Rotation{Secret: shownSecret(secret), PublicKey: hookrelay.PublicKeyOf(secret),
 		PreviousExpireAt: s.now().Add(db.SecretOverlap).UTC().Truncate(time.Second)}, nil

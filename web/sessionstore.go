@@ -24,12 +24,12 @@ import (
 // row up (one indexed read), so a logout, a revocation by the operator or a
 // rotated admin token or merchant key ends the session at once in every
 // process. The CSRF token is a MAC of the session's token hash under a
-// random key stored in the settings table (shared by every process running
-// the web role).
+// random key stored sealed in the settings table (shared by every process
+// running the web role).
 const (
 	sessionCookie     = "hr_session"
 	loginCookie       = "hr_login" // double-submit CSRF token of the login form
-	sessionKeySetting = "web_session_key"
+	sessionKeySetting = db.WebSessionKeySetting
 	// seenEvery is how stale a session's last_seen_at may get before a
 	// request updates it: the operator's list needs minutes, not a write
 	// per page.
@@ -69,10 +69,9 @@ type sessions struct {
 func newSessions(ctx context.Context, store Store, ttl time.Duration, secure, framed bool, now func() time.Time) (*sessions, error) {
 	fresh := make([]byte, 32)
 	_, _ = rand.Read(fresh)
-	if _, err := store.SettingPutIfAbsent(ctx, sessionKeySetting, hex.EncodeToString(fresh)); err != nil {
-		return nil, fmt.Errorf("store session key: %w", err)
-	}
-	v, err := store.SettingGet(ctx, sessionKeySetting)
+	// Stored sealed, like the other secrets: whoever reads the settings
+	// table cannot forge the CSRF tokens.
+	v, err := store.WebSessionKey(ctx, hex.EncodeToString(fresh))
 	if err != nil {
 		return nil, fmt.Errorf("load session key: %w", err)
 	}

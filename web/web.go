@@ -25,7 +25,7 @@ import (
 // Store is what the pages read. *db.DB implements it.
 type Store interface {
 	SettingGet(ctx context.Context, name string) (string, error)
-	SettingPutIfAbsent(ctx context.Context, name, value string) (bool, error)
+	WebSessionKey(ctx context.Context, fresh string) (string, error)
 	MerchantByKeyHash(ctx context.Context, hash []byte) (db.Merchant, error)
 	MerchantGet(ctx context.Context, id int64) (db.Merchant, error)
 	LoginSessionCreate(ctx context.Context, s db.NewLoginSession) (int64, error)

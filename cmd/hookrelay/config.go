@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/hex"
 	"fmt"
 	"math"
 	"net"
@@ -107,6 +108,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	c.ReplicaURL = p.str("HOOKRELAY_DATABASE_REPLICA_URL", "")
 	c.Keys = loadKeys(p)
 	c.DB.Keys = c.Keys
+	c.DB.LostKeyIDs = loadLostKeyIDs(p)
 	c.API = loadAPI(p, queues, notify)
 	c.Ops = ops.Config{
 		AllowPrivateTargets: allowPrivate,
@@ -212,6 +214,26 @@ func loadKeys(p *envParser) *keyring.Keyring {
 		return nil
 	}
 	return k
+}
+
+// lostKeyIDsVar declares encryption keys lost for good, by key id.
+const lostKeyIDsVar = "HOOKRELAY_ENCRYPTION_LOST_KEY_IDS"
+
+// loadLostKeyIDs reads the key ids declared lost (comma- or
+// space-separated, 8 hex digits each): the key check at start lets the
+// values they sealed be, unreadable (docs/operations/security.md).
+func loadLostKeyIDs(p *envParser) []string {
+	raw := p.str(lostKeyIDsVar, "")
+	var ids []string
+	for _, id := range strings.FieldsFunc(raw, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' }) {
+		id = strings.ToLower(id)
+		if _, err := hex.DecodeString(id); err != nil || len(id) != 8 {
+			p.fail(lostKeyIDsVar, raw, "key ids of 8 hex digits, as the key check's refusal names them, separated by commas")
+			return nil
+		}
+		ids = append(ids, id)
+	}
+	return ids
 }
 
 // requireKeys fails when no encryption key is configured: every command

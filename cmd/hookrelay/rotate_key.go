@@ -13,7 +13,8 @@ const resealBatch = 500
 
 // runRotateKey re-seals every stored secret under HOOKRELAY_ENCRYPTION_KEY;
 // rows sealed under a key of HOOKRELAY_ENCRYPTION_KEYS_OLD are opened with
-// it. It may run while the service runs: each batch is one short statement,
+// it. Opening the database runs the key check first, which stores the check
+// value of the new key. It may run while the service runs: each batch is one short statement,
 // and a row changed meanwhile is left to the change (already under the
 // current key when the service has it).
 func runRotateKey(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -40,7 +41,10 @@ func runRotateKey(ctx context.Context, args []string, getenv func(string) string
 	if err != nil {
 		return fmt.Errorf("rotate encryption key: %w", err)
 	}
-	fmt.Fprintf(stdout, "re-encrypted under the current key: %d endpoint signing secrets, %d endpoints' headers and credentials, %d carrier signing secrets, %d ops endpoint secrets\n",
-		n.Secrets, n.Endpoints, n.CarrierSecrets, n.OpsSecrets)
+	fmt.Fprintf(stdout, "re-encrypted under the current key: %d endpoint signing secrets, %d endpoints' headers and credentials, %d carrier signing secrets, %d ops endpoint secrets, %d settings\n",
+		n.Secrets, n.Endpoints, n.CarrierSecrets, n.OpsSecrets, n.Settings)
+	if n.Lost > 0 {
+		fmt.Fprintf(stdout, "left as they are: %d values sealed under a key declared lost (%s)\n", n.Lost, lostKeyIDsVar)
+	}
 	return nil
 }

@@ -313,6 +313,13 @@ func openDatabase(ctx context.Context, cfg config, logger *slog.Logger) (*db.DB,
 		store.Close()
 		return nil, err
 	}
+	// Before anything is opened or sealed: the keys must be those of the
+	// stored data, or a wrong key would seal new secrets no other process
+	// can open.
+	if err := checkKeys(ctx, cfg, store, logger); err != nil {
+		store.Close()
+		return nil, err
+	}
 	// Rows written before secrets were sealed are sealed now (a migration
 	// has no key). Rows under an older key stay until rotate-encryption-key.
 	n, err := store.SealPlaintext(ctx, resealBatch)

@@ -157,6 +157,10 @@ type EndpointHealth struct {
 	LastSuccessAt       *time.Time
 	LastFailureAt       *time.Time
 	LastError           string
+	// UnreadableSince and UnreadableReason record that a dispatcher could
+	// not open the endpoint's secrets (db.EndpointUnreadableMark).
+	UnreadableSince  *time.Time
+	UnreadableReason string
 }
 
 // EndpointHealthGet returns an endpoint's health row (hookrelay.ENOTFOUND
@@ -175,7 +179,7 @@ func EndpointHealthGet(ctx context.Context, store *db.DB, endpointID int64) (End
 		CircuitState: r.CircuitState, CircuitOpenUntil: r.CircuitOpenUntil,
 		CircuitBackoff: time.Duration(r.CircuitBackoffMs) * time.Millisecond,
 		FailingSince:   r.FailingSince, LastSuccessAt: r.LastSuccessAt, LastFailureAt: r.LastFailureAt,
-		LastError: r.LastError,
+		LastError: r.LastError, UnreadableSince: r.UnreadableSince, UnreadableReason: r.UnreadableReason,
 	}, nil
 }
 

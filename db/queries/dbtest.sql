@@ -37,3 +37,7 @@ SELECT current_setting('statement_timeout')::text AS statement_timeout,
        current_setting('idle_in_transaction_session_timeout')::text AS idle_in_transaction_session_timeout,
        current_setting('lock_timeout')::text AS lock_timeout,
        current_setting('synchronous_commit')::text AS synchronous_commit;
+
+-- name: EndpointSecretsReplace :execrows
+-- Replaces every signing secret of an endpoint with @secret as stored.
+UPDATE endpoint_secrets SET secret = @secret WHERE endpoint_id = @endpoint_id;

@@ -130,3 +130,18 @@ WHERE endpoint_id = $1;
 
 -- name: EndpointHealthCountOpen :one
 SELECT count(*)::bigint FROM endpoint_health WHERE circuit_state <> 'closed';
+
+-- name: EndpointUnreadableMark :one
+-- Records that endpoint @endpoint_id's sealed values cannot be opened,
+-- unless recorded already: returns its merchant when this statement set it
+-- (no row otherwise), for the one endpoint.secret_unreadable event.
+INSERT INTO endpoint_health AS h (endpoint_id, unreadable_since, unreadable_reason)
+SELECT e.id, now(), @reason::text FROM endpoints e WHERE e.id = @endpoint_id
+ON CONFLICT (endpoint_id) DO UPDATE SET unreadable_since = now(), unreadable_reason = EXCLUDED.unreadable_reason
+    WHERE h.unreadable_since IS NULL
+RETURNING (SELECT e.merchant_id FROM endpoints e WHERE e.id = h.endpoint_id)::bigint AS merchant_id;
+
+-- name: EndpointUnreadableClear :execrows
+-- Clears the record of EndpointUnreadableMark: the endpoint opens again.
+UPDATE endpoint_health SET unreadable_since = NULL, unreadable_reason = ''
+WHERE endpoint_id = @endpoint_id AND unreadable_since IS NOT NULL;

@@ -29,3 +29,9 @@ WHERE s.id = u.id AND s.secret = u.old_secret;
 -- name: EndpointSetPublicKey :exec
 -- The public key of the endpoint's newest key ('' for an HMAC secret).
 UPDATE endpoints SET public_key = @public_key, updated_at = now() WHERE id = @id;
+
+-- name: EndpointSecretNewestMany :many
+-- The newest unexpired secret of each of the given endpoints.
+SELECT DISTINCT ON (endpoint_id) endpoint_id, secret FROM endpoint_secrets
+WHERE endpoint_id = ANY(sqlc.arg(endpoint_ids)::bigint[]) AND (expires_at IS NULL OR expires_at > now())
+ORDER BY endpoint_id, id DESC;

@@ -24,7 +24,8 @@ SELECT e.id, e.merchant_id, e.url, e.description, e.status, e.disabled_reason,
        COALESCE(h.consecutive_failures, 0)::integer AS consecutive_failures,
        COALESCE(h.circuit_state, 'closed')::text AS circuit_state,
        h.circuit_open_until, h.failing_since, h.last_success_at, h.last_failure_at,
-       COALESCE(h.last_error, '')::text AS last_error
+       COALESCE(h.last_error, '')::text AS last_error,
+       h.unreadable_since, COALESCE(h.unreadable_reason, '')::text AS unreadable_reason
 FROM endpoints e
 LEFT JOIN endpoint_health h ON h.endpoint_id = e.id
 WHERE e.status <> 'deleted'
@@ -48,7 +49,8 @@ SELECT e.id, e.url, e.status, e.max_in_flight, e.rate_limit_per_sec, e.payload_m
                  WHERE s.endpoint_id = e.id AND (s.expires_at IS NULL OR s.expires_at > now())),
                 '{}')::text[] AS secrets,
        coalesce(h.consecutive_failures, 0)::integer AS consecutive_failures,
-       coalesce(h.circuit_state, 'closed')::text AS circuit_state
+       coalesce(h.circuit_state, 'closed')::text AS circuit_state,
+       (h.unreadable_since IS NOT NULL)::boolean AS unreadable_marked
 FROM endpoints e
 LEFT JOIN endpoint_health h ON h.endpoint_id = e.id
 WHERE e.id = ANY(sqlc.arg(ids)::bigint[]);
@@ -65,8 +67,10 @@ UPDATE endpoints SET
     retry_schedule_ms  = @retry_schedule_ms,
     timeout_ms         = @timeout_ms,
     ordering           = @ordering,
-    headers            = @headers,
-    auth               = @auth,
+    -- No headers or credentials keep the stored ones, sealed as they are
+    -- (values this process cannot open, left for when they can be).
+    headers            = coalesce(sqlc.narg(headers)::jsonb, headers),
+    auth               = coalesce(sqlc.narg(auth)::text, auth),
     filter             = @filter,
     signature          = @signature,
     -- A new key (a change of scheme) brings its public key; none keeps it.

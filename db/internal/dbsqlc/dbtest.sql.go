@@ -84,7 +84,7 @@ func (q *Queries) DeliveryResumeByEndpoint(ctx context.Context, endpointID int64
 }
 
 const endpointHealthGet = `-- name: EndpointHealthGet :one
-SELECT endpoint_id, consecutive_failures, circuit_state, circuit_open_until, circuit_backoff_ms, failing_since, last_success_at, last_failure_at, last_error, updated_at FROM endpoint_health WHERE endpoint_id = $1::bigint
+SELECT endpoint_id, consecutive_failures, circuit_state, circuit_open_until, circuit_backoff_ms, failing_since, last_success_at, last_failure_at, last_error, updated_at, unreadable_since, unreadable_reason FROM endpoint_health WHERE endpoint_id = $1::bigint
 `
 
 func (q *Queries) EndpointHealthGet(ctx context.Context, endpointID int64) (EndpointHealth, error) {
@@ -101,8 +101,28 @@ func (q *Queries) EndpointHealthGet(ctx context.Context, endpointID int64) (Endp
 		&i.LastFailureAt,
 		&i.LastError,
 		&i.UpdatedAt,
+		&i.UnreadableSince,
+		&i.UnreadableReason,
 	)
 	return i, err
+}
+
+const endpointSecretsReplace = `-- name: EndpointSecretsReplace :execrows
+UPDATE endpoint_secrets SET secret = $1 WHERE endpoint_id = $2
+`
+
+type EndpointSecretsReplaceParams struct {
+	Secret     string
+	EndpointID int64
+}
+
+// Replaces every signing secret of an endpoint with @secret as stored.
+func (q *Queries) EndpointSecretsReplace(ctx context.Context, arg EndpointSecretsReplaceParams) (int64, error) {
+	result, err := q.db.Exec(ctx, endpointSecretsReplace, arg.Secret, arg.EndpointID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const opsDeliveryCount = `-- name: OpsDeliveryCount :one

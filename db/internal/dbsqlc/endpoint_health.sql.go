@@ -222,3 +222,40 @@ func (q *Queries) EndpointHealthReset(ctx context.Context, endpointID int64) err
 	_, err := q.db.Exec(ctx, endpointHealthReset, endpointID)
 	return err
 }
+
+const endpointUnreadableClear = `-- name: EndpointUnreadableClear :execrows
+UPDATE endpoint_health SET unreadable_since = NULL, unreadable_reason = ''
+WHERE endpoint_id = $1 AND unreadable_since IS NOT NULL
+`
+
+// Clears the record of EndpointUnreadableMark: the endpoint opens again.
+func (q *Queries) EndpointUnreadableClear(ctx context.Context, endpointID int64) (int64, error) {
+	result, err := q.db.Exec(ctx, endpointUnreadableClear, endpointID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const endpointUnreadableMark = `-- name: EndpointUnreadableMark :one
+INSERT INTO endpoint_health AS h (endpoint_id, unreadable_since, unreadable_reason)
+SELECT e.id, now(), $1::text FROM endpoints e WHERE e.id = $2
+ON CONFLICT (endpoint_id) DO UPDATE SET unreadable_since = now(), unreadable_reason = EXCLUDED.unreadable_reason
+    WHERE h.unreadable_since IS NULL
+RETURNING (SELECT e.merchant_id FROM endpoints e WHERE e.id = h.endpoint_id)::bigint AS merchant_id
+`
+
+type EndpointUnreadableMarkParams struct {
+	Reason     string
+	EndpointID int64
+}
+
+// Records that endpoint @endpoint_id's sealed values cannot be opened,
+// unless recorded already: returns its merchant when this statement set it
+// (no row otherwise), for the one endpoint.secret_unreadable event.
+func (q *Queries) EndpointUnreadableMark(ctx context.Context, arg EndpointUnreadableMarkParams) (int64, error) {
+	row := q.db.QueryRow(ctx, endpointUnreadableMark, arg.Reason, arg.EndpointID)
+	var merchant_id int64
+	err := row.Scan(&merchant_id)
+	return merchant_id, err
+}

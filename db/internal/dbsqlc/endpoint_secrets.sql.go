@@ -120,6 +120,38 @@ func (q *Queries) EndpointSecretListUnsealed(ctx context.Context, arg EndpointSe
 	return items, nil
 }
 
+const endpointSecretNewestMany = `-- name: EndpointSecretNewestMany :many
+SELECT DISTINCT ON (endpoint_id) endpoint_id, secret FROM endpoint_secrets
+WHERE endpoint_id = ANY($1::bigint[]) AND (expires_at IS NULL OR expires_at > now())
+ORDER BY endpoint_id, id DESC
+`
+
+type EndpointSecretNewestManyRow struct {
+	EndpointID int64
+	Secret     string
+}
+
+// The newest unexpired secret of each of the given endpoints.
+func (q *Queries) EndpointSecretNewestMany(ctx context.Context, endpointIds []int64) ([]EndpointSecretNewestManyRow, error) {
+	rows, err := q.db.Query(ctx, endpointSecretNewestMany, endpointIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []EndpointSecretNewestManyRow
+	for rows.Next() {
+		var i EndpointSecretNewestManyRow
+		if err := rows.Scan(&i.EndpointID, &i.Secret); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const endpointSecretResealMany = `-- name: EndpointSecretResealMany :execrows
 UPDATE endpoint_secrets s SET secret = u.new_secret
 FROM (SELECT unnest($1::bigint[]) AS id,

@@ -215,7 +215,8 @@ SELECT e.id, e.url, e.status, e.max_in_flight, e.rate_limit_per_sec, e.payload_m
                  WHERE s.endpoint_id = e.id AND (s.expires_at IS NULL OR s.expires_at > now())),
                 '{}')::text[] AS secrets,
        coalesce(h.consecutive_failures, 0)::integer AS consecutive_failures,
-       coalesce(h.circuit_state, 'closed')::text AS circuit_state
+       coalesce(h.circuit_state, 'closed')::text AS circuit_state,
+       (h.unreadable_since IS NOT NULL)::boolean AS unreadable_marked
 FROM endpoints e
 LEFT JOIN endpoint_health h ON h.endpoint_id = e.id
 WHERE e.id = ANY($1::bigint[])
@@ -236,6 +237,7 @@ type EndpointListForDispatchRow struct {
 	Secrets             []string
 	ConsecutiveFailures int32
 	CircuitState        string
+	UnreadableMarked    bool
 }
 
 // What the dispatcher needs to send to the given endpoints: delivery settings,
@@ -264,6 +266,7 @@ func (q *Queries) EndpointListForDispatch(ctx context.Context, ids []int64) ([]E
 			&i.Secrets,
 			&i.ConsecutiveFailures,
 			&i.CircuitState,
+			&i.UnreadableMarked,
 		); err != nil {
 			return nil, err
 		}
@@ -370,7 +373,8 @@ SELECT e.id, e.merchant_id, e.url, e.description, e.status, e.disabled_reason,
        COALESCE(h.consecutive_failures, 0)::integer AS consecutive_failures,
        COALESCE(h.circuit_state, 'closed')::text AS circuit_state,
        h.circuit_open_until, h.failing_since, h.last_success_at, h.last_failure_at,
-       COALESCE(h.last_error, '')::text AS last_error
+       COALESCE(h.last_error, '')::text AS last_error,
+       h.unreadable_since, COALESCE(h.unreadable_reason, '')::text AS unreadable_reason
 FROM endpoints e
 LEFT JOIN endpoint_health h ON h.endpoint_id = e.id
 WHERE e.status <> 'deleted'
@@ -403,6 +407,8 @@ type EndpointListWithHealthRow struct {
 	LastSuccessAt       *time.Time
 	LastFailureAt       *time.Time
 	LastError           string
+	UnreadableSince     *time.Time
+	UnreadableReason    string
 }
 
 // Endpoints (not deleted) with their health, keyset by id; merchant_id 0 = all.
@@ -433,6 +439,8 @@ func (q *Queries) EndpointListWithHealth(ctx context.Context, arg EndpointListWi
 			&i.LastSuccessAt,
 			&i.LastFailureAt,
 			&i.LastError,
+			&i.UnreadableSince,
+			&i.UnreadableReason,
 		); err != nil {
 			return nil, err
 		}
@@ -545,8 +553,10 @@ UPDATE endpoints SET
     retry_schedule_ms  = $8,
     timeout_ms         = $9,
     ordering           = $10,
-    headers            = $11,
-    auth               = $12,
+    -- No headers or credentials keep the stored ones, sealed as they are
+    -- (values this process cannot open, left for when they can be).
+    headers            = coalesce($11::jsonb, headers),
+    auth               = coalesce($12::text, auth),
     filter             = $13,
     signature          = $14,
     -- A new key (a change of scheme) brings its public key; none keeps it.
@@ -569,7 +579,7 @@ type EndpointUpdateParams struct {
 	TimeoutMs       int32
 	Ordering        string
 	Headers         []byte
-	Auth            string
+	Auth            *string
 	Filter          string
 	Signature       string
 	PublicKey       *string

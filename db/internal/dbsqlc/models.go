@@ -136,6 +136,8 @@ type EndpointHealth struct {
 	LastFailureAt       *time.Time
 	LastError           string
 	UpdatedAt           time.Time
+	UnreadableSince     *time.Time
+	UnreadableReason    string
 }
 
 type EndpointSecret struct {

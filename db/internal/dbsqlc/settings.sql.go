@@ -20,6 +20,74 @@ func (q *Queries) SettingGet(ctx context.Context, name string) (string, error) {
 	return value, err
 }
 
+const settingListByPrefix = `-- name: SettingListByPrefix :many
+SELECT name, value FROM settings WHERE starts_with(name, $1::text) ORDER BY name
+`
+
+type SettingListByPrefixRow struct {
+	Name  string
+	Value string
+}
+
+// Settings whose names start with @prefix, by name.
+func (q *Queries) SettingListByPrefix(ctx context.Context, prefix string) ([]SettingListByPrefixRow, error) {
+	rows, err := q.db.Query(ctx, settingListByPrefix, prefix)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []SettingListByPrefixRow
+	for rows.Next() {
+		var i SettingListByPrefixRow
+		if err := rows.Scan(&i.Name, &i.Value); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const settingListUnsealed = `-- name: SettingListUnsealed :many
+SELECT name, value FROM settings
+WHERE name = ANY($1::text[]) AND NOT starts_with(value, $2::text)
+ORDER BY name
+`
+
+type SettingListUnsealedParams struct {
+	Names  []string
+	Prefix string
+}
+
+type SettingListUnsealedRow struct {
+	Name  string
+	Value string
+}
+
+// The settings among @names whose values are not sealed under the key whose
+// sealed values start with @prefix (plaintext, or an older key).
+func (q *Queries) SettingListUnsealed(ctx context.Context, arg SettingListUnsealedParams) ([]SettingListUnsealedRow, error) {
+	rows, err := q.db.Query(ctx, settingListUnsealed, arg.Names, arg.Prefix)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []SettingListUnsealedRow
+	for rows.Next() {
+		var i SettingListUnsealedRow
+		if err := rows.Scan(&i.Name, &i.Value); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const settingPut = `-- name: SettingPut :exec
 INSERT INTO settings (name, value) VALUES ($1, $2)
 ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value, updated_at = now()
@@ -47,6 +115,26 @@ type SettingPutIfAbsentParams struct {
 
 func (q *Queries) SettingPutIfAbsent(ctx context.Context, arg SettingPutIfAbsentParams) (int64, error) {
 	result, err := q.db.Exec(ctx, settingPutIfAbsent, arg.Name, arg.Value)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const settingReplace = `-- name: SettingReplace :execrows
+UPDATE settings SET value = $1, updated_at = now()
+WHERE name = $2 AND value = $3
+`
+
+type SettingReplaceParams struct {
+	NewValue string
+	Name     string
+	OldValue string
+}
+
+// Replaces a setting's value if it still holds what was read.
+func (q *Queries) SettingReplace(ctx context.Context, arg SettingReplaceParams) (int64, error) {
+	result, err := q.db.Exec(ctx, settingReplace, arg.NewValue, arg.Name, arg.OldValue)
 	if err != nil {
 		return 0, err
 	}
