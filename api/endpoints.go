@@ -18,10 +18,10 @@ import (
 // appears only in the answers to creation and to a PATCH switching the
 // endpoint to hmac; an ed25519 private key never appears, its PublicKey does.
 type EndpointJSON struct {
-	ID              ID        `json:"id"`
-	MerchantID      ID        `json:"merchant_id"`
-	URL             string    `json:"url"`
-	Description     string    `json:"description"`
+	ID          ID     `json:"id"`
+	MerchantID  ID     `json:"merchant_id"`
+	URL         string `json:"url"`
+	Description string `json:"description"`
 	// Carriers are the endpoint's carriers (empty: every carrier). In the
 	// answer to a POST or PATCH that set them they are as the caller wrote
 	// them, names as names and ids as ids; elsewhere they are ids.
