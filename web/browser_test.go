@@ -301,7 +301,7 @@ func TestWebBrowser(t *testing.T) {
 	require.Contains(t, text(t, b, flakyRow), "Acme Parcels")
 	browse(t, b, chromedp.EmulateViewport(640, 900))
 	lines := value(t, b, chromedp.Evaluate[int](`(() => { const s = document.querySelector("`+flakyRow+` .excerpt .status"); return s ? s.getClientRects().length : -1 })()`))
-	browse(t, b, chromedp.EmulateReset())
+	browse(t, b, chromedp.EmulateViewport(1280, 900)) // back to newBrowser's window, for the screenshots
 	require.Equal(t, 1, lines, "HTTP 500 in one line box")
 	browse(t, b, chromedp.Click(chromedp.CSS("#disable-"+sid)), chromedp.WaitVisible(chromedp.CSS("#enable-"+sid)))
 	ep, err := f.store.EndpointGet(ctx, steady.ID)
