@@ -149,13 +149,22 @@ func TestEndpointCRUD(t *testing.T) {
 	require.Regexp(t, `^whsec_[A-Za-z0-9+/]{43}=$`, ep["secret"])
 	require.Equal(t, "enabled", ep["status"])
 	require.Equal(t, []any{"5s", "5m0s"}, ep["retry_schedule"])
-	require.Equal(t, []any{w.CarrierID, w.CarrierID}, ep["carriers"])
+	// Carriers are echoed as written (issue 50): the name stays a name, the
+	// id an id; carrier_names names them all.
+	require.Equal(t, []any{"sf", w.CarrierID}, ep["carriers"])
+	require.Equal(t, []any{"sf", "sf"}, ep["carrier_names"])
 	require.Equal(t, "3s", ep["timeout"])
 	id := ep["id"].(string)
 
 	st, got := b.call(t, http.MethodGet, "/v1/endpoints/"+id, w.M1Key, nil)
 	require.Equal(t, http.StatusOK, st)
 	require.NotContains(t, got, "secret")
+	require.Equal(t, []any{w.CarrierID, w.CarrierID}, got["carriers"], "a read shows ids")
+	require.Equal(t, []any{"sf", "sf"}, got["carrier_names"])
+	st, got = b.call(t, http.MethodPatch, "/v1/endpoints/"+id, w.M1Key, map[string]any{"carriers": []any{w.CarrierID}})
+	require.Equal(t, http.StatusOK, st, "%v", got)
+	require.Equal(t, []any{w.CarrierID}, got["carriers"], "ids sent, ids back")
+	require.Equal(t, []any{"sf"}, got["carrier_names"])
 
 	st, got = b.call(t, http.MethodPatch, "/v1/endpoints/"+id, w.M1Key, map[string]any{"description": "new", "event_types": []string{}})
 	require.Equal(t, http.StatusOK, st, "%v", got)

@@ -1,6 +1,8 @@
 package api
 
 import (
+	"cmp"
+	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -16,11 +18,17 @@ import (
 // appears only in the answers to creation and to a PATCH switching the
 // endpoint to hmac; an ed25519 private key never appears, its PublicKey does.
 type EndpointJSON struct {
-	ID              ID        `json:"id"`
-	MerchantID      ID        `json:"merchant_id"`
-	URL             string    `json:"url"`
-	Description     string    `json:"description"`
-	Carriers        []ID      `json:"carriers"`
+	ID          ID     `json:"id"`
+	MerchantID  ID     `json:"merchant_id"`
+	URL         string `json:"url"`
+	Description string `json:"description"`
+	// Carriers are the endpoint's carriers (empty: every carrier). In the
+	// answer to a POST or PATCH that set them they are as the caller wrote
+	// them, names as names and ids as ids; elsewhere they are ids.
+	Carriers []string `json:"carriers"`
+	// CarrierNames are the names of the endpoint's carriers, in the order
+	// of their ids, whatever the caller wrote.
+	CarrierNames    []string  `json:"carrier_names"`
 	EventTypes      []string  `json:"event_types"`
 	Status          string    `json:"status"`
 	DisabledReason  string    `json:"disabled_reason,omitempty"`
@@ -67,10 +75,11 @@ func unreadableJSON(u *db.Unreadable) *UnreadableJSON {
 	return &UnreadableJSON{Fields: u.Fields(), Headers: u.Headers, Reason: u.Reason}
 }
 
-func endpointJSON(ep db.Endpoint) EndpointJSON {
+// endpointJSON shows ep; names maps carrier ids to names (carrierNames).
+func endpointJSON(ep db.Endpoint, names map[int64]string) EndpointJSON {
 	out := EndpointJSON{
 		ID: ID(ep.ID), MerchantID: ID(ep.MerchantID), URL: ep.URL, Description: ep.Description,
-		Carriers: make([]ID, len(ep.CarrierIDs)), EventTypes: ep.EventTypes, Status: ep.Status,
+		Carriers: make([]string, len(ep.CarrierIDs)), CarrierNames: make([]string, len(ep.CarrierIDs)), EventTypes: ep.EventTypes, Status: ep.Status,
 		DisabledReason: ep.DisabledReason, MaxInFlight: ep.MaxInFlight, RateLimitPerSec: ep.RateLimitPerSec,
 		PayloadMode: ep.PayloadMode, RetrySchedule: make([]string, len(ep.RetrySchedule)),
 		Timeout: ep.Timeout.String(), Ordering: ep.Ordering, SendTraceparent: !ep.OmitTraceparent, CreatedAt: ep.CreatedAt, UpdatedAt: ep.UpdatedAt,
@@ -78,7 +87,8 @@ func endpointJSON(ep db.Endpoint) EndpointJSON {
 		Signature: ep.Signature, PublicKey: ep.PublicKey, Unreadable: unreadableJSON(ep.Unreadable),
 	}
 	for i, id := range ep.CarrierIDs {
-		out.Carriers[i] = ID(id)
+		out.Carriers[i] = strconv.FormatInt(id, 10)
+		out.CarrierNames[i] = cmp.Or(names[id], out.Carriers[i])
 	}
 	for i, d := range ep.RetrySchedule {
 		out.RetrySchedule[i] = d.String()
@@ -159,6 +169,33 @@ func (req endpointRequest) input(body map[string]json.RawMessage) (ops.EndpointI
 	return in, nil
 }
 
+// carrierNames maps every carrier's id to its name, for endpointJSON.
+func (s *Server) carrierNames(ctx context.Context) (map[int64]string, error) {
+	all, err := s.db.CarrierAll(ctx)
+	if err != nil {
+		return nil, err
+	}
+	names := make(map[int64]string, len(all))
+	for _, c := range all {
+		names[c.ID] = c.Name
+	}
+	return names, nil
+}
+
+// showEndpoint is endpointJSON with the carriers' names read; with in.Carriers
+// set (a POST or PATCH that gave them), Carriers are echoed as given.
+func (s *Server) showEndpoint(ctx context.Context, ep db.Endpoint, in *ops.EndpointInput) (EndpointJSON, error) {
+	names, err := s.carrierNames(ctx)
+	if err != nil {
+		return EndpointJSON{}, err
+	}
+	out := endpointJSON(ep, names)
+	if in != nil && in.Carriers != nil && len(*in.Carriers) == len(out.Carriers) {
+		out.Carriers = append([]string{}, *in.Carriers...)
+	}
+	return out, nil
+}
+
 // hasKey reports whether the JSON object body has the top-level key.
 func hasKey(body map[string]json.RawMessage, key string) bool {
 	_, ok := body[key]
@@ -191,7 +228,10 @@ func (s *Server) createEndpoint(c echo.Context) error {
 		return err
 	}
 	_, _ = s.routes.Refresh(ctx)
-	out := endpointJSON(created.Endpoint)
+	out, err := s.showEndpoint(ctx, created.Endpoint, &in)
+	if err != nil {
+		return err
+	}
 	out.Secret = created.Secret
 	return c.JSON(http.StatusCreated, out)
 }
@@ -232,11 +272,17 @@ func (s *Server) listEndpoints(c echo.Context) error {
 			return err
 		}
 	}
-	rows, err := s.ops.Endpoints(c.Request().Context(), actorOf(c), merchantID, cur.ID, limit+1)
+	ctx := c.Request().Context()
+	rows, err := s.ops.Endpoints(ctx, actorOf(c), merchantID, cur.ID, limit+1)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, page(rows, limit, endpointJSON, func(r db.Endpoint) cursor { return cursor{ID: r.ID} }))
+	names, err := s.carrierNames(ctx)
+	if err != nil {
+		return err
+	}
+	show := func(ep db.Endpoint) EndpointJSON { return endpointJSON(ep, names) }
+	return c.JSON(http.StatusOK, page(rows, limit, show, func(r db.Endpoint) cursor { return cursor{ID: r.ID} }))
 }
 
 func (s *Server) getEndpoint(c echo.Context) error {
@@ -244,7 +290,7 @@ func (s *Server) getEndpoint(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, endpointJSON(ep))
+	return s.answerEndpoint(c, ep)
 }
 
 func (s *Server) patchEndpoint(c echo.Context) error {
@@ -271,8 +317,20 @@ func (s *Server) patchEndpoint(c echo.Context) error {
 		return err
 	}
 	_, _ = s.routes.Refresh(ctx)
-	out := endpointJSON(up.Endpoint)
+	out, err := s.showEndpoint(ctx, up.Endpoint, &in)
+	if err != nil {
+		return err
+	}
 	out.Secret = up.Secret
+	return c.JSON(http.StatusOK, out)
+}
+
+// answerEndpoint answers 200 with ep, its carriers as ids.
+func (s *Server) answerEndpoint(c echo.Context, ep db.Endpoint) error {
+	out, err := s.showEndpoint(c.Request().Context(), ep, nil)
+	if err != nil {
+		return err
+	}
 	return c.JSON(http.StatusOK, out)
 }
 
@@ -301,7 +359,7 @@ func (s *Server) enableEndpoint(c echo.Context) error {
 		return err
 	}
 	_, _ = s.routes.Refresh(ctx)
-	return c.JSON(http.StatusOK, endpointJSON(ep))
+	return s.answerEndpoint(c, ep)
 }
 
 func (s *Server) disableEndpoint(c echo.Context) error {
@@ -321,7 +379,7 @@ func (s *Server) disableEndpoint(c echo.Context) error {
 		return err
 	}
 	_, _ = s.routes.Refresh(ctx)
-	return c.JSON(http.StatusOK, endpointJSON(ep))
+	return s.answerEndpoint(c, ep)
 }
 
 func (s *Server) rotateSecret(c echo.Context) error {

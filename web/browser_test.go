@@ -295,6 +295,14 @@ func TestWebBrowser(t *testing.T) {
 	sid := strconv.FormatInt(steady.ID, 10)
 	browse(t, b, chromedp.Navigate(base+"/ui/endpoints"), chromedp.WaitVisible(chromedp.CSS("#endpoint-"+sid)))
 	screenshot(t, b, "endpoints")
+	// The merchant by name, and its endpoint's "HTTP 500" on one line even
+	// in a narrow window (it wrapped as "HTTP 50" / "0").
+	flakyRow := "#endpoint-" + strconv.FormatInt(flaky.ID, 10)
+	require.Contains(t, text(t, b, flakyRow), "Acme Parcels")
+	browse(t, b, chromedp.EmulateViewport(640, 900))
+	lines := value(t, b, chromedp.Evaluate[int](`(() => { const s = document.querySelector("`+flakyRow+` .excerpt .status"); return s ? s.getClientRects().length : -1 })()`))
+	browse(t, b, chromedp.EmulateViewport(1280, 900)) // back to newBrowser's window, for the screenshots
+	require.Equal(t, 1, lines, "HTTP 500 in one line box")
 	browse(t, b, chromedp.Click(chromedp.CSS("#disable-"+sid)), chromedp.WaitVisible(chromedp.CSS("#enable-"+sid)))
 	ep, err := f.store.EndpointGet(ctx, steady.ID)
 	require.NoError(t, err)
@@ -311,14 +319,20 @@ func TestWebBrowser(t *testing.T) {
 	browse(t, b, chromedp.Navigate(base+"/ui/dead-letters?endpoint_id="+strconv.FormatInt(flaky.ID, 10)),
 		chromedp.WaitVisible(chromedp.CSS("#dl-"+did)))
 	screenshot(t, b, "dead-letters")
+	require.Contains(t, text(t, b, "#dl-"+did), "Acme Parcels")
+	require.Contains(t, text(t, b, "#dl-"+did), "browser-carrier")
 	browse(t, b, chromedp.Navigate(base+"/ui/deliveries/"+did), chromedp.WaitVisible(chromedp.CSS("#attempts")))
 	require.Equal(t, "dead", text(t, b, "#delivery-state"))
+	require.Contains(t, text(t, b, "#delivery-carrier"), "browser-carrier")
+	require.Contains(t, text(t, b, "#delivery-ordering-key"), "SF0000")
 	attempts := value(t, b, chromedp.Evaluate[int](`document.querySelectorAll("#attempts tr.attempt").length`))
 	require.Equal(t, 2, attempts, "one attempt plus one retry")
 	require.Contains(t, text(t, b, "#attempts"), "500")
 	screenshot(t, b, "delivery")
 	browse(t, b, chromedp.Click(chromedp.CSS("#message-link")), chromedp.WaitVisible(chromedp.CSS("#payload")))
 	require.Contains(t, text(t, b, "#payload"), `"tracking_no": "SF0000"`)
+	require.Empty(t, value(t, b, chromedp.Evaluate[string](`(document.querySelector("nav a.on")||{}).textContent||""`)),
+		"the message page highlights no navigation entry (not Dead letters)")
 	screenshot(t, b, "message")
 
 	snk.failing.Store(false)

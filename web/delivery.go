@@ -17,6 +17,12 @@ type deliveryData struct {
 	Endpoint *db.Endpoint // nil when deleted
 	CanRetry bool         // a retry would do something: dead, or waiting for its next attempt
 	Base     string       // "/ui" or "/ui/m": where links and forms point
+	// Msg is the delivery's message as the actor may see it (its tracking
+	// number, carrier and payload); nil when it is no longer stored.
+	Msg *messageData
+	// TrackingNumber is the message's ordering key (a delivery's own may be
+	// a replay chain, and a delivered one has none stored).
+	TrackingNumber string
 }
 
 // loadDelivery loads delivery id with its endpoint as a may see it (nil when
@@ -27,12 +33,27 @@ func (d *Dashboard) loadDelivery(ctx context.Context, a ops.Actor, id int64) (de
 		return deliveryData{}, err
 	}
 	data := deliveryData{D: v}
+	data.TrackingNumber, _ = hookrelay.ChainKey(v.OrderingKey)
 	p := v.Pending
 	data.CanRetry = v.State == "dead" ||
 		p != nil && p.VisibleAt.After(d.cfg.Now()) && !db.NeverDue(p.VisibleAt) && p.Attempt > 0
 	if ep, err := d.cfg.Ops.Endpoint(ctx, a, v.EndpointID); err == nil {
 		data.Endpoint = &ep
 	} else if hookrelay.CodeOf(err) != hookrelay.ENOTFOUND {
+		return data, err
+	}
+	if data.Endpoint == nil && a.MerchantID != 0 {
+		return data, nil // not the merchant's: nothing of its message either
+	}
+	// A delivered delivery keeps no row of its own, only attempts: its
+	// tracking number (ordering key) comes from its message.
+	m, err := ops.ReadMessage(ctx, d.store, a, v.MessageID, &v.ReceivedAt)
+	switch {
+	case err == nil:
+		md := d.messageData(ctx, m)
+		data.Msg = &md
+		data.TrackingNumber = m.OrderingKey
+	case hookrelay.CodeOf(err) != hookrelay.ENOTFOUND:
 		return data, err
 	}
 	return data, nil
@@ -48,7 +69,11 @@ func (d *Dashboard) delivery(c echo.Context) error {
 		return err
 	}
 	data.Base = "/ui"
-	return d.render(c, http.StatusOK, "delivery", view{Title: "Delivery " + strconv.FormatInt(id, 10), Nav: "dead", Data: data})
+	nav := "" // reached from a search or a message as often as from the dead letters
+	if data.D.State == "dead" {
+		nav = "dead"
+	}
+	return d.render(c, http.StatusOK, "delivery", view{Title: "Delivery " + strconv.FormatInt(id, 10), Nav: nav, Data: data})
 }
 
 // retryDelivery asks for delivery :id to be attempted as soon as possible

@@ -6,9 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"html/template"
+	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db"
 )
 
@@ -30,6 +33,10 @@ var funcs = template.FuncMap{
 	},
 	"parked": db.NeverDue,
 	"add":    func(a, b int) int { return a + b },
+	// chainkey shows a delivery's chain as the ordering key it is of.
+	"chainkey": func(chain string) string { k, _ := hookrelay.ChainKey(chain); return k },
+	"excerpt":  excerpt,
+	"plural":   plural,
 }
 
 func when(t time.Time) string {
@@ -102,4 +109,32 @@ func prettyJSON(b []byte) (string, bool) {
 		return buf.String(), true
 	}
 	return string(b), false
+}
+
+// httpStatus matches the "HTTP 500" that errors of failed attempts start with.
+var httpStatus = regexp.MustCompile(`\bHTTP [0-9]{3}\b`)
+
+// excerpt shows an error or a response excerpt with each "HTTP 500" kept on
+// one line: the cells that hold them break anywhere (long URLs and bodies),
+// which would otherwise split a status as "HTTP 50" / "0".
+func excerpt(s string) template.HTML {
+	var b strings.Builder
+	last := 0
+	for _, m := range httpStatus.FindAllStringIndex(s, -1) {
+		b.WriteString(template.HTMLEscapeString(s[last:m[0]]))
+		b.WriteString(`<span class="status">`)
+		b.WriteString(template.HTMLEscapeString(s[m[0]:m[1]]))
+		b.WriteString(`</span>`)
+		last = m[1]
+	}
+	b.WriteString(template.HTMLEscapeString(s[last:]))
+	return template.HTML(b.String())
+}
+
+// plural writes n with the word, singular for 1: "1 attempt", "2 attempts".
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return strconv.Itoa(n) + " " + word + "s"
 }

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"time"
@@ -42,6 +43,15 @@ func (d *Dashboard) message(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	data := d.messageData(ctx, m)
+	// The message page is reached from a search or a delivery, not from the
+	// dead letters: no navigation entry is its own.
+	return d.render(c, http.StatusOK, "message", view{Title: "Message " + strconv.FormatInt(id, 10), Data: data})
+}
+
+// messageData shows m's payload: inline and indented, or a link to the
+// payload store when offloaded.
+func (d *Dashboard) messageData(ctx context.Context, m db.MessageRecord) messageData {
 	data := messageData{M: m}
 	if m.PayloadKey == "" {
 		data.Pretty, data.IsJSON = prettyJSON(m.Payload)
@@ -53,5 +63,5 @@ func (d *Dashboard) message(c echo.Context) error {
 		}
 		data.Link = link
 	}
-	return d.render(c, http.StatusOK, "message", view{Title: "Message " + strconv.FormatInt(id, 10), Nav: "dead", Data: data})
+	return data
 }

@@ -195,6 +195,7 @@ func TestPortalBrowser(t *testing.T) {
 	testenv.Eventually(t, 30*time.Second, "the replayed delivery", func() bool { return len(snk.received("/portal")) == 3 })
 	browse(t, b, chromedp.Navigate(f.URL+fmt.Sprintf("/ui/m/endpoints/%d/deliveries?status=delivered", ep.ID)),
 		chromedp.WaitVisible(chromedp.CSS("#deliveries")))
+	require.Contains(t, text(t, b, "#deliveries"), "PORTAL-1", "delivered rows have their ordering key")
 	screenshot(t, b, "portal-deliveries")
 
 	// Log out: the session is dead and the link does not open another.
@@ -203,6 +204,7 @@ func TestPortalBrowser(t *testing.T) {
 	eventually(t, b, "the used link's refusal", func() bool {
 		return strings.Contains(text(t, b, "main"), "used already")
 	})
+	require.NotContains(t, text(t, b, "main"), "Back to the dashboard", "a merchant sent by its platform has no dashboard")
 	browse(t, b, chromedp.Navigate(f.URL+"/ui/m/"), chromedp.WaitVisible(chromedp.CSS("#token")))
 
 	// Embedded by the allowed origin: the portal works inside the iframe,

@@ -63,6 +63,10 @@ type view struct {
 	// (render sets it; see Dashboard.reads).
 	Replica string
 	Data    any
+
+	// names looks up the names the page shows (render sets it; see
+	// view.Carrier and view.Merchant).
+	names *nameBook
 }
 
 // ReadOnly reports whether the page is for a read-only portal session: it
@@ -82,8 +86,10 @@ func (d *Dashboard) render(c echo.Context, status int, name string, v view) erro
 	if v.Flash == "" {
 		v.Flash = flashText(c.QueryParam("done"), c.QueryParam("n"))
 	}
+	v.names = &nameBook{ctx: c.Request().Context(), store: d.store, log: d.log}
 	if c.Get(replicaReadKey) != nil {
 		v.Replica = d.replicaNote(c.Request().Context())
+		v.names.store = d.cfg.Replica
 	}
 	var buf bytes.Buffer
 	if err := t.ExecuteTemplate(&buf, "layout.html", v); err != nil {
@@ -132,8 +138,13 @@ func flashText(code, n string) string {
 
 // renderError is the dashboard's renderer of failed requests (see Mount):
 // an error page with the status and the client-safe message.
+//
+// A portal link's page (/ui/portal) offers no way on: its visitor is a
+// merchant sent by its platform, who can neither use the dashboard nor has
+// its key at hand; the message says to ask for a new link.
 func (d *Dashboard) renderError(c echo.Context, a httperr.Answer) error {
-	return d.render(c, a.Status, "error", view{Title: http.StatusText(a.Status), Data: map[string]any{"Status": a.Status, "Message": a.Message}})
+	portal := strings.HasPrefix(c.Request().URL.Path, "/ui/portal")
+	return d.render(c, a.Status, "error", view{Title: http.StatusText(a.Status), Data: map[string]any{"Status": a.Status, "Message": a.Message, "Portal": portal}})
 }
 
 // securityHeaders sets the headers of every /ui response: a CSP without
