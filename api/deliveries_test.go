@@ -36,6 +36,12 @@ func TestDeliveriesAndDeadLetters(t *testing.T) {
 	require.Len(t, pending, 1)
 	require.Len(t, delivered, 1)
 	require.Len(t, dead, 1)
+	for _, c := range []struct {
+		rows []any
+		key  string
+	}{{pending, "P1"}, {delivered, "D1"}, {dead, "X1"}} {
+		require.Equal(t, c.key, c.rows[0].(map[string]any)["ordering_key"], "every status lists its ordering key")
+	}
 	st, _ := b.call(t, http.MethodGet, "/v1/endpoints/"+w.E1+"/deliveries?status=bogus", w.M1Key, nil)
 	require.Equal(t, http.StatusBadRequest, st)
 

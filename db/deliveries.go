@@ -156,7 +156,8 @@ func (db *DB) DeliveryListDelivered(ctx context.Context, endpointID int64, befor
 	}
 	out := make([]Delivery, len(rows))
 	for i, r := range rows {
-		out[i] = apiDelivered(attemptFrom(r))
+		out[i] = apiDelivered(attemptFrom(r.DeliveryAttempt))
+		out[i].OrderingKey = r.OrderingKey
 	}
 	return out, nil
 }

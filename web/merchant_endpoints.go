@@ -1,7 +1,6 @@
 package web
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -177,32 +176,5 @@ func (d *Dashboard) merchantDeliveries(c echo.Context) error {
 		last := data.Rows[deliveriesPerPage-1]
 		data.NextID, data.NextAt = last.ID, last.At.UTC().Format(time.RFC3339Nano)
 	}
-	if err := d.fillOrderingKeys(c.Request().Context(), d.actor(c), data.Rows); err != nil {
-		return err
-	}
 	return d.render(c, http.StatusOK, "mdeliveries", view{Title: fmt.Sprintf("Deliveries of endpoint %d", ep.ID), Nav: "m", Data: data})
-}
-
-// fillOrderingKeys gives the rows without an ordering key (delivered ones:
-// what remains of them is their attempts, which hold none) their message's,
-// read as a may see it, once per message.
-func (d *Dashboard) fillOrderingKeys(ctx context.Context, a ops.Actor, rows []db.Delivery) error {
-	keys := map[int64]string{}
-	for i := range rows {
-		r := &rows[i]
-		if r.OrderingKey != "" {
-			continue
-		}
-		key, ok := keys[r.MessageID]
-		if !ok {
-			m, err := ops.ReadMessage(ctx, d.store, a, r.MessageID, &r.MessageReceivedAt)
-			if err != nil && hookrelay.CodeOf(err) != hookrelay.ENOTFOUND {
-				return err
-			}
-			key = m.OrderingKey
-			keys[r.MessageID] = key
-		}
-		r.OrderingKey = key
-	}
-	return nil
 }

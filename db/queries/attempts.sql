@@ -16,11 +16,14 @@ WHERE endpoint_id = @endpoint_id
 ORDER BY attempted_at DESC LIMIT @lim;
 
 -- name: AttemptListDeliveredByEndpoint :many
--- Successful attempts of an endpoint, newest first, keyset on (attempted_at, delivery_id).
-SELECT * FROM delivery_attempts
-WHERE endpoint_id = @endpoint_id AND outcome = 'success'
-  AND (attempted_at, delivery_id) < (@before_at::timestamptz, @before_id::bigint)
-ORDER BY attempted_at DESC, delivery_id DESC LIMIT @lim;
+-- Successful attempts of an endpoint, newest first, keyset on (attempted_at,
+-- delivery_id), each with its message's ordering key (one primary key look-up
+-- in the message's day partition per row).
+SELECT sqlc.embed(a), m.ordering_key FROM delivery_attempts a
+JOIN messages m ON m.id = a.message_id AND m.received_at = a.message_received_at
+WHERE a.endpoint_id = @endpoint_id AND a.outcome = 'success'
+  AND (a.attempted_at, a.delivery_id) < (@before_at::timestamptz, @before_id::bigint)
+ORDER BY a.attempted_at DESC, a.delivery_id DESC LIMIT @lim;
 
 -- name: AttemptHistogram :many
 -- Delivery outcomes in [from, to) (BRIN on attempted_at) as a histogram: one

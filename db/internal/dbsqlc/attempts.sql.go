@@ -110,10 +110,11 @@ func (q *Queries) AttemptListByDelivery(ctx context.Context, arg AttemptListByDe
 }
 
 const attemptListDeliveredByEndpoint = `-- name: AttemptListDeliveredByEndpoint :many
-SELECT delivery_id, message_id, message_received_at, endpoint_id, attempt, attempted_at, outcome, status_code, latency_ms, error, response_excerpt, dispatcher_id FROM delivery_attempts
-WHERE endpoint_id = $1 AND outcome = 'success'
-  AND (attempted_at, delivery_id) < ($2::timestamptz, $3::bigint)
-ORDER BY attempted_at DESC, delivery_id DESC LIMIT $4
+SELECT a.delivery_id, a.message_id, a.message_received_at, a.endpoint_id, a.attempt, a.attempted_at, a.outcome, a.status_code, a.latency_ms, a.error, a.response_excerpt, a.dispatcher_id, m.ordering_key FROM delivery_attempts a
+JOIN messages m ON m.id = a.message_id AND m.received_at = a.message_received_at
+WHERE a.endpoint_id = $1 AND a.outcome = 'success'
+  AND (a.attempted_at, a.delivery_id) < ($2::timestamptz, $3::bigint)
+ORDER BY a.attempted_at DESC, a.delivery_id DESC LIMIT $4
 `
 
 type AttemptListDeliveredByEndpointParams struct {
@@ -123,8 +124,15 @@ type AttemptListDeliveredByEndpointParams struct {
 	Lim        int32
 }
 
-// Successful attempts of an endpoint, newest first, keyset on (attempted_at, delivery_id).
-func (q *Queries) AttemptListDeliveredByEndpoint(ctx context.Context, arg AttemptListDeliveredByEndpointParams) ([]DeliveryAttempt, error) {
+type AttemptListDeliveredByEndpointRow struct {
+	DeliveryAttempt DeliveryAttempt
+	OrderingKey     string
+}
+
+// Successful attempts of an endpoint, newest first, keyset on (attempted_at,
+// delivery_id), each with its message's ordering key (one primary key look-up
+// in the message's day partition per row).
+func (q *Queries) AttemptListDeliveredByEndpoint(ctx context.Context, arg AttemptListDeliveredByEndpointParams) ([]AttemptListDeliveredByEndpointRow, error) {
 	rows, err := q.db.Query(ctx, attemptListDeliveredByEndpoint,
 		arg.EndpointID,
 		arg.BeforeAt,
@@ -135,22 +143,23 @@ func (q *Queries) AttemptListDeliveredByEndpoint(ctx context.Context, arg Attemp
 		return nil, err
 	}
 	defer rows.Close()
-	var items []DeliveryAttempt
+	var items []AttemptListDeliveredByEndpointRow
 	for rows.Next() {
-		var i DeliveryAttempt
+		var i AttemptListDeliveredByEndpointRow
 		if err := rows.Scan(
-			&i.DeliveryID,
-			&i.MessageID,
-			&i.MessageReceivedAt,
-			&i.EndpointID,
-			&i.Attempt,
-			&i.AttemptedAt,
-			&i.Outcome,
-			&i.StatusCode,
-			&i.LatencyMs,
-			&i.Error,
-			&i.ResponseExcerpt,
-			&i.DispatcherID,
+			&i.DeliveryAttempt.DeliveryID,
+			&i.DeliveryAttempt.MessageID,
+			&i.DeliveryAttempt.MessageReceivedAt,
+			&i.DeliveryAttempt.EndpointID,
+			&i.DeliveryAttempt.Attempt,
+			&i.DeliveryAttempt.AttemptedAt,
+			&i.DeliveryAttempt.Outcome,
+			&i.DeliveryAttempt.StatusCode,
+			&i.DeliveryAttempt.LatencyMs,
+			&i.DeliveryAttempt.Error,
+			&i.DeliveryAttempt.ResponseExcerpt,
+			&i.DeliveryAttempt.DispatcherID,
+			&i.OrderingKey,
 		); err != nil {
 			return nil, err
 		}
