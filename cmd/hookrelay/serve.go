@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -397,25 +396,6 @@ func ensureAdminToken(ctx context.Context, cfg config, store *db.DB, logger *slo
 		fmt.Fprintf(stdout, "\nadmin token (shown once, keep it): %s\n\n", token)
 	}
 	return nil
-}
-
-func newLogger(cfg config, w io.Writer) *slog.Logger {
-	var level slog.Level
-	_ = level.UnmarshalText([]byte(cfg.LogLevel))
-	opts := &slog.HandlerOptions{Level: level}
-	format := cfg.LogFormat
-	if format == "auto" {
-		format = "json"
-		if f, ok := w.(*os.File); ok {
-			if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-				format = "text"
-			}
-		}
-	}
-	if format == "text" {
-		return slog.New(slog.NewTextHandler(w, opts))
-	}
-	return slog.New(slog.NewJSONHandler(w, opts))
 }
 
 // newRouter returns the echo instance with the service endpoints; roles add
