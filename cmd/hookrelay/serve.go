@@ -105,22 +105,27 @@ func parseRoles(raw string) ([]string, error) {
 	return roles, nil
 }
 
-func runServe(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func runServe(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, environ []string) error {
+	cmd, _ := findCommand("serve")
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	rolesFlag := fs.String("roles", getenv("HOOKRELAY_ROLES"), "comma-separated roles: api,dispatch,web,maintenance (default all)")
-	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
+	rolesFlag := fs.String("roles", "", "comma-separated roles: api,dispatch,web,maintenance (default: HOOKRELAY_ROLES, else all)")
+	if err := parseFlags(cmd, fs, args, stdout, stderr); err != nil {
+		return err
 	}
-	roles, err := parseRoles(*rolesFlag)
+	var roles []string
+	if *rolesFlag != "" {
+		var err error
+		if roles, err = parseRoles(*rolesFlag); err != nil {
+			return err
+		}
+	}
+	cfg, logger, err := commandConfig(getenv, environ, stderr)
 	if err != nil {
 		return err
 	}
-	cfg, err := loadConfig(getenv)
-	if err != nil {
-		return err
+	if roles == nil {
+		roles = cfg.Roles
 	}
-	logger := newLogger(cfg, stderr)
 	stopPprof, err := startPprof(cfg.PprofAddr, logger)
 	if err != nil {
 		return err
