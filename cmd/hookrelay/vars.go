@@ -110,9 +110,10 @@ var varMeanings = map[string]string{
 const varPrefix = "HOOKRELAY_"
 
 // foreignVars are HOOKRELAY_ variables that belong to hookrelay's tooling,
-// not to the binary: the walkthrough's shell variable and the test suites'.
-// They are not reported.
-var foreignVars = []string{"HOOKRELAY_URL", "HOOKRELAY_TEST_", "HOOKRELAY_E2E_", "HOOKRELAY_SCREENSHOT_DIR", "HOOKRELAY_UPDATE_FUNCTIONS"}
+// not to the binary: the walkthrough's shell variable, deploy/compose.yaml's
+// image and the test suites' (a trailing _ names a prefix). They are not
+// reported.
+var foreignVars = []string{"HOOKRELAY_URL", "HOOKRELAY_IMAGE", "HOOKRELAY_TEST_", "HOOKRELAY_E2E_", "HOOKRELAY_SCREENSHOT_DIR", "HOOKRELAY_UPDATE_FUNCTIONS"}
 
 // unknownVar is a HOOKRELAY_ variable of the environment that no setting
 // reads, with the known one it most likely meant ("" when none is close).

@@ -43,6 +43,7 @@ func TestUnknownVars(t *testing.T) {
 		"HOOKRELAY_COMPLETELY_DIFFERENT=1",
 		"HOOKRELAY_URL=http://127.0.0.1:8080",
 		"HOOKRELAY_TEST_DATABASE_URL=postgres://x/y",
+		"HOOKRELAY_IMAGE=hookrelay:compose",
 		"HOOKRELAY_LEASES=again",
 	}
 	require.Equal(t, []unknownVar{
