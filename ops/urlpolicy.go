@@ -18,6 +18,12 @@ func invalidf(format string, args ...any) error {
 	return hookrelay.Errorf(hookrelay.EINVALID, format, args...)
 }
 
+// allowPrivateHint ends the refusals of a URL the private-target policy
+// turns away with the setting that lifts it, so a reader trying hookrelay
+// with a local receiver knows what to set (and that it is not for
+// production).
+const allowPrivateHint = "; to allow it (tests and demos), start hookrelay with HOOKRELAY_ALLOW_PRIVATE_TARGETS=true"
+
 // checkURL checks an endpoint's or ops endpoint's URL by the service's
 // policy (Config) and returns it normalised: absolute http(s) (https only
 // with RequireHTTPS), no credentials, and unless private targets are
@@ -62,28 +68,28 @@ func (s *Service) checkURL(ctx context.Context, raw string) (string, error) {
 	host := u.Hostname()
 	if ip, ok := parseLooseIPv4(host); ok {
 		if !hookrelay.TargetAllowed(ip) {
-			return "", invalidf("url points to a private, loopback or link-local address (%s)", ip)
+			return "", invalidf("url points to a private, loopback or link-local address (%s)"+allowPrivateHint, ip)
 		}
 		return u.String(), nil
 	}
 	if ip, err := netip.ParseAddr(host); err == nil {
 		if !hookrelay.TargetAllowed(ip.Unmap()) {
-			return "", invalidf("url points to a private, loopback or link-local address (%s)", ip)
+			return "", invalidf("url points to a private, loopback or link-local address (%s)"+allowPrivateHint, ip)
 		}
 		return u.String(), nil
 	}
 	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
-		return "", invalidf("url points to localhost")
+		return "", invalidf("url points to localhost" + allowPrivateHint)
 	}
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	addrs, err := s.cfg.Resolver.LookupNetIP(rctx, "ip", host)
 	if err != nil || len(addrs) == 0 {
-		return "", invalidf("url host %q does not resolve", host)
+		return "", invalidf("url host %q does not resolve"+allowPrivateHint+", which skips this check", host)
 	}
 	for _, a := range addrs {
 		if !hookrelay.TargetAllowed(a.Unmap()) {
-			return "", invalidf("url host %q resolves to a private, loopback or link-local address (%s)", host, a.Unmap())
+			return "", invalidf("url host %q resolves to a private, loopback or link-local address (%s)"+allowPrivateHint, host, a.Unmap())
 		}
 	}
 	return u.String(), nil

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -13,8 +14,16 @@ const benchBinary = "hookrelay-bench"
 
 // runBench is `hookrelay bench ARGS`: it replaces this process with
 // hookrelay-bench ARGS, found beside this executable or else on PATH.
-func runBench(args []string, getenv func(string) string) error {
+// Without hookrelay-bench, --help says what the command is; with it,
+// hookrelay-bench answers with its flags.
+func runBench(args []string, getenv func(string) string, stdout io.Writer) error {
 	path, err := findBench(getenv)
+	if err != nil && wantsHelp(args) {
+		cmd, _ := findCommand("bench")
+		writeCommandHelp(stdout, cmd, nil)
+		fmt.Fprintf(stdout, "\n%v\n", err)
+		return nil
+	}
 	if err != nil {
 		return err
 	}

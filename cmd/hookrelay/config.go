@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -35,6 +36,7 @@ type config struct {
 	LogFormat   string         // HOOKRELAY_LOG_FORMAT: json | text | auto
 	LogLevel    string         // HOOKRELAY_LOG_LEVEL: debug | info | warn | error
 	PprofAddr   string         // HOOKRELAY_PPROF_ADDR: net/http/pprof listener; empty = none
+	Roles       []string       // HOOKRELAY_ROLES (serve's --roles wins): the roles serve runs
 	// Tracing (HOOKRELAY_TRACING) exports OpenTelemetry traces over OTLP/HTTP,
 	// configured by the standard OTEL_* variables (newTracerProvider).
 	Tracing bool
@@ -82,6 +84,24 @@ const (
 // Defaults come from the packages' Default constants.
 func loadConfig(getenv func(string) string) (config, error) {
 	p := &envParser{getenv: getenv}
+	c := readConfig(p)
+	return c, p.err()
+}
+
+// loadServiceConfig is loadConfig for the commands that open the database
+// (serve, migrate, rotate-encryption-key): a missing encryption key is one
+// more problem of the same message.
+func loadServiceConfig(getenv func(string) string) (config, error) {
+	p := &envParser{getenv: getenv}
+	c := readConfig(p)
+	if strings.TrimSpace(getenv("HOOKRELAY_ENCRYPTION_KEY")) == "" {
+		p.errs = append(p.errs, errKeyRequired)
+	}
+	return c, p.err()
+}
+
+// readConfig reads every variable through p, which collects the problems.
+func readConfig(p *envParser) config {
 	c := config{
 		Addr:       p.str("HOOKRELAY_ADDR", defaultAddr),
 		AdminToken: p.str("HOOKRELAY_ADMIN_TOKEN", ""),
@@ -97,6 +117,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		LogLevel:    p.oneOf("HOOKRELAY_LOG_LEVEL", defaultLogLevel, "debug", "info", "warn", "error"),
 		PprofAddr:   p.str("HOOKRELAY_PPROF_ADDR", ""),
 		Tracing:     p.bool("HOOKRELAY_TRACING", false),
+		Roles:       loadRoles(p),
 	}
 	// Shared by several roles.
 	queues := p.int("HOOKRELAY_QUEUES", hookrelay.DefaultQueues, 1, 1024)
@@ -135,10 +156,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		Max: p.duration("HOOKRELAY_AUTH_THROTTLE_MAX", throttle.DefaultMax, time.Second, 24*time.Hour),
 	}
 	c.check(p)
-	if err := p.err(); err != nil {
-		return c, fmt.Errorf("configuration: %w", err)
-	}
-	return c, nil
+	return c
 }
 
 // check adds to p what no single variable's parse can see: URL and address
@@ -196,8 +214,8 @@ func (c config) check(p *envParser) {
 // rows sealed before a rotation. Each is the base64 of 32 bytes (`hookrelay
 // encryption-key` prints one). Errors never show a key.
 func loadKeys(p *envParser) *keyring.Keyring {
-	cur := strings.TrimSpace(p.getenv("HOOKRELAY_ENCRYPTION_KEY"))
-	old := strings.TrimSpace(p.getenv("HOOKRELAY_ENCRYPTION_KEYS_OLD"))
+	cur := p.get("HOOKRELAY_ENCRYPTION_KEY", "required by serve, migrate and rotate-encryption-key", "the base64 of 32 random bytes")
+	old := p.get("HOOKRELAY_ENCRYPTION_KEYS_OLD", "", "keys like HOOKRELAY_ENCRYPTION_KEY, comma-separated")
 	if cur == "" {
 		if old != "" {
 			p.errs = append(p.errs, fmt.Errorf("HOOKRELAY_ENCRYPTION_KEYS_OLD is set without HOOKRELAY_ENCRYPTION_KEY"))
@@ -236,13 +254,30 @@ func loadLostKeyIDs(p *envParser) []string {
 	return ids
 }
 
-// requireKeys fails when no encryption key is configured: every command
-// that opens the database needs one, to seal and open the secrets it keeps.
+// errKeyRequired is the problem of a command that opens the database
+// without an encryption key: it needs one, to seal and open the secrets it
+// keeps.
+var errKeyRequired = errors.New("HOOKRELAY_ENCRYPTION_KEY is required (the base64 of 32 random bytes; `hookrelay encryption-key` prints a new one, `make run` keeps one in data/encryption-key)")
+
+// requireKeys fails when no encryption key is configured (loadServiceConfig
+// has said so already; this guards openDatabase's other callers).
 func (c config) requireKeys() error {
 	if c.Keys == nil {
-		return hookrelay.Errorf(hookrelay.EINVALID, "configuration: HOOKRELAY_ENCRYPTION_KEY is required (the base64 of 32 random bytes; `hookrelay encryption-key` prints a new one, `make run` keeps one in data/encryption-key)")
+		return fmt.Errorf("configuration: %w", errKeyRequired)
 	}
 	return nil
+}
+
+// loadRoles reads HOOKRELAY_ROLES: some of allRoles, comma-separated, or
+// all (the default).
+func loadRoles(p *envParser) []string {
+	raw := p.get("HOOKRELAY_ROLES", "all", strings.Join(allRoles, ",")+" (some of them) or all")
+	roles, err := parseRoles(raw)
+	if err != nil {
+		p.fail("HOOKRELAY_ROLES", raw, "want some of "+strings.Join(allRoles, ",")+", comma-separated, or all")
+		return allRoles
+	}
+	return roles
 }
 
 // loadDB reads the database settings: the URL (the database is created

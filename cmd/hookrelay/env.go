@@ -1,9 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -11,26 +13,48 @@ import (
 
 // envParser reads typed values from the environment, collecting every bad
 // value so the user sees all problems at once, each naming its variable.
+// It notes every variable it is asked for: that list is the one the help
+// shows and the one unknown HOOKRELAY_ variables are told from (knownVars),
+// so a variable cannot be read without being known.
 type envParser struct {
 	getenv func(string) string
 	errs   []error
+	vars   []envVar // every variable read, in reading order
+}
+
+// envVar is a variable the configuration reads: its name, its default and
+// the values it takes, as the help shows them ("" when anything goes).
+type envVar struct {
+	Name, Default, Takes string
+}
+
+// get notes name as read, with its default and the values it takes, and
+// returns its value, trimmed.
+func (p *envParser) get(name, def, takes string) string {
+	if !slices.ContainsFunc(p.vars, func(v envVar) bool { return v.Name == name }) {
+		p.vars = append(p.vars, envVar{Name: name, Default: cmp.Or(def, "unset"), Takes: takes})
+	}
+	return strings.TrimSpace(p.getenv(name))
 }
 
 func (p *envParser) fail(name, raw, want string) {
 	p.errs = append(p.errs, fmt.Errorf("%s=%q: %s", name, raw, want))
 }
 
-func (p *envParser) err() error { return errors.Join(p.errs...) }
+// err is every problem found, in one error with one prefix.
+func (p *envParser) err() error {
+	if len(p.errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("configuration: %w", errors.Join(p.errs...))
+}
 
 func (p *envParser) str(name, def string) string {
-	if v := strings.TrimSpace(p.getenv(name)); v != "" {
-		return v
-	}
-	return def
+	return cmp.Or(p.get(name, def, ""), def)
 }
 
 func (p *envParser) int(name string, def, lo, hi int) int {
-	raw := strings.TrimSpace(p.getenv(name))
+	raw := p.get(name, strconv.Itoa(def), fmt.Sprintf("%d to %d", lo, hi))
 	if raw == "" {
 		return def
 	}
@@ -43,7 +67,7 @@ func (p *envParser) int(name string, def, lo, hi int) int {
 }
 
 func (p *envParser) bool(name string, def bool) bool {
-	raw := strings.TrimSpace(p.getenv(name))
+	raw := p.get(name, strconv.FormatBool(def), "true or false")
 	if raw == "" {
 		return def
 	}
@@ -62,7 +86,7 @@ func (p *envParser) fraction(name string, def float64, unit, lo, hi int) float64
 }
 
 func (p *envParser) duration(name string, def, lo, hi time.Duration) time.Duration {
-	raw := strings.TrimSpace(p.getenv(name))
+	raw := p.get(name, shortDuration(def), fmt.Sprintf("a duration from %s to %s", shortDuration(lo), shortDuration(hi)))
 	if raw == "" {
 		return def
 	}
@@ -75,7 +99,7 @@ func (p *envParser) duration(name string, def, lo, hi time.Duration) time.Durati
 }
 
 func (p *envParser) oneOf(name, def string, allowed ...string) string {
-	v := p.str(name, def)
+	v := cmp.Or(p.get(name, def, strings.Join(allowed, ", ")), def)
 	for _, a := range allowed {
 		if v == a {
 			return v
@@ -88,7 +112,11 @@ func (p *envParser) oneOf(name, def string, allowed ...string) string {
 // durations reads a comma-separated list of at most most durations, each
 // from lo to hi, or "none" (an empty list); unset is def.
 func (p *envParser) durations(name string, def []time.Duration, most int, lo, hi time.Duration) []time.Duration {
-	raw := strings.TrimSpace(p.getenv(name))
+	shown := make([]string, len(def))
+	for i, d := range def {
+		shown[i] = shortDuration(d)
+	}
+	raw := p.get(name, strings.Join(shown, ","), fmt.Sprintf(`"none" or up to %d comma-separated durations from %s to %s`, most, shortDuration(lo), shortDuration(hi)))
 	switch raw {
 	case "":
 		return def
@@ -111,4 +139,17 @@ func (p *envParser) durations(name string, def []time.Duration, most int, lo, hi
 		out = append(out, d)
 	}
 	return out
+}
+
+// shortDuration writes d as the help shows it: 1h and 1m rather than
+// 1h0m0s and 1m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }

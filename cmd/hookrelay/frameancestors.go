@@ -15,7 +15,7 @@ const maxFrameAncestors = 20
 // the default. A bare "*" is refused: any site could frame the portal and
 // trick a merchant into clicks (clickjacking).
 func frameAncestors(p *envParser, name string) []string {
-	raw := strings.TrimSpace(p.getenv(name))
+	raw := p.get(name, "", "origins such as https://console.example.com or 'self', separated by spaces")
 	if raw == "" || raw == "'none'" || raw == "none" {
 		return nil
 	}

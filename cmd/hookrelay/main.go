@@ -26,7 +26,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args, os.Getenv, os.Stdout, os.Stderr); err != nil {
+	if err := run(ctx, os.Args, os.Getenv, os.Stdout, os.Stderr, os.Environ()...); err != nil {
 		fmt.Fprintf(os.Stderr, "hookrelay: %v\n", err)
 		os.Exit(1)
 	}

@@ -58,11 +58,15 @@ func startServe(t *testing.T, env map[string]string, args ...string) *testServer
 		base[k] = v
 	}
 	getenv := func(k string) string { return base[k] }
+	environ := make([]string, 0, len(base))
+	for k, v := range base {
+		environ = append(environ, k+"="+v)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &testServer{Logs: &logtest.Buffer{}, Stdout: &logtest.Buffer{}, stop: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
-		s.err = run(ctx, append([]string{"hookrelay", "serve"}, args...), getenv, s.Stdout, s.Logs)
+		s.err = run(ctx, append([]string{"hookrelay", "serve"}, args...), getenv, s.Stdout, s.Logs, environ...)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -126,6 +130,22 @@ func TestServeGeneratesAdminTokenOnce(t *testing.T) {
 	s2 := startServe(t, env)
 	require.NotContains(t, s2.Stdout.String(), "admin token")
 	require.NotContains(t, s.Logs.String(), "hra_", "the token is never logged")
+}
+
+// TestNoLogRecordHoldsTheAdminToken: a configured admin token, used and
+// misused, never appears in the log stream, and serve prints nothing of it.
+func TestNoLogRecordHoldsTheAdminToken(t *testing.T) {
+	t.Parallel()
+	const admin = "hra_test_admin_token_0123456789"
+	s := startServe(t, map[string]string{"HOOKRELAY_LOG_LEVEL": "debug"})
+	st, _, _ := ingestCall(t, s, http.MethodGet, "/v1/carriers", admin, nil)
+	require.Equal(t, http.StatusOK, st)
+	st, _, _ = ingestCall(t, s, http.MethodGet, "/v1/carriers", admin+"x", nil)
+	require.Equal(t, http.StatusUnauthorized, st)
+	require.NoError(t, s.Stop(t))
+	require.NotContains(t, s.Logs.String(), admin)
+	require.NotContains(t, s.Logs.String(), "hra_")
+	require.NotContains(t, s.Stdout.String(), admin)
 }
 
 func TestConfigErrorsNameEveryBadVariable(t *testing.T) {

@@ -7,17 +7,16 @@ import (
 	"io"
 )
 
-func runMigrate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func runMigrate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, environ []string) error {
+	cmd, _ := findCommand("migrate")
 	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
+	if err := parseFlags(cmd, fs, args, stdout, stderr); err != nil {
+		return err
 	}
-	cfg, err := loadConfig(getenv)
+	cfg, logger, err := commandConfig(getenv, environ, stderr)
 	if err != nil {
 		return err
 	}
-	logger := newLogger(cfg, stderr)
 	store, err := openDatabase(ctx, cfg, logger)
 	if err != nil {
 		return err

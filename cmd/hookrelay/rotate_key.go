@@ -17,21 +17,20 @@ const resealBatch = 500
 // value of the new key. It may run while the service runs: each batch is one short statement,
 // and a row changed meanwhile is left to the change (already under the
 // current key when the service has it).
-func runRotateKey(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func runRotateKey(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, environ []string) error {
+	cmd, _ := findCommand("rotate-encryption-key")
 	fs := flag.NewFlagSet("rotate-encryption-key", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	batch := fs.Int("batch", resealBatch, "rows per statement (1 to 10000)")
-	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
+	if err := parseFlags(cmd, fs, args, stdout, stderr); err != nil {
+		return err
 	}
 	if *batch < 1 || *batch > 10000 {
 		return fmt.Errorf("%w: --batch must be between 1 and 10000", errUsage)
 	}
-	cfg, err := loadConfig(getenv)
+	cfg, logger, err := commandConfig(getenv, environ, stderr)
 	if err != nil {
 		return err
 	}
-	logger := newLogger(cfg, stderr)
 	store, err := openDatabase(ctx, cfg, logger)
 	if err != nil {
 		return err

@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -106,22 +105,27 @@ func parseRoles(raw string) ([]string, error) {
 	return roles, nil
 }
 
-func runServe(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func runServe(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, environ []string) error {
+	cmd, _ := findCommand("serve")
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	rolesFlag := fs.String("roles", getenv("HOOKRELAY_ROLES"), "comma-separated roles: api,dispatch,web,maintenance (default all)")
-	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
+	rolesFlag := fs.String("roles", "", "comma-separated roles: api,dispatch,web,maintenance (default: HOOKRELAY_ROLES, else all)")
+	if err := parseFlags(cmd, fs, args, stdout, stderr); err != nil {
+		return err
 	}
-	roles, err := parseRoles(*rolesFlag)
+	var roles []string
+	if *rolesFlag != "" {
+		var err error
+		if roles, err = parseRoles(*rolesFlag); err != nil {
+			return err
+		}
+	}
+	cfg, logger, err := commandConfig(getenv, environ, stderr)
 	if err != nil {
 		return err
 	}
-	cfg, err := loadConfig(getenv)
-	if err != nil {
-		return err
+	if roles == nil {
+		roles = cfg.Roles
 	}
-	logger := newLogger(cfg, stderr)
 	stopPprof, err := startPprof(cfg.PprofAddr, logger)
 	if err != nil {
 		return err
@@ -397,25 +401,6 @@ func ensureAdminToken(ctx context.Context, cfg config, store *db.DB, logger *slo
 		fmt.Fprintf(stdout, "\nadmin token (shown once, keep it): %s\n\n", token)
 	}
 	return nil
-}
-
-func newLogger(cfg config, w io.Writer) *slog.Logger {
-	var level slog.Level
-	_ = level.UnmarshalText([]byte(cfg.LogLevel))
-	opts := &slog.HandlerOptions{Level: level}
-	format := cfg.LogFormat
-	if format == "auto" {
-		format = "json"
-		if f, ok := w.(*os.File); ok {
-			if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-				format = "text"
-			}
-		}
-	}
-	if format == "text" {
-		return slog.New(slog.NewTextHandler(w, opts))
-	}
-	return slog.New(slog.NewJSONHandler(w, opts))
 }
 
 // newRouter returns the echo instance with the service endpoints; roles add
