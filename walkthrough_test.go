@@ -174,7 +174,7 @@ func runWalkthrough(t *testing.T, bin string, demoEnv []string, receiver string,
 		if b.afterDelivery && delivery == "" {
 			testenv.EventuallyErr(t, blockTimeout, func() error {
 				if delivery = firstRequest(rxOut.String()); delivery == "" {
-					return fmt.Errorf("no delivery at the receiver; it printed:\n%s%s\nserve logs:\n%s", rxOut, rxErr, serveLogs)
+					return fmt.Errorf("no delivery at the receiver; it printed:\n%s%s\nthe walkthrough's output:\n%s\nserve logs:\n%s", rxOut, rxErr, sessOut, serveLogs)
 				}
 				return nil
 			})
@@ -195,6 +195,9 @@ func runWalkthrough(t *testing.T, bin string, demoEnv []string, receiver string,
 			}
 			return nil
 		})
+		if out := sessOut.String(); strings.Contains(out, `{"error":`) {
+			t.Fatalf("an API answer in block %d is an error:\n%s\noutput:\n%s", i+1, b.text, out)
+		}
 	}
 	if err := stdin.Close(); err != nil {
 		t.Fatal(err)
@@ -206,9 +209,6 @@ func runWalkthrough(t *testing.T, bin string, demoEnv []string, receiver string,
 	t.Logf("the walkthrough's output:\n%s", out)
 	t.Logf("the receiver's output:\n%s%s", rxOut, rxErr)
 
-	if strings.Contains(out, `{"error":`) {
-		t.Errorf("an API answer in the walkthrough is an error:\n%s", out)
-	}
 	if delivery == "" {
 		t.Fatalf("no block of the page is marked to run after the delivery, which the walkthrough must show")
 	}
