@@ -6,7 +6,7 @@ TOOLS   := $(CURDIR)/tools/go.mod
 SQLC    := $(GO) tool -modfile=$(TOOLS) sqlc
 STATICCHECK := $(GO) tool -modfile=$(TOOLS) staticcheck
 
-.PHONY: help build run test lint test-faults failover-drill bench bench-cluster bench-search soak screenshots generate check-generated vet fmt clean image
+.PHONY: help build run demo test lint test-faults failover-drill bench bench-cluster bench-search soak screenshots generate check-generated vet fmt clean image
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{ printf "  %-16s %s\n", $$1, $$2 }'
@@ -25,6 +25,12 @@ image: ## container image build/hookrelay-image.tar from a static binary, no net
 
 run: build ## run hookrelay locally against a PostgreSQL (scripts/run.sh)
 	scripts/run.sh
+
+# The README's walkthrough registers an endpoint on 127.0.0.1, which the SSRF
+# guard refuses unless private targets are allowed.
+demo: build ## make run with endpoints on this machine allowed (HOOKRELAY_ALLOW_PRIVATE_TARGETS=true), for the README's walkthrough
+	@echo "hookrelay: demo: HOOKRELAY_ALLOW_PRIVATE_TARGETS=true: endpoints on loopback and private addresses are allowed (not for production)"
+	HOOKRELAY_ALLOW_PRIVATE_TARGETS=true scripts/run.sh
 
 test: ## vet, gofmt and race tests of the product, bench and deploy modules; vet of the fault suite
 	scripts/test.sh
