@@ -25,6 +25,9 @@ if [ -x scripts/browser-deps.sh ]; then
   scripts/browser-deps.sh
 fi
 
+echo "== tools for the walkthrough test"
+scripts/walkthrough-deps.sh
+
 echo "== go test -race"
 go test -race -count=1 -timeout 30m ./...
 
