@@ -149,7 +149,7 @@ func TestEndpointCRUD(t *testing.T) {
 	require.Regexp(t, `^whsec_[A-Za-z0-9+/]{43}=$`, ep["secret"])
 	require.Equal(t, "enabled", ep["status"])
 	require.Equal(t, []any{"5s", "5m0s"}, ep["retry_schedule"])
-	// Carriers are echoed as written (issue 50): the name stays a name, the
+	// Carriers are echoed as written: the name stays a name, the
 	// id an id; carrier_names names them all.
 	require.Equal(t, []any{"sf", w.CarrierID}, ep["carriers"])
 	require.Equal(t, []any{"sf", "sf"}, ep["carrier_names"])

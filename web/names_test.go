@@ -18,7 +18,7 @@ import (
 // firstHour is a merchant "Acme Parcels" with an endpoint that takes its
 // callbacks (one delivered, "SF100") and one that answers 500 (one dead
 // letter, "SF500"), all from the carrier "sf-express": the pages a newcomer
-// reads first (issue 50).
+// reads first.
 type firstHour struct {
 	f                 webFixture
 	merchant          db.Merchant
