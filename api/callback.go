@@ -190,30 +190,41 @@ func (s *Server) acceptCallback(c echo.Context) (CallbackResponse, int, error) {
 // (hookrelay.CheckHeaderValue): one with a control character could never be
 // sent. The error names where the value came from (header or body path).
 func checkRouting(req *http.Request, carrier db.Carrier, orderingKey, eventType, merchantRef string) error {
-	for _, v := range []struct {
-		value, header, path, what string
-		sent                      bool // in a delivery's headers
-	}{
+	for _, v := range [...]routingValue{
 		{orderingKey, "X-Ordering-Key", carrier.OrderingKeyField, "ordering key", true},
 		{eventType, "X-Event-Type", carrier.EventTypeField, "event type", true},
 		{merchantRef, "X-Merchant-Id", carrier.MerchantField, "merchant id", false},
 	} {
-		field := v.header + " header"
-		if req.Header.Get(v.header) == "" {
-			field = fmt.Sprintf("%s (body field %q)", v.what, v.path)
-		}
-		check := hookrelay.CheckText
-		if v.header == "X-Ordering-Key" {
-			check = hookrelay.CheckOrderingKey
-		}
-		if err := check(field, v.value, maxRoutingValue); err != nil {
-			return err
-		}
-		if v.sent {
-			if err := hookrelay.CheckHeaderValue(field, v.value); err != nil {
-				return err
+		// The field's name is only built for a value refused: checking
+		// costs no allocation on the way every valid callback takes.
+		if v.check("") != nil {
+			field := v.header + " header"
+			if req.Header.Get(v.header) == "" {
+				field = fmt.Sprintf("%s (body field %q)", v.what, v.path)
 			}
+			return v.check(field)
 		}
+	}
+	return nil
+}
+
+// routingValue is one routing value of a callback and where it came from.
+type routingValue struct {
+	value, header, path, what string
+	sent                      bool // in a delivery's headers
+}
+
+// check applies the rules of v's value, naming it field in the error.
+func (v *routingValue) check(field string) error {
+	check := hookrelay.CheckText
+	if v.header == "X-Ordering-Key" {
+		check = hookrelay.CheckOrderingKey
+	}
+	if err := check(field, v.value, maxRoutingValue); err != nil {
+		return err
+	}
+	if v.sent {
+		return hookrelay.CheckHeaderValue(field, v.value)
 	}
 	return nil
 }
