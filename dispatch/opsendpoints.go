@@ -78,20 +78,24 @@ func (d *Dispatcher) sendOpsEvent(ctx context.Context, od db.OpsDelivery) {
 	if ctx.Err() != nil {
 		return // the lease runs out and another round tries again
 	}
+	// The outcome is counted once it is recorded, so a reader of the metric
+	// never sees a message counted as done that is still in the table.
 	var err error
+	var outcome string
 	switch {
 	case resp.Outcome == OutcomeSuccess:
-		d.metrics.opsEventAttempts.WithLabelValues("delivered").Inc()
+		outcome = "delivered"
 		err = d.db.OpsDeliveryDone(ctx, od.ID)
 	case od.Attempts >= d.cfg.OpsAttempts:
-		d.metrics.opsEventAttempts.WithLabelValues("dropped").Inc()
+		outcome = "dropped"
 		d.logger.Warn("operational webhooks: giving up on a message", "msg_id", od.MsgID, "url", od.URL,
 			"attempts", od.Attempts, "error", resp.Err)
 		err = d.db.OpsDeliveryDone(ctx, od.ID)
 	default:
-		d.metrics.opsEventAttempts.WithLabelValues("retried").Inc()
+		outcome = "retried"
 		err = d.db.OpsDeliveryRetry(ctx, od.ID, d.opsEventBackoff(od.Attempts), resp.Err)
 	}
+	d.metrics.opsEventAttempts.WithLabelValues(outcome).Inc()
 	if err != nil && ctx.Err() == nil {
 		d.logger.Warn("operational webhooks: recording an attempt failed", "msg_id", od.MsgID, "error", err)
 	}
