@@ -50,6 +50,10 @@ type TryRefusal struct {
 // checked: the sample is not the carrier's request. It stores and delivers
 // nothing. Operators only.
 func (s *Service) TryCallback(ctx context.Context, carrierID int64, sample Sample) (TryResult, error) {
+	// The configuration as it is now: an endpoint made a moment ago counts.
+	if _, err := s.routes.Refresh(ctx); err != nil {
+		return TryResult{}, err
+	}
 	car, snap, err := s.watchedCarrier(ctx, carrierID)
 	if err != nil {
 		return TryResult{}, err
