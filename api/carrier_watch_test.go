@@ -1,7 +1,9 @@
 package api_test
 
 import (
+	"io"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -322,4 +324,39 @@ func TestCarrierWatchRoutesAdminOnly(t *testing.T) {
 			require.Equal(t, http.StatusForbidden, st, "%s %s: %v", r.method, r.path, out)
 		}
 	}
+}
+
+// BenchmarkRefusedCallbacks floods the API with callbacks of one carrier
+// that are refused (not JSON), from 64 concurrent clients on loopback: the
+// figure to read is refusals/s, each logged in the refusal log up to its
+// caps and counted beyond them.
+func BenchmarkRefusedCallbacks(b *testing.B) {
+	bd := setup(b, config{Ops: privateTargets})
+	w := bd.mustCreate(b, "/v1/carriers", adminToken, map[string]any{"name": "flood"})
+	key := w["api_key"].(string)
+	const clients = 64
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}}
+	b.SetParallelism(max(1, clients/runtime.GOMAXPROCS(0)))
+	b.ResetTimer()
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			req, _ := http.NewRequest(http.MethodPost, bd.URL+"/v1/callbacks", strings.NewReader(`{"tracking_no": "SF1", oops}`))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer "+key)
+			resp, err := client.Do(req)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusBadRequest {
+				b.Errorf("status %d", resp.StatusCode)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "refusals/s")
+	b.ReportMetric(metricValue(b, bd.Registry, "hookrelay_carrier_refusals_not_logged_total"), "not-logged")
 }
