@@ -92,3 +92,14 @@ func BenchmarkWatchAccepted(b *testing.B) {
 		w.Accepted(7, 3*time.Millisecond)
 	}
 }
+
+// TestQuotaRefusalReason: a callback over its carrier's share of a
+// saturated intake is refused as quota (429), not as its rate.
+func TestQuotaRefusalReason(t *testing.T) {
+	t.Parallel()
+	q := newCarrierQuota(1)
+	require.NoError(t, q.take(1))
+	err := q.take(1)
+	require.Equal(t, hookrelay.ReasonQuota, hookrelay.ReasonOf(err))
+	require.Equal(t, http.StatusTooManyRequests, hookrelay.HTTPStatus(err))
+}
