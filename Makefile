@@ -62,7 +62,7 @@ soak: ## soak of the hot queue table through the real binary (scripts/soak.sh)
 screenshots: ## retake docs/screenshots/*.png with the dashboard's browser test (needs chromium)
 	scripts/browser-deps.sh
 	HOOKRELAY_SCREENSHOT_DIR=$(CURDIR)/docs/screenshots HOOKRELAY_TEST_DATABASE_URL=$$(scripts/pg-url.sh) \
-		$(GO) test -count=1 -run 'TestWebBrowser|TestPortalBrowser' ./web/
+		$(GO) test -count=1 -run 'TestWebBrowser|TestPortalBrowser|TestWebCarriers' ./web/
 
 generate: ## regenerate the sqlc code from db/queries
 	$(SQLC) generate

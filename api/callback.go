@@ -5,7 +5,6 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -18,7 +17,6 @@ import (
 
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db"
-	"github.com/hookrelay/hookrelay/filter"
 	"github.com/hookrelay/hookrelay/httperr"
 	"github.com/hookrelay/hookrelay/ingest"
 	"github.com/hookrelay/hookrelay/internal/tracing"
@@ -33,10 +31,7 @@ type CallbackResponse struct {
 }
 
 // maxIdempotencyKey bounds the Idempotency-Key header.
-const maxIdempotencyKey = 255
-
-// maxRoutingValue bounds the ordering key, event type and merchant reference.
-const maxRoutingValue = 1024
+const maxIdempotencyKey = ingest.MaxIdempotencyKey
 
 // callback answers POST /v1/callbacks. With a tracer that records
 // (Config.Tracer, tracing.Records) it does so within a server span of its
@@ -73,7 +68,7 @@ func (s *Server) answerCallback(c echo.Context) (CallbackResponse, int, error) {
 	return resp, code, c.JSON(status, resp)
 }
 
-func (s *Server) acceptCallback(c echo.Context) (CallbackResponse, int, error) {
+func (s *Server) acceptCallback(c echo.Context) (_ CallbackResponse, _ int, err error) {
 	req := c.Request()
 	ctx := req.Context()
 	carrier := principalOf(c).carrier
@@ -97,6 +92,8 @@ func (s *Server) acceptCallback(c echo.Context) (CallbackResponse, int, error) {
 	// body, until then.
 	defer rb.Free()
 	body := rb.Bytes()
+	// Before the Free above: a refusal keeps an excerpt of the body.
+	defer func() { err = s.watch.WithBody(carrier.ID, err, body) }()
 	if carrier.SigningSecret != "" {
 		if err := verifySignature(req.Header.Get("X-Signature"), carrier.SigningSecret, body); err != nil {
 			return CallbackResponse{}, 0, err
@@ -112,30 +109,11 @@ func (s *Server) acceptCallback(c echo.Context) (CallbackResponse, int, error) {
 	if err != nil {
 		return CallbackResponse{}, 0, err
 	}
-	var fields []ingest.Field
-	var vals []filter.Value
-	if filterPaths := snap.FilterPaths(); len(filterPaths) == 0 {
-		fields, err = ingest.ParseCallback(body, carrier.OrderingKeyField, carrier.EventTypeField, carrier.MerchantField)
-	} else {
-		paths := append([]string{carrier.OrderingKeyField, carrier.EventTypeField, carrier.MerchantField}, filterPaths...)
-		fields, vals, err = ingest.ParseCallbackValues(body, paths...)
-		if err == nil {
-			vals = vals[3:]
-		}
-	}
+	routed, err := ingest.Route(snap, carrier, req.Header, body)
 	if err != nil {
-		return CallbackResponse{}, 0, hookrelay.Errorf(hookrelay.EINVALID, "body must be one valid JSON object")
-	}
-	orderingKey := headerOr(req, "X-Ordering-Key", fields[0])
-	if orderingKey == "" {
-		return CallbackResponse{}, 0, hookrelay.Errorf(hookrelay.EINVALID,
-			"missing ordering key: send X-Ordering-Key or a string or number at %q", carrier.OrderingKeyField)
-	}
-	eventType := headerOr(req, "X-Event-Type", fields[1])
-	merchantRef := headerOr(req, "X-Merchant-Id", fields[2])
-	if err := checkRouting(req, carrier, orderingKey, eventType, merchantRef); err != nil {
 		return CallbackResponse{}, 0, err
 	}
+	orderingKey, eventType, merchantRef := routed.OrderingKey, routed.EventType, routed.MerchantRef
 
 	received := time.Now()
 	sum := sha256.Sum256(body)
@@ -143,7 +121,7 @@ func (s *Server) acceptCallback(c echo.Context) (CallbackResponse, int, error) {
 		ReceivedAt: received, CarrierID: carrier.ID, EventType: eventType, OrderingKey: orderingKey,
 		MerchantRef: merchantRef, Queue: hookrelay.QueueFor(orderingKey, s.cfg.Queues),
 		IdempotencyKey: idem, PayloadSize: len(body), PayloadSHA256: sum[:],
-		EndpointIDs: snap.FanOut(carrier.ID, eventType, merchantRef, vals),
+		EndpointIDs: routed.EndpointIDs,
 	}
 	msg.Unordered = snap.Orderings(msg.EndpointIDs)
 	if s.tracing {
@@ -180,55 +158,6 @@ func (s *Server) acceptCallback(c echo.Context) (CallbackResponse, int, error) {
 	return CallbackResponse{MessageID: strconv.FormatInt(stored.ID, 10), Deliveries: stored.Deliveries, Duplicate: stored.Duplicate}, status, nil
 }
 
-// checkRouting checks the ordering key, event type and merchant reference of
-// a callback before it joins a batch: each becomes a text column, and a value
-// PostgreSQL cannot store would fail the statement of every callback batched
-// with it. The ordering key also must not begin with U+0001, which marks a
-// replay chain (hookrelay.ReplayChainMark). The ordering key and event type
-// are sent in every delivery's headers (X-Hookrelay-Ordering-Key,
-// X-Hookrelay-Event-Type), so they also must be valid header values
-// (hookrelay.CheckHeaderValue): one with a control character could never be
-// sent. The error names where the value came from (header or body path).
-func checkRouting(req *http.Request, carrier db.Carrier, orderingKey, eventType, merchantRef string) error {
-	for _, v := range [...]routingValue{
-		{orderingKey, "X-Ordering-Key", carrier.OrderingKeyField, "ordering key", true},
-		{eventType, "X-Event-Type", carrier.EventTypeField, "event type", true},
-		{merchantRef, "X-Merchant-Id", carrier.MerchantField, "merchant id", false},
-	} {
-		// The field's name is only built for a value refused: checking
-		// costs no allocation on the way every valid callback takes.
-		if v.check("") != nil {
-			field := v.header + " header"
-			if req.Header.Get(v.header) == "" {
-				field = fmt.Sprintf("%s (body field %q)", v.what, v.path)
-			}
-			return v.check(field)
-		}
-	}
-	return nil
-}
-
-// routingValue is one routing value of a callback and where it came from.
-type routingValue struct {
-	value, header, path, what string
-	sent                      bool // in a delivery's headers
-}
-
-// check applies the rules of v's value, naming it field in the error.
-func (v *routingValue) check(field string) error {
-	check := hookrelay.CheckText
-	if v.header == "X-Ordering-Key" {
-		check = hookrelay.CheckOrderingKey
-	}
-	if err := check(field, v.value, maxRoutingValue); err != nil {
-		return err
-	}
-	if v.sent {
-		return hookrelay.CheckHeaderValue(field, v.value)
-	}
-	return nil
-}
-
 // offload writes the payload to the S3 store under the message's own id
 // (reserved from messages_id_seq first) before any row exists.
 func (s *Server) offload(ctx context.Context, msg *db.NewMessage, body []byte) error {
@@ -256,13 +185,6 @@ func (s *Server) dropOrphan(key string) {
 	if err := s.payloads.Delete(ctx, key); err != nil {
 		s.logger.Warn("could not delete an unreferenced payload object", "key", key, "error", err)
 	}
-}
-
-func headerOr(req *http.Request, name string, f ingest.Field) string {
-	if v := req.Header.Get(name); v != "" {
-		return v
-	}
-	return f.Value
 }
 
 // isJSON reports whether a Content-Type names JSON (application/json or

@@ -73,6 +73,9 @@ type Config struct {
 	// it commits. Default the no-op tracer (tracing.OrNoop): no span,
 	// nothing stored, no cost.
 	Tracer trace.Tracer
+	// Watch configures the carriers' watch: the refusal log's caps and
+	// writes, the carrier statistics and metrics (ingest.WatchConfig).
+	Watch ingest.WatchConfig
 	// Throttle delays bearer authentications from client addresses whose
 	// tokens failed too often. Default a Throttle of this server's own, with
 	// unregistered metrics; a process shares one with its dashboard.
@@ -111,6 +114,7 @@ type Server struct {
 	metrics  *metrics
 	limits   *ingest.RateLimits
 	bodies   *ingest.BodyMemory
+	watch    *ingest.Watch
 	// tracing is whether cfg.Tracer records spans (tracing.Records): the
 	// callbacks skip everything about spans without it.
 	tracing bool
@@ -131,6 +135,7 @@ func New(logger *slog.Logger, cfg Config, store *db.DB, payloads *storage.Store,
 		routes: ingest.NewRoutes(store, cfg.CacheTTL), metrics: m, limits: ingest.NewRateLimits(),
 		bodies:  ingest.NewBodyMemory(int64(cfg.MemoryBytes), reg),
 		tracing: tracing.Records(cfg.Tracer),
+		watch:   ingest.NewWatch(cfg.Watch, store, logger, reg),
 	}
 	if cfg.Announce {
 		s.announce = ingest.NewAnnouncer(store.DueNotify, cfg.AnnounceToken, cfg.AnnounceInterval, logger, m.announcements)
@@ -152,10 +157,14 @@ func New(logger *slog.Logger, cfg Config, store *db.DB, payloads *storage.Store,
 // every accepted callback has been answered.
 func (s *Server) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
-	wg.Add(1)
+	wg.Add(2)
 	go func() {
 		defer wg.Done()
 		s.routes.Run(ctx)
+	}()
+	go func() {
+		defer wg.Done()
+		s.watch.Run(ctx)
 	}()
 	if s.announce != nil {
 		wg.Add(1)
@@ -225,7 +234,13 @@ func (s *Server) Register(e *echo.Echo) {
 	route(http.MethodGet, "/v1/messages", s.listMessages, merchant)
 	route(http.MethodGet, "/v1/messages/:id", s.getMessage, merchant)
 
-	route(http.MethodPost, "/v1/callbacks", s.callback, carrier)
+	route(http.MethodGet, "/v1/carriers/:id/refusals", s.listCarrierRefusals, admin)
+	route(http.MethodGet, "/v1/carriers/:id/health", s.carrierHealth, admin)
+	route(http.MethodPost, "/v1/carriers/:id/try", s.tryCarrierCallback, admin)
+
+	// The carriers' watch (watchCallbacks) sees every answer, the
+	// authentication's refusals included.
+	e.Add(http.MethodPost, "/v1/callbacks", s.callback, rec, s.watchCallbacks, s.auth(carrier))
 
 	e.GET("/openapi.json", echo.WrapHandler(openapi.Handler()), rec)
 }

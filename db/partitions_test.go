@@ -32,7 +32,7 @@ func TestHistoryPartitionsAnalyzeSmallSamples(t *testing.T) {
 	later := time.Now().UTC().Add(10 * 24 * time.Hour)
 	created, err := store.EnsurePartitions(ctx, later, 0)
 	require.NoError(t, err)
-	require.Equal(t, 6, created)
+	require.Equal(t, 8, created)
 	cfg, err := pgx.ParseConfig(url)
 	require.NoError(t, err)
 	var notices []string
@@ -45,7 +45,7 @@ func TestHistoryPartitionsAnalyzeSmallSamples(t *testing.T) {
 	tables := map[string]int{} // columns checked per table
 	rows, err := conn.Query(ctx, `SELECT c.relname::text, a.attname::text || '=' || a.attstattarget::text
 		FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
-		WHERE c.relname ~ '^(messages|delivery_attempts|idempotency_keys)(_p[0-9]{8})?$'`)
+		WHERE c.relname ~ '^(messages|delivery_attempts|idempotency_keys|carrier_refusals)(_p[0-9]{8})?$'`)
 	require.NoError(t, err)
 	for rows.Next() {
 		var table, col string
@@ -62,6 +62,7 @@ func TestHistoryPartitionsAnalyzeSmallSamples(t *testing.T) {
 		require.Equal(t, 14, tables["messages"+sfx], "columns of messages%s", sfx)
 		require.Equal(t, 12, tables["delivery_attempts"+sfx], "columns of delivery_attempts%s", sfx)
 		require.Equal(t, 7, tables["idempotency_keys"+sfx], "columns of idempotency_keys%s", sfx)
+		require.Equal(t, 10, tables["carrier_refusals"+sfx], "columns of carrier_refusals%s", sfx)
 	}
 	require.Equal(t, 14, tables["messages"])
 

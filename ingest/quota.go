@@ -43,9 +43,9 @@ func (q *carrierQuota) take(carrier int64) error {
 			carriers++
 		}
 		if share := (q.saturation + carriers - 1) / carriers; have >= share {
-			return httperr.WithRetryAfter(hookrelay.Errorf(hookrelay.ERATELIMIT,
+			return hookrelay.WithReason(httperr.WithRetryAfter(hookrelay.Errorf(hookrelay.ERATELIMIT,
 				"ingest is saturated and this carrier has its share (%d) of the callbacks waiting to be stored; retry later", share),
-				quotaRetryAfter)
+				quotaRetryAfter), hookrelay.ReasonQuota)
 		}
 	}
 	q.pending[carrier] = have + 1

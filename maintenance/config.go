@@ -15,6 +15,7 @@ const LockKey int64 = 7368211002
 // for its environment variables.
 const (
 	DefaultRetention          = 168 * time.Hour
+	DefaultRefusalRetention   = 168 * time.Hour
 	DefaultPartitionsAhead    = 3
 	DefaultRetentionInterval  = time.Hour
 	DefaultVacuumInterval     = 50 * time.Millisecond
@@ -46,6 +47,10 @@ type Config struct {
 	// a day partition is dropped once its whole day is older. Default
 	// DefaultRetention (168h).
 	Retention time.Duration
+	// RefusalRetention is how long the carriers' refusal log is kept
+	// (carrier_refusals, by day partition as the history), at most
+	// Retention. Default DefaultRefusalRetention (168h).
+	RefusalRetention time.Duration
 	// PartitionsAhead is how many days of partitions exist ahead of today.
 	// Default DefaultPartitionsAhead (3), at least MinPartitionsAhead.
 	PartitionsAhead int
@@ -188,6 +193,7 @@ type Config struct {
 // applies it.
 func (c Config) WithDefaults() Config {
 	c.Retention = cmp.Or(c.Retention, DefaultRetention)
+	c.RefusalRetention = min(cmp.Or(c.RefusalRetention, DefaultRefusalRetention), c.Retention)
 	c.PartitionsAhead = max(cmp.Or(c.PartitionsAhead, DefaultPartitionsAhead), MinPartitionsAhead)
 	c.IdempotencyDays = max(cmp.Or(c.IdempotencyDays, 2), 2)
 	c.RetentionInterval = cmp.Or(c.RetentionInterval, DefaultRetentionInterval)

@@ -32,6 +32,10 @@ type RetentionReport struct {
 	Err             error         // set for OnRetention only
 }
 
+// CarrierStatsRetention is how long the carriers' per-minute statistics
+// are kept.
+const CarrierStatsRetention = 24 * time.Hour
+
 const (
 	retentionJob    = "retention"
 	payloadPurgeJob = "payload_purge/" // + YYYY-MM-DD: a dropped day whose S3 prefix is not deleted yet
@@ -88,6 +92,8 @@ func (mt *Maintainer) retain(ctx context.Context, sess *db.Session, now time.Tim
 			drop = true // an earlier pass was interrupted after deciding to drop it
 		case p.Parent == "idempotency_keys":
 			drop = p.Day.Before(keepKeysFrom)
+		case p.Parent == "carrier_refusals":
+			drop = expired(p.Day, now.Add(-mt.cfg.RefusalRetention))
 		default:
 			drop = expired(p.Day, cutoff)
 		}
@@ -132,6 +138,11 @@ func (mt *Maintainer) retain(ctx context.Context, sess *db.Session, now time.Tim
 	}
 	// Expired portal links, used or not: the same kind of small table.
 	if _, err := mt.db.PortalLinksDeleteExpired(ctx, now); err != nil {
+		errs = append(errs, err)
+	}
+	// The carriers' statistics of minutes older than a day (a small table:
+	// active carriers x minutes).
+	if _, err := mt.db.CarrierStatsTrim(ctx, now.Add(-CarrierStatsRetention)); err != nil {
 		errs = append(errs, err)
 	}
 

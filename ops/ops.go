@@ -9,12 +9,15 @@
 package ops
 
 import (
+	"cmp"
 	"context"
 	"net"
 	"net/netip"
 	"time"
 
+	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db"
+	"github.com/hookrelay/hookrelay/ingest"
 )
 
 // Actor is on whose behalf an action runs. The zero Actor is the operator
@@ -59,6 +62,9 @@ type Config struct {
 	// Resolver resolves the hosts of endpoint URLs for the URL policy
 	// (checkURL). Default net.DefaultResolver.
 	Resolver Resolver
+	// Queues is the number of logical queues (HOOKRELAY_QUEUES), for the
+	// queue TryCallback names. Default hookrelay.DefaultQueues.
+	Queues int
 }
 
 // WithDefaults returns c with every zero field set to its default. New
@@ -67,6 +73,7 @@ func (c Config) WithDefaults() Config {
 	if c.Resolver == nil {
 		c.Resolver = defaultResolver{}
 	}
+	c.Queues = cmp.Or(c.Queues, hookrelay.DefaultQueues)
 	return c
 }
 
@@ -75,9 +82,13 @@ type Service struct {
 	cfg Config
 	db  *db.DB
 	now func() time.Time
+	// routes is the configuration as the intake reads it, for the
+	// carriers' watch and TryCallback (loaded when asked, at most
+	// ingest.DefaultCacheTTL old).
+	routes *ingest.Routes
 }
 
 // New returns the actions on store, with the URL policy and pinger of cfg.
 func New(store *db.DB, cfg Config) *Service {
-	return &Service{cfg: cfg.WithDefaults(), db: store, now: time.Now}
+	return &Service{cfg: cfg.WithDefaults(), db: store, now: time.Now, routes: ingest.NewRoutes(store, ingest.DefaultCacheTTL)}
 }

@@ -13,7 +13,7 @@ import (
 const MaxReplayWindow = 31 * 24 * time.Hour
 
 // maxOrderingKey is the longest ordering key a callback may carry (package
-// api, maxRoutingValue).
+// (ingest.MaxRoutingValue).
 const maxOrderingKey = 1024
 
 // replayCountChunk is how many source rows one statement of the count at

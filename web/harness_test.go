@@ -56,6 +56,8 @@ func startWebFixture(t *testing.T, o fixtureOpts) webFixture {
 		QuickRetries: []time.Duration{}}, store, payloads, nil)
 	operations := ops.New(store, ops.Config{Pinger: d, AllowPrivateTargets: true})
 	apiSrv := api.New(logger, api.Config{OffloadBytes: o.OffloadBytes,
+		// The carriers' page shows refusals and health within moments.
+		Watch:   ingest.WatchConfig{FlushInterval: 20 * time.Millisecond, StatsInterval: 50 * time.Millisecond},
 		Batcher: ingest.BatcherConfig{OnStored: func(_ int, queues []int) { d.WakeQueues(queues) }}}, store, payloads, nil, operations)
 	dash, err := web.New(ctx, web.Config{Logger: logger, Store: store, Ops: operations, Presigner: payloads,
 		PortalFrameAncestors: o.FrameAncestors})

@@ -189,6 +189,9 @@ func (d *Dashboard) Mount(e *echo.Echo, prefix string, errs *httperr.Handler) {
 	ops.POST("/ops-endpoints", d.opsEndpointCreate)
 	ops.GET("/ops-endpoints/:id/delete", d.opsEndpointDeleteConfirm)
 	ops.POST("/ops-endpoints/:id/delete", d.opsEndpointDelete)
+	ops.GET("/carriers", d.carriers)
+	ops.GET("/carriers/:id", d.carrier)
+	ops.POST("/carriers/:id/try", d.carrierTry)
 
 	// The portal: the pages a merchant session sees (a merchant key's
 	// login or a portal link's); frameable where PortalFrameAncestors says.

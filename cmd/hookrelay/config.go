@@ -135,6 +135,7 @@ func readConfig(p *envParser) config {
 		AllowPrivateTargets: allowPrivate,
 		// Refuses http:// endpoint URLs.
 		RequireHTTPS: p.bool("HOOKRELAY_REQUIRE_HTTPS", false),
+		Queues:       queues,
 	}
 	// A group commit gets as long as any statement: past it the callbacks
 	// are answered 503 (a commit waiting for a synchronous standby that is

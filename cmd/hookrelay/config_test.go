@@ -56,6 +56,7 @@ func TestConfigDefaultsArePackageDefaults(t *testing.T) {
 		{"HOOKRELAY_QUEUES", d.Queues, dDef.Queues},
 		{"HOOKRELAY_QUEUES", m.Queues, mDef.Queues},
 		{"HOOKRELAY_QUEUES", w.Queues, wDef.Queues},
+		{"HOOKRELAY_QUEUES", c.Ops.Queues, opsDef.Queues},
 		{"HOOKRELAY_LEASE", d.Lease, dDef.Lease},
 		{"HOOKRELAY_ALLOW_PRIVATE_TARGETS", c.Ops.AllowPrivateTargets, opsDef.AllowPrivateTargets},
 		{"HOOKRELAY_ALLOW_PRIVATE_TARGETS", d.AllowPrivateTargets, dDef.AllowPrivateTargets},

@@ -86,7 +86,7 @@ BEGIN
     PERFORM pg_advisory_xact_lock(7368211001);
     FOR i IN 0..days LOOP
         d := from_day + i;
-        FOREACH t IN ARRAY ARRAY['messages', 'delivery_attempts', 'idempotency_keys'] LOOP
+        FOREACH t IN ARRAY ARRAY['messages', 'delivery_attempts', 'idempotency_keys', 'carrier_refusals'] LOOP
             part := t || '_p' || to_char(d, 'YYYYMMDD');
             IF to_regclass(part) IS NULL THEN
                 IF t = 'idempotency_keys' THEN

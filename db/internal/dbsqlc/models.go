@@ -21,6 +21,28 @@ type Carrier struct {
 	CreatedAt        time.Time
 }
 
+type CarrierRefusal struct {
+	ID          int64
+	CarrierID   int64
+	ReceivedAt  time.Time
+	Status      int16
+	Reason      string
+	Message     string
+	Headers     []byte
+	BodyExcerpt string
+	BodySize    int32
+	Dropped     int32
+}
+
+type CarrierStat struct {
+	CarrierID int64
+	Minute    time.Time
+	Accepted  int64
+	Refused   []byte
+	Latency   []int64
+	LastAt    time.Time
+}
+
 type ConfigVersion struct {
 	One     bool
 	Version int64

@@ -139,7 +139,7 @@ FROM pg_catalog.pg_class c
 JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace AND n.nspname = current_schema()
 LEFT JOIN pg_catalog.pg_inherits i ON i.inhrelid = c.oid
 WHERE c.relkind = 'r'
-  AND c.relname ~ '^(messages|delivery_attempts|idempotency_keys)_p[0-9]{8}$'
+  AND c.relname ~ '^(messages|delivery_attempts|idempotency_keys|carrier_refusals)_p[0-9]{8}$'
 ORDER BY day, name
 `
 
@@ -197,7 +197,7 @@ FROM pg_catalog.pg_stat_user_tables s
 JOIN pg_catalog.pg_class c ON c.oid = s.relid
 JOIN pg_catalog.pg_inherits i ON i.inhrelid = c.oid
 WHERE s.schemaname = current_schema()
-  AND s.relname ~ '^(messages|delivery_attempts|idempotency_keys)_p[0-9]{8}$'
+  AND s.relname ~ '^(messages|delivery_attempts|idempotency_keys|carrier_refusals)_p[0-9]{8}$'
 ORDER BY c.relname
 `
 
