@@ -11,10 +11,12 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -95,6 +97,9 @@ type InboundSignature struct {
 	key []byte
 	// newHash makes the algorithm's hash. Set by Check.
 	newHash func() hash.Hash
+	// macs holds ready HMACs keyed with key (plain hashes for a digest),
+	// reused from one callback to the next. Set by Check.
+	macs *sync.Pool
 }
 
 // LegacyInboundSignature is the scheme of a carrier created with only a
@@ -165,6 +170,24 @@ func inboundInvalid(field, format string, args ...any) error {
 // Check fills in the defaults of s and validates it; errors name the field
 // ("signature.algorithm ..."). It must be called before Verify.
 func (s *InboundSignature) Check() error {
+	s.key, s.newHash, s.macs = nil, nil, nil
+	if err := s.check(); err != nil {
+		s.newHash = nil
+		return err
+	}
+	if s.newHash != nil {
+		key, newHash, digest := s.key, s.newHash, s.Scheme == InboundDigest
+		s.macs = &sync.Pool{New: func() any {
+			if digest {
+				return newHash()
+			}
+			return hmac.New(newHash, key)
+		}}
+	}
+	return nil
+}
+
+func (s *InboundSignature) check() error {
 	if s.Scheme == "" {
 		s.Scheme = InboundNone
 	}
@@ -397,20 +420,20 @@ func (s *InboundSignature) Verify(h http.Header, rawQuery string, body []byte, n
 	}
 	var gotBuf, wantBuf [64]byte
 	got, ok := decodeSignature(gotBuf[:], enc, s.Encoding)
-	var mac hash.Hash
+	mac := s.macs.Get().(hash.Hash)
+	mac.Reset()
 	if s.Scheme == InboundDigest {
-		mac = s.newHash()
 		mac.Write(body)
 		mac.Write(s.key)
 	} else {
-		mac = hmac.New(s.newHash, s.key)
 		if s.Message == MessageTimestampBody {
-			mac.Write([]byte(ts))
+			io.WriteString(mac, ts)
 			mac.Write([]byte{'.'})
 		}
 		mac.Write(body)
 	}
 	want := mac.Sum(wantBuf[:0])
+	s.macs.Put(mac)
 	if !ok || !hmac.Equal(got, want) {
 		return s.refuse(ErrSignatureInvalid, "invalid signature in %s (want %s)", s.Where(), s.Expect())
 	}
@@ -499,14 +522,16 @@ func (s *InboundSignature) verifyStandardWebhooks(h http.Header, body []byte, no
 	if err != nil {
 		return err
 	}
-	mac := hmac.New(sha256.New, s.key)
-	mac.Write([]byte(id))
+	mac := s.macs.Get().(hash.Hash)
+	mac.Reset()
+	io.WriteString(mac, id)
 	mac.Write([]byte{'.'})
-	mac.Write([]byte(ts))
+	io.WriteString(mac, ts)
 	mac.Write([]byte{'.'})
 	mac.Write(body)
 	var wantBuf, gotBuf [64]byte
 	want := mac.Sum(wantBuf[:0])
+	s.macs.Put(mac)
 	matched := 0
 	for f := range strings.FieldsSeq(sigs) {
 		b64, ok := strings.CutPrefix(f, "v1,")
