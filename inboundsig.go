@@ -146,6 +146,9 @@ func (s *InboundSignature) UnmarshalJSON(b []byte) error {
 	if err := dec.Decode(&j); err != nil {
 		return fmt.Errorf("signature: %s", strings.TrimPrefix(err.Error(), "json: "))
 	}
+	if j.Scheme == "" {
+		return errors.New("signature.scheme is required: none, hmac, digest or standard-webhooks")
+	}
 	*s = InboundSignature{Scheme: j.Scheme, Algorithm: j.Algorithm, Message: j.Message, Encoding: j.Encoding,
 		Header: j.Header, Query: j.Query, Prefix: j.Prefix, TimestampHeader: j.TimestampHeader, Secret: j.Secret}
 	if j.Tolerance != "" {

@@ -102,6 +102,9 @@ func TestCarrierPatchValidation(t *testing.T) {
 		{map[string]any{"signature": map[string]any{"scheme": "hmac", "header": "X-A", "query": "sign", "secret": "0123456789abcdef"}}, 400, "signature.header and signature.query exclude each other"},
 		{map[string]any{"signature": map[string]any{"scheme": "none"}, "signing_secret": "0123456789abcdef"}, 400, "signing_secret and signature exclude each other"},
 		{map[string]any{"signing_secret": "short"}, 400, "signing_secret must be at least 16 characters"},
+		{map[string]any{"signature": map[string]any{"algorithm": "md5"}}, 400, "signature.scheme is required"},
+		{map[string]any{"signature": map[string]any{"scheme": "hmac", "secret": "0123456789abcdef", "algoritm": "md5"}}, 400, `signature: unknown field "algoritm"`},
+		{map[string]any{"status": "paused"}, 400, "status"},
 	} {
 		st, out := b.call(t, http.MethodPatch, path, adminToken, tc.body)
 		require.Equal(t, tc.status, st, "%v: %v", tc.body, out)

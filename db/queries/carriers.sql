@@ -9,11 +9,11 @@ RETURNING *;
 -- name: CarrierGetByKeyHash :one
 -- The carrier of an API key: its current key, or a previous one within its
 -- rotation's overlap.
-SELECT c.* FROM carriers c
-WHERE c.deleted_at IS NULL
-  AND (c.api_key_hash = @hash
-       OR EXISTS (SELECT 1 FROM carrier_previous_keys k
-                  WHERE k.api_key_hash = @hash AND k.carrier_id = c.id AND k.expires_at > now()))
+-- Two index lookups (a union, not an OR the planner would scan for).
+SELECT c.* FROM carriers c WHERE c.api_key_hash = @hash AND c.deleted_at IS NULL
+UNION ALL
+SELECT c.* FROM carrier_previous_keys k JOIN carriers c ON c.id = k.carrier_id
+WHERE k.api_key_hash = @hash AND k.expires_at > now() AND c.deleted_at IS NULL
 LIMIT 1;
 
 -- name: CarrierGet :one
