@@ -69,6 +69,11 @@ func TestCarrierGetAndPatch(t *testing.T) {
 	st, out = b.call(t, http.MethodPost, "/v1/callbacks", key, []byte(body), "X-Zto-Sign", hmacHex(secret, body))
 	require.Equal(t, http.StatusUnauthorized, st, "%v", out)
 
+	// A Standard Webhooks secret is of another kind: not kept.
+	st, out = b.call(t, http.MethodPatch, "/v1/carriers/"+id, adminToken, map[string]any{"signature": map[string]any{"scheme": "standard-webhooks"}})
+	require.Equal(t, http.StatusBadRequest, st, "%v", out)
+	require.Equal(t, "signature.secret is required for scheme standard-webhooks, in the form whsec_<base64>", errMessage(out))
+
 	// signing_secret: "" removes the signature.
 	st, got = b.call(t, http.MethodPatch, "/v1/carriers/"+id, adminToken, map[string]any{"signing_secret": ""})
 	require.Equal(t, http.StatusOK, st, "%v", got)
@@ -134,6 +139,11 @@ func TestCarrierDisableEnable(t *testing.T) {
 	require.Equal(t, http.StatusForbidden, st, "%v", out)
 	require.Equal(t, "forbidden", errCode(out))
 	require.Equal(t, "carrier disabled: its callbacks are refused until an operator enables it again", errMessage(out))
+
+	// A change of other fields leaves it disabled.
+	st, got = b.call(t, http.MethodPatch, path, adminToken, map[string]any{"rate_limit_per_sec": 100})
+	require.Equal(t, http.StatusOK, st, "%v", got)
+	require.Equal(t, "disabled", got["status"])
 
 	st, got = b.call(t, http.MethodPost, path+"/enable", adminToken, nil)
 	require.Equal(t, http.StatusOK, st, "%v", got)

@@ -163,9 +163,10 @@ func (db *DB) CarrierGet(ctx context.Context, id int64) (Carrier, error) {
 	return db.carrierFrom(r)
 }
 
-// CarrierUpdate writes every field of c but its keys and times (the
-// disabled state included); a name already taken is hookrelay.ECONFLICT.
-func (db *DB) CarrierUpdate(ctx context.Context, c Carrier) (Carrier, error) {
+// CarrierUpdate writes every field of c but its keys and times; its
+// disabled state only when setDisabled (a change of other fields does not
+// undo a concurrent disable). A name already taken is hookrelay.ECONFLICT.
+func (db *DB) CarrierUpdate(ctx context.Context, c Carrier, setDisabled bool) (Carrier, error) {
 	decl, secret, err := db.carrierSignatureColumns(c.Signature)
 	if err != nil {
 		return Carrier{}, fmt.Errorf("update carrier: %w", err)
@@ -173,7 +174,7 @@ func (db *DB) CarrierUpdate(ctx context.Context, c Carrier) (Carrier, error) {
 	r, err := db.q.CarrierUpdate(ctx, dbsqlc.CarrierUpdateParams{
 		ID: c.ID, Name: c.Name, OrderingKeyField: c.OrderingKeyField, EventTypeField: c.EventTypeField,
 		MerchantField: c.MerchantField, SigningSecret: secret, Signature: decl,
-		AllowedCidrs: cidrStrings(c.AllowedCIDRs), RateLimitPerSec: int32(c.RateLimitPerSec), DisabledAt: c.DisabledAt,
+		AllowedCidrs: cidrStrings(c.AllowedCIDRs), RateLimitPerSec: int32(c.RateLimitPerSec), DisabledAt: c.DisabledAt, SetDisabled: setDisabled,
 	})
 	if isCode(err, "23505") {
 		return Carrier{}, hookrelay.Errorf(hookrelay.ECONFLICT, "a carrier named %q exists", c.Name)

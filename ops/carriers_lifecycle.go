@@ -36,7 +36,8 @@ type CarrierUpdate struct {
 	EventTypeField   *string
 	MerchantField    *string
 	// Signature replaces the carrier's signature declaration. A signed
-	// scheme without a secret keeps the carrier's current secret.
+	// scheme without a secret keeps the carrier's current secret (but for
+	// a change to or from standard-webhooks, whose secrets differ).
 	Signature *hookrelay.InboundSignature
 	// SigningSecret declares the original scheme with this secret (""
 	// removes the signature).
@@ -76,7 +77,7 @@ func (s *Service) UpdateCarrier(ctx context.Context, id int64, in CarrierUpdate)
 		return db.Carrier{}, invalidf("signing_secret and signature exclude each other: give the secret in signature.secret")
 	case in.Signature != nil:
 		sig := *in.Signature
-		if sig.Secret == "" && sig.Signed() {
+		if sig.Secret == "" && sig.Signed() && sameSecretKind(sig.Scheme, c.Signature.Scheme) {
 			sig.Secret = c.Signature.Secret
 		}
 		c.Signature = sig
@@ -109,7 +110,7 @@ func (s *Service) UpdateCarrier(ctx context.Context, id int64, in CarrierUpdate)
 	if err := checkCarrier(&c); err != nil {
 		return db.Carrier{}, err
 	}
-	return s.db.CarrierUpdate(ctx, c)
+	return s.db.CarrierUpdate(ctx, c, in.Status != nil)
 }
 
 // SetCarrierEnabled enables or disables carrier id. A disabled carrier's
@@ -163,4 +164,11 @@ func (s *Service) RotateCarrierKey(ctx context.Context, id int64, overlap time.D
 		return CarrierKeyRotation{}, err
 	}
 	return CarrierKeyRotation{Key: key, PreviousExpireAt: rot.PreviousExpireAt.UTC()}, nil
+}
+
+// sameSecretKind reports whether a secret of scheme old serves scheme new:
+// a Standard Webhooks secret (whsec_) serves only that scheme.
+func sameSecretKind(new, old string) bool {
+	sw := hookrelay.InboundStandardWebhooks
+	return (new == sw) == (old == sw) && old != "" && old != hookrelay.InboundNone
 }

@@ -38,7 +38,7 @@ UPDATE carriers SET
     signature          = sqlc.narg(signature),
     allowed_cidrs      = @allowed_cidrs::text[],
     rate_limit_per_sec = @rate_limit_per_sec,
-    disabled_at        = sqlc.narg(disabled_at),
+    disabled_at        = CASE WHEN @set_disabled::boolean THEN sqlc.narg(disabled_at) ELSE disabled_at END,
     updated_at         = now()
 WHERE id = @id AND deleted_at IS NULL
 RETURNING *;

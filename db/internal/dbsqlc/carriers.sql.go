@@ -478,9 +478,9 @@ UPDATE carriers SET
     signature          = $6,
     allowed_cidrs      = $7::text[],
     rate_limit_per_sec = $8,
-    disabled_at        = $9,
+    disabled_at        = CASE WHEN $9::boolean THEN $10 ELSE disabled_at END,
     updated_at         = now()
-WHERE id = $10 AND deleted_at IS NULL
+WHERE id = $11 AND deleted_at IS NULL
 RETURNING id, name, api_key_hash, api_key_prefix, ordering_key_field, event_type_field, merchant_field, signing_secret, rate_limit_per_sec, created_at, signature, allowed_cidrs, disabled_at, deleted_at, updated_at
 `
 
@@ -493,6 +493,7 @@ type CarrierUpdateParams struct {
 	Signature        []byte
 	AllowedCidrs     []string
 	RateLimitPerSec  int32
+	SetDisabled      bool
 	DisabledAt       *time.Time
 	ID               int64
 }
@@ -507,6 +508,7 @@ func (q *Queries) CarrierUpdate(ctx context.Context, arg CarrierUpdateParams) (C
 		arg.Signature,
 		arg.AllowedCidrs,
 		arg.RateLimitPerSec,
+		arg.SetDisabled,
 		arg.DisabledAt,
 		arg.ID,
 	)
