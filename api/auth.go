@@ -107,7 +107,7 @@ func (s *Server) authenticate(ctx context.Context, token string) (principal, err
 			return principal{kind: kindAdmin}, nil
 		}
 	case strings.HasPrefix(token, hookrelay.CarrierKeyPrefix):
-		c, err := s.carrierByKey(ctx, token, hash)
+		c, err := s.carrierByKey(ctx, hash)
 		if err != nil {
 			return principal{}, err
 		}
@@ -127,22 +127,21 @@ func (s *Server) authenticate(ctx context.Context, token string) (principal, err
 	return principal{}, errBadKey
 }
 
-// carrierByKey finds the carrier of an API key in the routing snapshot, else
-// in the database (a carrier created in another process within the
-// snapshot's TTL).
-func (s *Server) carrierByKey(ctx context.Context, token string, hash []byte) (db.Carrier, error) {
+// carrierByKey finds the carrier of an API key's hash in the routing
+// snapshot, else in the database (a carrier created in another process
+// within the snapshot's TTL).
+func (s *Server) carrierByKey(ctx context.Context, hash []byte) (db.Carrier, error) {
 	snap, err := s.routes.Snapshot(ctx)
 	if err != nil {
 		return db.Carrier{}, err
 	}
+	// Found by the key's hash: its current key, or one a rotation replaced
+	// within the rotation's overlap.
 	c, ok := snap.CarrierByKeyHash(hash)
 	if !ok {
 		if c, err = s.db.CarrierByKeyHash(ctx, hash); err != nil {
 			return db.Carrier{}, notFoundAs(err, errBadKey)
 		}
-	}
-	if !hookrelay.KeyMatches(token, c.APIKeyHash) {
-		return db.Carrier{}, errBadKey
 	}
 	return c, nil
 }

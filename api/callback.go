@@ -2,9 +2,7 @@ package api
 
 import (
 	"context"
-	"crypto/hmac"
 	"crypto/sha256"
-	"encoding/hex"
 	"io"
 	"mime"
 	"net/http"
@@ -72,6 +70,9 @@ func (s *Server) acceptCallback(c echo.Context) (_ CallbackResponse, _ int, err 
 	req := c.Request()
 	ctx := req.Context()
 	carrier := principalOf(c).carrier
+	if err := s.admitCarrier(req, &carrier); err != nil {
+		return CallbackResponse{}, 0, err
+	}
 	if ok, wait := s.limits.Allow(carrier.ID, carrier.RateLimitPerSec); !ok {
 		return CallbackResponse{}, 0, httperr.WithRetryAfter(hookrelay.Errorf(hookrelay.ERATELIMIT,
 			"carrier over its rate limit of %d callbacks/s", carrier.RateLimitPerSec), wait)
@@ -94,10 +95,8 @@ func (s *Server) acceptCallback(c echo.Context) (_ CallbackResponse, _ int, err 
 	body := rb.Bytes()
 	// Before the Free above: a refusal keeps an excerpt of the body.
 	defer func() { err = s.watch.WithBody(carrier.ID, err, body) }()
-	if carrier.SigningSecret != "" {
-		if err := verifySignature(req.Header.Get("X-Signature"), carrier.SigningSecret, body); err != nil {
-			return CallbackResponse{}, 0, err
-		}
+	if err := verifyCallback(req, &carrier, body); err != nil {
+		return CallbackResponse{}, 0, err
 	}
 	idem := req.Header.Get("Idempotency-Key")
 	if err := hookrelay.CheckText("Idempotency-Key", idem, maxIdempotencyKey); err != nil {
@@ -213,25 +212,4 @@ func readBody(req *http.Request, limit int) ([]byte, error) {
 		return nil, tooLarge()
 	}
 	return body, nil
-}
-
-var errBadSignature = hookrelay.Errorf(hookrelay.EBADSIGNATURE, "missing or invalid X-Signature (want sha256=<hex HMAC-SHA256 of the body>)")
-
-// verifySignature checks header "sha256=<hex>" against the HMAC-SHA256 of
-// body with secret, in constant time.
-func verifySignature(header, secret string, body []byte) error {
-	hexSig, ok := strings.CutPrefix(strings.TrimSpace(header), "sha256=")
-	if !ok {
-		return errBadSignature
-	}
-	got, err := hex.DecodeString(hexSig)
-	if err != nil {
-		return errBadSignature
-	}
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write(body)
-	if !hmac.Equal(got, mac.Sum(nil)) {
-		return errBadSignature
-	}
-	return nil
 }

@@ -79,6 +79,10 @@ func TestRefusalLogReasons(t *testing.T) {
 	w := b.world(t)
 	signed := b.mustCreate(t, "/v1/carriers", adminToken, map[string]any{"name": "signed", "signing_secret": "0123456789abcdef0123"})
 	slow := b.mustCreate(t, "/v1/carriers", adminToken, map[string]any{"name": "slow", "rate_limit_per_sec": 1})
+	fenced := b.mustCreate(t, "/v1/carriers", adminToken, map[string]any{"name": "fenced", "allowed_cidrs": []string{"203.0.113.0/24"}})
+	off := b.mustCreate(t, "/v1/carriers", adminToken, map[string]any{"name": "off"})
+	st, out := b.call(t, http.MethodPost, "/v1/carriers/"+off["id"].(string)+"/disable", adminToken, nil)
+	require.Equal(t, http.StatusOK, st, "%v", out)
 
 	post := func(key string, body []byte, hdr ...string) int {
 		t.Helper()
@@ -94,6 +98,10 @@ func TestRefusalLogReasons(t *testing.T) {
 	require.Equal(t, 400, post(w.CarrierKey, []byte(`{"status":"picked_up"}`)))
 	require.Equal(t, 400, post(w.CarrierKey, []byte(`{"tracking_no":"\u0001replay"}`)))
 	require.Equal(t, 401, post(signed["api_key"].(string), []byte(`{"tracking_no":"a"}`), "X-Signature", "sha256=00"))
+	require.Equal(t, 403, post(fenced["api_key"].(string), []byte(`{"tracking_no":"a"}`)))
+	testenv.Eventually(t, 10*time.Second, "the disabled carrier refused", func() bool {
+		return post(off["api_key"].(string), []byte(`{"tracking_no":"a"}`)) == 403
+	})
 	limited := 0
 	for range 20 {
 		if post(slow["api_key"].(string), []byte(`{"tracking_no":"a"}`)) == 429 {
@@ -129,12 +137,18 @@ func TestRefusalLogReasons(t *testing.T) {
 	require.Equal(t, float64(401), sig["status"])
 	require.NotContains(t, sig["headers"].(map[string]any), "X-Signature")
 	require.Equal(t, float64(429), b.waitRefusal(t, slow["id"].(string), "rate_limited")["status"])
+	address := b.waitRefusal(t, fenced["id"].(string), "address")
+	require.Equal(t, float64(403), address["status"])
+	require.Contains(t, address["message"], "allowed_cidrs")
+	disabled := b.waitRefusal(t, off["id"].(string), "disabled")
+	require.Equal(t, float64(403), disabled["status"])
+	require.Contains(t, disabled["message"], "carrier disabled")
 
 	// The filter, and the metric per carrier and outcome.
 	for _, r := range b.refusals(t, w.CarrierID, "?reason=parse") {
 		require.Equal(t, "parse", r["reason"])
 	}
-	st, out := b.call(t, http.MethodGet, "/v1/carriers/"+w.CarrierID+"/refusals?reason=nonsense", adminToken, nil)
+	st, out = b.call(t, http.MethodGet, "/v1/carriers/"+w.CarrierID+"/refusals?reason=nonsense", adminToken, nil)
 	require.Equal(t, http.StatusBadRequest, st, "%v", out)
 	require.Equal(t, 1.0, labelledValue(t, b.Registry, "hookrelay_carrier_callbacks_total", "carrier", w.CarrierID, "outcome", "parse"))
 }

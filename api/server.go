@@ -5,6 +5,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -80,6 +81,11 @@ type Config struct {
 	// tokens failed too often. Default a Throttle of this server's own, with
 	// unregistered metrics; a process shares one with its dashboard.
 	Throttle *throttle.Throttle
+	// TrustedProxies are the proxies whose X-Forwarded-For names a
+	// callback's client address (HOOKRELAY_TRUSTED_PROXIES), for the
+	// carriers' allowed source addresses. Default none: the TCP peer is
+	// the client.
+	TrustedProxies []netip.Prefix
 }
 
 // WithDefaults returns c with every zero field set to its default. New
@@ -202,6 +208,12 @@ func (s *Server) Register(e *echo.Echo) {
 	const admin, merchant, carrier = kindAdmin, kindMerchant | kindAdmin, kindCarrier
 	route(http.MethodPost, "/v1/carriers", s.createCarrier, admin)
 	route(http.MethodGet, "/v1/carriers", s.listCarriers, admin)
+	route(http.MethodGet, "/v1/carriers/:id", s.getCarrier, admin)
+	route(http.MethodPatch, "/v1/carriers/:id", s.patchCarrier, admin)
+	route(http.MethodDelete, "/v1/carriers/:id", s.deleteCarrier, admin)
+	route(http.MethodPost, "/v1/carriers/:id/enable", s.setCarrierEnabled(true), admin)
+	route(http.MethodPost, "/v1/carriers/:id/disable", s.setCarrierEnabled(false), admin)
+	route(http.MethodPost, "/v1/carriers/:id/rotate-key", s.rotateCarrierKey, admin)
 	route(http.MethodPost, "/v1/merchants", s.createMerchant, admin)
 	route(http.MethodGet, "/v1/merchants", s.listMerchants, admin)
 	route(http.MethodPost, "/v1/merchants/:id/rotate-key", s.rotateMerchantKey, admin)

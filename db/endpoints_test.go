@@ -22,7 +22,7 @@ func TestCarrierAndMerchantStore(t *testing.T) {
 	got, err := store.CarrierByKeyHash(ctx, hookrelay.HashKey(key))
 	require.NoError(t, err)
 	require.Equal(t, c.ID, got.ID)
-	require.Equal(t, "s3cret", got.SigningSecret)
+	require.Equal(t, "s3cret", got.Signature.Secret)
 	_, err = store.CarrierCreate(ctx, db.CarrierCreateParams{Name: "acme", APIKeyHash: []byte("x"), APIKeyPrefix: "x"})
 	require.Equal(t, hookrelay.ECONFLICT, hookrelay.CodeOf(err))
 	_, err = store.CarrierByKeyHash(ctx, []byte("nope"))

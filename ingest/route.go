@@ -124,12 +124,6 @@ func (v *routingValue) check(field string) error {
 	return nil
 }
 
-// CarrierByID returns the carrier of id.
-func (s *Snapshot) CarrierByID(id int64) (db.Carrier, bool) {
-	c, ok := s.carrierByID[id]
-	return c, ok
-}
-
 // CarrierByKeyPrefix returns the one carrier whose key's displayable
 // prefix (hookrelay.KeyDisplayPrefix) is prefix: it names the carrier a
 // refused key was probably meant for. It reads every carrier (only refusals

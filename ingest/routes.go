@@ -20,8 +20,11 @@ const DefaultCacheTTL = time.Second
 // Snapshot is an immutable copy of the small configuration tables the hot
 // path reads: carriers (by key hash), merchants (by name) and endpoint routes.
 type Snapshot struct {
-	loadedAt        time.Time
-	carrierByHash   map[string]db.Carrier
+	loadedAt      time.Time
+	carrierByHash map[string]db.Carrier
+	// previousKeys are the keys rotations replaced, by hash, still
+	// accepted until their expiry (checked at each use).
+	previousKeys    map[string]db.CarrierPreviousKey
 	carrierByID     map[int64]db.Carrier
 	carrierByName   map[string]int64
 	merchantByName  map[string]int64
@@ -125,6 +128,10 @@ func (c *Routes) load(ctx context.Context) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
+	prev, err := c.store.CarrierPreviousKeysLive(ctx)
+	if err != nil {
+		return nil, err
+	}
 	s := &Snapshot{
 		loadedAt:        start,
 		carrierByHash:   make(map[string]db.Carrier, len(carriers)),
@@ -134,6 +141,12 @@ func (c *Routes) load(ctx context.Context) (*Snapshot, error) {
 		routesByCarrier: map[int64][]route{},
 	}
 	pathIndex := map[string]int{}
+	if len(prev) > 0 {
+		s.previousKeys = make(map[string]db.CarrierPreviousKey, len(prev))
+		for _, k := range prev {
+			s.previousKeys[string(k.APIKeyHash)] = k
+		}
+	}
 	for _, c := range carriers {
 		s.carrierByHash[string(c.APIKeyHash)] = c
 		s.carrierByID[c.ID] = c
@@ -194,9 +207,24 @@ func (c *Routes) Run(ctx context.Context) {
 	}
 }
 
-// CarrierByKeyHash returns the carrier of an API key's hash.
+// CarrierByKeyHash returns the carrier of an API key's hash: its current
+// key, or a key a rotation replaced whose overlap has not ended.
 func (s *Snapshot) CarrierByKeyHash(hash []byte) (db.Carrier, bool) {
 	c, ok := s.carrierByHash[string(hash)]
+	if ok || len(s.previousKeys) == 0 {
+		return c, ok
+	}
+	k, ok := s.previousKeys[string(hash)]
+	if !ok || !time.Now().Before(k.ExpiresAt) {
+		return db.Carrier{}, false
+	}
+	c, ok = s.carrierByID[k.CarrierID]
+	return c, ok
+}
+
+// CarrierByID returns carrier id, if it exists and is not deleted.
+func (s *Snapshot) CarrierByID(id int64) (db.Carrier, bool) {
+	c, ok := s.carrierByID[id]
 	return c, ok
 }
 

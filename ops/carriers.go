@@ -2,6 +2,7 @@ package ops
 
 import (
 	"context"
+	"net/netip"
 	"strings"
 
 	"github.com/hookrelay/hookrelay"
@@ -16,7 +17,37 @@ const (
 	MaxCarrierRateLimit    = 1_000_000
 	MinSigningSecret       = 16
 	MaxCarrierSigningBytes = 1024
+	// MaxAllowedCIDRs bounds a carrier's allowed source addresses.
+	MaxAllowedCIDRs = 100
 )
+
+// parseCIDRs parses a carrier's allowed source addresses: CIDR prefixes or
+// single addresses (a /32 or /128), IPv4 or IPv6. Errors name the entry.
+func parseCIDRs(in []string) ([]netip.Prefix, error) {
+	if len(in) > MaxAllowedCIDRs {
+		return nil, invalidf("allowed_cidrs holds at most %d entries", MaxAllowedCIDRs)
+	}
+	var out []netip.Prefix
+	for i, v := range in {
+		v = strings.TrimSpace(v)
+		p, err := netip.ParsePrefix(v)
+		if err != nil {
+			a, aerr := netip.ParseAddr(v)
+			if aerr != nil || a.Zone() != "" {
+				return nil, invalidf("allowed_cidrs[%d] %q is not an address or CIDR prefix such as \"203.0.113.0/24\" or \"2001:db8::/32\"", i, v)
+			}
+			p = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
+		}
+		if p.Addr().Is4In6() {
+			return nil, invalidf("allowed_cidrs[%d] %q: write IPv4 prefixes in IPv4 form", i, v)
+		}
+		if m := p.Masked(); m != p {
+			return nil, invalidf("allowed_cidrs[%d] %q has bits set after the prefix length; did you mean %q?", i, v, m.String())
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
 
 // NewCarrier is a carrier to create, as the operator gives it.
 type NewCarrier struct {
@@ -26,9 +57,16 @@ type NewCarrier struct {
 	OrderingKeyField string
 	EventTypeField   string
 	MerchantField    string
-	// SigningSecret, when set, makes the carrier sign its callbacks
-	// (X-Signature).
+	// Signature declares how the carrier signs its callbacks (nil: not
+	// signed, unless SigningSecret is set), secret included.
+	Signature *hookrelay.InboundSignature
+	// SigningSecret, when set without Signature, makes the carrier sign its
+	// callbacks in the original scheme (X-Signature: sha256=<hex
+	// HMAC-SHA256 of the body>).
 	SigningSecret string
+	// AllowedCIDRs are the source addresses its callbacks may come from
+	// (addresses or CIDR prefixes, IPv4 or IPv6); empty: any.
+	AllowedCIDRs []string
 	// RateLimitPerSec bounds its callbacks per second and process; 0 is no
 	// limit.
 	RateLimitPerSec int
@@ -66,37 +104,66 @@ func checkFieldPath(p, what string) error {
 // CreateCarrier checks in and creates the carrier with a new API key.
 // Operators only.
 func (s *Service) CreateCarrier(ctx context.Context, in NewCarrier) (CreatedCarrier, error) {
-	if err := checkName(in.Name, "name"); err != nil {
-		return CreatedCarrier{}, err
-	}
-	// Sent as X-Hookrelay-Carrier with each of its deliveries.
-	if err := hookrelay.CheckHeaderValue("name", in.Name); err != nil {
-		return CreatedCarrier{}, err
-	}
-	for _, f := range []struct{ v, name string }{{in.OrderingKeyField, "ordering_key_field"}, {in.EventTypeField, "event_type_field"}, {in.MerchantField, "merchant_field"}} {
-		if err := checkFieldPath(f.v, f.name); err != nil {
+	c := db.Carrier{Name: in.Name, OrderingKeyField: in.OrderingKeyField, EventTypeField: in.EventTypeField,
+		MerchantField: in.MerchantField, RateLimitPerSec: in.RateLimitPerSec}
+	switch {
+	case in.Signature != nil && in.SigningSecret != "":
+		return CreatedCarrier{}, invalidf("signing_secret and signature exclude each other: give the secret in signature.secret")
+	case in.Signature != nil:
+		c.Signature = *in.Signature
+	case in.SigningSecret != "":
+		if err := checkLegacySecret(in.SigningSecret); err != nil {
 			return CreatedCarrier{}, err
 		}
+		c.Signature = hookrelay.LegacyInboundSignature(in.SigningSecret)
 	}
-	if in.RateLimitPerSec < 0 || in.RateLimitPerSec > MaxCarrierRateLimit {
-		return CreatedCarrier{}, invalidf("rate_limit_per_sec must be between 0 (unlimited) and %d", MaxCarrierRateLimit)
+	var err error
+	if c.AllowedCIDRs, err = parseCIDRs(in.AllowedCIDRs); err != nil {
+		return CreatedCarrier{}, err
 	}
-	if len(in.SigningSecret) > 0 && len(in.SigningSecret) < MinSigningSecret {
-		return CreatedCarrier{}, invalidf("signing_secret must be at least %d characters", MinSigningSecret)
-	}
-	if err := hookrelay.CheckText("signing_secret", in.SigningSecret, MaxCarrierSigningBytes); err != nil {
+	if err := checkCarrier(&c); err != nil {
 		return CreatedCarrier{}, err
 	}
 	key := hookrelay.NewKey(hookrelay.CarrierKeyPrefix)
 	car, err := s.db.CarrierCreate(ctx, db.CarrierCreateParams{
-		Name: in.Name, APIKeyHash: hookrelay.HashKey(key), APIKeyPrefix: hookrelay.KeyDisplayPrefix(key),
-		OrderingKeyField: in.OrderingKeyField, EventTypeField: in.EventTypeField, MerchantField: in.MerchantField,
-		SigningSecret: in.SigningSecret, RateLimitPerSec: in.RateLimitPerSec,
+		Name: c.Name, APIKeyHash: hookrelay.HashKey(key), APIKeyPrefix: hookrelay.KeyDisplayPrefix(key),
+		OrderingKeyField: c.OrderingKeyField, EventTypeField: c.EventTypeField, MerchantField: c.MerchantField,
+		Signature: c.Signature, AllowedCIDRs: c.AllowedCIDRs, RateLimitPerSec: c.RateLimitPerSec,
 	})
 	if err != nil {
 		return CreatedCarrier{}, err
 	}
 	return CreatedCarrier{Carrier: car, Key: key}, nil
+}
+
+// checkLegacySecret checks a signing_secret.
+func checkLegacySecret(secret string) error {
+	if len(secret) < MinSigningSecret {
+		return invalidf("signing_secret must be at least %d characters", MinSigningSecret)
+	}
+	return hookrelay.CheckText("signing_secret", secret, MaxCarrierSigningBytes)
+}
+
+// checkCarrier checks the fields of a carrier to create or update, and
+// completes its signature's declaration (hookrelay.InboundSignature.Check).
+// Field paths left empty get the defaults on create.
+func checkCarrier(c *db.Carrier) error {
+	if err := checkName(c.Name, "name"); err != nil {
+		return err
+	}
+	// Sent as X-Hookrelay-Carrier with each of its deliveries.
+	if err := hookrelay.CheckHeaderValue("name", c.Name); err != nil {
+		return err
+	}
+	for _, f := range []struct{ v, name string }{{c.OrderingKeyField, "ordering_key_field"}, {c.EventTypeField, "event_type_field"}, {c.MerchantField, "merchant_field"}} {
+		if err := checkFieldPath(f.v, f.name); err != nil {
+			return err
+		}
+	}
+	if c.RateLimitPerSec < 0 || c.RateLimitPerSec > MaxCarrierRateLimit {
+		return invalidf("rate_limit_per_sec must be between 0 (unlimited) and %d", MaxCarrierRateLimit)
+	}
+	return c.Signature.Check()
 }
 
 // Carriers returns up to limit carriers with ids above afterID, by id.

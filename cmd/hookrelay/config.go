@@ -341,6 +341,9 @@ func loadAPI(p *envParser, queues int, notify bool) api.Config {
 		// The pause between two announcements (above 500 deliveries a second
 		// it doubles, up to 20 times).
 		AnnounceInterval: p.duration("HOOKRELAY_INGEST_NOTIFY_INTERVAL", ingest.DefaultAnnounceInterval, 100*time.Microsecond, time.Second),
+		// Proxies whose X-Forwarded-For names a callback's client address,
+		// for the carriers' allowed source addresses.
+		TrustedProxies: p.prefixes("HOOKRELAY_TRUSTED_PROXIES", 100),
 	}
 }
 

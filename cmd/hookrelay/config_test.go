@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net"
+	"net/netip"
 	"slices"
 	"testing"
 	"time"
@@ -85,6 +86,7 @@ func TestConfigDefaultsArePackageDefaults(t *testing.T) {
 		{"HOOKRELAY_INGEST_FLUSHERS", in.Batcher.Flushers, inDef.Batcher.Flushers},
 		{"HOOKRELAY_INGEST_SATURATION", in.Batcher.Saturation, inDef.Batcher.Saturation},
 		{"HOOKRELAY_INGEST_NOTIFY_INTERVAL", in.AnnounceInterval, inDef.AnnounceInterval},
+		{"HOOKRELAY_TRUSTED_PROXIES", in.TrustedProxies, inDef.TrustedProxies},
 
 		{"HOOKRELAY_DISPATCH_CONCURRENCY", d.Concurrency, dDef.Concurrency},
 		{"HOOKRELAY_DISPATCH_BATCH", d.BatchSize, dDef.BatchSize},
@@ -313,5 +315,25 @@ func TestConfigEgressProxy(t *testing.T) {
 		require.Error(t, err, "%v", bad)
 		require.Contains(t, err.Error(), "PROXY", "%v", bad)
 		require.NotContains(t, err.Error(), "hunter2", "%v", bad)
+	}
+}
+
+func TestConfigTrustedProxies(t *testing.T) {
+	t.Parallel()
+	load := func(v string) (config, error) {
+		return loadConfig(func(k string) string {
+			if k == "HOOKRELAY_TRUSTED_PROXIES" {
+				return v
+			}
+			return ""
+		})
+	}
+	c, err := load(" 10.0.0.0/8, 192.0.2.7 ,2001:db8::/32")
+	require.NoError(t, err)
+	require.Equal(t, []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("192.0.2.7/32"),
+		netip.MustParsePrefix("2001:db8::/32")}, c.API.TrustedProxies)
+	for _, bad := range []string{"proxy.internal", "10.0.0.0/33", "10.0.0.0/8,,"} {
+		_, err := load(bad)
+		require.ErrorContains(t, err, "HOOKRELAY_TRUSTED_PROXIES", bad)
 	}
 }

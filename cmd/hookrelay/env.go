@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -152,4 +153,34 @@ func shortDuration(d time.Duration) string {
 		s = strings.TrimSuffix(s, "0m")
 	}
 	return s
+}
+
+// prefixes reads a comma-separated list of at most most CIDR prefixes or
+// single addresses (IPv4 or IPv6); unset or empty is none.
+func (p *envParser) prefixes(name string, most int) []netip.Prefix {
+	want := fmt.Sprintf("want up to %d comma-separated CIDR prefixes or addresses, such as 10.0.0.0/8,2001:db8::/32", most)
+	raw := strings.TrimSpace(p.get(name, "", want))
+	if raw == "" {
+		return nil
+	}
+	parts := strings.Split(raw, ",")
+	if len(parts) > most {
+		p.fail(name, raw, want)
+		return nil
+	}
+	out := make([]netip.Prefix, 0, len(parts))
+	for _, part := range parts {
+		part = strings.TrimSpace(part)
+		pr, err := netip.ParsePrefix(part)
+		if err != nil {
+			a, aerr := netip.ParseAddr(part)
+			if aerr != nil {
+				p.fail(name, raw, want)
+				return nil
+			}
+			pr = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
+		}
+		out = append(out, pr.Masked())
+	}
+	return out
 }

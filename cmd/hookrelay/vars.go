@@ -80,6 +80,7 @@ var varMeanings = map[string]string{
 	"HOOKRELAY_PORTAL_FRAME_ANCESTORS":        "origins allowed to embed the merchant portal",
 	"HOOKRELAY_AUTH_THROTTLE_FREE":            "failed authentications a client address may have before each further attempt waits",
 	"HOOKRELAY_AUTH_THROTTLE_MAX":             "the longest such wait",
+	"HOOKRELAY_TRUSTED_PROXIES":               "proxies whose X-Forwarded-For names a callback's client address (carriers' allowed addresses)",
 	"HOOKRELAY_RETENTION":                     "history kept; older day partitions are dropped",
 	"HOOKRELAY_PARTITIONS_AHEAD":              "days of partitions created ahead",
 	"HOOKRELAY_RETENTION_INTERVAL":            "time between retention passes",

@@ -7,10 +7,11 @@ package dbsqlc
 
 import (
 	"context"
+	"time"
 )
 
 const carrierCount = `-- name: CarrierCount :one
-SELECT count(*) FROM carriers
+SELECT count(*) FROM carriers WHERE deleted_at IS NULL
 `
 
 func (q *Queries) CarrierCount(ctx context.Context) (int64, error) {
@@ -20,12 +21,24 @@ func (q *Queries) CarrierCount(ctx context.Context) (int64, error) {
 	return count, err
 }
 
-const carrierGetByKeyHash = `-- name: CarrierGetByKeyHash :one
-SELECT id, name, api_key_hash, api_key_prefix, ordering_key_field, event_type_field, merchant_field, signing_secret, rate_limit_per_sec, created_at FROM carriers WHERE api_key_hash = $1
+const carrierDelete = `-- name: CarrierDelete :execrows
+UPDATE carriers SET deleted_at = now(), updated_at = now() WHERE id = $1 AND deleted_at IS NULL
 `
 
-func (q *Queries) CarrierGetByKeyHash(ctx context.Context, apiKeyHash []byte) (Carrier, error) {
-	row := q.db.QueryRow(ctx, carrierGetByKeyHash, apiKeyHash)
+func (q *Queries) CarrierDelete(ctx context.Context, id int64) (int64, error) {
+	result, err := q.db.Exec(ctx, carrierDelete, id)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const carrierGet = `-- name: CarrierGet :one
+SELECT id, name, api_key_hash, api_key_prefix, ordering_key_field, event_type_field, merchant_field, signing_secret, rate_limit_per_sec, created_at, signature, allowed_cidrs, disabled_at, deleted_at, updated_at FROM carriers WHERE id = $1 AND deleted_at IS NULL
+`
+
+func (q *Queries) CarrierGet(ctx context.Context, id int64) (Carrier, error) {
+	row := q.db.QueryRow(ctx, carrierGet, id)
 	var i Carrier
 	err := row.Scan(
 		&i.ID,
@@ -38,16 +51,56 @@ func (q *Queries) CarrierGetByKeyHash(ctx context.Context, apiKeyHash []byte) (C
 		&i.SigningSecret,
 		&i.RateLimitPerSec,
 		&i.CreatedAt,
+		&i.Signature,
+		&i.AllowedCidrs,
+		&i.DisabledAt,
+		&i.DeletedAt,
+		&i.UpdatedAt,
+	)
+	return i, err
+}
+
+const carrierGetByKeyHash = `-- name: CarrierGetByKeyHash :one
+SELECT c.id, c.name, c.api_key_hash, c.api_key_prefix, c.ordering_key_field, c.event_type_field, c.merchant_field, c.signing_secret, c.rate_limit_per_sec, c.created_at, c.signature, c.allowed_cidrs, c.disabled_at, c.deleted_at, c.updated_at FROM carriers c WHERE c.api_key_hash = $1 AND c.deleted_at IS NULL
+UNION ALL
+SELECT c.id, c.name, c.api_key_hash, c.api_key_prefix, c.ordering_key_field, c.event_type_field, c.merchant_field, c.signing_secret, c.rate_limit_per_sec, c.created_at, c.signature, c.allowed_cidrs, c.disabled_at, c.deleted_at, c.updated_at FROM carrier_previous_keys k JOIN carriers c ON c.id = k.carrier_id
+WHERE k.api_key_hash = $1 AND k.expires_at > now() AND c.deleted_at IS NULL
+LIMIT 1
+`
+
+// The carrier of an API key: its current key, or a previous one within its
+// rotation's overlap.
+// Two index lookups (a union, not an OR the planner would scan for).
+func (q *Queries) CarrierGetByKeyHash(ctx context.Context, hash []byte) (Carrier, error) {
+	row := q.db.QueryRow(ctx, carrierGetByKeyHash, hash)
+	var i Carrier
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.APIKeyHash,
+		&i.APIKeyPrefix,
+		&i.OrderingKeyField,
+		&i.EventTypeField,
+		&i.MerchantField,
+		&i.SigningSecret,
+		&i.RateLimitPerSec,
+		&i.CreatedAt,
+		&i.Signature,
+		&i.AllowedCidrs,
+		&i.DisabledAt,
+		&i.DeletedAt,
+		&i.UpdatedAt,
 	)
 	return i, err
 }
 
 const carrierInsert = `-- name: CarrierInsert :one
 INSERT INTO carriers (name, api_key_hash, api_key_prefix, ordering_key_field, event_type_field,
-                      merchant_field, signing_secret, rate_limit_per_sec)
+                      merchant_field, signing_secret, rate_limit_per_sec, signature, allowed_cidrs)
 VALUES ($1, $2, $3, $4, $5,
-        $6, $7, $8)
-RETURNING id, name, api_key_hash, api_key_prefix, ordering_key_field, event_type_field, merchant_field, signing_secret, rate_limit_per_sec, created_at
+        $6, $7, $8, $9,
+        $10::text[])
+RETURNING id, name, api_key_hash, api_key_prefix, ordering_key_field, event_type_field, merchant_field, signing_secret, rate_limit_per_sec, created_at, signature, allowed_cidrs, disabled_at, deleted_at, updated_at
 `
 
 type CarrierInsertParams struct {
@@ -59,6 +112,8 @@ type CarrierInsertParams struct {
 	MerchantField    string
 	SigningSecret    *string
 	RateLimitPerSec  int32
+	Signature        []byte
+	AllowedCidrs     []string
 }
 
 func (q *Queries) CarrierInsert(ctx context.Context, arg CarrierInsertParams) (Carrier, error) {
@@ -71,6 +126,8 @@ func (q *Queries) CarrierInsert(ctx context.Context, arg CarrierInsertParams) (C
 		arg.MerchantField,
 		arg.SigningSecret,
 		arg.RateLimitPerSec,
+		arg.Signature,
+		arg.AllowedCidrs,
 	)
 	var i Carrier
 	err := row.Scan(
@@ -84,12 +141,44 @@ func (q *Queries) CarrierInsert(ctx context.Context, arg CarrierInsertParams) (C
 		&i.SigningSecret,
 		&i.RateLimitPerSec,
 		&i.CreatedAt,
+		&i.Signature,
+		&i.AllowedCidrs,
+		&i.DisabledAt,
+		&i.DeletedAt,
+		&i.UpdatedAt,
 	)
 	return i, err
 }
 
+const carrierKeyReplace = `-- name: CarrierKeyReplace :one
+UPDATE carriers c SET api_key_hash = $1, api_key_prefix = $2, updated_at = now()
+FROM (SELECT o.id, o.api_key_hash, o.api_key_prefix FROM carriers o
+      WHERE o.id = $3 AND o.deleted_at IS NULL FOR UPDATE) old
+WHERE c.id = old.id
+RETURNING old.api_key_hash AS old_hash, old.api_key_prefix AS old_prefix
+`
+
+type CarrierKeyReplaceParams struct {
+	APIKeyHash   []byte
+	APIKeyPrefix string
+	CarrierID    int64
+}
+
+type CarrierKeyReplaceRow struct {
+	OldHash   []byte
+	OldPrefix string
+}
+
+// Gives the carrier a new API key and returns the one it replaced.
+func (q *Queries) CarrierKeyReplace(ctx context.Context, arg CarrierKeyReplaceParams) (CarrierKeyReplaceRow, error) {
+	row := q.db.QueryRow(ctx, carrierKeyReplace, arg.APIKeyHash, arg.APIKeyPrefix, arg.CarrierID)
+	var i CarrierKeyReplaceRow
+	err := row.Scan(&i.OldHash, &i.OldPrefix)
+	return i, err
+}
+
 const carrierList = `-- name: CarrierList :many
-SELECT id, name, api_key_hash, api_key_prefix, ordering_key_field, event_type_field, merchant_field, signing_secret, rate_limit_per_sec, created_at FROM carriers WHERE id > $1 ORDER BY id LIMIT $2
+SELECT id, name, api_key_hash, api_key_prefix, ordering_key_field, event_type_field, merchant_field, signing_secret, rate_limit_per_sec, created_at, signature, allowed_cidrs, disabled_at, deleted_at, updated_at FROM carriers WHERE id > $1 AND deleted_at IS NULL ORDER BY id LIMIT $2
 `
 
 type CarrierListParams struct {
@@ -117,6 +206,11 @@ func (q *Queries) CarrierList(ctx context.Context, arg CarrierListParams) ([]Car
 			&i.SigningSecret,
 			&i.RateLimitPerSec,
 			&i.CreatedAt,
+			&i.Signature,
+			&i.AllowedCidrs,
+			&i.DisabledAt,
+			&i.DeletedAt,
+			&i.UpdatedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -129,7 +223,7 @@ func (q *Queries) CarrierList(ctx context.Context, arg CarrierListParams) ([]Car
 }
 
 const carrierListAll = `-- name: CarrierListAll :many
-SELECT id, name, api_key_hash, api_key_prefix, ordering_key_field, event_type_field, merchant_field, signing_secret, rate_limit_per_sec, created_at FROM carriers ORDER BY id
+SELECT id, name, api_key_hash, api_key_prefix, ordering_key_field, event_type_field, merchant_field, signing_secret, rate_limit_per_sec, created_at, signature, allowed_cidrs, disabled_at, deleted_at, updated_at FROM carriers WHERE deleted_at IS NULL ORDER BY id
 `
 
 func (q *Queries) CarrierListAll(ctx context.Context) ([]Carrier, error) {
@@ -152,6 +246,117 @@ func (q *Queries) CarrierListAll(ctx context.Context) ([]Carrier, error) {
 			&i.SigningSecret,
 			&i.RateLimitPerSec,
 			&i.CreatedAt,
+			&i.Signature,
+			&i.AllowedCidrs,
+			&i.DisabledAt,
+			&i.DeletedAt,
+			&i.UpdatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const carrierPendingCount = `-- name: CarrierPendingCount :one
+SELECT count(*) FROM (
+    SELECT 1 FROM deliveries d
+    JOIN messages m ON m.id = d.message_id AND m.received_at = d.message_received_at
+    WHERE m.carrier_id = $1
+    LIMIT $2
+) x
+`
+
+type CarrierPendingCountParams struct {
+	CarrierID int64
+	Lim       int32
+}
+
+// Deliveries not finished of the carrier's messages, counted up to lim.
+func (q *Queries) CarrierPendingCount(ctx context.Context, arg CarrierPendingCountParams) (int64, error) {
+	row := q.db.QueryRow(ctx, carrierPendingCount, arg.CarrierID, arg.Lim)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
+const carrierPreviousKeyInsert = `-- name: CarrierPreviousKeyInsert :one
+INSERT INTO carrier_previous_keys (api_key_hash, carrier_id, api_key_prefix, expires_at)
+VALUES ($1, $2, $3, now() + $4::interval)
+RETURNING expires_at
+`
+
+type CarrierPreviousKeyInsertParams struct {
+	APIKeyHash   []byte
+	CarrierID    int64
+	APIKeyPrefix string
+	Overlap      time.Duration
+}
+
+// Keeps a replaced key for the overlap; returns when it expires.
+func (q *Queries) CarrierPreviousKeyInsert(ctx context.Context, arg CarrierPreviousKeyInsertParams) (time.Time, error) {
+	row := q.db.QueryRow(ctx, carrierPreviousKeyInsert,
+		arg.APIKeyHash,
+		arg.CarrierID,
+		arg.APIKeyPrefix,
+		arg.Overlap,
+	)
+	var expires_at time.Time
+	err := row.Scan(&expires_at)
+	return expires_at, err
+}
+
+const carrierPreviousKeysDeleteExpired = `-- name: CarrierPreviousKeysDeleteExpired :exec
+DELETE FROM carrier_previous_keys WHERE carrier_id = $1 AND expires_at <= now()
+`
+
+func (q *Queries) CarrierPreviousKeysDeleteExpired(ctx context.Context, carrierID int64) error {
+	_, err := q.db.Exec(ctx, carrierPreviousKeysDeleteExpired, carrierID)
+	return err
+}
+
+const carrierPreviousKeysExpire = `-- name: CarrierPreviousKeysExpire :exec
+UPDATE carrier_previous_keys SET expires_at = now() + $1::interval
+WHERE carrier_id = $2 AND expires_at > now() + $1::interval
+`
+
+type CarrierPreviousKeysExpireParams struct {
+	Overlap   time.Duration
+	CarrierID int64
+}
+
+// Ends the carrier's previous keys after the overlap at the latest.
+func (q *Queries) CarrierPreviousKeysExpire(ctx context.Context, arg CarrierPreviousKeysExpireParams) error {
+	_, err := q.db.Exec(ctx, carrierPreviousKeysExpire, arg.Overlap, arg.CarrierID)
+	return err
+}
+
+const carrierPreviousKeysLive = `-- name: CarrierPreviousKeysLive :many
+SELECT k.api_key_hash, k.carrier_id, k.api_key_prefix, k.expires_at
+FROM carrier_previous_keys k JOIN carriers c ON c.id = k.carrier_id
+WHERE k.expires_at > now() AND c.deleted_at IS NULL
+ORDER BY k.carrier_id, k.expires_at
+`
+
+// The previous keys still accepted, for caches.
+func (q *Queries) CarrierPreviousKeysLive(ctx context.Context) ([]CarrierPreviousKey, error) {
+	rows, err := q.db.Query(ctx, carrierPreviousKeysLive)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CarrierPreviousKey
+	for rows.Next() {
+		var i CarrierPreviousKey
+		if err := rows.Scan(
+			&i.APIKeyHash,
+			&i.CarrierID,
+			&i.APIKeyPrefix,
+			&i.ExpiresAt,
 		); err != nil {
 			return nil, err
 		}
@@ -223,4 +428,107 @@ func (q *Queries) CarrierSecretResealMany(ctx context.Context, arg CarrierSecret
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const carrierSetDisabled = `-- name: CarrierSetDisabled :one
+UPDATE carriers SET
+    disabled_at = CASE WHEN $1::boolean THEN coalesce(disabled_at, now()) END,
+    updated_at  = now()
+WHERE id = $2 AND deleted_at IS NULL
+RETURNING id, name, api_key_hash, api_key_prefix, ordering_key_field, event_type_field, merchant_field, signing_secret, rate_limit_per_sec, created_at, signature, allowed_cidrs, disabled_at, deleted_at, updated_at
+`
+
+type CarrierSetDisabledParams struct {
+	Disabled bool
+	ID       int64
+}
+
+// Disables (disabled true) or enables the carrier; disabling an already
+// disabled carrier keeps its first disabled_at.
+func (q *Queries) CarrierSetDisabled(ctx context.Context, arg CarrierSetDisabledParams) (Carrier, error) {
+	row := q.db.QueryRow(ctx, carrierSetDisabled, arg.Disabled, arg.ID)
+	var i Carrier
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.APIKeyHash,
+		&i.APIKeyPrefix,
+		&i.OrderingKeyField,
+		&i.EventTypeField,
+		&i.MerchantField,
+		&i.SigningSecret,
+		&i.RateLimitPerSec,
+		&i.CreatedAt,
+		&i.Signature,
+		&i.AllowedCidrs,
+		&i.DisabledAt,
+		&i.DeletedAt,
+		&i.UpdatedAt,
+	)
+	return i, err
+}
+
+const carrierUpdate = `-- name: CarrierUpdate :one
+UPDATE carriers SET
+    name               = $1,
+    ordering_key_field = $2,
+    event_type_field   = $3,
+    merchant_field     = $4,
+    signing_secret     = $5,
+    signature          = $6,
+    allowed_cidrs      = $7::text[],
+    rate_limit_per_sec = $8,
+    disabled_at        = CASE WHEN $9::boolean THEN $10 ELSE disabled_at END,
+    updated_at         = now()
+WHERE id = $11 AND deleted_at IS NULL
+RETURNING id, name, api_key_hash, api_key_prefix, ordering_key_field, event_type_field, merchant_field, signing_secret, rate_limit_per_sec, created_at, signature, allowed_cidrs, disabled_at, deleted_at, updated_at
+`
+
+type CarrierUpdateParams struct {
+	Name             string
+	OrderingKeyField string
+	EventTypeField   string
+	MerchantField    string
+	SigningSecret    *string
+	Signature        []byte
+	AllowedCidrs     []string
+	RateLimitPerSec  int32
+	SetDisabled      bool
+	DisabledAt       *time.Time
+	ID               int64
+}
+
+func (q *Queries) CarrierUpdate(ctx context.Context, arg CarrierUpdateParams) (Carrier, error) {
+	row := q.db.QueryRow(ctx, carrierUpdate,
+		arg.Name,
+		arg.OrderingKeyField,
+		arg.EventTypeField,
+		arg.MerchantField,
+		arg.SigningSecret,
+		arg.Signature,
+		arg.AllowedCidrs,
+		arg.RateLimitPerSec,
+		arg.SetDisabled,
+		arg.DisabledAt,
+		arg.ID,
+	)
+	var i Carrier
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.APIKeyHash,
+		&i.APIKeyPrefix,
+		&i.OrderingKeyField,
+		&i.EventTypeField,
+		&i.MerchantField,
+		&i.SigningSecret,
+		&i.RateLimitPerSec,
+		&i.CreatedAt,
+		&i.Signature,
+		&i.AllowedCidrs,
+		&i.DisabledAt,
+		&i.DeletedAt,
+		&i.UpdatedAt,
+	)
+	return i, err
 }

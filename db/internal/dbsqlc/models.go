@@ -19,6 +19,18 @@ type Carrier struct {
 	SigningSecret    *string
 	RateLimitPerSec  int32
 	CreatedAt        time.Time
+	Signature        []byte
+	AllowedCidrs     []string
+	DisabledAt       *time.Time
+	DeletedAt        *time.Time
+	UpdatedAt        time.Time
+}
+
+type CarrierPreviousKey struct {
+	APIKeyHash   []byte
+	CarrierID    int64
+	APIKeyPrefix string
+	ExpiresAt    time.Time
 }
 
 type CarrierRefusal struct {
