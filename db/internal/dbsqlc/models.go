@@ -74,6 +74,7 @@ type Delivery struct {
 	LastError         *string
 	CreatedAt         time.Time
 	LeasedUntil       *time.Time
+	PullToken         *int64
 }
 
 type DeliveryAttempt struct {
@@ -123,6 +124,7 @@ type Endpoint struct {
 	Signature       string
 	PublicKey       string
 	SendTraceparent bool
+	Type            string
 }
 
 type EndpointHealth struct {
