@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -17,6 +16,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hookrelay/hookrelay/client"
 )
 
 // listenConfig is what `hookrelay listen` runs with.
@@ -109,16 +110,6 @@ func checkForwardTo(raw string, allowRemote bool) error {
 	return fmt.Errorf("%w: --forward-to %s is not on this machine (loopback); add --allow-remote to forward events there", errUsage, u.Host)
 }
 
-// listenEvent is an event of a pull, its body kept byte for byte.
-type listenEvent struct {
-	ID          string            `json:"id"`
-	EventType   string            `json:"event_type"`
-	OrderingKey string            `json:"ordering_key"`
-	Headers     map[string]string `json:"headers"`
-	Cursor      string            `json:"cursor"`
-	Body        json.RawMessage   `json:"body"`
-}
-
 // errListenFatal marks an answer of the API that retrying cannot change
 // (bad key, no such endpoint, a push endpoint).
 var errListenFatal = errors.New("hookrelay refused")
@@ -128,7 +119,16 @@ func listen(ctx context.Context, cfg listenConfig, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	api := &http.Client{Timeout: cfg.Wait + 30*time.Second}
+	key := cfg.Key
+	api, err := client.NewClientWithResponses(cfg.BaseURL,
+		client.WithHTTPClient(&http.Client{Timeout: cfg.Wait + 30*time.Second}),
+		client.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
+			r.Header.Set("Authorization", "Bearer "+key)
+			return nil
+		}))
+	if err != nil {
+		return fmt.Errorf("%w: --url: %v", errUsage, err)
+	}
 	local := &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error {
 		return http.ErrUseLastResponse
 	}}
@@ -165,7 +165,7 @@ func listen(ctx context.Context, cfg listenConfig, out io.Writer) error {
 		var failed bool
 		for _, ev := range events {
 			status, took, ferr := forward(ctx, local, cfg.ForwardTo, ev)
-			line := fmt.Sprintf("%s %s %s key=%s → ", time.Now().Format("15:04:05"), ev.ID, ev.EventType, ev.OrderingKey)
+			line := fmt.Sprintf("%s %s %s key=%s → ", time.Now().Format("15:04:05"), ev.Id, ev.EventType, ev.OrderingKey)
 			if ferr != nil {
 				fmt.Fprintf(out, "%s%v\n", line, ferr)
 				failed = true
@@ -207,65 +207,50 @@ func listen(ctx context.Context, cfg listenConfig, out io.Writer) error {
 }
 
 // listenPull fetches the events after cursor.
-func listenPull(ctx context.Context, c *http.Client, cfg listenConfig, cursor string) ([]listenEvent, error) {
-	q := url.Values{"limit": {strconv.Itoa(cfg.Limit)}, "wait": {cfg.Wait.String()}}
+func listenPull(ctx context.Context, c *client.ClientWithResponses, cfg listenConfig, cursor string) ([]client.PullEvent, error) {
+	limit, wait := cfg.Limit, cfg.Wait.String()
+	p := &client.EndpointEventsPullParams{Limit: &limit, Wait: &wait}
 	if cursor != "" {
-		q.Set("cursor", cursor)
+		p.Cursor = &cursor
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, cfg.BaseURL+"/v1/endpoints/"+cfg.EndpointID+"/events?"+q.Encode(), nil)
+	resp, err := c.EndpointEventsPullWithResponse(ctx, cfg.EndpointID, p)
 	if err != nil {
 		return nil, err
 	}
-	var page struct {
-		Items []listenEvent `json:"items"`
+	if resp.JSON200 == nil {
+		return nil, listenRefusal("pull", resp.HTTPResponse, resp.JSONDefault)
 	}
-	return page.Items, listenDo(c, req, cfg.Key, &page)
+	return resp.JSON200.Items, nil
 }
 
 // listenAck acknowledges every event up to cursor.
-func listenAck(ctx context.Context, c *http.Client, cfg listenConfig, cursor string) error {
-	body, _ := json.Marshal(map[string]string{"cursor": cursor})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, cfg.BaseURL+"/v1/endpoints/"+cfg.EndpointID+"/events/ack", bytes.NewReader(body))
+func listenAck(ctx context.Context, c *client.ClientWithResponses, cfg listenConfig, cursor string) error {
+	resp, err := c.EndpointEventsAckWithResponse(ctx, cfg.EndpointID, client.EndpointEventsAckJSONRequestBody{Cursor: cursor})
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	return listenDo(c, req, cfg.Key, nil)
+	if resp.JSON200 == nil {
+		return listenRefusal("acknowledge", resp.HTTPResponse, resp.JSONDefault)
+	}
+	return nil
 }
 
-// listenDo sends req with the key and decodes a 200 answer into v; a 4xx
-// other than 408 and 429 is errListenFatal.
-func listenDo(c *http.Client, req *http.Request, key string, v any) error {
-	req.Header.Set("Authorization", "Bearer "+key)
-	resp, err := c.Do(req)
-	if err != nil {
-		return err
+// listenRefusal is the error of an answer other than 200: errListenFatal
+// for a 4xx other than 408 and 429 (retrying cannot change it).
+func listenRefusal(what string, resp *http.Response, e *client.ErrorResponse) error {
+	msg := fmt.Sprintf("%s: %d %s", what, resp.StatusCode, http.StatusText(resp.StatusCode))
+	if e != nil && e.Error.Message != "" {
+		msg = fmt.Sprintf("%s: %d %s", what, resp.StatusCode, e.Error.Message)
 	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return err
+	if resp.StatusCode >= 400 && resp.StatusCode < 500 && resp.StatusCode != http.StatusRequestTimeout && resp.StatusCode != http.StatusTooManyRequests {
+		return fmt.Errorf("%w: %s", errListenFatal, msg)
 	}
-	if resp.StatusCode != http.StatusOK {
-		var e struct {
-			Error struct{ Code, Message string }
-		}
-		_ = json.Unmarshal(raw, &e)
-		msg := fmt.Sprintf("%s %s: %d %s", req.Method, req.URL.Path, resp.StatusCode, cmp.Or(e.Error.Message, http.StatusText(resp.StatusCode)))
-		if resp.StatusCode >= 400 && resp.StatusCode < 500 && resp.StatusCode != http.StatusRequestTimeout && resp.StatusCode != http.StatusTooManyRequests {
-			return fmt.Errorf("%w: %s", errListenFatal, msg)
-		}
-		return errors.New(msg)
-	}
-	if v == nil {
-		return nil
-	}
-	return json.Unmarshal(raw, v)
+	return errors.New(msg)
 }
 
 // forward POSTs an event to the local URL with its headers and body, and
 // returns the answer's status and how long it took.
-func forward(ctx context.Context, c *http.Client, to string, ev listenEvent) (int, time.Duration, error) {
+func forward(ctx context.Context, c *http.Client, to string, ev client.PullEvent) (int, time.Duration, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, to, bytes.NewReader(ev.Body))
 	if err != nil {
 		return 0, 0, err
