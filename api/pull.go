@@ -173,14 +173,21 @@ func (s *Server) pullEvents(c echo.Context) error {
 		if !s.pull.listen() {
 			left = min(left, pullRecheck)
 		}
-		if err := s.waitPull(ctx, stored, left); err != nil {
+		more, err := s.waitPull(ctx, stored, left)
+		if err != nil {
 			return err
+		}
+		if !more {
+			// The server is stopping: answer now, with nothing.
+			return writePull(c, []EventJSON{}, cursorText)
 		}
 	}
 }
 
-// waitPull waits until stored is closed or d passes.
-func (s *Server) waitPull(ctx context.Context, stored <-chan struct{}, d time.Duration) error {
+// waitPull waits until stored is closed or d passes, and reports whether
+// to look again: false when the server is stopping (its Run ended), so
+// that a shutdown does not wait for the pulls' waits to run out.
+func (s *Server) waitPull(ctx context.Context, stored <-chan struct{}, d time.Duration) (bool, error) {
 	s.metrics.pullWaiting.Inc()
 	defer s.metrics.pullWaiting.Dec()
 	t := time.NewTimer(d)
@@ -188,11 +195,13 @@ func (s *Server) waitPull(ctx context.Context, stored <-chan struct{}, d time.Du
 	select {
 	case <-stored:
 	case <-t.C:
+	case <-s.pull.stopping():
+		return false, nil
 	case <-ctx.Done():
-		return ctx.Err()
+		return false, ctx.Err()
 	}
 	s.metrics.pullWakeups.Inc()
-	return nil
+	return true, nil
 }
 
 // events turns served deliveries into events: the payload (from the S3

@@ -8,15 +8,20 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookrelay/hookrelay/api"
+	"github.com/hookrelay/hookrelay/httperr"
 	"github.com/hookrelay/hookrelay/internal/testenv"
+	"github.com/hookrelay/hookrelay/ops"
 )
 
 // pulledEvent is an event of a pull answer, its body kept as sent.
@@ -287,4 +292,36 @@ func TestPullOffloadedPayload(t *testing.T) {
 	require.Equal(t, small, string(p.Items[1].Body))
 	verify(t, secret, p.Items[0])
 	verify(t, secret, p.Items[1])
+}
+
+// TestPullWaitEndsAtShutdown: a pull waiting for events answers at once,
+// empty, when the server stops, so a shutdown does not wait out the pulls.
+func TestPullWaitEndsAtShutdown(t *testing.T) {
+	t.Parallel()
+	env := testenv.New(t, testenv.Options{AdminToken: adminToken})
+	reg := prometheus.NewRegistry()
+	srv := api.New(env.Logger, api.Config{}, env.DB, env.Payloads, reg, ops.New(env.DB, privateTargets))
+	e := echo.New()
+	httperr.New(env.Logger).Install(e)
+	srv.Register(e)
+	stop := testenv.Go(t, "the API", srv.Run)
+	hs := httptest.NewServer(e)
+	t.Cleanup(hs.Close)
+	b := &bundle{URL: hs.URL, Handler: e, DB: env.DB, Registry: reg}
+	w, ep, _ := b.pollWorld(t)
+
+	done := make(chan pullPage, 1)
+	go func() { done <- b.pull(t, ep, w.M1Key, url.Values{"wait": {"25s"}}) }()
+	testenv.Eventually(t, 10*time.Second, "the pull to wait", func() bool {
+		return metricValue(t, reg, "hookrelay_pull_waiting") == 1
+	})
+	start := time.Now()
+	require.NoError(t, stop())
+	select {
+	case p := <-done:
+		require.Empty(t, p.Items)
+		require.Less(t, time.Since(start), 10*time.Second)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the waiting pull did not answer when the server stopped")
+	}
 }

@@ -58,6 +58,17 @@ func (p *pullSignal) setRun(ctx context.Context) {
 	p.runMu.Unlock()
 }
 
+// stopping returns a channel closed when the server's Run ends (nil, which
+// never is, before Run).
+func (p *pullSignal) stopping() <-chan struct{} {
+	p.runMu.Lock()
+	defer p.runMu.Unlock()
+	if p.run == nil {
+		return nil
+	}
+	return p.run.Done()
+}
+
 // listen starts the LISTEN session if it is not running, and reports
 // whether it is listening now (a waiting pull that is not heard about
 // other processes' callbacks looks again every pullRecheck).
