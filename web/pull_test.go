@@ -1,12 +1,15 @@
 package web_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/db/dbtest"
 )
 
@@ -34,7 +37,7 @@ func TestPollEndpointLagShown(t *testing.T) {
 	require.Contains(t, page, `data-lag>not acknowledged since`)
 
 	c := newUIClient(t, f.URL)
-	c.openPortal(portalLink(t, f.URL, m.ID, false))
+	csrf := c.openPortal(portalLink(t, f.URL, m.ID, false))
 	resp, page = c.do("GET", "/ui/m/", nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Contains(t, page, "poll endpoint")
@@ -44,4 +47,15 @@ func TestPollEndpointLagShown(t *testing.T) {
 	require.Contains(t, page, `id="lag">2, the oldest received`)
 	require.Contains(t, page, "/v1/endpoints/"+id+"/events")
 	require.NotContains(t, page, `id="send-test"`)
+
+	// Its edit form has no URL, and saves.
+	resp, page = c.do("GET", "/ui/m/endpoints/"+id+"/edit", nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.NotContains(t, page, `name="url"`)
+	resp, page = c.do("POST", "/ui/m/endpoints/"+id, url.Values{"csrf": {csrf}, "description": {"the ERP"}, "ordering": {"key"}})
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, page)
+	ep, err := f.store.EndpointGet(context.Background(), epID)
+	require.NoError(t, err)
+	require.Equal(t, "the ERP", ep.Description)
+	require.Equal(t, db.EndpointPoll, ep.Type)
 }
