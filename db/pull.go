@@ -58,7 +58,7 @@ func (db *DB) DeliveryPull(ctx context.Context, endpointID int64, after PullPosi
 			return unavailable(err)
 		}
 		rows, err := q.DeliveryPullServe(ctx, dbsqlc.DeliveryPullServeParams{
-			EndpointID: endpointID, AfterToken: after.Token, AfterID: after.ID, Lim: int32(limit)})
+			EndpointID: endpointID, NextEndpointID: endpointID + 1, AfterToken: after.Token, AfterID: after.ID, Lim: int32(limit)})
 		if err != nil {
 			return unavailable(err)
 		}

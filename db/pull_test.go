@@ -5,11 +5,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/db/dbtest"
+	"github.com/hookrelay/hookrelay/internal/testenv"
 )
 
 // TestClaimParksPollDeliveries: a claim never leases a poll endpoint's
@@ -93,4 +95,53 @@ func TestPullServesLateCommitsAfterCursor(t *testing.T) {
 	require.Less(t, next[0].ID, next[1].ID)
 	require.Equal(t, "B", next[0].OrderingKey)
 	require.Equal(t, "C", next[1].OrderingKey)
+}
+
+// TestPullStatementsUseTheirIndexes: with generic plans, a pull and the lag
+// read the endpoint's rows from deliveries_endpoint_idx (never the primary
+// key's whole range), and an acknowledgement the served rows from
+// deliveries_pull_idx, whatever the other endpoints hold.
+func TestPullStatementsUseTheirIndexes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := dbtest.NewURL(t)
+	store := dbtest.Open(t, url+"&options=-c%20enable_seqscan%3Doff%20-c%20plan_cache_mode%3Dforce_generic_plan",
+		db.Config{MaxConns: 2})
+	poll, _ := dbtest.Endpoint(t, store, &dbtest.EndpointOpts{Type: db.EndpointPoll})
+	push, _ := dbtest.Endpoint(t, store, nil)
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	// The push endpoint's rows first and many, the poll endpoint's after.
+	_, err = conn.Exec(ctx, `INSERT INTO deliveries (queue, endpoint_id, ordering_key, message_id, message_received_at)
+		SELECT 0, $1, 'k' || g, g, now() FROM generate_series(1, 20000) g`, push.ID)
+	require.NoError(t, err)
+	for range 3 {
+		dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{poll.ID}})
+	}
+	_, err = conn.Exec(ctx, "ANALYZE deliveries")
+	require.NoError(t, err)
+	scans := func(index string) int64 {
+		var n int64
+		_, err := conn.Exec(ctx, "SELECT pg_stat_clear_snapshot()")
+		require.NoError(t, err)
+		require.NoError(t, conn.QueryRow(ctx, `SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = $1`, index).Scan(&n))
+		return n
+	}
+	endpointBefore, pullBefore := scans("deliveries_endpoint_idx"), scans("deliveries_pull_idx")
+
+	got, err := store.DeliveryPull(ctx, poll.ID, db.PullPosition{}, 10)
+	require.NoError(t, err)
+	require.Len(t, got, 3)
+	lags, err := store.DeliveryPullLag(ctx, []int64{poll.ID}, 100)
+	require.NoError(t, err)
+	require.EqualValues(t, 3, lags[0].Pending)
+	n, err := store.DeliveryPullAck(ctx, poll.ID, got[2].At)
+	require.NoError(t, err)
+	require.EqualValues(t, 3, n)
+
+	store.Close() // flushes the backends' index statistics
+	testenv.Eventually(t, 10*time.Second, "the index scans counted", func() bool {
+		return scans("deliveries_endpoint_idx")-endpointBefore >= 3 && scans("deliveries_pull_idx")-pullBefore >= 1
+	})
 }

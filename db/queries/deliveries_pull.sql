@@ -12,15 +12,21 @@ SELECT pg_advisory_xact_lock(7368330, (sqlc.arg(endpoint_id)::bigint % 214748364
 -- (one per pull, increasing) and counts an attempt. Returns the rows with
 -- their messages, carriers, and the token. Runs after DeliveryPullLock, in
 -- its transaction. The rows are read by deliveries_endpoint_idx (partial
--- on id > 0, migration 00070).
+-- on id > 0, migration 00070), from the start of the endpoint's range.
 WITH tok AS MATERIALIZED (
     SELECT nextval('deliveries_pull_token_seq')::bigint AS t
 ), cand AS MATERIALIZED (
     SELECT d.id FROM deliveries d
-    WHERE d.endpoint_id = @endpoint_id::bigint AND d.id > 0
+    -- The endpoint's range of deliveries_endpoint_idx, as row comparisons
+    -- (@next_endpoint_id is @endpoint_id + 1): with an equality on
+    -- endpoint_id the order by id would be the primary key's too, and a
+    -- generic plan could walk the primary key over every endpoint's rows
+    -- (TestPullStatementsUseTheirIndexes).
+    WHERE (d.endpoint_id, d.id) > (@endpoint_id::bigint, 0)
+      AND (d.endpoint_id, d.id) < (@next_endpoint_id::bigint, 0) AND d.id > 0
       AND (d.pull_token IS NULL OR d.pull_token > @after_token::bigint
            OR (d.pull_token = @after_token::bigint AND d.id > @after_id::bigint))
-    ORDER BY d.id
+    ORDER BY d.endpoint_id, d.id -- the index's order: never the primary key's scan
     LIMIT @lim::integer
     FOR UPDATE
 ), upd AS (
@@ -67,11 +73,12 @@ SELECT 1 FROM del;
 -- when none.
 SELECT e.id::bigint AS endpoint_id,
        (SELECT count(*) FROM (SELECT 1 FROM deliveries d
-                               WHERE d.endpoint_id = e.id AND d.id > 0 -- deliveries_endpoint_idx
+                               WHERE (d.endpoint_id, d.id) > (e.id, 0) AND (d.endpoint_id, d.id) < (e.id + 1, 0)
+                                 AND d.id > 0 -- deliveries_endpoint_idx, as in DeliveryPullServe
                                LIMIT @cap::bigint) AS x)::bigint AS pending,
        coalesce((SELECT extract(epoch FROM d.message_received_at) FROM deliveries d
-                 WHERE d.endpoint_id = e.id AND d.id > 0
-                 ORDER BY d.id LIMIT 1), 0)::float8 AS oldest_unix
+                 WHERE (d.endpoint_id, d.id) > (e.id, 0) AND (d.endpoint_id, d.id) < (e.id + 1, 0) AND d.id > 0
+                 ORDER BY d.endpoint_id, d.id LIMIT 1), 0)::float8 AS oldest_unix
 FROM unnest(@endpoint_ids::bigint[]) AS e(id);
 
 -- name: EndpointPollIDs :many

@@ -83,11 +83,12 @@ func (q *Queries) DeliveryPullExpire(ctx context.Context, before time.Time) (int
 const deliveryPullLag = `-- name: DeliveryPullLag :many
 SELECT e.id::bigint AS endpoint_id,
        (SELECT count(*) FROM (SELECT 1 FROM deliveries d
-                               WHERE d.endpoint_id = e.id AND d.id > 0 -- deliveries_endpoint_idx
+                               WHERE (d.endpoint_id, d.id) > (e.id, 0) AND (d.endpoint_id, d.id) < (e.id + 1, 0)
+                                 AND d.id > 0 -- deliveries_endpoint_idx, as in DeliveryPullServe
                                LIMIT $1::bigint) AS x)::bigint AS pending,
        coalesce((SELECT extract(epoch FROM d.message_received_at) FROM deliveries d
-                 WHERE d.endpoint_id = e.id AND d.id > 0
-                 ORDER BY d.id LIMIT 1), 0)::float8 AS oldest_unix
+                 WHERE (d.endpoint_id, d.id) > (e.id, 0) AND (d.endpoint_id, d.id) < (e.id + 1, 0) AND d.id > 0
+                 ORDER BY d.endpoint_id, d.id LIMIT 1), 0)::float8 AS oldest_unix
 FROM unnest($2::bigint[]) AS e(id)
 `
 
@@ -142,11 +143,17 @@ WITH tok AS MATERIALIZED (
     SELECT nextval('deliveries_pull_token_seq')::bigint AS t
 ), cand AS MATERIALIZED (
     SELECT d.id FROM deliveries d
-    WHERE d.endpoint_id = $1::bigint AND d.id > 0
-      AND (d.pull_token IS NULL OR d.pull_token > $2::bigint
-           OR (d.pull_token = $2::bigint AND d.id > $3::bigint))
-    ORDER BY d.id
-    LIMIT $4::integer
+    -- The endpoint's range of deliveries_endpoint_idx, as row comparisons
+    -- (@next_endpoint_id is @endpoint_id + 1): with an equality on
+    -- endpoint_id the order by id would be the primary key's too, and a
+    -- generic plan could walk the primary key over every endpoint's rows
+    -- (TestPullStatementsUseTheirIndexes).
+    WHERE (d.endpoint_id, d.id) > ($1::bigint, 0)
+      AND (d.endpoint_id, d.id) < ($2::bigint, 0) AND d.id > 0
+      AND (d.pull_token IS NULL OR d.pull_token > $3::bigint
+           OR (d.pull_token = $3::bigint AND d.id > $4::bigint))
+    ORDER BY d.endpoint_id, d.id -- the index's order: never the primary key's scan
+    LIMIT $5::integer
     FOR UPDATE
 ), upd AS (
     UPDATE deliveries d
@@ -168,10 +175,11 @@ ORDER BY u.id
 `
 
 type DeliveryPullServeParams struct {
-	EndpointID int64
-	AfterToken int64
-	AfterID    int64
-	Lim        int32
+	EndpointID     int64
+	NextEndpointID int64
+	AfterToken     int64
+	AfterID        int64
+	Lim            int32
 }
 
 type DeliveryPullServeRow struct {
@@ -195,10 +203,11 @@ type DeliveryPullServeRow struct {
 // (one per pull, increasing) and counts an attempt. Returns the rows with
 // their messages, carriers, and the token. Runs after DeliveryPullLock, in
 // its transaction. The rows are read by deliveries_endpoint_idx (partial
-// on id > 0, migration 00070).
+// on id > 0, migration 00070), from the start of the endpoint's range.
 func (q *Queries) DeliveryPullServe(ctx context.Context, arg DeliveryPullServeParams) ([]DeliveryPullServeRow, error) {
 	rows, err := q.db.Query(ctx, deliveryPullServe,
 		arg.EndpointID,
+		arg.NextEndpointID,
 		arg.AfterToken,
 		arg.AfterID,
 		arg.Lim,
