@@ -5,6 +5,12 @@ VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 TOOLS   := $(CURDIR)/tools/go.mod
 SQLC    := $(GO) tool -modfile=$(TOOLS) sqlc
 STATICCHECK := $(GO) tool -modfile=$(TOOLS) staticcheck
+OAPI    := $(GO) tool -modfile=$(TOOLS) oapi-codegen
+# The Go client (package client) from openapi/openapi.json, written to $(1):
+# the document in the OpenAPI 3.0 dialect oapi-codegen reads
+# (client/internal/openapi30), then the generator.
+GEN_CLIENT = tmp=$$(mktemp -d) && $(GO) run ./client/internal/openapi30 openapi/openapi.json > $$tmp/openapi30.json && \
+	$(OAPI) -config client/oapi-codegen.yaml -o $(1) $$tmp/openapi30.json && rm -r $$tmp
 
 .PHONY: help build run demo test lint test-faults failover-drill bench bench-cluster bench-search soak screenshots generate check-generated vet fmt clean image
 
@@ -64,11 +70,13 @@ screenshots: ## retake docs/screenshots/*.png with the dashboard's browser test 
 	HOOKRELAY_SCREENSHOT_DIR=$(CURDIR)/docs/screenshots HOOKRELAY_TEST_DATABASE_URL=$$(scripts/pg-url.sh) \
 		$(GO) test -count=1 -run 'TestWebBrowser|TestPortalBrowser|TestWebCarriers' ./web/
 
-generate: ## regenerate the sqlc code from db/queries
+generate: ## regenerate the sqlc code from db/queries and the Go client from openapi/openapi.json
 	$(SQLC) generate
+	$(call GEN_CLIENT,client/client.gen.go)
 
-check-generated: ## fail when the committed sqlc output differs from what the queries generate
+check-generated: ## fail when the committed sqlc output or Go client differs from what their sources generate
 	$(SQLC) diff
+	out=$$(mktemp) && $(call GEN_CLIENT,$$out) && diff -u client/client.gen.go $$out && rm $$out
 
 vet: ## go vet every module (the fault suite with its build tag)
 	$(GO) vet ./...

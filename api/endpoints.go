@@ -18,8 +18,11 @@ import (
 // appears only in the answers to creation and to a PATCH switching the
 // endpoint to hmac; an ed25519 private key never appears, its PublicKey does.
 type EndpointJSON struct {
-	ID          ID     `json:"id"`
-	MerchantID  ID     `json:"merchant_id"`
+	ID         ID `json:"id"`
+	MerchantID ID `json:"merchant_id"`
+	// Type is "push" (deliveries sent to URL) or "poll" (fetched with
+	// GET /v1/endpoints/{id}/events; URL is "").
+	Type        string `json:"type"`
 	URL         string `json:"url"`
 	Description string `json:"description"`
 	// Carriers are the endpoint's carriers (empty: every carrier). In the
@@ -56,6 +59,9 @@ type EndpointJSON struct {
 	// secrets cannot be decrypted with the keys the service holds: which
 	// ones and why. Its deliveries are parked until they are replaced.
 	Unreadable *UnreadableJSON `json:"unreadable,omitempty"`
+	// Lag is present on a poll endpoint shown alone (GET, POST, PATCH):
+	// what it has not acknowledged yet.
+	Lag *LagJSON `json:"lag,omitempty"`
 }
 
 // UnreadableJSON says which of an endpoint's secrets cannot be decrypted:
@@ -78,7 +84,7 @@ func unreadableJSON(u *db.Unreadable) *UnreadableJSON {
 // endpointJSON shows ep; names maps carrier ids to names (carrierNames).
 func endpointJSON(ep db.Endpoint, names map[int64]string) EndpointJSON {
 	out := EndpointJSON{
-		ID: ID(ep.ID), MerchantID: ID(ep.MerchantID), URL: ep.URL, Description: ep.Description,
+		ID: ID(ep.ID), MerchantID: ID(ep.MerchantID), Type: ep.Type, URL: ep.URL, Description: ep.Description,
 		Carriers: make([]string, len(ep.CarrierIDs)), CarrierNames: make([]string, len(ep.CarrierIDs)), EventTypes: ep.EventTypes, Status: ep.Status,
 		DisabledReason: ep.DisabledReason, MaxInFlight: ep.MaxInFlight, RateLimitPerSec: ep.RateLimitPerSec,
 		PayloadMode: ep.PayloadMode, RetrySchedule: make([]string, len(ep.RetrySchedule)),
@@ -103,6 +109,7 @@ func endpointJSON(ep db.Endpoint, names map[int64]string) EndpointJSON {
 // are absent (PATCH leaves them unchanged, POST uses the defaults).
 type endpointRequest struct {
 	MerchantID      *ID               `json:"merchant_id"`
+	Type            *string           `json:"type"`
 	URL             *string           `json:"url"`
 	Description     *string           `json:"description"`
 	Carriers        []json.RawMessage `json:"carriers"`
@@ -154,6 +161,7 @@ func (req endpointRequest) input(body map[string]json.RawMessage) (ops.EndpointI
 		sched := append([]string{}, req.RetrySchedule...)
 		in.RetrySchedule = &sched
 	}
+	in.Type = req.Type
 	in.Ordering = req.Ordering
 	in.SendTraceparent = req.SendTraceparent
 	in.Headers = req.Headers
@@ -190,6 +198,13 @@ func (s *Server) showEndpoint(ctx context.Context, ep db.Endpoint, in *ops.Endpo
 		return EndpointJSON{}, err
 	}
 	out := endpointJSON(ep, names)
+	if ep.Type == db.EndpointPoll {
+		lags, err := s.ops.PullLag(ctx, []int64{ep.ID})
+		if err != nil {
+			return EndpointJSON{}, err
+		}
+		out.Lag = lagJSON(lags[ep.ID], time.Now())
+	}
 	if in != nil && in.Carriers != nil && len(*in.Carriers) == len(out.Carriers) {
 		out.Carriers = append([]string{}, *in.Carriers...)
 	}

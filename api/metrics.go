@@ -9,6 +9,8 @@ type metrics struct {
 	callbacks     prometheus.Counter
 	offloaded     prometheus.Counter
 	announcements prometheus.Counter
+	pullWakeups   prometheus.Counter
+	pullWaiting   prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -27,9 +29,15 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		announcements: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "hookrelay_ingest_announcements_total", Help: "Announcements of stored callbacks sent to dispatchers (NOTIFY hookrelay_due; HOOKRELAY_NOTIFY).",
 		}),
+		pullWakeups: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "hookrelay_pull_wakeups_total", Help: "Times a pull waiting for events (GET /v1/endpoints/{id}/events?wait=) was woken to look again.",
+		}),
+		pullWaiting: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "hookrelay_pull_waiting", Help: "Pulls waiting for events now (GET /v1/endpoints/{id}/events?wait=).",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.callbacks, m.offloaded, m.announcements)
+		reg.MustRegister(m.requests, m.callbacks, m.offloaded, m.announcements, m.pullWakeups, m.pullWaiting)
 	}
 	return m
 }

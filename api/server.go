@@ -121,6 +121,7 @@ type Server struct {
 	limits   *ingest.RateLimits
 	bodies   *ingest.BodyMemory
 	watch    *ingest.Watch
+	pull     *pullSignal // wakes the pulls waiting for events
 	// tracing is whether cfg.Tracer records spans (tracing.Records): the
 	// callbacks skip everything about spans without it.
 	tracing bool
@@ -143,6 +144,14 @@ func New(logger *slog.Logger, cfg Config, store *db.DB, payloads *storage.Store,
 		tracing: tracing.Records(cfg.Tracer),
 		watch:   ingest.NewWatch(cfg.Watch, store, logger, reg),
 	}
+	s.pull = &pullSignal{db: store, logger: logger}
+	stored := cfg.Batcher.OnStored
+	cfg.Batcher.OnStored = func(n int, queues []int) {
+		if stored != nil {
+			stored(n, queues)
+		}
+		s.pull.wake()
+	}
 	if cfg.Announce {
 		s.announce = ingest.NewAnnouncer(store.DueNotify, cfg.AnnounceToken, cfg.AnnounceInterval, logger, m.announcements)
 		local := cfg.Batcher.OnStored
@@ -162,6 +171,8 @@ func New(logger *slog.Logger, cfg Config, store *db.DB, payloads *storage.Store,
 // configuration watch, and the announcer, until ctx ends; it returns after
 // every accepted callback has been answered.
 func (s *Server) Run(ctx context.Context) error {
+	s.pull.setRun(ctx)
+	defer s.pull.wg.Wait()
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() {
@@ -238,6 +249,8 @@ func (s *Server) Register(e *echo.Echo) {
 	route(http.MethodPost, "/v1/endpoints/:id/rotate-secret", s.rotateSecret, merchant)
 	route(http.MethodPost, "/v1/endpoints/:id/test", s.pingEndpoint, merchant)
 	route(http.MethodGet, "/v1/endpoints/:id/deliveries", s.listDeliveries, merchant)
+	route(http.MethodGet, "/v1/endpoints/:id/events", s.pullEvents, merchant)
+	route(http.MethodPost, "/v1/endpoints/:id/events/ack", s.ackEvents, merchant)
 	route(http.MethodPost, "/v1/endpoints/:id/replay", s.startReplay, merchant)
 	route(http.MethodGet, "/v1/replays/:id", s.getReplay, merchant)
 	route(http.MethodPost, "/v1/replays/:id/cancel", s.cancelReplay, merchant)

@@ -96,6 +96,7 @@ type EndpointStatus struct {
 	PayloadMode         string
 	Ordering            string // key | none
 	Signature           string // hmac | ed25519
+	Type                string // push | poll
 	CreatedAt           time.Time
 	ConsecutiveFailures int
 	CircuitState        string // closed | open | half_open
@@ -123,7 +124,7 @@ func (db *DB) EndpointStatusList(ctx context.Context, merchantID, afterID int64,
 		out[i] = EndpointStatus{
 			ID: r.ID, MerchantID: r.MerchantID, URL: r.URL, Description: r.Description, Status: r.Status,
 			DisabledReason: r.DisabledReason, PayloadMode: r.PayloadMode, Ordering: r.Ordering,
-			Signature: r.Signature, CreatedAt: r.CreatedAt, ConsecutiveFailures: int(r.ConsecutiveFailures), CircuitState: r.CircuitState,
+			Signature: r.Signature, Type: r.Type, CreatedAt: r.CreatedAt, ConsecutiveFailures: int(r.ConsecutiveFailures), CircuitState: r.CircuitState,
 			CircuitOpenUntil: r.CircuitOpenUntil, FailingSince: r.FailingSince,
 			LastSuccessAt: r.LastSuccessAt, LastFailureAt: r.LastFailureAt, LastError: r.LastError,
 			UnreadableSince: r.UnreadableSince, UnreadableReason: r.UnreadableReason,

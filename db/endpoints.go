@@ -26,13 +26,23 @@ const (
 	OrderingNone = "none"
 )
 
+// Endpoint types: a push endpoint is sent each delivery at its URL; a poll
+// endpoint has none, and its merchant fetches its deliveries (DeliveryPull)
+// and acknowledges them (DeliveryPullAck). Fixed at creation.
+const (
+	EndpointPush = "push"
+	EndpointPoll = "poll"
+)
+
 // SecretOverlap is how long a rotated-out endpoint secret keeps signing.
 const SecretOverlap = 24 * time.Hour
 
 // Endpoint is a merchant URL with its filters and delivery settings.
 type Endpoint struct {
-	ID              int64
-	MerchantID      int64
+	ID         int64
+	MerchantID int64
+	// Type is EndpointPush or EndpointPoll (URL is "" for poll).
+	Type            string
 	URL             string
 	Description     string
 	CarrierIDs      []int64  // empty = every carrier
@@ -73,6 +83,9 @@ type Endpoint struct {
 
 // EndpointFields are the settable fields of an endpoint.
 type EndpointFields struct {
+	// Type is EndpointPush (default) or EndpointPoll; only EndpointCreate
+	// reads it (an endpoint's type does not change).
+	Type            string
 	URL             string
 	Description     string
 	CarrierIDs      []int64
@@ -98,6 +111,9 @@ type EndpointFields struct {
 }
 
 func (f EndpointFields) withDefaults() EndpointFields {
+	if f.Type == "" {
+		f.Type = EndpointPush
+	}
 	if f.MaxInFlight == 0 {
 		f.MaxInFlight = 10
 	}
@@ -143,7 +159,7 @@ func (db *DB) endpointFrom(r dbsqlc.Endpoint) (Endpoint, error) {
 		return Endpoint{}, fmt.Errorf("endpoint %d: %w", r.ID, err)
 	}
 	return Endpoint{
-		ID: r.ID, MerchantID: r.MerchantID, URL: r.URL, Description: r.Description,
+		ID: r.ID, MerchantID: r.MerchantID, Type: r.Type, URL: r.URL, Description: r.Description,
 		CarrierIDs: r.CarrierIDs, EventTypes: r.EventTypes, Status: r.Status,
 		DisabledReason: r.DisabledReason, MaxInFlight: int(r.MaxInFlight),
 		RateLimitPerSec: int(r.RateLimitPerSec), PayloadMode: r.PayloadMode,
@@ -198,7 +214,7 @@ func (db *DB) EndpointCreate(ctx context.Context, merchantID int64, f EndpointFi
 			RetryScheduleMs: msList(f.RetrySchedule), TimeoutMs: int32(f.Timeout.Milliseconds()),
 			Ordering: f.Ordering, SendTraceparent: !f.OmitTraceparent,
 			Headers: sf.headers, Auth: sf.auth, Filter: f.Filter,
-			Signature: f.Signature, PublicKey: hookrelay.PublicKeyOf(secret),
+			Signature: f.Signature, PublicKey: hookrelay.PublicKeyOf(secret), Type: f.Type,
 		})
 		if err != nil {
 			return unavailable(err)
@@ -332,7 +348,7 @@ func (db *DB) EndpointUpdate(ctx context.Context, id int64, f EndpointFields, ne
 // EndpointFieldsOf returns the settable fields of ep.
 func EndpointFieldsOf(ep Endpoint) EndpointFields {
 	return EndpointFields{
-		URL: ep.URL, Description: ep.Description, CarrierIDs: ep.CarrierIDs, EventTypes: ep.EventTypes,
+		Type: ep.Type, URL: ep.URL, Description: ep.Description, CarrierIDs: ep.CarrierIDs, EventTypes: ep.EventTypes,
 		MaxInFlight: ep.MaxInFlight, RateLimitPerSec: ep.RateLimitPerSec, PayloadMode: ep.PayloadMode,
 		RetrySchedule: ep.RetrySchedule, Timeout: ep.Timeout, Ordering: ep.Ordering, OmitTraceparent: ep.OmitTraceparent,
 		Headers: ep.Headers, Auth: ep.Auth, Filter: ep.Filter, Signature: ep.Signature,

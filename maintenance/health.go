@@ -24,6 +24,10 @@ func (mt *Maintainer) healthLoop(ctx context.Context) {
 		case err == nil:
 			mt.m.sampleSeconds.WithLabelValues("health").Set(time.Since(start).Seconds())
 			mt.publishHealth(h)
+			if err := mt.samplePullLag(ctx, mt.cfg.Now()); err != nil && ctx.Err() == nil {
+				mt.m.sampleFailures.WithLabelValues("poll_lag").Inc()
+				mt.logger.Warn("maintenance: poll endpoints' lag sample failed", "error", err)
+			}
 			mt.warnLongTransactions(ctx, h, warned)
 			if h.Autovacuum {
 				autovacuumWarned = time.Time{}

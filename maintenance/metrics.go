@@ -46,6 +46,13 @@ type metrics struct {
 	retentionFailures   prometheus.Counter
 	partitionsCreated   prometheus.Counter
 	pendingPayloadPurge prometheus.Gauge
+
+	pullExpired     prometheus.Counter
+	pullLag         *prometheus.GaugeVec // endpoint_id; at most maxLagSeries series
+	pullPending     *prometheus.GaugeVec // endpoint_id; the same series
+	pullLagMax      prometheus.Gauge
+	pullPendingAll  prometheus.Gauge
+	pullEndpointsAt prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -108,7 +115,17 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		partitionsCreated: prometheus.NewCounter(prometheus.CounterOpts{Name: "hookrelay_retention_partitions_created_total",
 			Help: "Day partitions created ahead."}),
 		pendingPayloadPurge: g("hookrelay_retention_pending_payload_days", "Dropped days whose S3 payload prefix is not deleted yet."),
+		pullExpired: prometheus.NewCounter(prometheus.CounterOpts{Name: "hookrelay_poll_expired_total",
+			Help: "Deliveries of poll endpoints not acknowledged within retention that became dead letters."}),
+		pullLag: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "hookrelay_poll_endpoint_lag_seconds",
+			Help: "Age of the oldest delivery a poll endpoint has not acknowledged (0: none), for the poll endpoints furthest behind (at most 50 series)."}, []string{"endpoint_id"}),
+		pullPending: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "hookrelay_poll_endpoint_pending",
+			Help: "Deliveries a poll endpoint has not acknowledged (counted up to 100,000), for the endpoints of hookrelay_poll_endpoint_lag_seconds."}, []string{"endpoint_id"}),
+		pullLagMax:      g("hookrelay_poll_lag_max_seconds", "Age of the oldest delivery not acknowledged by any poll endpoint (0: none)."),
+		pullPendingAll:  g("hookrelay_poll_pending", "Deliveries not acknowledged by poll endpoints, all together (each counted up to 100,000)."),
+		pullEndpointsAt: g("hookrelay_poll_endpoints", "Poll endpoints (not deleted; counted up to 1,000)."),
 	}
+	reg.MustRegister(m.pullExpired, m.pullLag, m.pullPending, m.pullLagMax, m.pullPendingAll, m.pullEndpointsAt)
 	reg.MustRegister(m.leader, m.tableBytes, m.indexBytes, m.liveTuples, m.deadTuples, m.deadRatio, m.lastVacuum,
 		m.lastAutovacuum, m.autovacuumOff, m.connections, m.maxConnections, m.idleInTransaction, m.oldestXact, m.longTransactions,
 		m.oldestXminAge, m.preparedXacts, m.slotsHoldingXmin, m.slotXminAge, m.partitions, m.partitionBytes,
@@ -123,11 +140,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 // role, so only the holder exports current values.
 func (m *metrics) resetHealth() {
 	for _, v := range []*prometheus.GaugeVec{m.tableBytes, m.indexBytes, m.liveTuples, m.deadTuples, m.deadRatio,
-		m.lastVacuum, m.lastAutovacuum, m.partitions, m.partitionBytes, m.oldestPartitionAge} {
+		m.lastVacuum, m.lastAutovacuum, m.partitions, m.partitionBytes, m.oldestPartitionAge, m.pullLag, m.pullPending} {
 		v.Reset()
 	}
 	for _, g := range []prometheus.Gauge{m.autovacuumOff, m.connections, m.maxConnections, m.idleInTransaction, m.oldestXact,
-		m.longTransactions, m.oldestXminAge, m.preparedXacts, m.slotsHoldingXmin, m.slotXminAge, m.retentionBlocked} {
+		m.longTransactions, m.oldestXminAge, m.preparedXacts, m.slotsHoldingXmin, m.slotXminAge, m.retentionBlocked,
+		m.pullLagMax, m.pullPendingAll, m.pullEndpointsAt} {
 		g.Set(0)
 	}
 }

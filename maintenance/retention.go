@@ -24,6 +24,9 @@ type RetentionReport struct {
 	Vacuumed []string
 	// DeadLettersDiscarded counts dead letters whose message passed retention.
 	DeadLettersDiscarded int64
+	// PullExpired counts the deliveries of poll endpoints that were not
+	// acknowledged within retention and became dead letters.
+	PullExpired int64
 	// PayloadObjectsDeleted counts S3 objects deleted with their days.
 	PayloadObjectsDeleted int
 	// SessionsDeleted counts the expired dashboard sessions deleted.
@@ -62,6 +65,19 @@ func (mt *Maintainer) retain(ctx context.Context, sess *db.Session, now time.Tim
 	cutoff := now.Add(-mt.cfg.Retention)
 	today := now.UTC().Truncate(24 * time.Hour)
 	keepKeysFrom := today.AddDate(0, 0, 1-mt.cfg.IdempotencyDays)
+
+	// Poll endpoints' deliveries not acknowledged within retention become
+	// dead letters (a push delivery has its retries and then becomes one;
+	// a pulled one has only this window). They are shown like any dead
+	// letter until their message's day is dropped.
+	if n, err := mt.db.DeliveryPullExpire(ctx, cutoff); err != nil {
+		errs = append(errs, err)
+	} else if n > 0 {
+		rep.PullExpired = n
+		mt.m.pullExpired.Add(float64(n))
+		mt.logger.Warn("maintenance: poll endpoints' deliveries not acknowledged within retention became dead letters",
+			"count", n, "received_before", cutoff)
+	}
 
 	// Dead letters of messages past retention go first: they would otherwise
 	// pin their day for ever.
@@ -162,9 +178,9 @@ func (mt *Maintainer) retain(ctx context.Context, sess *db.Session, now time.Tim
 			"took", time.Since(start))
 	}
 
-	detail := fmt.Sprintf("created=%d dropped=%s blocked=%s vacuumed=%s dead_letters_discarded=%d payload_objects_deleted=%d",
+	detail := fmt.Sprintf("created=%d dropped=%s blocked=%s vacuumed=%s dead_letters_discarded=%d pull_expired=%d payload_objects_deleted=%d",
 		rep.Created, strings.Join(rep.Dropped, ","), strings.Join(rep.Blocked, ","), strings.Join(rep.Vacuumed, ","),
-		rep.DeadLettersDiscarded, n)
+		rep.DeadLettersDiscarded, rep.PullExpired, n)
 	if err := errors.Join(errs...); err != nil {
 		return rep, err
 	}

@@ -50,6 +50,9 @@ const (
 // there (or in endpoint_headers.go, endpoint_auth.go) and one entry in the
 // portal's form definition (package web).
 type EndpointInput struct {
+	// Type is db.EndpointPush (default) or db.EndpointPoll; taken at
+	// creation only (an update may repeat the endpoint's own).
+	Type        *string
 	URL         *string
 	Description *string
 	// Carriers are carrier names or decimal ids; empty means every carrier.

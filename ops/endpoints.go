@@ -42,7 +42,8 @@ func shownSecret(secret string) string {
 // CreateEndpoint validates in and creates an enabled endpoint of merchant
 // merchantID with a fresh signing secret or key pair. A merchant creates
 // only its own (another merchant named is EFORBIDDEN); the operator names an
-// existing merchant. The URL is required.
+// existing merchant. A push endpoint (the default type) needs a URL; a
+// poll endpoint has none.
 func (s *Service) CreateEndpoint(ctx context.Context, a Actor, merchantID int64, in EndpointInput) (NewEndpoint, error) {
 	if a.MerchantID != 0 && merchantID != a.MerchantID {
 		return NewEndpoint{}, hookrelay.Errorf(hookrelay.EFORBIDDEN, "merchant_id names another merchant")
@@ -55,10 +56,13 @@ func (s *Service) CreateEndpoint(ctx context.Context, a Actor, merchantID int64,
 			return NewEndpoint{}, err
 		}
 	}
-	if in.URL == nil {
-		return NewEndpoint{}, fieldErrorf(fieldURL, "url is required")
-	}
 	f := db.EndpointFields{Signature: hookrelay.SignatureHMAC}
+	if err := applyType(in, &f); err != nil {
+		return NewEndpoint{}, err
+	}
+	if f.Type == db.EndpointPoll {
+		in.URL = nil
+	}
 	if err := s.ApplyEndpoint(ctx, in, &f); err != nil {
 		return NewEndpoint{}, err
 	}
@@ -79,6 +83,15 @@ func (s *Service) UpdateEndpoint(ctx context.Context, a Actor, id int64, in Endp
 	ep, err := s.Endpoint(ctx, a, id)
 	if err != nil {
 		return NewEndpoint{}, err
+	}
+	if in.Type != nil && *in.Type != ep.Type {
+		return NewEndpoint{}, fieldErrorf(fieldType, "type cannot be changed: create another endpoint")
+	}
+	if ep.Type == db.EndpointPoll && in.URL != nil && *in.URL != "" {
+		return NewEndpoint{}, fieldErrorf(fieldURL, "a poll endpoint has no url: its deliveries are fetched, not sent")
+	}
+	if ep.Type == db.EndpointPoll {
+		in.URL = nil
 	}
 	f := db.EndpointFieldsOf(ep)
 	if err := s.ApplyEndpoint(ctx, in, &f); err != nil {

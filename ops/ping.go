@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/db"
 )
 
 // A ping is a test delivery: a signed {"type":"ping"} sent to an endpoint
@@ -27,6 +28,10 @@ func (s *Service) Ping(ctx context.Context, a Actor, id int64) (hookrelay.PingRe
 	ep, err := s.Endpoint(ctx, a, id)
 	if err != nil {
 		return hookrelay.PingResult{}, err
+	}
+	if ep.Type == db.EndpointPoll {
+		return hookrelay.PingResult{}, hookrelay.Errorf(hookrelay.ECONFLICT,
+			"endpoint %d is a poll endpoint: nothing is sent to it (fetch its events with GET /v1/endpoints/%d/events)", ep.ID, ep.ID)
 	}
 	if s.cfg.Pinger == nil {
 		return hookrelay.PingResult{}, hookrelay.Errorf(hookrelay.EUNAVAILABLE, "test events are not available in this process")

@@ -287,6 +287,9 @@ func buildForm(ch formChoices, vals map[string][]string, errs fieldErrors, ep *d
 	fv.Error = errs[""]
 	focused := false
 	for _, f := range endpointForm {
+		if f.Name == "url" && ep != nil && ep.Type == db.EndpointPoll {
+			continue // a poll endpoint has none
+		}
 		v := fieldView{formField: f, Error: errs[f.Name]}
 		if v.Error != "" && !focused {
 			v.Focus, focused = true, true

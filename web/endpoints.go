@@ -20,6 +20,9 @@ const pendingCap = 1000
 type endpointRow struct {
 	db.EndpointStatus
 	Pending int64
+	// Lag is a poll endpoint's oldest delivery not acknowledged (nil for
+	// push endpoints; Oldest zero when none is pending).
+	Lag *db.PullLag
 }
 
 type endpointsData struct {
@@ -76,8 +79,28 @@ func (d *Dashboard) endpointRows(c echo.Context, merchantID int64) (endpointsDat
 	if err != nil {
 		return endpointsData{}, err
 	}
+	var polls []int64
 	for _, ep := range list {
-		data.Rows = append(data.Rows, endpointRow{EndpointStatus: ep, Pending: pending[ep.ID]})
+		if ep.Type == db.EndpointPoll {
+			polls = append(polls, ep.ID)
+		}
+	}
+	lags := map[int64]db.PullLag{}
+	if len(polls) > 0 {
+		ls, err := d.reads(c).DeliveryPullLag(ctx, polls, pendingCap+1)
+		if err != nil {
+			return endpointsData{}, err
+		}
+		for _, l := range ls {
+			lags[l.EndpointID] = l
+		}
+	}
+	for _, ep := range list {
+		row := endpointRow{EndpointStatus: ep, Pending: pending[ep.ID]}
+		if l, ok := lags[ep.ID]; ok {
+			row.Lag = &l
+		}
+		data.Rows = append(data.Rows, row)
 	}
 	return data, nil
 }

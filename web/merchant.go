@@ -45,6 +45,7 @@ type merchantEndpointData struct {
 	E        db.Endpoint
 	Health   *db.EndpointStatus
 	Pending  []db.PendingDelivery
+	Lag      *db.PullLag // poll endpoints only
 	Attempts []db.Attempt
 	Secrets  []db.EndpointSecret // shown only after reveal or rotate
 	Rotated  bool
@@ -56,7 +57,16 @@ type merchantEndpointData struct {
 }
 
 func (d *Dashboard) merchantEndpointData(ctx context.Context, ep db.Endpoint) (merchantEndpointData, error) {
-	data := merchantEndpointData{E: ep, CanPing: d.cfg.Ops.CanPing()}
+	data := merchantEndpointData{E: ep, CanPing: d.cfg.Ops.CanPing() && ep.Type != db.EndpointPoll}
+	if ep.Type == db.EndpointPoll {
+		lags, err := d.store.DeliveryPullLag(ctx, []int64{ep.ID}, pendingCap+1)
+		if err != nil {
+			return data, err
+		}
+		if len(lags) == 1 {
+			data.Lag = &lags[0]
+		}
+	}
 	if len(ep.CarrierIDs) > 0 {
 		all, err := d.store.CarrierAll(ctx)
 		if err != nil {

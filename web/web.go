@@ -37,6 +37,7 @@ type Store interface {
 	StatSamplesSince(ctx context.Context, since time.Time) ([]db.StatSample, error)
 	EndpointStatusList(ctx context.Context, merchantID, afterID int64, limit int) ([]db.EndpointStatus, error)
 	DeliveryCountByEndpoint(ctx context.Context, endpointIDs []int64, limit int) (map[int64]int64, error)
+	DeliveryPullLag(ctx context.Context, endpointIDs []int64, limit int64) ([]db.PullLag, error)
 	DeadLetterList(ctx context.Context, f db.DeadLetterFilter, page db.DeadLetterPage, limit int) ([]db.DeadLetter, error)
 	DeadLetterCount(ctx context.Context, f db.DeadLetterFilter, limit int) (int64, error)
 	DeliveryRead(ctx context.Context, id int64) (db.DeliveryRecord, error)

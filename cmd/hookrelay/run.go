@@ -52,6 +52,8 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 		return runServe(ctx, rest, getenv, stdout, stderr, environ)
 	case "migrate":
 		return runMigrate(ctx, rest, getenv, stdout, stderr, environ)
+	case "listen":
+		return runListen(ctx, rest, getenv, stdout, stderr)
 	case "bench":
 		return runBench(rest, getenv, stdout)
 	case "token":

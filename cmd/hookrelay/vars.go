@@ -114,7 +114,7 @@ const varPrefix = "HOOKRELAY_"
 // not to the binary: the walkthrough's shell variable, deploy/compose.yaml's
 // image and the test suites' (a trailing _ names a prefix). They are not
 // reported.
-var foreignVars = []string{"HOOKRELAY_URL", "HOOKRELAY_IMAGE", "HOOKRELAY_TEST_", "HOOKRELAY_E2E_", "HOOKRELAY_SCREENSHOT_DIR", "HOOKRELAY_UPDATE_FUNCTIONS"}
+var foreignVars = []string{"HOOKRELAY_URL", "HOOKRELAY_API_KEY", "HOOKRELAY_IMAGE", "HOOKRELAY_TEST_", "HOOKRELAY_E2E_", "HOOKRELAY_SCREENSHOT_DIR", "HOOKRELAY_UPDATE_FUNCTIONS"}
 
 // unknownVar is a HOOKRELAY_ variable of the environment that no setting
 // reads, with the known one it most likely meant ("" when none is close).

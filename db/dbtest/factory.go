@@ -94,6 +94,7 @@ type EndpointOpts struct {
 	Secret          string        // default a new whsec_ secret
 	Disabled        bool          // create, then disable
 	Ordering        string        // default key
+	Type            string        // default push; poll takes no URL
 }
 
 // Endpoint inserts an endpoint with its secret and returns it with the secret.
@@ -107,7 +108,7 @@ func Endpoint(t testing.TB, store *db.DB, opts *EndpointOpts) (db.Endpoint, stri
 		m, _ := Merchant(t, store, nil)
 		o.MerchantID = m.ID
 	}
-	if o.URL == "" {
+	if o.URL == "" && o.Type != db.EndpointPoll {
 		o.URL = "http://127.0.0.1:9/hook"
 	}
 	if o.Secret == "" {
@@ -117,7 +118,7 @@ func Endpoint(t testing.TB, store *db.DB, opts *EndpointOpts) (db.Endpoint, stri
 	ep, err := store.EndpointCreate(ctx, o.MerchantID, db.EndpointFields{
 		URL: o.URL, Description: o.Description, CarrierIDs: o.CarrierIDs, EventTypes: o.EventTypes,
 		MaxInFlight: o.MaxInFlight, RateLimitPerSec: o.RateLimitPerSec, PayloadMode: o.PayloadMode,
-		RetrySchedule: o.RetrySchedule, Timeout: o.Timeout, Ordering: o.Ordering,
+		RetrySchedule: o.RetrySchedule, Timeout: o.Timeout, Ordering: o.Ordering, Type: o.Type,
 	}, o.Secret)
 	if err != nil {
 		t.Fatalf("dbtest.Endpoint: %v", err)

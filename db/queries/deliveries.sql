@@ -31,6 +31,7 @@
 --     00270) are walked past like endpoints with nothing due: their rows
 --     would only step aside;
 -- For each candidate:
+--   * of a poll endpoint (migration 00330): parked, never leased;
 --   * not the head of its (endpoint, ordering key) chain: park it
 --     (visible_at = 'infinity') after taking FOR KEY SHARE SKIP LOCKED on its
 --     immediate predecessor; if that lock cannot be had (the predecessor is
@@ -150,6 +151,7 @@ info AS MATERIALIZED (
                ORDER BY p.endpoint_id DESC, p.ordering_key DESC, p.id DESC LIMIT 1)
            END AS pred_id,
            coalesce(e.status, 'deleted') AS ep_status,
+           coalesce(e.type, 'push') AS ep_type,
            coalesce(h.circuit_state, 'closed') AS circuit_state,
            h.circuit_open_until
     FROM cand c
@@ -177,6 +179,9 @@ ranked AS MATERIALIZED (
 decide AS MATERIALIZED (
     SELECT r.id, r.endpoint_id, r.circuit_state, r.circuit_open_until,
            CASE
+               -- A poll endpoint's rows are fetched by its merchant, never
+               -- sent: parked for good, out of the claim index.
+               WHEN r.ep_type = 'poll' THEN 'park'
                WHEN r.pred_id IS NOT NULL THEN
                    CASE WHEN r.pred_locked THEN 'park' ELSE 'skip' END
                WHEN r.ep_status <> 'enabled' THEN 'hold'

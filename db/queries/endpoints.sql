@@ -1,10 +1,10 @@
 -- name: EndpointInsert :one
 INSERT INTO endpoints (merchant_id, url, description, carrier_ids, event_types, max_in_flight,
                        rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, ordering,
-                       headers, auth, filter, signature, public_key, send_traceparent)
+                       headers, auth, filter, signature, public_key, send_traceparent, type)
 VALUES (@merchant_id, @url, @description, @carrier_ids, @event_types, @max_in_flight,
         @rate_limit_per_sec, @payload_mode, @retry_schedule_ms, @timeout_ms, @ordering,
-        @headers, @auth, @filter, @signature, @public_key, @send_traceparent)
+        @headers, @auth, @filter, @signature, @public_key, @send_traceparent, @type)
 RETURNING *;
 
 -- name: EndpointGet :one
@@ -20,7 +20,7 @@ ORDER BY id LIMIT @lim;
 -- name: EndpointListWithHealth :many
 -- Endpoints (not deleted) with their health, keyset by id; merchant_id 0 = all.
 SELECT e.id, e.merchant_id, e.url, e.description, e.status, e.disabled_reason,
-       e.payload_mode, e.ordering, e.signature, e.created_at,
+       e.payload_mode, e.ordering, e.signature, e.created_at, e.type,
        COALESCE(h.consecutive_failures, 0)::integer AS consecutive_failures,
        COALESCE(h.circuit_state, 'closed')::text AS circuit_state,
        h.circuit_open_until, h.failing_since, h.last_success_at, h.last_failure_at,

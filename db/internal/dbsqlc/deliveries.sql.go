@@ -336,6 +336,7 @@ info AS MATERIALIZED (
                ORDER BY p.endpoint_id DESC, p.ordering_key DESC, p.id DESC LIMIT 1)
            END AS pred_id,
            coalesce(e.status, 'deleted') AS ep_status,
+           coalesce(e.type, 'push') AS ep_type,
            coalesce(h.circuit_state, 'closed') AS circuit_state,
            h.circuit_open_until
     FROM cand c
@@ -348,7 +349,7 @@ locked_pred AS MATERIALIZED (
     FOR KEY SHARE SKIP LOCKED
 ),
 ranked AS MATERIALIZED (
-    SELECT i.id, i.endpoint_id, i.pred_id, i.ep_status, i.circuit_state, i.circuit_open_until, (lp.id IS NOT NULL) AS pred_locked,
+    SELECT i.id, i.endpoint_id, i.pred_id, i.ep_status, i.ep_type, i.circuit_state, i.circuit_open_until, (lp.id IS NOT NULL) AS pred_locked,
            row_number() OVER (PARTITION BY i.endpoint_id, (i.pred_id IS NULL) ORDER BY i.id) AS head_rank
     FROM info i
     LEFT JOIN locked_pred lp ON lp.id = i.pred_id
@@ -356,6 +357,9 @@ ranked AS MATERIALIZED (
 decide AS MATERIALIZED (
     SELECT r.id, r.endpoint_id, r.circuit_state, r.circuit_open_until,
            CASE
+               -- A poll endpoint's rows are fetched by its merchant, never
+               -- sent: parked for good, out of the claim index.
+               WHEN r.ep_type = 'poll' THEN 'park'
                WHEN r.pred_id IS NOT NULL THEN
                    CASE WHEN r.pred_locked THEN 'park' ELSE 'skip' END
                WHEN r.ep_status <> 'enabled' THEN 'hold'
@@ -491,6 +495,7 @@ type DeliveryClaimRow struct {
 //     would only step aside;
 //
 // For each candidate:
+//   - of a poll endpoint (migration 00330): parked, never leased;
 //   - not the head of its (endpoint, ordering key) chain: park it
 //     (visible_at = 'infinity') after taking FOR KEY SHARE SKIP LOCKED on its
 //     immediate predecessor; if that lock cannot be had (the predecessor is
@@ -715,7 +720,7 @@ func (q *Queries) DeliveryExtend(ctx context.Context, arg DeliveryExtendParams) 
 
 const deliveryGet = `-- name: DeliveryGet :one
 
-SELECT id, queue, endpoint_id, ordering_key, ordered, message_id, message_received_at, attempt, visible_at, lease_owner, lease_token, last_status, last_error, created_at, leased_until FROM deliveries WHERE id = $1
+SELECT id, queue, endpoint_id, ordering_key, ordered, message_id, message_received_at, attempt, visible_at, lease_owner, lease_token, last_status, last_error, created_at, leased_until, pull_token FROM deliveries WHERE id = $1
 `
 
 // deliveries_endpoint_idx
@@ -738,18 +743,19 @@ func (q *Queries) DeliveryGet(ctx context.Context, id int64) (Delivery, error) {
 		&i.LastError,
 		&i.CreatedAt,
 		&i.LeasedUntil,
+		&i.PullToken,
 	)
 	return i, err
 }
 
 const deliveryListByEndpoint = `-- name: DeliveryListByEndpoint :many
 WITH d AS NOT MATERIALIZED (
-    SELECT id, queue, endpoint_id, ordering_key, ordered, message_id, message_received_at, attempt, visible_at, lease_owner, lease_token, last_status, last_error, created_at, leased_until FROM deliveries WHERE endpoint_id = $4 AND id > 0
+    SELECT id, queue, endpoint_id, ordering_key, ordered, message_id, message_received_at, attempt, visible_at, lease_owner, lease_token, last_status, last_error, created_at, leased_until, pull_token FROM deliveries WHERE endpoint_id = $4 AND id > 0
 )
-SELECT id, queue, endpoint_id, ordering_key, ordered, message_id, message_received_at, attempt, visible_at, lease_owner, lease_token, last_status, last_error, created_at, leased_until FROM (
-    (SELECT id, queue, endpoint_id, ordering_key, ordered, message_id, message_received_at, attempt, visible_at, lease_owner, lease_token, last_status, last_error, created_at, leased_until FROM d WHERE NOT $1::boolean AND id > $2 ORDER BY id LIMIT $3)
+SELECT id, queue, endpoint_id, ordering_key, ordered, message_id, message_received_at, attempt, visible_at, lease_owner, lease_token, last_status, last_error, created_at, leased_until, pull_token FROM (
+    (SELECT id, queue, endpoint_id, ordering_key, ordered, message_id, message_received_at, attempt, visible_at, lease_owner, lease_token, last_status, last_error, created_at, leased_until, pull_token FROM d WHERE NOT $1::boolean AND id > $2 ORDER BY id LIMIT $3)
     UNION ALL
-    (SELECT id, queue, endpoint_id, ordering_key, ordered, message_id, message_received_at, attempt, visible_at, lease_owner, lease_token, last_status, last_error, created_at, leased_until FROM d WHERE $1::boolean AND id < $2 ORDER BY id DESC LIMIT $3)
+    (SELECT id, queue, endpoint_id, ordering_key, ordered, message_id, message_received_at, attempt, visible_at, lease_owner, lease_token, last_status, last_error, created_at, leased_until, pull_token FROM d WHERE $1::boolean AND id < $2 ORDER BY id DESC LIMIT $3)
 ) page
 ORDER BY CASE WHEN $1::boolean THEN id END DESC, id
 `
@@ -777,6 +783,7 @@ type DeliveryListByEndpointRow struct {
 	LastError         *string
 	CreatedAt         time.Time
 	LeasedUntil       *time.Time
+	PullToken         *int64
 }
 
 // Up to @lim pending deliveries of one endpoint by id: ascending after
@@ -814,6 +821,7 @@ func (q *Queries) DeliveryListByEndpoint(ctx context.Context, arg DeliveryListBy
 			&i.LastError,
 			&i.CreatedAt,
 			&i.LeasedUntil,
+			&i.PullToken,
 		); err != nil {
 			return nil, err
 		}

@@ -40,7 +40,7 @@ func (q *Queries) EndpointCountByStatus(ctx context.Context) ([]EndpointCountByS
 }
 
 const endpointGet = `-- name: EndpointGet :one
-SELECT id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter, signature, public_key, send_traceparent FROM endpoints WHERE id = $1 AND status <> 'deleted'
+SELECT id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter, signature, public_key, send_traceparent, type FROM endpoints WHERE id = $1 AND status <> 'deleted'
 `
 
 func (q *Queries) EndpointGet(ctx context.Context, id int64) (Endpoint, error) {
@@ -69,6 +69,7 @@ func (q *Queries) EndpointGet(ctx context.Context, id int64) (Endpoint, error) {
 		&i.Signature,
 		&i.PublicKey,
 		&i.SendTraceparent,
+		&i.Type,
 	)
 	return i, err
 }
@@ -76,11 +77,11 @@ func (q *Queries) EndpointGet(ctx context.Context, id int64) (Endpoint, error) {
 const endpointInsert = `-- name: EndpointInsert :one
 INSERT INTO endpoints (merchant_id, url, description, carrier_ids, event_types, max_in_flight,
                        rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, ordering,
-                       headers, auth, filter, signature, public_key, send_traceparent)
+                       headers, auth, filter, signature, public_key, send_traceparent, type)
 VALUES ($1, $2, $3, $4, $5, $6,
         $7, $8, $9, $10, $11,
-        $12, $13, $14, $15, $16, $17)
-RETURNING id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter, signature, public_key, send_traceparent
+        $12, $13, $14, $15, $16, $17, $18)
+RETURNING id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter, signature, public_key, send_traceparent, type
 `
 
 type EndpointInsertParams struct {
@@ -101,6 +102,7 @@ type EndpointInsertParams struct {
 	Signature       string
 	PublicKey       string
 	SendTraceparent bool
+	Type            string
 }
 
 func (q *Queries) EndpointInsert(ctx context.Context, arg EndpointInsertParams) (Endpoint, error) {
@@ -122,6 +124,7 @@ func (q *Queries) EndpointInsert(ctx context.Context, arg EndpointInsertParams) 
 		arg.Signature,
 		arg.PublicKey,
 		arg.SendTraceparent,
+		arg.Type,
 	)
 	var i Endpoint
 	err := row.Scan(
@@ -147,12 +150,13 @@ func (q *Queries) EndpointInsert(ctx context.Context, arg EndpointInsertParams) 
 		&i.Signature,
 		&i.PublicKey,
 		&i.SendTraceparent,
+		&i.Type,
 	)
 	return i, err
 }
 
 const endpointList = `-- name: EndpointList :many
-SELECT id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter, signature, public_key, send_traceparent FROM endpoints
+SELECT id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter, signature, public_key, send_traceparent, type FROM endpoints
 WHERE status <> 'deleted'
   AND ($1::bigint = 0 OR merchant_id = $1::bigint)
   AND id > $2
@@ -197,6 +201,7 @@ func (q *Queries) EndpointList(ctx context.Context, arg EndpointListParams) ([]E
 			&i.Signature,
 			&i.PublicKey,
 			&i.SendTraceparent,
+			&i.Type,
 		); err != nil {
 			return nil, err
 		}
@@ -369,7 +374,7 @@ func (q *Queries) EndpointListUnsealed(ctx context.Context, arg EndpointListUnse
 
 const endpointListWithHealth = `-- name: EndpointListWithHealth :many
 SELECT e.id, e.merchant_id, e.url, e.description, e.status, e.disabled_reason,
-       e.payload_mode, e.ordering, e.signature, e.created_at,
+       e.payload_mode, e.ordering, e.signature, e.created_at, e.type,
        COALESCE(h.consecutive_failures, 0)::integer AS consecutive_failures,
        COALESCE(h.circuit_state, 'closed')::text AS circuit_state,
        h.circuit_open_until, h.failing_since, h.last_success_at, h.last_failure_at,
@@ -400,6 +405,7 @@ type EndpointListWithHealthRow struct {
 	Ordering            string
 	Signature           string
 	CreatedAt           time.Time
+	Type                string
 	ConsecutiveFailures int32
 	CircuitState        string
 	CircuitOpenUntil    *time.Time
@@ -432,6 +438,7 @@ func (q *Queries) EndpointListWithHealth(ctx context.Context, arg EndpointListWi
 			&i.Ordering,
 			&i.Signature,
 			&i.CreatedAt,
+			&i.Type,
 			&i.ConsecutiveFailures,
 			&i.CircuitState,
 			&i.CircuitOpenUntil,
@@ -489,7 +496,7 @@ func (q *Queries) EndpointResealMany(ctx context.Context, arg EndpointResealMany
 const endpointSetStatus = `-- name: EndpointSetStatus :one
 UPDATE endpoints SET status = $1, disabled_reason = $2, updated_at = now()
 WHERE id = $3 AND status <> 'deleted'
-RETURNING id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter, signature, public_key, send_traceparent
+RETURNING id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter, signature, public_key, send_traceparent, type
 `
 
 type EndpointSetStatusParams struct {
@@ -524,6 +531,7 @@ func (q *Queries) EndpointSetStatus(ctx context.Context, arg EndpointSetStatusPa
 		&i.Signature,
 		&i.PublicKey,
 		&i.SendTraceparent,
+		&i.Type,
 	)
 	return i, err
 }
@@ -564,7 +572,7 @@ UPDATE endpoints SET
     send_traceparent   = $16,
     updated_at         = now()
 WHERE id = $17 AND status <> 'deleted'
-RETURNING id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter, signature, public_key, send_traceparent
+RETURNING id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter, signature, public_key, send_traceparent, type
 `
 
 type EndpointUpdateParams struct {
@@ -631,6 +639,7 @@ func (q *Queries) EndpointUpdate(ctx context.Context, arg EndpointUpdateParams) 
 		&i.Signature,
 		&i.PublicKey,
 		&i.SendTraceparent,
+		&i.Type,
 	)
 	return i, err
 }

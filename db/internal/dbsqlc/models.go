@@ -108,6 +108,7 @@ type Delivery struct {
 	LastError         *string
 	CreatedAt         time.Time
 	LeasedUntil       *time.Time
+	PullToken         *int64
 }
 
 type DeliveryAttempt struct {
@@ -157,6 +158,7 @@ type Endpoint struct {
 	Signature       string
 	PublicKey       string
 	SendTraceparent bool
+	Type            string
 }
 
 type EndpointHealth struct {

@@ -1,0 +1,72 @@
+package maintenance
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// Bounds of the poll endpoints' lag sample: at most maxPollEndpoints
+// endpoints are looked at, and the maxLagSeries furthest behind get series
+// of their own (so the metrics' cardinality is bounded however many poll
+// endpoints there are); the aggregates count every endpoint looked at.
+const (
+	maxPollEndpoints = 1000
+	maxLagSeries     = 50
+	pullPendingCap   = 100000
+)
+
+// samplePullLag sets the hookrelay_poll_* gauges from the poll endpoints'
+// pending deliveries at now.
+func (mt *Maintainer) samplePullLag(ctx context.Context, now time.Time) error {
+	eps, err := mt.db.EndpointPollList(ctx, maxPollEndpoints)
+	if err != nil {
+		return err
+	}
+	ids := make([]int64, len(eps))
+	for i, e := range eps {
+		ids[i] = e.ID
+	}
+	type lag struct {
+		id      int64
+		age     float64
+		pending int64
+	}
+	lags := make([]lag, 0, len(ids))
+	if len(ids) > 0 {
+		rows, err := mt.db.DeliveryPullLag(ctx, ids, pullPendingCap)
+		if err != nil {
+			return err
+		}
+		for _, r := range rows {
+			l := lag{id: r.EndpointID, pending: r.Pending}
+			if !r.Oldest.IsZero() {
+				l.age = max(0, now.Sub(r.Oldest).Seconds())
+			}
+			lags = append(lags, l)
+		}
+	}
+	slices.SortFunc(lags, func(a, b lag) int {
+		return cmp.Or(cmp.Compare(b.age, a.age), cmp.Compare(b.pending, a.pending), cmp.Compare(a.id, b.id))
+	})
+	m := mt.m
+	m.pullLag.Reset()
+	m.pullPending.Reset()
+	var maxAge float64
+	var total int64
+	for i, l := range lags {
+		maxAge = max(maxAge, l.age)
+		total += l.pending
+		if i < maxLagSeries {
+			id := strconv.FormatInt(l.id, 10)
+			m.pullLag.WithLabelValues(id).Set(l.age)
+			m.pullPending.WithLabelValues(id).Set(float64(l.pending))
+		}
+	}
+	m.pullLagMax.Set(maxAge)
+	m.pullPendingAll.Set(float64(total))
+	m.pullEndpointsAt.Set(float64(len(eps)))
+	return nil
+}
