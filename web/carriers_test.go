@@ -169,6 +169,7 @@ func testCarrierLifecycle(t *testing.T, f webFixture, bctx context.Context, id, 
 		chromedp.SetValue(chromedp.CSS("#signature"), `{"scheme": "hmac", "algorithm": "sha1", "encoding": "base64", "header": "X-Carrier-Signature"}`),
 		chromedp.Click(chromedp.CSS("#carrier-save")), chromedp.WaitVisible(chromedp.CSS("#sig-error")))
 	require.Contains(t, text(t, bctx, "#sig-error"), "secret")
+	screenshot(t, bctx, "carrier-edit")
 	browse(t, bctx,
 		chromedp.SetValue(chromedp.CSS("#signature_secret"), secret),
 		chromedp.Click(chromedp.CSS("#carrier-save")), chromedp.WaitVisible(chromedp.CSS("#carrier-config")))
@@ -195,6 +196,7 @@ func testCarrierLifecycle(t *testing.T, f webFixture, bctx context.Context, id, 
 	n, err := strconv.Atoi(text(t, bctx, "#undelivered-count"))
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, n, 1)
+	screenshot(t, bctx, "carrier-delete")
 	browse(t, bctx, chromedp.Click(chromedp.CSS("#carrier-delete-force")), chromedp.WaitVisible(chromedp.CSS("#carriers")))
 	require.Contains(t, text(t, bctx, "#flash"), "Carrier deleted")
 	require.Contains(t, text(t, bctx, "#flash"), "still delivered")
