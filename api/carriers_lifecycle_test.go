@@ -256,7 +256,11 @@ func TestCarrierDelete(t *testing.T) {
 	// deliveries are still there to be delivered.
 	st, out = b.call(t, http.MethodPost, "/v1/callbacks", w.CarrierKey, []byte(`{"tracking_no":"SF4"}`))
 	require.Equal(t, http.StatusUnauthorized, st, "%v", out)
-	st, out = b.call(t, http.MethodGet, path, adminToken, nil)
+	for _, sub := range []string{"", "/refusals", "/health"} {
+		st, out = b.call(t, http.MethodGet, path+sub, adminToken, nil)
+		require.Equal(t, http.StatusNotFound, st, "%s: %v", sub, out)
+	}
+	st, out = b.call(t, http.MethodPost, path+"/try", adminToken, map[string]any{"body": map[string]any{"tracking_no": "SF5"}})
 	require.Equal(t, http.StatusNotFound, st, "%v", out)
 	st, out = b.call(t, http.MethodDelete, path+"?force=true", adminToken, nil)
 	require.Equal(t, http.StatusNotFound, st, "%v", out)

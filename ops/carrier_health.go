@@ -111,7 +111,7 @@ func p99(buckets []int64) time.Duration {
 // CarrierHealthOf returns the health of carrier id, or hookrelay.ENOTFOUND.
 // Operators only.
 func (s *Service) CarrierHealthOf(ctx context.Context, id int64) (*CarrierHealth, error) {
-	if _, _, err := s.watchedCarrier(ctx, id); err != nil {
+	if _, err := s.Carrier(ctx, id); err != nil {
 		return nil, err
 	}
 	hs, err := s.CarrierHealth(ctx, []int64{id})

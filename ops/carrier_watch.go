@@ -28,7 +28,9 @@ type RefusalQuery struct {
 	Limit    int
 }
 
-// watchedCarrier returns the carrier of id (and the snapshot it is in), or hookrelay.ENOTFOUND.
+// watchedCarrier returns the carrier of id and the routes' snapshot it is
+// in, or hookrelay.ENOTFOUND: for what reads the carrier as the intake does
+// (TryCallback). An existence check alone reads the store (Carrier).
 func (s *Service) watchedCarrier(ctx context.Context, id int64) (db.Carrier, *ingest.Snapshot, error) {
 	snap, err := s.routes.Snapshot(ctx)
 	if err != nil {
@@ -50,7 +52,7 @@ func (s *Service) watchedCarrier(ctx context.Context, id int64) (db.Carrier, *in
 // CarrierRefusals returns the refusals of q from the refusal log. Operators
 // only.
 func (s *Service) CarrierRefusals(ctx context.Context, q RefusalQuery) ([]db.CarrierRefusal, error) {
-	if _, _, err := s.watchedCarrier(ctx, q.CarrierID); err != nil {
+	if _, err := s.Carrier(ctx, q.CarrierID); err != nil {
 		return nil, err
 	}
 	if q.Reason != "" && !hookrelay.ValidReason(q.Reason) {

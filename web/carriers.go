@@ -88,31 +88,50 @@ type carrierPage struct {
 	Reason   string // the refusals' filter
 	Refusals []db.CarrierRefusal
 	Try      tryForm
+	// Rotation is the new key of a rotation, shown on this page only.
+	Rotation *ops.CarrierKeyRotation
+	// Overlap is the rotation form's overlap; ActionError why an action
+	// of the page was refused.
+	Overlap     string
+	ActionError string
 }
+
+// Sig describes the carrier's signature declaration.
+func (p carrierPage) Sig() signatureView { return signatureOf(p.Carrier.Signature) }
+
+// Status is "active" or "disabled".
+func (p carrierPage) Status() string { return ops.CarrierStatus(p.Carrier) }
+
+// Sig describes the carrier's signature declaration.
+func (r carrierRow) Sig() signatureView { return signatureOf(r.Signature) }
+
+// Status is "active" or "disabled".
+func (r carrierRow) Status() string { return ops.CarrierStatus(r.Carrier) }
 
 // ByReason returns the carrier's refusals per reason, most first.
 func (p carrierPage) ByReason() []reasonCount { return byReason(p.Health) }
 
-// carrierOf returns carrier :id.
+// carrierOf returns carrier :id (not deleted), or hookrelay.ENOTFOUND.
 func (d *Dashboard) carrierOf(c echo.Context) (db.Carrier, error) {
 	id, err := idParam(c, "id")
 	if err != nil {
 		return db.Carrier{}, err
 	}
-	// The first carrier from id on: the list's own read, by id.
-	rows, err := d.cfg.Ops.Carriers(c.Request().Context(), id-1, 1)
-	if err != nil {
-		return db.Carrier{}, err
-	}
-	if len(rows) == 0 || rows[0].ID != id {
-		return db.Carrier{}, hookrelay.Errorf(hookrelay.ENOTFOUND, "carrier not found")
-	}
-	return rows[0], nil
+	return d.cfg.Ops.Carrier(c.Request().Context(), id)
 }
 
 func (d *Dashboard) renderCarrier(c echo.Context, status int, car db.Carrier, try tryForm) error {
+	return d.renderCarrierPage(c, status, carrierPage{Carrier: car, Try: try})
+}
+
+// renderCarrierPage renders p, with its health and refusals read.
+func (d *Dashboard) renderCarrierPage(c echo.Context, status int, p carrierPage) error {
 	ctx := c.Request().Context()
-	p := carrierPage{Carrier: car, Reasons: hookrelay.Reasons, Reason: c.QueryParam("reason"), Try: try}
+	car := p.Carrier
+	p.Reasons, p.Reason = hookrelay.Reasons, c.QueryParam("reason")
+	if p.Overlap == "" {
+		p.Overlap = defaultCarrierOverlap
+	}
 	var err error
 	if p.Health, err = d.cfg.Ops.CarrierHealthOf(ctx, car.ID); err != nil {
 		return err

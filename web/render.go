@@ -132,6 +132,17 @@ func flashText(code, n string) string {
 		return "Endpoint saved."
 	case "deleted":
 		return "Endpoint deleted."
+	case "carrier-enabled":
+		return "Carrier enabled: its callbacks are taken again."
+	case "carrier-disabled":
+		return "Carrier disabled: its callbacks are refused (403) until it is enabled."
+	case "carrier-saved":
+		return "Carrier saved."
+	case "carrier-deleted":
+		if n != "" && n != "0" {
+			return "Carrier deleted; its " + num() + " undelivered callback(s) are still delivered."
+		}
+		return "Carrier deleted."
 	}
 	return ""
 }

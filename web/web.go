@@ -193,6 +193,13 @@ func (d *Dashboard) Mount(e *echo.Echo, prefix string, errs *httperr.Handler) {
 	ops.GET("/carriers", d.carriers)
 	ops.GET("/carriers/:id", d.carrier)
 	ops.POST("/carriers/:id/try", d.carrierTry)
+	ops.POST("/carriers/:id/enable", d.carrierEnable)
+	ops.POST("/carriers/:id/disable", d.carrierDisable)
+	ops.POST("/carriers/:id/rotate-key", d.carrierRotateKey)
+	ops.GET("/carriers/:id/edit", d.carrierEditForm)
+	ops.POST("/carriers/:id/edit", d.carrierUpdate)
+	ops.GET("/carriers/:id/delete", d.carrierDeleteConfirm)
+	ops.POST("/carriers/:id/delete", d.carrierDelete)
 
 	// The portal: the pages a merchant session sees (a merchant key's
 	// login or a portal link's); frameable where PortalFrameAncestors says.
