@@ -42,32 +42,12 @@ func BenchmarkIngestCallbacks(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("BENCH_CLIENTS")); err == nil && v > 0 {
 		clients = v
 	}
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}}
 	var seq atomic.Int64
-	b.SetParallelism(max(1, clients/runtime.GOMAXPROCS(0)))
-	b.ResetTimer()
-	start := time.Now()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			n := seq.Add(1)
-			body := fmt.Appendf(nil, `{"tracking_no":"SF%08d","status":"in_transit","merchant_id":"%s","events":[{"at":"2026-11-29T10:00:00Z","where":"Shenzhen hub"}],"weight_kg":1.25}`, n%5000, m["id"])
-			req, _ := http.NewRequest(http.MethodPost, bd.URL+"/v1/callbacks", bytes.NewReader(body))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Authorization", "Bearer "+key)
-			resp, err := client.Do(req)
-			if err != nil {
-				b.Error(err)
-				return
-			}
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusAccepted {
-				b.Errorf("status %d", resp.StatusCode)
-				return
-			}
-		}
+	rate := postParallel(b, bd.URL+"/v1/callbacks", key, clients, http.StatusAccepted, func() []byte {
+		n := seq.Add(1)
+		return fmt.Appendf(nil, `{"tracking_no":"SF%08d","status":"in_transit","merchant_id":"%s","events":[{"at":"2026-11-29T10:00:00Z","where":"Shenzhen hub"}],"weight_kg":1.25}`, n%5000, m["id"])
 	})
-	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "callbacks/s")
+	b.ReportMetric(rate, "callbacks/s")
 	mfs, err := bd.Registry.Gather()
 	if err != nil {
 		b.Fatal(err)
@@ -81,4 +61,34 @@ func BenchmarkIngestCallbacks(b *testing.B) {
 			b.ReportMetric(1000*h.GetSampleSum()/float64(h.GetSampleCount()), "ms/commit")
 		}
 	}
+}
+
+// postParallel posts callbacks with key from clients concurrent clients for
+// b.N requests, each body made by body, fails the benchmark on any answer
+// other than want, and returns the requests per second.
+func postParallel(b *testing.B, url, key string, clients, want int, body func() []byte) float64 {
+	b.Helper()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}}
+	b.SetParallelism(max(1, clients/runtime.GOMAXPROCS(0)))
+	b.ResetTimer()
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body()))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer "+key)
+			resp, err := client.Do(req)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != want {
+				b.Errorf("status %d", resp.StatusCode)
+				return
+			}
+		}
+	})
+	return float64(b.N) / time.Since(start).Seconds()
 }

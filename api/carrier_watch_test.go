@@ -1,9 +1,7 @@
 package api_test
 
 import (
-	"io"
 	"net/http"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -348,29 +346,9 @@ func BenchmarkRefusedCallbacks(b *testing.B) {
 	bd := setup(b, config{Ops: privateTargets})
 	w := bd.mustCreate(b, "/v1/carriers", adminToken, map[string]any{"name": "flood"})
 	key := w["api_key"].(string)
-	const clients = 64
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}}
-	b.SetParallelism(max(1, clients/runtime.GOMAXPROCS(0)))
-	b.ResetTimer()
-	start := time.Now()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			req, _ := http.NewRequest(http.MethodPost, bd.URL+"/v1/callbacks", strings.NewReader(`{"tracking_no": "SF1", oops}`))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Authorization", "Bearer "+key)
-			resp, err := client.Do(req)
-			if err != nil {
-				b.Error(err)
-				return
-			}
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusBadRequest {
-				b.Errorf("status %d", resp.StatusCode)
-				return
-			}
-		}
+	rate := postParallel(b, bd.URL+"/v1/callbacks", key, 64, http.StatusBadRequest, func() []byte {
+		return []byte(`{"tracking_no": "SF1", oops}`)
 	})
-	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "refusals/s")
+	b.ReportMetric(rate, "refusals/s")
 	b.ReportMetric(metricValue(b, bd.Registry, "hookrelay_carrier_refusals_not_logged_total"), "not-logged")
 }
