@@ -2,8 +2,10 @@ package dispatch
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -137,6 +139,8 @@ func (d *Dispatcher) sendGathered() {
 // sendBatch makes one attempt of the batch p and hands every row's result
 // to the acker, giving back the rows' delivery slots.
 func (d *Dispatcher) sendBatch(p *pendingBatch) {
+	// In the order the callbacks were stored, whichever claim leased them.
+	slices.SortFunc(p.rows, func(a, b db.ClaimedDelivery) int { return cmp.Compare(a.ID, b.ID) })
 	items := d.deliverBatch(p.ctx, p.rows, p.ep)
 	for i, r := range p.rows {
 		d.mu.Lock()
