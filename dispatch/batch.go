@@ -17,10 +17,10 @@ import (
 // its deliveries as JSON arrays, one signed POST per batch.
 //
 // A batch is gathered in this process from the rows the claims lease for
-// the endpoint, in claim order: the first row starts a batch, which is sent
-// when it holds MaxEvents rows or MaxWait after its first row was added,
-// whichever comes first (with MaxWait 0, at the end of the claim that
-// started it). Rows waiting in a batch are leased, in flight and hold their
+// the endpoint: the first row starts a batch, which is sent when it holds
+// MaxEvents rows or MaxWait after its first row was added, whichever comes
+// first (with MaxWait 0, at the end of the claim that started it), its rows
+// in delivery id order (the order the callbacks were stored). Rows waiting in a batch are leased, in flight and hold their
 // delivery slots like any other; their leases are extended as any delivery
 // in flight. The batch takes one of the endpoint's max_in_flight slots and
 // one token of its rate limit, as one request.
