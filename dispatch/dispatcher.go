@@ -217,8 +217,9 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 
 	// Shutdown: no more claims, then drain or release work in flight.
 	loops.Wait()
-	d.sendGathered() // batches waiting for more rows go now (batch.go)
-	close(d.jobs)    // the workers finish what is queued, then return
+	// Batches waiting for more rows go now (batch.go).
+	d.sendGathered()
+	close(d.jobs) // the workers finish what is queued, then return
 	drained := make(chan struct{})
 	go func() {
 		d.workers.Wait()
