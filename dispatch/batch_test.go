@@ -7,14 +7,18 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/db/dbtest"
 	"github.com/hookrelay/hookrelay/internal/testenv"
@@ -221,4 +225,75 @@ func TestBatchMaxEvents(t *testing.T) {
 		}
 	}
 	require.Equal(t, want, got)
+}
+
+// BenchmarkBatchedPush drains a backlog of 1.2 KB deliveries (2,000 keys,
+// 32 queues) to one loopback endpoint, single push against batches of 100,
+// and reports events/s and the dispatcher process's CPU per event (the sink
+// runs in the same process and is included; PostgreSQL is not).
+//
+// Run: go test ./dispatch -run '^$' -bench BatchedPush -benchtime 20000x
+func BenchmarkBatchedPush(b *testing.B) {
+	for _, bc := range []struct {
+		name  string
+		batch db.EndpointBatch
+	}{
+		{"single", db.EndpointBatch{}},
+		{"batch100", db.EndpointBatch{MaxEvents: 100, MaxWait: 50 * time.Millisecond}},
+	} {
+		b.Run(bc.name, func(b *testing.B) { benchPush(b, bc.batch) })
+	}
+}
+
+func benchPush(b *testing.B, batch db.EndpointBatch) {
+	store := dbtest.New(b)
+	ctx := context.Background()
+	var got atomic.Int64
+	sink := newHTTPTestServer(b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		n := int64(1)
+		if v := r.Header.Get("X-Hookrelay-Batch-Size"); v != "" {
+			n, _ = strconv.ParseInt(v, 10, 64)
+		}
+		got.Add(n)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	ep, _ := dbtest.Endpoint(b, store, &dbtest.EndpointOpts{URL: sink.URL, MaxInFlight: 1000, Batch: batch})
+	carrier, _ := dbtest.Carrier(b, store, nil)
+	body := []byte(`{"tracking_no":"` + strings.Repeat("a", 1170) + `"}`)
+	sum := sha256.Sum256(body)
+	n := b.N
+	for start := 0; start < n; start += 500 {
+		var msgs []db.NewMessage
+		for i := start; i < min(n, start+500); i++ {
+			key := fmt.Sprintf("bench-%d", i%2000)
+			msgs = append(msgs, db.NewMessage{
+				CarrierID: carrier.ID, EventType: "moving", OrderingKey: key, Queue: hookrelay.QueueFor(key, 32),
+				Payload: body, PayloadSize: len(body), PayloadSHA256: sum[:], EndpointIDs: []int64{ep.ID},
+			})
+		}
+		if _, err := store.MessageInsertMany(ctx, msgs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cfg := testConfig()
+	cfg.Queues, cfg.Lease = 32, 30*time.Second
+	b.ResetTimer()
+	var before, after syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &before)
+	start := time.Now()
+	d := New(testLogger(b), cfg, store, nil, nil)
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- d.Run(runCtx) }()
+	for got.Load() < int64(n) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	elapsed := time.Since(start)
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &after)
+	cancel()
+	<-done
+	cpu := time.Duration(after.Utime.Nano() + after.Stime.Nano() - before.Utime.Nano() - before.Stime.Nano())
+	b.ReportMetric(float64(n)/elapsed.Seconds(), "events/s")
+	b.ReportMetric(float64(cpu.Microseconds())/1000/float64(n), "cpu-ms/event")
 }
