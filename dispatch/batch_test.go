@@ -227,6 +227,26 @@ func TestBatchMaxEvents(t *testing.T) {
 	require.Equal(t, want, got)
 }
 
+// TestBatchMaxWait: a lone event of an endpoint with max_events 10 goes in
+// a batch of one once max_wait is over, not before.
+func TestBatchMaxWait(t *testing.T) {
+	t.Parallel()
+	store := dbtest.New(t)
+	s := newSink(t)
+	ep, _ := batchedEndpoint(t, store, s, db.EndpointBatch{MaxEvents: 10, MaxWait: 300 * time.Millisecond})
+	m := dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, Queues: 8})
+	start := time.Now()
+	runDispatcher(t, store, testConfig())
+
+	testenv.Eventually(t, 10*time.Second, "the batch", func() bool { return len(s.requests()) > 0 })
+	r := s.requests()[0]
+	require.GreaterOrEqual(t, r.At.Sub(start), 300*time.Millisecond, "it waited max_wait for more")
+	evs := batchOf(t, r)
+	require.Len(t, evs, 1)
+	require.Equal(t, "msg_"+strconv.FormatInt(m.ID, 10), evs[0].ID)
+	require.Equal(t, "batch_"+strconv.FormatInt(m.DeliveryIDs[0], 10)+"_1", r.Header.Get("Webhook-Id"))
+}
+
 // BenchmarkBatchedPush drains a backlog of 1.2 KB deliveries (2,000 keys,
 // 32 queues) to one loopback endpoint, single push against batches of 100,
 // and reports events/s and the dispatcher process's CPU per event (the sink
