@@ -59,9 +59,32 @@ type EndpointJSON struct {
 	// secrets cannot be decrypted with the keys the service holds: which
 	// ones and why. Its deliveries are parked until they are replaced.
 	Unreadable *UnreadableJSON `json:"unreadable,omitempty"`
+	// Batch is the batched-push setting, null when deliveries go one per
+	// request.
+	Batch *BatchJSON `json:"batch"`
 	// Lag is present on a poll endpoint shown alone (GET, POST, PATCH):
 	// what it has not acknowledged yet.
 	Lag *LagJSON `json:"lag,omitempty"`
+}
+
+// BatchJSON is an endpoint's batched-push setting: up to MaxEvents events
+// per request, a claimed event waiting at most MaxWait for others.
+type BatchJSON struct {
+	MaxEvents int    `json:"max_events"`
+	MaxWait   string `json:"max_wait"`
+}
+
+// batchRequest is "batch" in POST and PATCH /v1/endpoints.
+type batchRequest struct {
+	MaxEvents *int    `json:"max_events"`
+	MaxWait   *string `json:"max_wait"`
+}
+
+func batchJSON(b db.EndpointBatch) *BatchJSON {
+	if b.MaxEvents == 0 {
+		return nil
+	}
+	return &BatchJSON{MaxEvents: b.MaxEvents, MaxWait: b.MaxWait.String()}
 }
 
 // UnreadableJSON says which of an endpoint's secrets cannot be decrypted:
@@ -91,6 +114,7 @@ func endpointJSON(ep db.Endpoint, names map[int64]string) EndpointJSON {
 		Timeout: ep.Timeout.String(), Ordering: ep.Ordering, SendTraceparent: !ep.OmitTraceparent, CreatedAt: ep.CreatedAt, UpdatedAt: ep.UpdatedAt,
 		Headers: headersJSON(ep.Headers), Auth: authJSON(ep.Auth), Filter: ep.Filter,
 		Signature: ep.Signature, PublicKey: ep.PublicKey, Unreadable: unreadableJSON(ep.Unreadable),
+		Batch: batchJSON(ep.Batch),
 	}
 	for i, id := range ep.CarrierIDs {
 		out.Carriers[i] = strconv.FormatInt(id, 10)
@@ -130,6 +154,8 @@ type endpointRequest struct {
 	Filter *string      `json:"filter"` // "" removes the filter
 	// Signature: "hmac" or "ed25519"; a change rotates in a new key.
 	Signature *string `json:"signature"`
+	// Batch: an object sets batched push, null turns it off.
+	Batch *batchRequest `json:"batch"`
 }
 
 // input turns the request into the operations layer's EndpointInput (which
@@ -174,6 +200,13 @@ func (req endpointRequest) input(body map[string]json.RawMessage) (ops.EndpointI
 	}
 	in.Filter = req.Filter
 	in.Signature = req.Signature
+	if hasKey(body, "batch") {
+		if req.Batch == nil {
+			in.RemoveBatch = true
+		} else {
+			in.Batch = &ops.BatchInput{MaxEvents: req.Batch.MaxEvents, MaxWait: req.Batch.MaxWait}
+		}
+	}
 	return in, nil
 }
 

@@ -1292,6 +1292,9 @@ type Endpoint struct {
 		Username *string          `json:"username,omitempty"`
 	} `json:"auth"`
 
+	// Batch The batched-push setting; null when each delivery is its own request.
+	Batch *EndpointBatch `json:"batch,omitempty"`
+
 	// CarrierNames The names of the endpoint's carriers, in the order of carriers.
 	CarrierNames []string `json:"carrier_names"`
 
@@ -1373,10 +1376,28 @@ type EndpointType string
 // EndpointUnreadableFields defines model for Endpoint.Unreadable.Fields.
 type EndpointUnreadableFields string
 
+// EndpointBatch defines model for EndpointBatch.
+type EndpointBatch struct {
+	MaxEvents int    `json:"max_events"`
+	MaxWait   string `json:"max_wait"`
+}
+
+// EndpointBatchInput defines model for EndpointBatchInput.
+type EndpointBatchInput struct {
+	// MaxEvents The most events one request carries.
+	MaxEvents int `json:"max_events"`
+
+	// MaxWait How long a claimed event may wait for others to join its batch, 0s to 10s, such as "2s".
+	MaxWait *string `json:"max_wait,omitempty"`
+}
+
 // EndpointCreate defines model for EndpointCreate.
 type EndpointCreate struct {
 	// Auth Credentials sent in the Authorization header of every delivery, stored encrypted; null removes them.
 	Auth *EndpointCreate_Auth `json:"auth,omitempty"`
+
+	// Batch Batched push (push endpoints only; a poll endpoint answers 400): deliveries go as one signed POST of a JSON array of up to max_events events (docs/api.md, "Batched push"); null turns it off.
+	Batch *EndpointBatchInput `json:"batch,omitempty"`
 
 	// Carriers Carrier names or ids; [] is all.
 	Carriers    *[]interface{} `json:"carriers,omitempty"`
@@ -1479,6 +1500,9 @@ type EndpointFields struct {
 	// Auth Credentials sent in the Authorization header of every delivery, stored encrypted; null removes them.
 	Auth *EndpointFields_Auth `json:"auth,omitempty"`
 
+	// Batch Batched push (push endpoints only; a poll endpoint answers 400): deliveries go as one signed POST of a JSON array of up to max_events events (docs/api.md, "Batched push"); null turns it off.
+	Batch *EndpointBatchInput `json:"batch,omitempty"`
+
 	// Carriers Carrier names or ids; [] is all.
 	Carriers    *[]interface{} `json:"carriers,omitempty"`
 	Description *string        `json:"description,omitempty"`
@@ -1565,6 +1589,9 @@ type EndpointWithSecret struct {
 		Type     EndpointWithSecretAuthType `json:"type"`
 		Username *string                    `json:"username,omitempty"`
 	} `json:"auth"`
+
+	// Batch The batched-push setting; null when each delivery is its own request.
+	Batch *EndpointBatch `json:"batch,omitempty"`
 
 	// CarrierNames The names of the endpoint's carriers, in the order of carriers.
 	CarrierNames []string `json:"carrier_names"`
@@ -2473,6 +2500,13 @@ func (t EndpointCreate) MarshalJSON() ([]byte, error) {
 		}
 	}
 
+	if t.Batch != nil {
+		object["batch"], err = json.Marshal(t.Batch)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'batch': %w", err)
+		}
+	}
+
 	if t.Carriers != nil {
 		object["carriers"], err = json.Marshal(t.Carriers)
 		if err != nil {
@@ -2603,6 +2637,13 @@ func (t *EndpointCreate) UnmarshalJSON(b []byte) error {
 		err = json.Unmarshal(raw, &t.Auth)
 		if err != nil {
 			return fmt.Errorf("error reading 'auth': %w", err)
+		}
+	}
+
+	if raw, found := object["batch"]; found {
+		err = json.Unmarshal(raw, &t.Batch)
+		if err != nil {
+			return fmt.Errorf("error reading 'batch': %w", err)
 		}
 	}
 
@@ -2915,6 +2956,13 @@ func (t EndpointWithSecret) MarshalJSON() ([]byte, error) {
 		return nil, fmt.Errorf("error marshaling 'auth': %w", err)
 	}
 
+	if t.Batch != nil {
+		object["batch"], err = json.Marshal(t.Batch)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'batch': %w", err)
+		}
+	}
+
 	if t.CarrierNames != nil {
 		object["carrier_names"], err = json.Marshal(t.CarrierNames)
 		if err != nil {
@@ -3084,6 +3132,13 @@ func (t *EndpointWithSecret) UnmarshalJSON(b []byte) error {
 		err = json.Unmarshal(raw, &t.Auth)
 		if err != nil {
 			return fmt.Errorf("error reading 'auth': %w", err)
+		}
+	}
+
+	if raw, found := object["batch"]; found {
+		err = json.Unmarshal(raw, &t.Batch)
+		if err != nil {
+			return fmt.Errorf("error reading 'batch': %w", err)
 		}
 	}
 

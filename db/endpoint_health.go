@@ -31,6 +31,8 @@ type EndpointConfig struct {
 	// OmitTraceparent reports whether requests go without a traceparent
 	// header even when tracing is on.
 	OmitTraceparent bool
+	// Batch is the batched-push setting (zero: one delivery per request).
+	Batch EndpointBatch
 	// Unreadable is why its newest signing secret, a header value or its
 	// credentials cannot be opened ("" when all of them open): the endpoint
 	// cannot be delivered to as configured, and its deliveries are parked.
@@ -68,6 +70,7 @@ func (db *DB) EndpointConfigLoad(ctx context.Context, ids []int64) ([]EndpointCo
 			RetrySchedule: sched, Timeout: time.Duration(r.TimeoutMs) * time.Millisecond,
 			Secrets: secrets, Headers: headers, Auth: auth, ConsecutiveFailures: int(r.ConsecutiveFailures), CircuitState: r.CircuitState,
 			OmitTraceparent: !r.SendTraceparent, UnreadableMarked: r.UnreadableMarked,
+			Batch: EndpointBatch{MaxEvents: int(r.BatchMaxEvents), MaxWait: time.Duration(r.BatchMaxWaitMs) * time.Millisecond},
 		}
 		if u != nil {
 			out[i].Unreadable = u.String()

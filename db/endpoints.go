@@ -34,6 +34,15 @@ const (
 	EndpointPoll = "poll"
 )
 
+// EndpointBatch is a push endpoint's batched-push setting: MaxEvents > 0
+// sends its deliveries as JSON arrays of up to MaxEvents events, one
+// request each; MaxWait bounds how long a claimed delivery waits for more
+// to join its batch. The zero value sends one delivery per request.
+type EndpointBatch struct {
+	MaxEvents int
+	MaxWait   time.Duration
+}
+
 // SecretOverlap is how long a rotated-out endpoint secret keeps signing.
 const SecretOverlap = 24 * time.Hour
 
@@ -58,8 +67,10 @@ type Endpoint struct {
 	// OmitTraceparent reports whether deliveries go without a traceparent
 	// header even when tracing is on (the API's send_traceparent false).
 	OmitTraceparent bool
-	CreatedAt       time.Time
-	UpdatedAt       time.Time
+	// Batch is the batched-push setting (zero: one delivery per request).
+	Batch     EndpointBatch
+	CreatedAt time.Time
+	UpdatedAt time.Time
 
 	// Headers are custom request headers (name → value), nil when none;
 	// stored sealed.
@@ -97,6 +108,7 @@ type EndpointFields struct {
 	Timeout         time.Duration   // default 15 s
 	Ordering        string          // default key
 	OmitTraceparent bool            // default false: send it
+	Batch           EndpointBatch   // default zero: no batching
 	Headers         map[string]string
 	Auth            *EndpointAuth
 	Filter          string
@@ -166,6 +178,7 @@ func (db *DB) endpointFrom(r dbsqlc.Endpoint) (Endpoint, error) {
 		RetrySchedule: sched, Timeout: time.Duration(r.TimeoutMs) * time.Millisecond,
 		Ordering: r.Ordering, OmitTraceparent: !r.SendTraceparent, Headers: headers, Auth: auth, Filter: r.Filter,
 		Signature: r.Signature, PublicKey: r.PublicKey,
+		Batch:     EndpointBatch{MaxEvents: int(r.BatchMaxEvents), MaxWait: time.Duration(r.BatchMaxWaitMs) * time.Millisecond},
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Unreadable: unreadable,
 	}, nil
 }
@@ -215,6 +228,7 @@ func (db *DB) EndpointCreate(ctx context.Context, merchantID int64, f EndpointFi
 			Ordering: f.Ordering, SendTraceparent: !f.OmitTraceparent,
 			Headers: sf.headers, Auth: sf.auth, Filter: f.Filter,
 			Signature: f.Signature, PublicKey: hookrelay.PublicKeyOf(secret), Type: f.Type,
+			BatchMaxEvents: int32(f.Batch.MaxEvents), BatchMaxWaitMs: int32(f.Batch.MaxWait.Milliseconds()),
 		})
 		if err != nil {
 			return unavailable(err)
@@ -307,7 +321,8 @@ func (db *DB) EndpointUpdate(ctx context.Context, id int64, f EndpointFields, ne
 		MaxInFlight: int32(f.MaxInFlight), RateLimitPerSec: int32(f.RateLimitPerSec), PayloadMode: f.PayloadMode,
 		RetryScheduleMs: msList(f.RetrySchedule), TimeoutMs: int32(f.Timeout.Milliseconds()),
 		Ordering: f.Ordering, SendTraceparent: !f.OmitTraceparent, Filter: f.Filter,
-		Signature: f.Signature,
+		Signature:      f.Signature,
+		BatchMaxEvents: int32(f.Batch.MaxEvents), BatchMaxWaitMs: int32(f.Batch.MaxWait.Milliseconds()),
 	}
 	if !f.KeepHeaders {
 		p.Headers = sf.headers
@@ -351,7 +366,7 @@ func EndpointFieldsOf(ep Endpoint) EndpointFields {
 		Type: ep.Type, URL: ep.URL, Description: ep.Description, CarrierIDs: ep.CarrierIDs, EventTypes: ep.EventTypes,
 		MaxInFlight: ep.MaxInFlight, RateLimitPerSec: ep.RateLimitPerSec, PayloadMode: ep.PayloadMode,
 		RetrySchedule: ep.RetrySchedule, Timeout: ep.Timeout, Ordering: ep.Ordering, OmitTraceparent: ep.OmitTraceparent,
-		Headers: ep.Headers, Auth: ep.Auth, Filter: ep.Filter, Signature: ep.Signature,
+		Headers: ep.Headers, Auth: ep.Auth, Filter: ep.Filter, Signature: ep.Signature, Batch: ep.Batch,
 		KeepHeaders: ep.Unreadable != nil && len(ep.Unreadable.Headers) > 0,
 		KeepAuth:    ep.Unreadable != nil && ep.Unreadable.Auth,
 	}

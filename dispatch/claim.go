@@ -178,14 +178,22 @@ func (d *Dispatcher) start(workCtx context.Context, rows []db.ClaimedDelivery, c
 	if err != nil {
 		d.logger.Warn("loading endpoints failed; releasing claimed deliveries", "error", err)
 	}
+	var batch []batchRow // rows of batch endpoints (batch.go)
 	for _, r := range rows {
 		d.workers.Add(1)
 		d.metrics.inFlight.Inc()
 		ep := eps[r.EndpointID]
+		if err == nil && batched(ep) {
+			batch = append(batch, batchRow{row: r, ep: ep})
+			continue
+		}
 		// Never blocks for long: the channel holds Concurrency jobs and
 		// every job holds one of Concurrency slots.
 		d.jobs <- deliveryJob{ctx: workCtx, row: r, ep: ep, err: err, claim: claimSpan,
 			park: err == nil && ep == nil && d.cache.parked(r.EndpointID)}
+	}
+	if len(batch) > 0 {
+		d.gather(workCtx, batch)
 	}
 }
 

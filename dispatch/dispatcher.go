@@ -51,6 +51,8 @@ type Dispatcher struct {
 	// jobs feeds the delivery workers (Run starts Concurrency of them).
 	jobs  chan deliveryJob
 	acker *acker
+	// batches gathers the rows of batch endpoints (batch.go).
+	batches batchGroups
 
 	mu       sync.Mutex // mu guards inflight and held
 	inflight map[int64]inflight
@@ -215,6 +217,8 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 
 	// Shutdown: no more claims, then drain or release work in flight.
 	loops.Wait()
+	// Batches waiting for more rows go now (batch.go).
+	d.sendGathered()
 	close(d.jobs) // the workers finish what is queued, then return
 	drained := make(chan struct{})
 	go func() {

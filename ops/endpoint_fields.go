@@ -40,6 +40,13 @@ const (
 	fieldFilter      = "filter"
 	fieldOrdering    = "ordering"
 	fieldSignature   = "signature"
+	fieldBatch       = "batch"
+	// MaxBatchEvents bounds an endpoint's batch.max_events.
+	MaxBatchEvents = 100
+	// MaxBatchWait bounds an endpoint's batch.max_wait.
+	MaxBatchWait = 10 * time.Second
+	// DefaultBatchWait is batch.max_wait when a batch does not give one.
+	DefaultBatchWait = time.Second
 )
 
 // EndpointInput is an endpoint's settable fields as a caller gives them:
@@ -83,6 +90,19 @@ type EndpointInput struct {
 	// Signature is the signature scheme, hookrelay.SignatureHMAC or
 	// hookrelay.SignatureEd25519; a change rotates in a new key.
 	Signature *string
+	// Batch sets batched push (a push endpoint's deliveries sent as JSON
+	// arrays); RemoveBatch turns it off (the API's "batch": null). Neither
+	// leaves it.
+	Batch       *BatchInput
+	RemoveBatch bool
+}
+
+// BatchInput is an endpoint's batched-push setting as a caller gives it:
+// MaxEvents 1 to MaxBatchEvents (required), MaxWait a Go duration from 0 to
+// MaxBatchWait (absent: DefaultBatchWait).
+type BatchInput struct {
+	MaxEvents *int
+	MaxWait   *string
 }
 
 // FieldError is a refused field of an EndpointInput: Field is its API name
@@ -204,6 +224,9 @@ func (s *Service) ApplyEndpoint(ctx context.Context, in EndpointInput, f *db.End
 	if in.SendTraceparent != nil {
 		f.OmitTraceparent = !*in.SendTraceparent
 	}
+	if err := applyBatch(in, f); err != nil {
+		return err
+	}
 	return applyReceiver(in, f)
 }
 
@@ -297,5 +320,34 @@ func CheckFilter(src string) error {
 	if _, err := filter.Parse(src); err != nil {
 		return fieldErrorf(fieldFilter, "filter: %v", err)
 	}
+	return nil
+}
+
+// applyBatch merges the batched-push setting of in into f. A poll endpoint
+// takes none: its deliveries are fetched, already many at a time.
+func applyBatch(in EndpointInput, f *db.EndpointFields) error {
+	if in.RemoveBatch {
+		f.Batch = db.EndpointBatch{}
+		return nil
+	}
+	if in.Batch == nil {
+		return nil
+	}
+	if f.Type == db.EndpointPoll {
+		return fieldErrorf(fieldBatch, "a poll endpoint takes no batch: its deliveries are fetched, many at a time")
+	}
+	b := db.EndpointBatch{MaxWait: DefaultBatchWait}
+	if in.Batch.MaxEvents == nil || *in.Batch.MaxEvents < 1 || *in.Batch.MaxEvents > MaxBatchEvents {
+		return fieldErrorf(fieldBatch, "batch.max_events must be between 1 and %d", MaxBatchEvents)
+	}
+	b.MaxEvents = *in.Batch.MaxEvents
+	if in.Batch.MaxWait != nil {
+		d, err := time.ParseDuration(*in.Batch.MaxWait)
+		if err != nil || d < 0 || d > MaxBatchWait {
+			return fieldErrorf(fieldBatch, "batch.max_wait must be a duration between 0s and %s, such as \"2s\"", MaxBatchWait)
+		}
+		b.MaxWait = d
+	}
+	f.Batch = b
 	return nil
 }

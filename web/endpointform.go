@@ -193,6 +193,35 @@ var endpointForm = []formField{
 		Hint:  "How long an attempt may take, such as 15s (100ms to 120s; default 15s).",
 		Value: func(ep db.Endpoint, _ formChoices) []string { return one(ep.Timeout.String()) },
 		Set:   func(in *ops.EndpointInput, v []string) { in.Timeout = optional(v) }},
+	{Name: "batch", Label: "Batch", Kind: inputText,
+		Hint: "Send deliveries as JSON arrays: the most events per request and how long one may wait for others, such as 100 2s (1 to 100 events; 0s to 10s, default 1s). Empty: one delivery per request.",
+		Value: func(ep db.Endpoint, _ formChoices) []string {
+			if ep.Batch.MaxEvents == 0 {
+				return one("")
+			}
+			return one(strconv.Itoa(ep.Batch.MaxEvents) + " " + ep.Batch.MaxWait.String())
+		},
+		Set: setBatch},
+}
+
+// setBatch reads the batch input, "<max events> [<max wait>]": empty turns
+// batching off; the operations layer judges the values.
+func setBatch(in *ops.EndpointInput, vals []string) {
+	parts := strings.Fields(first(vals))
+	if len(parts) == 0 {
+		in.RemoveBatch = true
+		return
+	}
+	b := &ops.BatchInput{MaxEvents: intPtr(parts[:1])}
+	if b.MaxEvents == nil {
+		n := notANumber
+		b.MaxEvents = &n
+	}
+	if len(parts) > 1 {
+		wait := strings.Join(parts[1:], " ")
+		b.MaxWait = &wait
+	}
+	in.Batch = b
 }
 
 // notANumber stands for a number input that holds no whole number: the
@@ -287,7 +316,7 @@ func buildForm(ch formChoices, vals map[string][]string, errs fieldErrors, ep *d
 	fv.Error = errs[""]
 	focused := false
 	for _, f := range endpointForm {
-		if f.Name == "url" && ep != nil && ep.Type == db.EndpointPoll {
+		if (f.Name == "url" || f.Name == "batch") && ep != nil && ep.Type == db.EndpointPoll {
 			continue // a poll endpoint has none
 		}
 		v := fieldView{formField: f, Error: errs[f.Name]}

@@ -205,6 +205,7 @@ func TestPortalEndpointForm(t *testing.T) {
 		"timeout":            "3m",
 		"payload_mode":       "pdf",
 		"carriers":           "no-such-carrier",
+		"batch":              "500 1s",
 	} {
 		form := url.Values{"csrf": {csrf}, "url": {"http://127.0.0.1:9/ok"}, field: {bad}}
 		resp, page = c.do("POST", "/ui/m/endpoints", form)
@@ -215,7 +216,7 @@ func TestPortalEndpointForm(t *testing.T) {
 	form = url.Values{"csrf": {csrf}, "url": {"http://127.0.0.1:9/new"}, "description": {"ERP"},
 		"carriers": {carrier.Name}, "event_types": {"delivered"}, "event_types_other": {"in_transit, returned"},
 		"payload_mode": {"reference"}, "retry_schedule": {"1s 5m"}, "rate_limit_per_sec": {"5"},
-		"max_in_flight": {"3"}, "timeout": {"2s"}}
+		"max_in_flight": {"3"}, "timeout": {"2s"}, "batch": {"20 2s"}}
 	resp, _ = c.do("POST", "/ui/m/endpoints", form)
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 	loc := resp.Header.Get("Location")
@@ -233,6 +234,7 @@ func TestPortalEndpointForm(t *testing.T) {
 	require.Equal(t, 5, ep.RateLimitPerSec)
 	require.Equal(t, 3, ep.MaxInFlight)
 	require.Equal(t, 2*time.Second, ep.Timeout)
+	require.Equal(t, db.EndpointBatch{MaxEvents: 20, MaxWait: 2 * time.Second}, ep.Batch)
 	resp, page = c.do("GET", loc, nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Contains(t, page, "Endpoint created.")
@@ -241,6 +243,7 @@ func TestPortalEndpointForm(t *testing.T) {
 	resp, page = c.do("GET", "/ui/m/endpoints/"+id+"/edit", nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Contains(t, page, `value="1s, 5m0s"`)
+	require.Contains(t, page, `value="20 2s"`)
 	require.Contains(t, page, `value="`+carrier.Name+`" checked`)
 	form.Del("carriers")
 	form.Set("description", "ERP v2")
@@ -250,6 +253,13 @@ func TestPortalEndpointForm(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "ERP v2", got.Description)
 	require.Empty(t, got.CarrierIDs)
+	require.Equal(t, 20, got.Batch.MaxEvents)
+	form.Set("batch", "")
+	resp, page = c.do("POST", "/ui/m/endpoints/"+id, form)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, page)
+	got, err = f.store.EndpointGet(context.Background(), ep.ID)
+	require.NoError(t, err)
+	require.Zero(t, got.Batch, "an empty batch turns it off")
 
 	// Disable, enable, delete.
 	for _, step := range []struct{ path, status string }{{"/disable", db.EndpointDisabled}, {"/enable", db.EndpointEnabled}} {

@@ -90,11 +90,12 @@ type EndpointOpts struct {
 	RateLimitPerSec int
 	PayloadMode     string // default inline
 	RetrySchedule   []time.Duration
-	Timeout         time.Duration // default 15 s
-	Secret          string        // default a new whsec_ secret
-	Disabled        bool          // create, then disable
-	Ordering        string        // default key
-	Type            string        // default push; poll takes no URL
+	Timeout         time.Duration    // default 15 s
+	Secret          string           // default a new whsec_ secret
+	Disabled        bool             // create, then disable
+	Ordering        string           // default key
+	Type            string           // default push; poll takes no URL
+	Batch           db.EndpointBatch // default none
 }
 
 // Endpoint inserts an endpoint with its secret and returns it with the secret.
@@ -119,6 +120,7 @@ func Endpoint(t testing.TB, store *db.DB, opts *EndpointOpts) (db.Endpoint, stri
 		URL: o.URL, Description: o.Description, CarrierIDs: o.CarrierIDs, EventTypes: o.EventTypes,
 		MaxInFlight: o.MaxInFlight, RateLimitPerSec: o.RateLimitPerSec, PayloadMode: o.PayloadMode,
 		RetrySchedule: o.RetrySchedule, Timeout: o.Timeout, Ordering: o.Ordering, Type: o.Type,
+		Batch: o.Batch,
 	}, o.Secret)
 	if err != nil {
 		t.Fatalf("dbtest.Endpoint: %v", err)

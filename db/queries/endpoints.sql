@@ -1,10 +1,12 @@
 -- name: EndpointInsert :one
 INSERT INTO endpoints (merchant_id, url, description, carrier_ids, event_types, max_in_flight,
                        rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, ordering,
-                       headers, auth, filter, signature, public_key, send_traceparent, type)
+                       headers, auth, filter, signature, public_key, send_traceparent, type,
+                       batch_max_events, batch_max_wait_ms)
 VALUES (@merchant_id, @url, @description, @carrier_ids, @event_types, @max_in_flight,
         @rate_limit_per_sec, @payload_mode, @retry_schedule_ms, @timeout_ms, @ordering,
-        @headers, @auth, @filter, @signature, @public_key, @send_traceparent, @type)
+        @headers, @auth, @filter, @signature, @public_key, @send_traceparent, @type,
+        @batch_max_events, @batch_max_wait_ms)
 RETURNING *;
 
 -- name: EndpointGet :one
@@ -45,6 +47,7 @@ WHERE status <> 'deleted' ORDER BY id;
 -- every secret that may sign now (newest first) and the circuit state.
 SELECT e.id, e.url, e.status, e.max_in_flight, e.rate_limit_per_sec, e.payload_mode,
        e.retry_schedule_ms, e.timeout_ms, e.headers, e.auth, e.send_traceparent,
+       e.batch_max_events, e.batch_max_wait_ms,
        coalesce((SELECT array_agg(s.secret ORDER BY s.id DESC) FROM endpoint_secrets s
                  WHERE s.endpoint_id = e.id AND (s.expires_at IS NULL OR s.expires_at > now())),
                 '{}')::text[] AS secrets,
@@ -76,6 +79,8 @@ UPDATE endpoints SET
     -- A new key (a change of scheme) brings its public key; none keeps it.
     public_key         = coalesce(sqlc.narg(public_key), public_key),
     send_traceparent   = @send_traceparent,
+    batch_max_events   = @batch_max_events,
+    batch_max_wait_ms  = @batch_max_wait_ms,
     updated_at         = now()
 WHERE id = @id AND status <> 'deleted'
 RETURNING *;

@@ -40,7 +40,7 @@ func (q *Queries) EndpointCountByStatus(ctx context.Context) ([]EndpointCountByS
 }
 
 const endpointGet = `-- name: EndpointGet :one
-SELECT id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter, signature, public_key, send_traceparent, type FROM endpoints WHERE id = $1 AND status <> 'deleted'
+SELECT id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter, signature, public_key, send_traceparent, type, batch_max_events, batch_max_wait_ms FROM endpoints WHERE id = $1 AND status <> 'deleted'
 `
 
 func (q *Queries) EndpointGet(ctx context.Context, id int64) (Endpoint, error) {
@@ -70,6 +70,8 @@ func (q *Queries) EndpointGet(ctx context.Context, id int64) (Endpoint, error) {
 		&i.PublicKey,
 		&i.SendTraceparent,
 		&i.Type,
+		&i.BatchMaxEvents,
+		&i.BatchMaxWaitMs,
 	)
 	return i, err
 }
@@ -77,11 +79,13 @@ func (q *Queries) EndpointGet(ctx context.Context, id int64) (Endpoint, error) {
 const endpointInsert = `-- name: EndpointInsert :one
 INSERT INTO endpoints (merchant_id, url, description, carrier_ids, event_types, max_in_flight,
                        rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, ordering,
-                       headers, auth, filter, signature, public_key, send_traceparent, type)
+                       headers, auth, filter, signature, public_key, send_traceparent, type,
+                       batch_max_events, batch_max_wait_ms)
 VALUES ($1, $2, $3, $4, $5, $6,
         $7, $8, $9, $10, $11,
-        $12, $13, $14, $15, $16, $17, $18)
-RETURNING id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter, signature, public_key, send_traceparent, type
+        $12, $13, $14, $15, $16, $17, $18,
+        $19, $20)
+RETURNING id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter, signature, public_key, send_traceparent, type, batch_max_events, batch_max_wait_ms
 `
 
 type EndpointInsertParams struct {
@@ -103,6 +107,8 @@ type EndpointInsertParams struct {
 	PublicKey       string
 	SendTraceparent bool
 	Type            string
+	BatchMaxEvents  int32
+	BatchMaxWaitMs  int32
 }
 
 func (q *Queries) EndpointInsert(ctx context.Context, arg EndpointInsertParams) (Endpoint, error) {
@@ -125,6 +131,8 @@ func (q *Queries) EndpointInsert(ctx context.Context, arg EndpointInsertParams) 
 		arg.PublicKey,
 		arg.SendTraceparent,
 		arg.Type,
+		arg.BatchMaxEvents,
+		arg.BatchMaxWaitMs,
 	)
 	var i Endpoint
 	err := row.Scan(
@@ -151,12 +159,14 @@ func (q *Queries) EndpointInsert(ctx context.Context, arg EndpointInsertParams) 
 		&i.PublicKey,
 		&i.SendTraceparent,
 		&i.Type,
+		&i.BatchMaxEvents,
+		&i.BatchMaxWaitMs,
 	)
 	return i, err
 }
 
 const endpointList = `-- name: EndpointList :many
-SELECT id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter, signature, public_key, send_traceparent, type FROM endpoints
+SELECT id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter, signature, public_key, send_traceparent, type, batch_max_events, batch_max_wait_ms FROM endpoints
 WHERE status <> 'deleted'
   AND ($1::bigint = 0 OR merchant_id = $1::bigint)
   AND id > $2
@@ -202,6 +212,8 @@ func (q *Queries) EndpointList(ctx context.Context, arg EndpointListParams) ([]E
 			&i.PublicKey,
 			&i.SendTraceparent,
 			&i.Type,
+			&i.BatchMaxEvents,
+			&i.BatchMaxWaitMs,
 		); err != nil {
 			return nil, err
 		}
@@ -216,6 +228,7 @@ func (q *Queries) EndpointList(ctx context.Context, arg EndpointListParams) ([]E
 const endpointListForDispatch = `-- name: EndpointListForDispatch :many
 SELECT e.id, e.url, e.status, e.max_in_flight, e.rate_limit_per_sec, e.payload_mode,
        e.retry_schedule_ms, e.timeout_ms, e.headers, e.auth, e.send_traceparent,
+       e.batch_max_events, e.batch_max_wait_ms,
        coalesce((SELECT array_agg(s.secret ORDER BY s.id DESC) FROM endpoint_secrets s
                  WHERE s.endpoint_id = e.id AND (s.expires_at IS NULL OR s.expires_at > now())),
                 '{}')::text[] AS secrets,
@@ -239,6 +252,8 @@ type EndpointListForDispatchRow struct {
 	Headers             []byte
 	Auth                string
 	SendTraceparent     bool
+	BatchMaxEvents      int32
+	BatchMaxWaitMs      int32
 	Secrets             []string
 	ConsecutiveFailures int32
 	CircuitState        string
@@ -268,6 +283,8 @@ func (q *Queries) EndpointListForDispatch(ctx context.Context, ids []int64) ([]E
 			&i.Headers,
 			&i.Auth,
 			&i.SendTraceparent,
+			&i.BatchMaxEvents,
+			&i.BatchMaxWaitMs,
 			&i.Secrets,
 			&i.ConsecutiveFailures,
 			&i.CircuitState,
@@ -496,7 +513,7 @@ func (q *Queries) EndpointResealMany(ctx context.Context, arg EndpointResealMany
 const endpointSetStatus = `-- name: EndpointSetStatus :one
 UPDATE endpoints SET status = $1, disabled_reason = $2, updated_at = now()
 WHERE id = $3 AND status <> 'deleted'
-RETURNING id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter, signature, public_key, send_traceparent, type
+RETURNING id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter, signature, public_key, send_traceparent, type, batch_max_events, batch_max_wait_ms
 `
 
 type EndpointSetStatusParams struct {
@@ -532,6 +549,8 @@ func (q *Queries) EndpointSetStatus(ctx context.Context, arg EndpointSetStatusPa
 		&i.PublicKey,
 		&i.SendTraceparent,
 		&i.Type,
+		&i.BatchMaxEvents,
+		&i.BatchMaxWaitMs,
 	)
 	return i, err
 }
@@ -570,9 +589,11 @@ UPDATE endpoints SET
     -- A new key (a change of scheme) brings its public key; none keeps it.
     public_key         = coalesce($15, public_key),
     send_traceparent   = $16,
+    batch_max_events   = $17,
+    batch_max_wait_ms  = $18,
     updated_at         = now()
-WHERE id = $17 AND status <> 'deleted'
-RETURNING id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter, signature, public_key, send_traceparent, type
+WHERE id = $19 AND status <> 'deleted'
+RETURNING id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter, signature, public_key, send_traceparent, type, batch_max_events, batch_max_wait_ms
 `
 
 type EndpointUpdateParams struct {
@@ -592,6 +613,8 @@ type EndpointUpdateParams struct {
 	Signature       string
 	PublicKey       *string
 	SendTraceparent bool
+	BatchMaxEvents  int32
+	BatchMaxWaitMs  int32
 	ID              int64
 }
 
@@ -613,6 +636,8 @@ func (q *Queries) EndpointUpdate(ctx context.Context, arg EndpointUpdateParams) 
 		arg.Signature,
 		arg.PublicKey,
 		arg.SendTraceparent,
+		arg.BatchMaxEvents,
+		arg.BatchMaxWaitMs,
 		arg.ID,
 	)
 	var i Endpoint
@@ -640,6 +665,8 @@ func (q *Queries) EndpointUpdate(ctx context.Context, arg EndpointUpdateParams) 
 		&i.PublicKey,
 		&i.SendTraceparent,
 		&i.Type,
+		&i.BatchMaxEvents,
+		&i.BatchMaxWaitMs,
 	)
 	return i, err
 }

@@ -159,6 +159,8 @@ type Endpoint struct {
 	PublicKey       string
 	SendTraceparent bool
 	Type            string
+	BatchMaxEvents  int32
+	BatchMaxWaitMs  int32
 }
 
 type EndpointHealth struct {
