@@ -43,10 +43,10 @@ type pullResult struct {
 	// pull-idle
 	Waiting         int      `json:"waiting_pulls,omitempty"`
 	WindowSec       float64  `json:"window_sec,omitempty"`
-	IdleCPUPct      float64  `json:"service_cpu_pct_none_waiting"`
-	WaitingCPUPct   float64  `json:"service_cpu_pct_waiting"`
-	WaitingPGCPUPct float64  `json:"postgres_cpu_pct_waiting"`
-	IdlePGCPUPct    float64  `json:"postgres_cpu_pct_none_waiting"`
+	IdleCPUPct      *float64 `json:"service_cpu_pct_none_waiting,omitempty"`
+	WaitingCPUPct   *float64 `json:"service_cpu_pct_waiting,omitempty"`
+	WaitingPGCPUPct *float64 `json:"postgres_cpu_pct_waiting,omitempty"`
+	IdlePGCPUPct    *float64 `json:"postgres_cpu_pct_none_waiting,omitempty"`
 	PullsAnswered   int64    `json:"pulls_answered,omitempty"`
 	Events          int64    `json:"events,omitempty"`
 	FillPerSec      float64  `json:"fill_callbacks_per_sec,omitempty"`
@@ -134,12 +134,14 @@ func ack(ctx context.Context, c *http.Client, base, endpoint, key, cursor string
 	return nil
 }
 
-// cpuPct is the share of one core the ticks between two samples are.
-func cpuPct(start, end int64, wall time.Duration) float64 {
+// cpuPct is the share of one core the ticks between two samples are (nil:
+// unknown).
+func cpuPct(start, end int64, wall time.Duration) *float64 {
 	if start < 0 || end < 0 {
-		return 0
+		return nil
 	}
-	return round2(100 * load.TicksToDuration(end-start).Seconds() / wall.Seconds())
+	v := round2(100 * load.TicksToDuration(end-start).Seconds() / wall.Seconds())
+	return &v
 }
 
 func (b *benchRun) runPullPhases(ctx context.Context) error {
