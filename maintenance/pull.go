@@ -21,7 +21,8 @@ const (
 )
 
 // samplePullLag sets the hookrelay_poll_* gauges from the poll endpoints'
-// pending deliveries at now.
+// pending deliveries at now, then reports the endpoints that started or
+// stopped lagging (PollLagAlert).
 func (mt *Maintainer) samplePullLag(ctx context.Context, now time.Time) error {
 	eps, err := mt.db.EndpointPollList(ctx, maxPollEndpoints)
 	if err != nil {
@@ -59,9 +60,6 @@ func (mt *Maintainer) samplePullLag(ctx context.Context, now time.Time) error {
 			}
 		}
 	}
-	if err := mt.alertPullLag(ctx, now, lagging, caughtUp); err != nil {
-		return err
-	}
 	slices.SortFunc(lags, func(a, b lag) int {
 		return cmp.Or(cmp.Compare(b.age, a.age), cmp.Compare(b.pending, a.pending), cmp.Compare(a.id, b.id))
 	})
@@ -82,7 +80,7 @@ func (mt *Maintainer) samplePullLag(ctx context.Context, now time.Time) error {
 	m.pullLagMax.Set(maxAge)
 	m.pullPendingAll.Set(float64(total))
 	m.pullEndpointsAt.Set(float64(len(eps)))
-	return nil
+	return mt.alertPullLag(ctx, now, lagging, caughtUp)
 }
 
 // alertPullLag reports the poll endpoints that started lagging
