@@ -18,12 +18,20 @@ const (
 	// endpoint's signing secret, a header value or its credentials with
 	// the keys it holds; the endpoint's deliveries are parked.
 	OpsEventEndpointSecretUnreadable = "endpoint.secret_unreadable"
+	// OpsEventEndpointPollLagging: a poll endpoint's oldest unacknowledged
+	// delivery got older than the alert threshold (HOOKRELAY_POLL_LAG_ALERT);
+	// once per episode, until OpsEventEndpointPollCaughtUp.
+	OpsEventEndpointPollLagging = "endpoint.poll_lagging"
+	// OpsEventEndpointPollCaughtUp: a poll endpoint reported lagging is
+	// back under half the threshold.
+	OpsEventEndpointPollCaughtUp = "endpoint.poll_caught_up"
 )
 
 // OpsEventTypes lists every operational webhook event type.
 var OpsEventTypes = []string{
 	OpsEventEndpointDisabled, OpsEventEndpointEnabled, OpsEventEndpointCircuitOpened, OpsEventEndpointCircuitClosed,
 	OpsEventDeliveryDeadLettered, OpsEventDatabaseLongXact, OpsEventReplayFinished, OpsEventEndpointSecretUnreadable,
+	OpsEventEndpointPollLagging, OpsEventEndpointPollCaughtUp,
 }
 
 // IsOpsEventType reports whether t is an operational webhook event type.

@@ -790,6 +790,8 @@ const (
 	EndpointCircuitOpened    OpsEvent = "endpoint.circuit_opened"
 	EndpointDisabled         OpsEvent = "endpoint.disabled"
 	EndpointEnabled          OpsEvent = "endpoint.enabled"
+	EndpointPollCaughtUp     OpsEvent = "endpoint.poll_caught_up"
+	EndpointPollLagging      OpsEvent = "endpoint.poll_lagging"
 	EndpointSecretUnreadable OpsEvent = "endpoint.secret_unreadable"
 	ReplayFinished           OpsEvent = "replay.finished"
 )
@@ -808,6 +810,10 @@ func (e OpsEvent) Valid() bool {
 	case EndpointDisabled:
 		return true
 	case EndpointEnabled:
+		return true
+	case EndpointPollCaughtUp:
+		return true
+	case EndpointPollLagging:
 		return true
 	case EndpointSecretUnreadable:
 		return true

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/db/internal/dbsqlc"
 )
 
@@ -148,4 +150,92 @@ func (db *DB) DeliveryPullExpire(ctx context.Context, before time.Time) (int64, 
 		return 0, fmt.Errorf("dead-letter expired pulls: %w", unavailable(err))
 	}
 	return n, nil
+}
+
+// PollLagAlert is one poll endpoint's lag as the lag alert sees it.
+type PollLagAlert struct {
+	Lag PullLag
+	// LagSeconds is the age of its oldest unacknowledged delivery.
+	LagSeconds float64
+}
+
+// PollLagAlerts is what EndpointPollLagAlert reported.
+type PollLagAlerts struct {
+	// Lagging are the endpoints that started an episode (endpoint.poll_lagging).
+	Lagging []int64
+	// CaughtUp are the endpoints that ended one (endpoint.poll_caught_up).
+	CaughtUp []int64
+}
+
+// EndpointPollLagAlert records, at now, that the poll endpoints of lagging
+// passed the alert threshold and that those of caughtUp are back under it,
+// in one transaction: an endpoint not yet recorded as lagging is recorded
+// and reported as endpoint.poll_lagging, one recorded as lagging that
+// caught up is cleared and reported as endpoint.poll_caught_up. The record
+// lives in endpoint_health, so one pair of events goes out per episode
+// however many samples, restarts or leadership changes see it.
+func (db *DB) EndpointPollLagAlert(ctx context.Context, now time.Time, threshold time.Duration,
+	lagging, caughtUp []PollLagAlert) (PollLagAlerts, error) {
+	var out PollLagAlerts
+	if len(lagging) == 0 && len(caughtUp) == 0 {
+		return out, nil
+	}
+	ids := func(as []PollLagAlert) ([]int64, map[int64]PollLagAlert) {
+		ids := make([]int64, len(as))
+		by := make(map[int64]PollLagAlert, len(as))
+		for i, a := range as {
+			ids[i] = a.Lag.EndpointID
+			by[a.Lag.EndpointID] = a
+		}
+		return ids, by
+	}
+	oldest := func(l PullLag) any {
+		if l.Oldest.IsZero() {
+			return nil
+		}
+		return l.Oldest.UTC()
+	}
+	err := db.inTx(ctx, func(q *dbsqlc.Queries, _ pgx.Tx) error {
+		out = PollLagAlerts{}
+		if len(lagging) > 0 {
+			lids, by := ids(lagging)
+			rows, err := q.EndpointPollLaggingMark(ctx, dbsqlc.EndpointPollLaggingMarkParams{Since: now, EndpointIDs: lids})
+			if err != nil {
+				return unavailable(err)
+			}
+			for _, r := range rows {
+				a := by[r.EndpointID]
+				out.Lagging = append(out.Lagging, r.EndpointID)
+				if err := opsEventAdd(ctx, q, hookrelay.OpsEventEndpointPollLagging, r.EndpointID, map[string]any{
+					"endpoint_id": strconv.FormatInt(r.EndpointID, 10), "merchant_id": strconv.FormatInt(r.MerchantID, 10),
+					"oldest": oldest(a.Lag), "lag_seconds": math.Round(a.LagSeconds), "pending": a.Lag.Pending,
+					"threshold_seconds": threshold.Seconds(),
+				}); err != nil {
+					return err
+				}
+			}
+		}
+		if len(caughtUp) > 0 {
+			cids, by := ids(caughtUp)
+			rows, err := q.EndpointPollLaggingClear(ctx, cids)
+			if err != nil {
+				return unavailable(err)
+			}
+			for _, r := range rows {
+				a := by[r.EndpointID]
+				out.CaughtUp = append(out.CaughtUp, r.EndpointID)
+				if err := opsEventAdd(ctx, q, hookrelay.OpsEventEndpointPollCaughtUp, r.EndpointID, map[string]any{
+					"endpoint_id": strconv.FormatInt(r.EndpointID, 10), "merchant_id": strconv.FormatInt(r.MerchantID, 10),
+					"lagging_since": r.LaggingSince.UTC(), "lag_seconds": math.Round(a.LagSeconds), "pending": a.Lag.Pending,
+				}); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return PollLagAlerts{}, fmt.Errorf("poll endpoints' lag alert: %w", err)
+	}
+	return out, nil
 }

@@ -32,6 +32,7 @@ const (
 	DefaultReindexInterval    = time.Minute
 	DefaultHealthInterval     = 10 * time.Second
 	DefaultLongTransaction    = 5 * time.Minute
+	DefaultPollLagAlert       = 5 * time.Minute
 	DefaultStatInterval       = 10 * time.Second
 	DefaultLockRetry          = 5 * time.Second
 )
@@ -158,6 +159,12 @@ type Config struct {
 	// LongTransactionRewarn is how often a still-open long transaction is
 	// logged again. Default 5m.
 	LongTransactionRewarn time.Duration
+	// PollLagAlert is the age of a poll endpoint's oldest unacknowledged
+	// delivery from which the endpoint is reported lagging
+	// (endpoint.poll_lagging, once per episode; endpoint.poll_caught_up
+	// when it is back under half of it), checked at each health sample.
+	// Default DefaultPollLagAlert (5m); negative: off.
+	PollLagAlert time.Duration
 
 	// StatInterval is the time between stat samples. Default
 	// DefaultStatInterval (10s).
@@ -216,6 +223,7 @@ func (c Config) WithDefaults() Config {
 	c.HealthInterval = cmp.Or(c.HealthInterval, DefaultHealthInterval)
 	c.LongTransaction = cmp.Or(c.LongTransaction, DefaultLongTransaction)
 	c.LongTransactionRewarn = cmp.Or(c.LongTransactionRewarn, 5*time.Minute)
+	c.PollLagAlert = cmp.Or(c.PollLagAlert, DefaultPollLagAlert)
 	c.StatInterval = cmp.Or(c.StatInterval, DefaultStatInterval)
 	c.StatLag = cmp.Or(c.StatLag, 5*time.Second)
 	c.StatKeep = cmp.Or(c.StatKeep, 2*time.Hour)

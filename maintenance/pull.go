@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/hookrelay/hookrelay/db"
 )
 
 // Bounds of the poll endpoints' lag sample: at most maxPollEndpoints
@@ -19,7 +21,8 @@ const (
 )
 
 // samplePullLag sets the hookrelay_poll_* gauges from the poll endpoints'
-// pending deliveries at now.
+// pending deliveries at now, then reports the endpoints that started or
+// stopped lagging (PollLagAlert).
 func (mt *Maintainer) samplePullLag(ctx context.Context, now time.Time) error {
 	eps, err := mt.db.EndpointPollList(ctx, maxPollEndpoints)
 	if err != nil {
@@ -35,17 +38,26 @@ func (mt *Maintainer) samplePullLag(ctx context.Context, now time.Time) error {
 		pending int64
 	}
 	lags := make([]lag, 0, len(ids))
+	var lagging, caughtUp []db.PollLagAlert
 	if len(ids) > 0 {
 		rows, err := mt.db.DeliveryPullLag(ctx, ids, pullPendingCap)
 		if err != nil {
 			return err
 		}
+		alert := mt.cfg.PollLagAlert.Seconds()
 		for _, r := range rows {
 			l := lag{id: r.EndpointID, pending: r.Pending}
 			if !r.Oldest.IsZero() {
 				l.age = max(0, now.Sub(r.Oldest).Seconds())
 			}
 			lags = append(lags, l)
+			switch a := (db.PollLagAlert{Lag: r, LagSeconds: l.age}); {
+			case alert <= 0:
+			case l.age >= alert:
+				lagging = append(lagging, a)
+			case l.age < alert/2:
+				caughtUp = append(caughtUp, a)
+			}
 		}
 	}
 	slices.SortFunc(lags, func(a, b lag) int {
@@ -68,5 +80,24 @@ func (mt *Maintainer) samplePullLag(ctx context.Context, now time.Time) error {
 	m.pullLagMax.Set(maxAge)
 	m.pullPendingAll.Set(float64(total))
 	m.pullEndpointsAt.Set(float64(len(eps)))
+	return mt.alertPullLag(ctx, now, lagging, caughtUp)
+}
+
+// alertPullLag reports the poll endpoints that started lagging
+// (endpoint.poll_lagging) and those reported lagging that caught up
+// (endpoint.poll_caught_up); the store keeps the episodes, so each is
+// reported once.
+func (mt *Maintainer) alertPullLag(ctx context.Context, now time.Time, lagging, caughtUp []db.PollLagAlert) error {
+	got, err := mt.db.EndpointPollLagAlert(ctx, now, mt.cfg.PollLagAlert, lagging, caughtUp)
+	if err != nil {
+		return err
+	}
+	for _, id := range got.Lagging {
+		mt.logger.Warn("maintenance: a poll endpoint's oldest unacknowledged delivery passed the lag alert threshold",
+			"endpoint_id", id, "threshold", mt.cfg.PollLagAlert)
+	}
+	for _, id := range got.CaughtUp {
+		mt.logger.Info("maintenance: a poll endpoint reported lagging caught up", "endpoint_id", id)
+	}
 	return nil
 }

@@ -129,3 +129,12 @@ func (a *Admin) send(ctx context.Context, method, path string, body, out any) er
 	}
 	return nil
 }
+
+// CreatePollEndpoint registers a poll endpoint ("type": "poll", no URL) of
+// merchantID for every carrier and event type.
+func (a *Admin) CreatePollEndpoint(ctx context.Context, merchantID string) (Endpoint, error) {
+	var e Endpoint
+	err := a.post(ctx, "/v1/endpoints", map[string]any{"merchant_id": merchantID, "type": "poll",
+		"description": "hookrelay bench poll endpoint"}, &e)
+	return e, err
+}

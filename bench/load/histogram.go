@@ -192,3 +192,30 @@ func ScrapeHistograms(ctx context.Context, client *http.Client, metricsURL strin
 	}
 	return out, nil
 }
+
+// ScrapeGauge fetches metricsURL once and returns the value of the
+// unlabelled series name (0 when it is not there).
+func ScrapeGauge(ctx context.Context, client *http.Client, metricsURL, name string) (float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, metricsURL, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("scrape %s: %w", metricsURL, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("scrape %s: status %d", metricsURL, resp.StatusCode)
+	}
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, fmt.Errorf("scrape %s: %w", metricsURL, err)
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			return strconv.ParseFloat(strings.TrimSpace(v), 64)
+		}
+	}
+	return 0, nil
+}

@@ -419,6 +419,15 @@ func loadEgressProxy(p *envParser) *dispatch.EgressProxy {
 // retention, hot-table VACUUM, the health and stat samplers, and its
 // dedicated sessions.
 func loadMaintenance(p *envParser, queues int, idleInTx time.Duration) maintenance.Config {
+	// Age of a poll endpoint's oldest unacknowledged delivery from which it
+	// is reported lagging; 0 turns the alert off.
+	pollLagAlert := p.duration("HOOKRELAY_POLL_LAG_ALERT", maintenance.DefaultPollLagAlert, 0, 7*24*time.Hour)
+	switch {
+	case pollLagAlert == 0:
+		pollLagAlert = -1
+	case pollLagAlert < time.Second:
+		p.fail("HOOKRELAY_POLL_LAG_ALERT", pollLagAlert.String(), "want 0 (off) or a duration from 1s to 168h")
+	}
 	return maintenance.Config{
 		// History (messages, attempts) kept.
 		Retention: p.duration("HOOKRELAY_RETENTION", maintenance.DefaultRetention, 24*time.Hour, 10*365*24*time.Hour),
@@ -454,6 +463,7 @@ func loadMaintenance(p *envParser, queues int, idleInTx time.Duration) maintenan
 		HealthInterval: p.duration("HOOKRELAY_HEALTH_INTERVAL", maintenance.DefaultHealthInterval, 50*time.Millisecond, time.Hour),
 		// Age from which a transaction is reported.
 		LongTransaction: p.duration("HOOKRELAY_LONG_TRANSACTION", maintenance.DefaultLongTransaction, 100*time.Millisecond, 24*time.Hour),
+		PollLagAlert:    pollLagAlert,
 		// Time between stat samples.
 		StatInterval: p.duration("HOOKRELAY_STAT_INTERVAL", maintenance.DefaultStatInterval, 50*time.Millisecond, time.Hour),
 		Queues:       queues,

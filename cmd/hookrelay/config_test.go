@@ -130,6 +130,7 @@ func TestConfigDefaultsArePackageDefaults(t *testing.T) {
 		{"HOOKRELAY_REINDEX_INTERVAL", m.ReindexInterval, mDef.ReindexInterval},
 		{"HOOKRELAY_HEALTH_INTERVAL", m.HealthInterval, mDef.HealthInterval},
 		{"HOOKRELAY_LONG_TRANSACTION", m.LongTransaction, mDef.LongTransaction},
+		{"HOOKRELAY_POLL_LAG_ALERT", m.PollLagAlert, mDef.PollLagAlert},
 		{"HOOKRELAY_STAT_INTERVAL", m.StatInterval, mDef.StatInterval},
 		{"HOOKRELAY_REPLAY_BATCH", m.Replay.Batch, maintenance.DefaultReplayBatch},
 		{"HOOKRELAY_REPLAY_INTERVAL", m.Replay.Interval, maintenance.DefaultReplayInterval},

@@ -98,6 +98,7 @@ var varMeanings = map[string]string{
 	"HOOKRELAY_REINDEX_INTERVAL":              "how often the hot tables' indexes are checked for bloat",
 	"HOOKRELAY_HEALTH_INTERVAL":               "time between health samples",
 	"HOOKRELAY_LONG_TRANSACTION":              "age from which a transaction is reported",
+	"HOOKRELAY_POLL_LAG_ALERT":                "age of a poll endpoint's oldest unacknowledged delivery from which it is reported lagging (0: off)",
 	"HOOKRELAY_STAT_INTERVAL":                 "time between stat samples (the dashboard's charts)",
 	"HOOKRELAY_REPLAY_BATCH":                  "rows of a replay's window one transaction queues again",
 	"HOOKRELAY_REPLAY_INTERVAL":               "how often an idle replay runner looks for work",

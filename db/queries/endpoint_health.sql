@@ -145,3 +145,31 @@ RETURNING (SELECT e.merchant_id FROM endpoints e WHERE e.id = h.endpoint_id)::bi
 -- Clears the record of EndpointUnreadableMark: the endpoint opens again.
 UPDATE endpoint_health SET unreadable_since = NULL, unreadable_reason = ''
 WHERE endpoint_id = @endpoint_id AND unreadable_since IS NOT NULL;
+
+-- name: EndpointPollLaggingMark :many
+-- Records that the poll endpoints @endpoint_ids lag (their oldest
+-- unacknowledged delivery passed the alert threshold) at @since, unless
+-- recorded already: returns the endpoints this statement marked, for one
+-- endpoint.poll_lagging event each per episode.
+INSERT INTO endpoint_health AS h (endpoint_id, poll_lagging_since)
+SELECT e.id, @since::timestamptz FROM endpoints e
+WHERE e.id = ANY(@endpoint_ids::bigint[]) AND e.type = 'poll'
+ORDER BY e.id
+ON CONFLICT (endpoint_id) DO UPDATE SET poll_lagging_since = EXCLUDED.poll_lagging_since
+    WHERE h.poll_lagging_since IS NULL
+RETURNING h.endpoint_id, (SELECT e.merchant_id FROM endpoints e WHERE e.id = h.endpoint_id)::bigint AS merchant_id;
+
+-- name: EndpointPollLaggingClear :many
+-- Clears the record of EndpointPollLaggingMark for those of @endpoint_ids
+-- that have one (they caught up): returns them with when they started to
+-- lag, for one endpoint.poll_caught_up event each.
+WITH old AS (
+    SELECT h.endpoint_id, h.poll_lagging_since FROM endpoint_health h
+    WHERE h.endpoint_id = ANY(@endpoint_ids::bigint[]) AND h.poll_lagging_since IS NOT NULL
+    ORDER BY h.endpoint_id
+    FOR UPDATE
+)
+UPDATE endpoint_health h SET poll_lagging_since = NULL
+FROM old JOIN endpoints e ON e.id = old.endpoint_id
+WHERE h.endpoint_id = old.endpoint_id
+RETURNING h.endpoint_id, e.merchant_id, old.poll_lagging_since::timestamptz AS lagging_since;

@@ -196,7 +196,10 @@ func (b *benchRun) runPhases(ctx context.Context) error {
 			return err
 		}
 	}
-	return b.runFairPhases(ctx)
+	if err := b.runFairPhases(ctx); err != nil {
+		return err
+	}
+	return b.runPullPhases(ctx)
 }
 
 // loadPhase runs carrier load for --duration at rate (0 = as fast as it

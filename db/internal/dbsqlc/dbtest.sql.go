@@ -84,7 +84,7 @@ func (q *Queries) DeliveryResumeByEndpoint(ctx context.Context, endpointID int64
 }
 
 const endpointHealthGet = `-- name: EndpointHealthGet :one
-SELECT endpoint_id, consecutive_failures, circuit_state, circuit_open_until, circuit_backoff_ms, failing_since, last_success_at, last_failure_at, last_error, updated_at, unreadable_since, unreadable_reason FROM endpoint_health WHERE endpoint_id = $1::bigint
+SELECT endpoint_id, consecutive_failures, circuit_state, circuit_open_until, circuit_backoff_ms, failing_since, last_success_at, last_failure_at, last_error, updated_at, unreadable_since, unreadable_reason, poll_lagging_since FROM endpoint_health WHERE endpoint_id = $1::bigint
 `
 
 func (q *Queries) EndpointHealthGet(ctx context.Context, endpointID int64) (EndpointHealth, error) {
@@ -103,6 +103,7 @@ func (q *Queries) EndpointHealthGet(ctx context.Context, endpointID int64) (Endp
 		&i.UpdatedAt,
 		&i.UnreadableSince,
 		&i.UnreadableReason,
+		&i.PollLaggingSince,
 	)
 	return i, err
 }

@@ -7,7 +7,6 @@ package dbsqlc
 
 import (
 	"context"
-
 	"time"
 )
 
@@ -221,6 +220,92 @@ WHERE endpoint_id = $1
 func (q *Queries) EndpointHealthReset(ctx context.Context, endpointID int64) error {
 	_, err := q.db.Exec(ctx, endpointHealthReset, endpointID)
 	return err
+}
+
+const endpointPollLaggingClear = `-- name: EndpointPollLaggingClear :many
+WITH old AS (
+    SELECT h.endpoint_id, h.poll_lagging_since FROM endpoint_health h
+    WHERE h.endpoint_id = ANY($1::bigint[]) AND h.poll_lagging_since IS NOT NULL
+    ORDER BY h.endpoint_id
+    FOR UPDATE
+)
+UPDATE endpoint_health h SET poll_lagging_since = NULL
+FROM old JOIN endpoints e ON e.id = old.endpoint_id
+WHERE h.endpoint_id = old.endpoint_id
+RETURNING h.endpoint_id, e.merchant_id, old.poll_lagging_since::timestamptz AS lagging_since
+`
+
+type EndpointPollLaggingClearRow struct {
+	EndpointID   int64
+	MerchantID   int64
+	LaggingSince time.Time
+}
+
+// Clears the record of EndpointPollLaggingMark for those of @endpoint_ids
+// that have one (they caught up): returns them with when they started to
+// lag, for one endpoint.poll_caught_up event each.
+func (q *Queries) EndpointPollLaggingClear(ctx context.Context, endpointIds []int64) ([]EndpointPollLaggingClearRow, error) {
+	rows, err := q.db.Query(ctx, endpointPollLaggingClear, endpointIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []EndpointPollLaggingClearRow
+	for rows.Next() {
+		var i EndpointPollLaggingClearRow
+		if err := rows.Scan(&i.EndpointID, &i.MerchantID, &i.LaggingSince); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const endpointPollLaggingMark = `-- name: EndpointPollLaggingMark :many
+INSERT INTO endpoint_health AS h (endpoint_id, poll_lagging_since)
+SELECT e.id, $1::timestamptz FROM endpoints e
+WHERE e.id = ANY($2::bigint[]) AND e.type = 'poll'
+ORDER BY e.id
+ON CONFLICT (endpoint_id) DO UPDATE SET poll_lagging_since = EXCLUDED.poll_lagging_since
+    WHERE h.poll_lagging_since IS NULL
+RETURNING h.endpoint_id, (SELECT e.merchant_id FROM endpoints e WHERE e.id = h.endpoint_id)::bigint AS merchant_id
+`
+
+type EndpointPollLaggingMarkParams struct {
+	Since       time.Time
+	EndpointIDs []int64
+}
+
+type EndpointPollLaggingMarkRow struct {
+	EndpointID int64
+	MerchantID int64
+}
+
+// Records that the poll endpoints @endpoint_ids lag (their oldest
+// unacknowledged delivery passed the alert threshold) at @since, unless
+// recorded already: returns the endpoints this statement marked, for one
+// endpoint.poll_lagging event each per episode.
+func (q *Queries) EndpointPollLaggingMark(ctx context.Context, arg EndpointPollLaggingMarkParams) ([]EndpointPollLaggingMarkRow, error) {
+	rows, err := q.db.Query(ctx, endpointPollLaggingMark, arg.Since, arg.EndpointIDs)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []EndpointPollLaggingMarkRow
+	for rows.Next() {
+		var i EndpointPollLaggingMarkRow
+		if err := rows.Scan(&i.EndpointID, &i.MerchantID); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const endpointUnreadableClear = `-- name: EndpointUnreadableClear :execrows

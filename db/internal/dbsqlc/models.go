@@ -176,6 +176,7 @@ type EndpointHealth struct {
 	UpdatedAt           time.Time
 	UnreadableSince     *time.Time
 	UnreadableReason    string
+	PollLaggingSince    *time.Time
 }
 
 type EndpointSecret struct {
