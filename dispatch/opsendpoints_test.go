@@ -110,6 +110,14 @@ func TestOpsEventsDeliveredSigned(t *testing.T) {
 	require.NoError(t, store.OpsLongTransaction(ctx, db.LongTransaction{PID: 42, Database: "hookrelay", State: "idle in transaction",
 		XactStart: time.Now().Add(-time.Hour), XactSeconds: 3600, SameDatabase: true}))
 	require.NoError(t, dbtest.OpsReplayFinished(ctx, store, db.Replay{ID: 7, ReplaySpec: db.ReplaySpec{EndpointID: flakyEP.ID}, State: db.ReplayFinished, Total: 10, Done: 10}))
+	// A poll endpoint lagging, then caught up, as the maintenance holder's
+	// health sample reports them.
+	pollEP, _ := dbtest.Endpoint(t, store, &dbtest.EndpointOpts{Type: db.EndpointPoll})
+	lagging := db.PollLagAlert{Lag: db.PullLag{EndpointID: pollEP.ID, Pending: 1, Oldest: time.Now().Add(-time.Hour)}, LagSeconds: 3600}
+	_, err = store.EndpointPollLagAlert(ctx, time.Now(), 5*time.Minute, []db.PollLagAlert{lagging}, nil)
+	require.NoError(t, err)
+	_, err = store.EndpointPollLagAlert(ctx, time.Now(), 5*time.Minute, nil, []db.PollLagAlert{{Lag: db.PullLag{EndpointID: pollEP.ID}}})
+	require.NoError(t, err)
 
 	byType := func() map[string][]opsEvent {
 		m := map[string][]opsEvent{}
@@ -157,6 +165,8 @@ func TestOpsEventsDeliveredSigned(t *testing.T) {
 	require.EqualValues(t, 42, got[hookrelay.OpsEventDatabaseLongXact][0].Data["pid"])
 	require.Equal(t, db.ReplayFinished, got[hookrelay.OpsEventReplayFinished][0].Data["state"])
 	require.Equal(t, "7", got[hookrelay.OpsEventReplayFinished][0].Data["replay_id"])
+	require.EqualValues(t, 3600, about(hookrelay.OpsEventEndpointPollLagging, pollEP.ID)["lag_seconds"])
+	require.Equal(t, id(pollEP.MerchantID), about(hookrelay.OpsEventEndpointPollCaughtUp, pollEP.ID)["merchant_id"])
 
 	// The subscriber of endpoint.enabled alone got that one event.
 	testenv.Eventually(t, 5*time.Second, "the filtered subscriber", func() bool { return len(opsEvents(t, only)) == 1 })
