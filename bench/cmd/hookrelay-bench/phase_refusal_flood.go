@@ -165,6 +165,12 @@ func (b *benchRun) floodRun(ctx context.Context, name string, keys []string, flo
 	cfg := b.loadConfig(phase, l)
 	cfg.Duration, cfg.Rate = o.duration, f.rate
 	cfg.CarrierKeyOf = func(key int) string { return keys[key%len(keys)] }
+	// Open loop: enough requests in flight that the valid carriers keep
+	// their rate while answers slow down (half a second each at most),
+	// on connections kept for reuse.
+	cfg.Concurrency = max(o.concurrency, int(f.rate/2))
+	cfg.Client = newBenchClient(cfg.Concurrency)
+	defer cfg.Client.CloseIdleConnections()
 	b.resetStatements(ctx)
 	match := []string(nil)
 	if flooder != nil {
