@@ -27,6 +27,7 @@ type floodOptions struct {
 	conns    int
 	kind     string
 	limit    float64
+	alone    bool
 }
 
 func addFloodFlags(fs *flag.FlagSet) *floodOptions {
@@ -36,6 +37,7 @@ func addFloodFlags(fs *flag.FlagSet) *floodOptions {
 	fs.IntVar(&f.conns, "flood-conns", 64, "refusal-flood: connections of the flooding carrier, each sending its next refused callback as soon as the last is answered")
 	fs.StringVar(&f.kind, "flood-kind", "json", "refusal-flood: what the flood sends: json (malformed JSON: 400) or signature (a wrong X-Signature: 401)")
 	fs.Float64Var(&f.limit, "flood-rate", 0, "refusal-flood: refused callbacks per second at most (0: as fast as the connections go)")
+	fs.BoolVar(&f.alone, "flood-alone", true, "refusal-flood: a third run of the flood without valid callbacks, for the CPU per refusal")
 	return f
 }
 
@@ -83,9 +85,12 @@ type floodResult struct {
 	// reason and minute of those beyond the caps, written once that minute
 	// is past); NotLogged the refusals beyond the caps, counted not
 	// stored; LogLost rows the database refused.
-	RefusalLogRows       float64  `json:"refusal_log_rows_written"`
-	RefusalsNotLogged    float64  `json:"refusals_not_logged"`
-	RefusalLogRowsLost   float64  `json:"refusal_log_rows_lost"`
+	RefusalLogRows     float64 `json:"refusal_log_rows_written"`
+	RefusalsNotLogged  float64 `json:"refusals_not_logged"`
+	RefusalLogRowsLost float64 `json:"refusal_log_rows_lost"`
+	// ServiceCPUmsRefusal and PostgresCPUmsRefusal are, in the run of the
+	// flood alone, CPU milliseconds per refusal (the service's and
+	// PostgreSQL's background work included).
 	ServiceCPUmsRefusal  *float64 `json:"service_cpu_ms_per_refusal,omitempty"`
 	PostgresCPUmsRefusal *float64 `json:"postgres_cpu_ms_per_refusal,omitempty"`
 	// The flood run against the run without it: the valid carriers' 202
@@ -136,16 +141,22 @@ func (b *benchRun) refusalFloodPhase(ctx context.Context) error {
 	if off.E2EP99ms != nil && on.E2EP99ms != nil && *off.E2EP99ms > 0 {
 		on.E2EP99Ratio = load.Float(*on.E2EP99ms / *off.E2EP99ms)
 	}
-	if on.FloodRefused > 0 {
-		n := float64(on.FloodRefused)
-		if d := on.ServiceCPUSec - off.ServiceCPUSec; on.ServiceCPUms != nil && off.ServiceCPUms != nil {
-			on.ServiceCPUmsRefusal = load.Float(d * 1e3 / n)
-		}
-		if d := on.PostgresCPUSec - off.PostgresCPUSec; on.PostgresCPUms != nil && off.PostgresCPUms != nil {
-			on.PostgresCPUmsRefusal = load.Float(d * 1e3 / n)
-		}
+	if err := b.printFlood(on); err != nil {
+		return err
 	}
-	return b.printFlood(on)
+	if !f.alone {
+		return nil
+	}
+	alone, err := b.floodRun(ctx, "refusal-flood-alone", nil, &flooder)
+	if err != nil {
+		return err
+	}
+	if alone.FloodRefused > 0 {
+		n := float64(alone.FloodRefused)
+		alone.ServiceCPUmsRefusal = load.Float(alone.ServiceCPUSec * 1e3 / n)
+		alone.PostgresCPUmsRefusal = load.Float(alone.PostgresCPUSec * 1e3 / n)
+	}
+	return b.printFlood(alone)
 }
 
 func (b *benchRun) printFlood(r floodResult) error {
@@ -164,7 +175,7 @@ func (b *benchRun) floodRun(ctx context.Context, name string, keys []string, flo
 	phase, l := b.newLedger()
 	cfg := b.loadConfig(phase, l)
 	cfg.Duration, cfg.Rate = o.duration, f.rate
-	cfg.CarrierKeyOf = func(key int) string { return keys[key%len(keys)] }
+	cfg.CarrierKeyOf = func(key int) string { return keys[key%max(len(keys), 1)] }
 	// Open loop: enough requests in flight that the valid carriers keep
 	// their rate while answers slow down (half a second each at most),
 	// on connections kept for reuse.
@@ -178,10 +189,13 @@ func (b *benchRun) floodRun(ctx context.Context, name string, keys []string, flo
 	}
 	countersBefore := b.refusalCounters(ctx, match)
 	start := b.take(ctx)
-	if flooder != nil {
+	switch {
+	case len(keys) == 0:
+		fmt.Fprintf(b.stderr, "bench: phase %s: a flood of refused callbacks (%s) from %d connections for %s, no valid callbacks\n", name, f.kind, f.conns, o.duration)
+	case flooder != nil:
 		fmt.Fprintf(b.stderr, "bench: phase %s: %.0f/s valid callbacks from %d carriers for %s beside a flood of refused callbacks (%s) from %d connections\n",
 			name, f.rate, len(keys), o.duration, f.kind, f.conns)
-	} else {
+	default:
 		fmt.Fprintf(b.stderr, "bench: phase %s: %.0f/s valid callbacks from %d carriers for %s, no flood\n", name, f.rate, len(keys), o.duration)
 	}
 	var fl *floodLoad
@@ -190,7 +204,13 @@ func (b *benchRun) floodRun(ctx context.Context, name string, keys []string, flo
 	if flooder != nil {
 		fl = startFlood(floodCtx, b.baseURL, flooder.APIKey, f, o.smallBytes)
 	}
-	res, err := load.RunLoad(ctx, cfg)
+	var res *load.LoadResult
+	var err error
+	if len(keys) > 0 {
+		res, err = load.RunLoad(ctx, cfg)
+	} else {
+		res, err = idleFor(ctx, o.duration)
+	}
 	stopFlood()
 	if fl != nil {
 		fl.wait()
@@ -205,7 +225,12 @@ func (b *benchRun) floodRun(ctx context.Context, name string, keys []string, flo
 		return floodResult{}, err
 	}
 	r := floodResult{Result: b.result(name, res, l, start, end), ValidCarriers: len(keys)}
-	r.OfferedPerSec = f.rate
+	if len(keys) == 0 { // no callbacks to divide by: the per-refusal figures instead
+		r.ServiceCPUms, r.PostgresCPUms, r.BenchCPUms = nil, nil, nil
+	}
+	if len(keys) > 0 {
+		r.OfferedPerSec = f.rate
+	}
 	if first := res.Start; !l.LastDelivery().IsZero() {
 		r.DeliveredPerSec = round2(float64(r.Delivered) / l.LastDelivery().Sub(first).Seconds())
 	}
@@ -367,4 +392,18 @@ func (fl *floodLoad) fill(r *floodResult) {
 	}
 	sorted := slices.Sorted(slices.Values(fl.took))
 	r.FloodAnswerP50ms, r.FloodAnswerP99ms = load.Percentile(sorted, 0.5), load.Percentile(sorted, 0.99)
+}
+
+// idleFor waits d (or until ctx ends): the run of the flood alone has no
+// valid load, only its length.
+func idleFor(ctx context.Context, d time.Duration) (*load.LoadResult, error) {
+	res := &load.LoadResult{Statuses: map[int]int64{}, Start: time.Now()}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	res.End = time.Now()
+	return res, nil
 }

@@ -25,6 +25,7 @@ func TestRefusalFloodFlags(t *testing.T) {
 	require.Equal(t, 8, o.flood.conns)
 	require.Equal(t, 1000.0, o.flood.rate, "default")
 	require.Equal(t, 4, o.flood.carriers, "default")
+	require.True(t, o.flood.alone, "default")
 	for _, args := range [][]string{
 		{"--flood-kind", "xml"},
 		{"--flood-conns", "0"},
@@ -49,7 +50,8 @@ func TestFloodBody(t *testing.T) {
 // TestRefusalFloodSmoke runs the refusal-flood phase in small, for each kind
 // of flood, and checks its two lines: every valid callback delivered once and
 // in order in both; the flood refused (400 or 401), counted by the service,
-// and the refusal log within its caps. No latency is asserted.
+// and the refusal log within its caps; then the flood alone, with its CPU
+// per refusal. No latency is asserted.
 func TestRefusalFloodSmoke(t *testing.T) {
 	for _, kind := range []string{"json", "signature"} {
 		t.Run(kind, func(t *testing.T) {
@@ -71,6 +73,16 @@ func TestRefusalFloodSmoke(t *testing.T) {
 				var line map[string]any
 				require.NoError(t, json.Unmarshal(sc.Bytes(), &line), sc.Text())
 				phases = append(phases, line["phase"].(string))
+				if line["phase"] == "refusal-flood-alone" {
+					require.Zero(t, line["acknowledged"], sc.Text())
+					require.Zero(t, line["valid_carriers"], sc.Text())
+					require.Positive(t, line["flood_refused"], sc.Text())
+					require.Equal(t, line["flood_sent"], line["flood_refused"], sc.Text())
+					require.Equal(t, line["flood_refused"], line["service_counted_refusals"], sc.Text())
+					require.Positive(t, line["service_cpu_ms_per_refusal"], sc.Text())
+					require.GreaterOrEqual(t, line["postgres_cpu_ms_per_refusal"], 0.0, sc.Text())
+					continue
+				}
 				ack := line["acknowledged"].(float64)
 				require.Positive(t, ack, sc.Text())
 				require.Equal(t, ack, line["delivered"], "all delivered: %s", sc.Text())
@@ -101,7 +113,7 @@ func TestRefusalFloodSmoke(t *testing.T) {
 				require.NotNil(t, line["ack_p99_ratio"], sc.Text())
 				require.NotNil(t, line["e2e_p99_ratio"], sc.Text())
 			}
-			require.Equal(t, []string{"refusal-flood-off", "refusal-flood-on"}, phases, "stderr:\n%s", stderr.String())
+			require.Equal(t, []string{"refusal-flood-off", "refusal-flood-on", "refusal-flood-alone"}, phases, "stderr:\n%s", stderr.String())
 		})
 	}
 }
