@@ -307,11 +307,10 @@ func startFlood(ctx context.Context, baseURL, apiKey string, f *floodOptions, si
 	client := &http.Client{Transport: t, Timeout: 60 * time.Second}
 	body := floodBody(f.kind, size)
 	url := strings.TrimRight(baseURL, "/") + "/v1/callbacks"
-	var tokens <-chan time.Time
+	var tokens chan struct{}
 	if f.limit > 0 {
-		tick := time.NewTicker(time.Duration(float64(time.Second) / f.limit))
-		tokens = tick.C
-		context.AfterFunc(ctx, tick.Stop)
+		tokens = make(chan struct{}, f.conns)
+		go paceFlood(ctx, tokens, f.limit) // owned: ends with ctx
 	}
 	for range f.conns {
 		fl.wg.Add(1)
@@ -406,4 +405,26 @@ func idleFor(ctx context.Context, d time.Duration) (*load.LoadResult, error) {
 	}
 	res.End = time.Now()
 	return res, nil
+}
+
+// paceFlood sends rate tokens a second until ctx ends, catching up after
+// oversleeping (a ticker drops the ticks of a busy machine).
+func paceFlood(ctx context.Context, tokens chan<- struct{}, rate float64) {
+	start, interval := time.Now(), time.Duration(float64(time.Second)/rate)
+	for i := int64(0); ; i++ {
+		if d := time.Until(start.Add(time.Duration(i) * interval)); d > time.Millisecond {
+			t := time.NewTimer(d)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case tokens <- struct{}{}:
+		}
+	}
 }
