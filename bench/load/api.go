@@ -138,3 +138,15 @@ func (a *Admin) CreatePollEndpoint(ctx context.Context, merchantID string) (Endp
 		"description": "hookrelay bench poll endpoint"}, &e)
 	return e, err
 }
+
+// CreateSignedCarrier registers a carrier like CreateCarrier whose
+// callbacks must carry X-Signature: sha256=<hex HMAC-SHA256 of the body>
+// keyed with secret (16 bytes or more).
+func (a *Admin) CreateSignedCarrier(ctx context.Context, name, secret string) (Carrier, error) {
+	var c Carrier
+	err := a.post(ctx, "/v1/carriers", map[string]any{
+		"name": name, "ordering_key_field": "tracking_no", "event_type_field": "status", "merchant_field": "merchant_id",
+		"signing_secret": secret,
+	}, &c)
+	return c, err
+}

@@ -21,6 +21,9 @@ type LoadConfig struct {
 	BaseURL string
 	// CarrierKey authenticates the callbacks.
 	CarrierKey string
+	// CarrierKeyOf, when set, replaces CarrierKey: the key of the carrier
+	// that sends key's callbacks (traffic spread over several carriers).
+	CarrierKeyOf func(key int) string
 	// Phase is written into every payload so the sink finds the ledger.
 	Phase int
 	// Keys is the number of tracking numbers (ordering keys). Default 10,000.
@@ -221,7 +224,11 @@ func sendOne(cfg LoadConfig, res *LoadResult, url, pad string, k int) {
 		return
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+cfg.CarrierKey)
+	carrierKey := cfg.CarrierKey
+	if cfg.CarrierKeyOf != nil {
+		carrierKey = cfg.CarrierKeyOf(k)
+	}
+	req.Header.Set("Authorization", "Bearer "+carrierKey)
 	sentAt := time.Now()
 	resp, err := cfg.Client.Do(req)
 	atomic.AddInt64(&res.Sent, 1)

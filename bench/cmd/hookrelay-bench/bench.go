@@ -51,6 +51,7 @@ type benchOptions struct {
 	warmup         time.Duration
 	settleInterval time.Duration
 	latencyLog     string
+	flood          *floodOptions
 	flaky          *flakyOptions
 	fair           fairOptions
 	pull           pullOptions
@@ -65,7 +66,7 @@ func parseBenchFlags(args []string, stderr io.Writer) (*benchOptions, error) {
 	o := &benchOptions{}
 	fs := flag.NewFlagSet("hookrelay-bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.phases, "phases", "max,rates,backlog", "phases to run, in order: max, rates, backlog, flaky, burst, many-endpoints, slow-tenant, pull-idle, pull-drain")
+	fs.StringVar(&o.phases, "phases", "max,rates,backlog", "phases to run, in order: max, rates, backlog, flaky, burst, many-endpoints, slow-tenant, refusal-flood, pull-idle, pull-drain")
 	fs.DurationVar(&o.duration, "duration", 20*time.Second, "load time of the max-rate and of each fixed-rate phase")
 	rates := fs.String("rates", "1000,2000", "fixed-rate phases, callbacks per second, comma-separated")
 	fs.IntVar(&o.keys, "keys", 10000, "tracking numbers (ordering keys)")
@@ -93,6 +94,7 @@ func parseBenchFlags(args []string, stderr io.Writer) (*benchOptions, error) {
 	fs.Var(&o.serviceEnv, "service-env", "KEY=VALUE for the started service processes (repeatable)")
 	fs.DurationVar(&o.warmup, "warmup", 2*time.Second, "unmeasured load before the first phase")
 	fs.StringVar(&o.latencyLog, "latency-log", "", "append one line per delivery (callback × endpoint) to this file: phase, the callback's request start (Unix µs), end-to-end latency (µs); for a timeline of the tail")
+	o.flood = addFloodFlags(fs)
 	o.flaky = addFlakyFlags(fs)
 	addFairnessFlags(fs, &o.fair)
 	addPullFlags(fs, &o.pull)
@@ -121,10 +123,13 @@ func parseBenchFlags(args []string, stderr io.Writer) (*benchOptions, error) {
 	}
 	for _, p := range strings.Split(o.phases, ",") {
 		switch p = strings.TrimSpace(p); {
-		case p == "max", p == "rates", p == "backlog", p == "flaky", slices.Contains(fairPhaseNames, p), slices.Contains(pullPhaseNames, p):
+		case p == "max", p == "rates", p == "backlog", p == "flaky", p == "refusal-flood", slices.Contains(fairPhaseNames, p), slices.Contains(pullPhaseNames, p):
 		default:
-			return nil, fmt.Errorf("%w: --phases: unknown phase %q (want max, rates, backlog, flaky, burst, many-endpoints, slow-tenant, pull-idle, pull-drain)", errUsage, p)
+			return nil, fmt.Errorf("%w: --phases: unknown phase %q (want max, rates, backlog, flaky, burst, many-endpoints, slow-tenant, refusal-flood, pull-idle, pull-drain)", errUsage, p)
 		}
+	}
+	if err := o.flood.check(); err != nil {
+		return nil, err
 	}
 	if err := o.flaky.check(); err != nil {
 		return nil, err

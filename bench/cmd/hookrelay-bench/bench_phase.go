@@ -187,6 +187,11 @@ func (b *benchRun) runPhases(ctx context.Context) error {
 			return err
 		}
 	}
+	if o.runs("refusal-flood") {
+		if err := b.refusalFloodPhase(ctx); err != nil {
+			return err
+		}
+	}
 	if o.runs("backlog") && o.backlog > 0 {
 		if b.launcher == nil {
 			fmt.Fprintln(b.stderr, "bench: backlog-drain phase skipped: with --target the benchmark cannot pause dispatch")
