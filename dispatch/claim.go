@@ -14,29 +14,18 @@ import (
 // holds (its share: index % loops == part) until ctx ends, one statement
 // across all of them: at once again after a full batch, after BusyPoll after
 // a partial one, backing off to IdlePoll while there is nothing due — or
-// until Wake says new rows may be.
+// until Wake says new rows may be. Under a latency budget the pause after a
+// claim that was not full is claimPace's instead.
 // Deliveries run under workCtx, which outlives ctx for a graceful drain.
 func (d *Dispatcher) claimLoop(ctx, workCtx context.Context, part, loops int) {
 	var wait time.Duration
 	idle := false // the last claim found nothing, or there was nothing to claim from
 	rotate := 0
 	cursors := newClaimCursors()
+	pace := newClaimPace(d.claimShare(), d.cfg.BatchSize)
 	for {
-		if wait > 0 {
-			var due chan struct{} // nil (never ready) unless idle
-			if idle {
-				due = d.due[part]
-			}
-			t := time.NewTimer(wait)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return
-			case <-due:
-				d.metrics.wakeups.Inc()
-			case <-t.C:
-			}
-			t.Stop()
+		if wait > 0 && !d.pause(ctx, part, wait, idle, pace) {
+			return
 		}
 		if ctx.Err() != nil {
 			return
@@ -57,6 +46,9 @@ func (d *Dispatcher) claimLoop(ctx, workCtx context.Context, part, loops int) {
 		rotate++
 		k := rotate % len(queues)
 		queues = slices.Concat(queues[k:], queues[:k])
+		// Rows announced from here on are for the next claim (this one
+		// may or may not see them).
+		d.pending[part].Store(0)
 		rows, claimSpan, err := d.claim(ctx, queues, cursors.of(queues), n)
 		if d.test.claimed != nil && err == nil {
 			d.test.claimed(part, queues, len(rows))
@@ -76,6 +68,9 @@ func (d *Dispatcher) claimLoop(ctx, workCtx context.Context, part, loops int) {
 		case len(rows) == 0:
 			cursors.advance(queues, nil, false)
 			wait = min(max(2*wait, d.cfg.BusyPoll), d.cfg.IdlePoll)
+			if pace.on() {
+				wait = pace.claimed(d.cfg.Now(), 0, n, wait)
+			}
 			idle = true
 			continue
 		case len(rows) == n:
@@ -83,11 +78,51 @@ func (d *Dispatcher) claimLoop(ctx, workCtx context.Context, part, loops int) {
 		default:
 			wait = d.cfg.BusyPoll
 		}
+		if pace.on() {
+			wait = pace.claimed(d.cfg.Now(), len(rows), n, wait)
+		}
 		cursors.advance(queues, rows, len(rows) == n)
 		idle = false
 		d.start(workCtx, rows, claimSpan)
 	}
 }
+
+// pause waits wait before claim loop part's next claim, or less: without a
+// latency budget a loop that is idle claims as soon as it is told rows may
+// be due; with one (pace on) any loop hears of announced rows and claims
+// when pace says. It reports false when ctx ended.
+func (d *Dispatcher) pause(ctx context.Context, part int, wait time.Duration, idle bool, pace *claimPace) bool {
+	var due chan struct{} // nil (never ready) unless listened to
+	if idle || pace.on() {
+		due = d.due[part]
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-due:
+			d.metrics.wakeups.Inc()
+			if !pace.on() {
+				return true
+			}
+			w := pace.woken(d.cfg.Now(), int(d.pending[part].Load()))
+			if w <= 0 {
+				return true
+			}
+			t.Reset(w)
+		case <-t.C:
+			return true
+		}
+	}
+}
+
+// claimShare is the claim loops' share of the latency budget: half of it
+// (the group commit has a quarter, the acknowledgements half; a callback
+// waits for the commit and a claim, the successor of an ordered key for its
+// predecessor's acknowledgement and a claim).
+func (d *Dispatcher) claimShare() time.Duration { return d.cfg.LatencyBudget / 2 }
 
 // claim runs one claim statement over queues, each queue's endpoints served
 // from the one after its cursor in after. It is not cancelled half-way

@@ -56,8 +56,12 @@ type Dispatcher struct {
 	inflight map[int64]inflight
 	held     []int // logical queues held, sorted
 	// due has one channel per claim loop: the signal that new rows may be
-	// due (Wake, or queues gained), taken by a loop that is idle.
+	// due (Wake, or queues gained), taken by a loop that is idle or paced.
 	due []chan struct{}
+	// pending counts, per claim loop, the rows announced since its last
+	// claim (Stored; a hint without a count counts one): what claimPace
+	// weighs against half a batch.
+	pending []atomic.Int64
 
 	// test lets this package's tests see inside the loops.
 	test testSignals
@@ -103,6 +107,7 @@ func New(logger *slog.Logger, cfg Config, store *db.DB, payloads PayloadStore, r
 		slots:          make(chan struct{}, cfg.Concurrency),
 		inflight:       map[int64]inflight{},
 		due:            dueChannels(cfg.ClaimLoops),
+		pending:        make([]atomic.Int64, cfg.ClaimLoops),
 		tracing:        tracing.Records(cfg.Tracer),
 	}
 }
@@ -124,6 +129,7 @@ func dueChannels(n int) []chan struct{} {
 // dispatcher when it gains queues.
 func (d *Dispatcher) Wake() {
 	for part := range d.due {
+		d.pending[part].Add(1)
 		d.signal(part)
 	}
 }
@@ -140,7 +146,13 @@ func (d *Dispatcher) signal(part int) {
 // as in db.Announcement), the only ones that can find their rows; every
 // loop when queues is empty (any queue may have rows). A queue this
 // dispatcher does not hold wakes nothing: another dispatcher claims it.
-func (d *Dispatcher) WakeQueues(queues []int) {
+func (d *Dispatcher) WakeQueues(queues []int) { d.Stored(1, queues) }
+
+// Stored is WakeQueues for n rows stored into queues (ascending): the API
+// of this process calls it after each group commit. Under a latency budget
+// a claim loop that is waiting claims at once once half a batch of rows was
+// announced to it (claimPace).
+func (d *Dispatcher) Stored(n int, queues []int) {
 	if len(queues) == 0 {
 		d.Wake()
 		return
@@ -155,6 +167,7 @@ func (d *Dispatcher) WakeQueues(queues []int) {
 	d.mu.Unlock()
 	for part, w := range wake {
 		if w {
+			d.pending[part].Add(int64(n))
 			d.signal(part)
 		}
 	}
@@ -189,7 +202,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		Threshold: d.cfg.CircuitThreshold, BaseBackoff: d.cfg.CircuitBase,
 		MaxBackoff: d.cfg.CircuitMax, DisableAfter: d.cfg.DisableAfter,
 	}
-	d.acker = newAcker(d.db, d.logger, d.metrics, id, policy, d.cfg.AckInterval, d.cfg.AckBatch, d.cfg.AckFlushers, d.cfg.Now, d.onAckReport)
+	d.acker = newAcker(d.db, d.logger, d.metrics, id, policy, max(d.cfg.AckInterval, d.ackShare()), d.cfg.AckBatch, d.cfg.AckFlushers, d.cfg.Now, d.onAckReport)
 	ackDone := make(chan struct{})
 	go func() {
 		defer close(ackDone)
@@ -249,6 +262,11 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	}
 	return nil
 }
+
+// ackShare is the acknowledgements' share of the latency budget: half of
+// it (see claimShare). A result waits for its batch up to it (or
+// AckInterval, when longer).
+func (d *Dispatcher) ackShare() time.Duration { return d.cfg.LatencyBudget / 2 }
 
 func (d *Dispatcher) onAckReport(rep db.AckReport) {
 	for _, id := range rep.Disabled {

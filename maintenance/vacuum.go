@@ -48,7 +48,11 @@ func (mt *Maintainer) vacuumLoop(ctx context.Context) {
 			sess = nil
 		}
 	}
-	tick := time.NewTicker(mt.cfg.VacuumInterval)
+	// The checks come every VacuumInterval while a hot table churns; while
+	// none does (no traffic) the pause doubles up to VacuumMaxGap, the
+	// longest a churning table waits for its heap pass in any case.
+	pause := mt.cfg.VacuumInterval
+	tick := time.NewTimer(pause)
 	defer tick.Stop()
 	nextReindex := time.Now().Add(mt.cfg.ReindexInterval)
 	var nextHistoryAnalyze time.Time // the first tick checks
@@ -75,6 +79,14 @@ func (mt *Maintainer) vacuumLoop(ctx context.Context) {
 			}
 		}
 		counts, err := mt.db.TupleCounts(ctx, db.HotTables)
+		quiet := err == nil
+		for _, c := range counts {
+			if r := last[c.Table]; r == nil || r.churned != c.Churned {
+				quiet = false
+			}
+		}
+		pause = idlePause(pause, quiet, mt.cfg.VacuumInterval, mt.cfg.VacuumMaxGap)
+		tick.Reset(pause)
 		if err != nil {
 			failed("dead tuple check", err)
 			continue
@@ -170,6 +182,16 @@ func (mt *Maintainer) vacuumLoop(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// idlePause returns the pause before the next dead-tuple check: interval
+// after a check that saw a table churn, else twice the last pause, up
+// to most.
+func idlePause(last time.Duration, quiet bool, interval, most time.Duration) time.Duration {
+	if !quiet {
+		return interval
+	}
+	return max(min(2*last, most), interval)
 }
 
 // vacuumRecord is when a table was last vacuumed (any kind, and full) and

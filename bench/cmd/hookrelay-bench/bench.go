@@ -53,6 +53,7 @@ type benchOptions struct {
 	latencyLog     string
 	flaky          *flakyOptions
 	fair           fairOptions
+	day            dayOptions
 }
 
 type stringList []string
@@ -64,7 +65,7 @@ func parseBenchFlags(args []string, stderr io.Writer) (*benchOptions, error) {
 	o := &benchOptions{}
 	fs := flag.NewFlagSet("hookrelay-bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.phases, "phases", "max,rates,backlog", "phases to run, in order: max, rates, backlog, flaky, burst, many-endpoints, slow-tenant")
+	fs.StringVar(&o.phases, "phases", "max,rates,backlog", "phases to run, in order: max, rates, day, backlog, flaky, burst, many-endpoints, slow-tenant, idle")
 	fs.DurationVar(&o.duration, "duration", 20*time.Second, "load time of the max-rate and of each fixed-rate phase")
 	rates := fs.String("rates", "1000,2000", "fixed-rate phases, callbacks per second, comma-separated")
 	fs.IntVar(&o.keys, "keys", 10000, "tracking numbers (ordering keys)")
@@ -94,6 +95,7 @@ func parseBenchFlags(args []string, stderr io.Writer) (*benchOptions, error) {
 	fs.StringVar(&o.latencyLog, "latency-log", "", "append one line per delivery (callback × endpoint) to this file: phase, the callback's request start (Unix µs), end-to-end latency (µs); for a timeline of the tail")
 	o.flaky = addFlakyFlags(fs)
 	addFairnessFlags(fs, &o.fair)
+	addDayFlags(fs, &o.day)
 	if err := fs.Parse(args); err != nil {
 		return nil, fmt.Errorf("%w: %v", errUsage, err)
 	}
@@ -119,12 +121,15 @@ func parseBenchFlags(args []string, stderr io.Writer) (*benchOptions, error) {
 	}
 	for _, p := range strings.Split(o.phases, ",") {
 		switch p = strings.TrimSpace(p); {
-		case p == "max", p == "rates", p == "backlog", p == "flaky", slices.Contains(fairPhaseNames, p):
+		case p == "max", p == "rates", p == "day", p == "backlog", p == "flaky", p == "idle", slices.Contains(fairPhaseNames, p):
 		default:
-			return nil, fmt.Errorf("%w: --phases: unknown phase %q (want max, rates, backlog, flaky, burst, many-endpoints, slow-tenant)", errUsage, p)
+			return nil, fmt.Errorf("%w: --phases: unknown phase %q (want max, rates, day, backlog, flaky, burst, many-endpoints, slow-tenant, idle)", errUsage, p)
 		}
 	}
 	if err := o.flaky.check(); err != nil {
+		return nil, err
+	}
+	if err := o.day.check(); err != nil {
 		return nil, err
 	}
 	o.settleInterval = 200 * time.Millisecond
