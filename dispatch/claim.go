@@ -67,7 +67,7 @@ func (d *Dispatcher) claimLoop(ctx, workCtx context.Context, part, loops int) {
 			continue
 		case len(rows) == 0:
 			cursors.advance(queues, nil, false)
-			wait = min(max(2*wait, d.cfg.BusyPoll), d.cfg.IdlePoll)
+			wait = min(max(2*wait, d.cfg.BusyPoll), d.idlePoll())
 			if pace.on() {
 				wait = pace.claimed(d.cfg.Now(), 0, n, wait)
 			}
@@ -116,6 +116,36 @@ func (d *Dispatcher) pause(ctx context.Context, part int, wait time.Duration, id
 			return true
 		}
 	}
+}
+
+// quietPolls is how many IdlePolls a paced claim loop that hears of stored
+// rows (Listen) backs off to while nothing is due: each claim of nothing
+// costs PostgreSQL a statement and a commit, and what becomes due without an
+// announcement wakes the loops itself (wakeWhenDue, onAckReport). Held rows,
+// open circuits and the leases of a dispatcher that died are found within
+// it.
+const quietPolls = 5
+
+// idlePoll is the longest pause of a claim loop that found nothing.
+func (d *Dispatcher) idlePoll() time.Duration {
+	if d.claimShare() > 0 && d.cfg.Listen {
+		return quietPolls * d.cfg.IdlePoll
+	}
+	return d.cfg.IdlePoll
+}
+
+// wakeWhenDue wakes, under a latency budget, the claim loop of queue once a
+// result given back to it (a retry, a release) is due again, its
+// acknowledgement's share of the budget included: a loop that found
+// nothing would otherwise find it only at its next idle poll.
+func (d *Dispatcher) wakeWhenDue(res db.DeliveryResult, queue int) {
+	if d.claimShare() == 0 || res.Kind != db.AckRetry && res.Kind != db.AckRelease {
+		return
+	}
+	if res.Delay > time.Minute {
+		return // a second late is little on such a wait; no timer
+	}
+	time.AfterFunc(res.Delay+d.ackShare(), func() { d.WakeQueues([]int{queue}) })
 }
 
 // claimShare is the claim loops' share of the latency budget: half of it
@@ -258,6 +288,7 @@ func (d *Dispatcher) deliveryWorker(jobs <-chan deliveryJob) {
 		d.mu.Unlock()
 		d.metrics.inFlight.Dec()
 		d.acker.in <- item
+		d.wakeWhenDue(item.res, j.row.Queue)
 		<-d.slots
 		d.workers.Done()
 	}

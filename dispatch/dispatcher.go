@@ -269,6 +269,11 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 func (d *Dispatcher) ackShare() time.Duration { return d.cfg.LatencyBudget / 2 }
 
 func (d *Dispatcher) onAckReport(rep db.AckReport) {
+	if rep.Promoted > 0 && d.claimShare() > 0 {
+		// Successors made visible are announced to no one: under a budget
+		// a loop that found nothing may be in its longer idle pause.
+		d.Wake()
+	}
 	for _, id := range rep.Disabled {
 		d.cache.forget(id)
 		d.logger.Warn("endpoint disabled", "endpoint_id", id)
