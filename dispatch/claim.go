@@ -134,18 +134,16 @@ func (d *Dispatcher) idlePoll() time.Duration {
 	return d.cfg.IdlePoll
 }
 
-// wakeWhenDue wakes, under a latency budget, the claim loop of queue once a
-// result given back to it (a retry, a release) is due again, its
-// acknowledgement's share of the budget included: a loop that found
-// nothing would otherwise find it only at its next idle poll.
-func (d *Dispatcher) wakeWhenDue(res db.DeliveryResult, queue int) {
-	if d.claimShare() == 0 || res.Kind != db.AckRetry && res.Kind != db.AckRelease {
-		return
+// wakeWhenDue wakes, under a latency budget (acker.onDue), the claim
+// loops of the rows an acknowledgement gave back once each is due again: a
+// loop that found nothing would otherwise find them only at its next idle
+// poll. The acknowledgement has committed: a row is due delay from now at
+// the latest.
+func (d *Dispatcher) wakeWhenDue(rows []dueRow) {
+	for _, r := range rows {
+		q := []int{r.queue}
+		time.AfterFunc(r.delay, func() { d.WakeQueues(q) })
 	}
-	if res.Delay > time.Minute {
-		return // a second late is little on such a wait; no timer
-	}
-	time.AfterFunc(res.Delay+d.ackShare(), func() { d.WakeQueues([]int{queue}) })
 }
 
 // claimShare is the claim loops' share of the latency budget: half of it
@@ -287,8 +285,8 @@ func (d *Dispatcher) deliveryWorker(jobs <-chan deliveryJob) {
 		delete(d.inflight, j.row.ID)
 		d.mu.Unlock()
 		d.metrics.inFlight.Dec()
+		item.queue = j.row.Queue
 		d.acker.in <- item
-		d.wakeWhenDue(item.res, j.row.Queue)
 		<-d.slots
 		d.workers.Done()
 	}

@@ -1,10 +1,15 @@
 package dispatch
 
 import (
+	"net/http"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/hookrelay/hookrelay/db/dbtest"
+	"github.com/hookrelay/hookrelay/internal/testenv"
 )
 
 // The pacing of a claim loop under a latency budget, on a clock of the
@@ -64,4 +69,44 @@ func TestClaimPace(t *testing.T) {
 		require.Equal(t, share, d.claimShare())
 		require.Equal(t, share, max(d.cfg.AckInterval, d.ackShare()))
 	})
+}
+
+// TestBudgetWakesForRetriesAndSuccessors: under a latency budget a claim
+// loop that found nothing pauses for five idle polls (here minutes), yet a
+// failed head is retried at its quick step and its parked successors follow
+// at once: the retry and the promotions wake the loop (wakeWhenDue,
+// onAckReport); no poll could have found them within the test's time.
+func TestBudgetWakesForRetriesAndSuccessors(t *testing.T) {
+	t.Parallel()
+	store := dbtest.New(t)
+	s := newSink(t)
+	failed := false
+	s.setDecide(func(_ *http.Request, body []byte) (int, http.Header) {
+		if string(body) == `{"n":1}` && !failed {
+			failed = true
+			return http.StatusInternalServerError, nil
+		}
+		return http.StatusOK, nil
+	})
+	ep, _ := dbtest.Endpoint(t, store, &dbtest.EndpointOpts{URL: s.srv.URL})
+	const n = 4
+	for i := 1; i <= n; i++ {
+		dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: "B", Queues: 8,
+			Payload: []byte(`{"n":` + strconv.Itoa(i) + `}`)})
+	}
+	cfg := testConfig()
+	cfg.LatencyBudget = 40 * time.Millisecond
+	cfg.IdlePoll, cfg.BusyPoll = time.Minute, time.Minute
+	cfg.Listen = true
+	cfg.QuickRetries = []time.Duration{100 * time.Millisecond}
+	d, _ := runDispatcher(t, store, cfg)
+	require.Equal(t, 5*time.Minute, d.idlePoll())
+
+	testenv.Eventually(t, 20*time.Second, "the whole chain", func() bool { return len(s.requests()) == n+1 })
+	reqs := s.requests()
+	require.Equal(t, http.StatusInternalServerError, reqs[0].Status)
+	for i := 1; i <= n; i++ {
+		require.Equal(t, `{"n":`+strconv.Itoa(i)+`}`, string(reqs[i].Body), "in order")
+		require.Equal(t, http.StatusOK, reqs[i].Status)
+	}
 }

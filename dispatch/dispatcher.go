@@ -203,6 +203,9 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		MaxBackoff: d.cfg.CircuitMax, DisableAfter: d.cfg.DisableAfter,
 	}
 	d.acker = newAcker(d.db, d.logger, d.metrics, id, policy, max(d.cfg.AckInterval, d.ackShare()), d.cfg.AckBatch, d.cfg.AckFlushers, d.cfg.Now, d.onAckReport)
+	if d.claimShare() > 0 {
+		d.acker.onDue = d.wakeWhenDue
+	}
 	ackDone := make(chan struct{})
 	go func() {
 		defer close(ackDone)
