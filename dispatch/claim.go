@@ -119,7 +119,8 @@ func (d *Dispatcher) pause(ctx context.Context, part int, wait time.Duration, id
 }
 
 // quietPolls is how many IdlePolls a paced claim loop that hears of stored
-// rows (Listen) backs off to while nothing is due: each claim of nothing
+// rows (its dispatcher's LISTEN session is open) backs off to while nothing
+// is due: each claim of nothing
 // costs PostgreSQL a statement and a commit, and what becomes due without an
 // announcement wakes the loops itself (wakeWhenDue, onAckReport). Held rows,
 // open circuits and the leases of a dispatcher that died are found within
@@ -128,7 +129,7 @@ const quietPolls = 5
 
 // idlePoll is the longest pause of a claim loop that found nothing.
 func (d *Dispatcher) idlePoll() time.Duration {
-	if d.claimShare() > 0 && d.cfg.Listen {
+	if d.claimShare() > 0 && d.listening.Load() {
 		return quietPolls * d.cfg.IdlePoll
 	}
 	return d.cfg.IdlePoll

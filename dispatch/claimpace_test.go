@@ -100,7 +100,7 @@ func TestBudgetWakesForRetriesAndSuccessors(t *testing.T) {
 	cfg.Listen = true
 	cfg.QuickRetries = []time.Duration{100 * time.Millisecond}
 	d, _ := runDispatcher(t, store, cfg)
-	require.Equal(t, 5*time.Minute, d.idlePoll())
+	testenv.Eventually(t, 10*time.Second, "the LISTEN session", func() bool { return d.idlePoll() == 5*time.Minute })
 
 	testenv.Eventually(t, 20*time.Second, "the whole chain", func() bool { return len(s.requests()) == n+1 })
 	reqs := s.requests()

@@ -58,6 +58,9 @@ type Dispatcher struct {
 	// due has one channel per claim loop: the signal that new rows may be
 	// due (Wake, or queues gained), taken by a loop that is idle or paced.
 	due []chan struct{}
+	// listening reports whether the LISTEN session for other processes'
+	// announcements is open (listen).
+	listening atomic.Bool
 	// pending counts, per claim loop, the rows announced since its last
 	// claim (Stored; a hint without a count counts one): what claimPace
 	// weighs against half a batch.
