@@ -23,8 +23,9 @@ func (d *Dispatcher) claimLoop(ctx, workCtx context.Context, part, loops int) {
 	rotate := 0
 	cursors := newClaimCursors()
 	pace := newClaimPace(d.claimShare(), d.cfg.BatchSize)
+	paced := pace // nil while a pause is not paced
 	for {
-		if wait > 0 && !d.pause(ctx, part, wait, idle, pace) {
+		if wait > 0 && !d.pause(ctx, part, wait, idle, paced) {
 			return
 		}
 		if ctx.Err() != nil {
@@ -68,8 +69,9 @@ func (d *Dispatcher) claimLoop(ctx, workCtx context.Context, part, loops int) {
 		case len(rows) == 0:
 			cursors.advance(queues, nil, false)
 			wait = min(max(2*wait, d.cfg.BusyPoll), d.idlePoll())
+			paced = nil
 			if pace.on() {
-				wait = pace.claimed(d.cfg.Now(), 0, n, wait)
+				wait, paced = pace.claimed(d.cfg.Now(), 0, n, wait), pace
 			}
 			idle = true
 			continue
@@ -78,8 +80,12 @@ func (d *Dispatcher) claimLoop(ctx, workCtx context.Context, part, loops int) {
 		default:
 			wait = d.cfg.BusyPoll
 		}
-		if pace.on() {
-			wait = pace.claimed(d.cfg.Now(), len(rows), n, wait)
+		// With an endpoint at its max_in_flight the claim was partial for
+		// want of its slots, not of due rows: its backlog waits for them,
+		// as without a budget, not for the budget.
+		paced = nil
+		if pace.on() && d.cache.full.empty() {
+			wait, paced = pace.claimed(d.cfg.Now(), len(rows), n, wait), pace
 		}
 		cursors.advance(queues, rows, len(rows) == n)
 		idle = false
@@ -87,10 +93,10 @@ func (d *Dispatcher) claimLoop(ctx, workCtx context.Context, part, loops int) {
 	}
 }
 
-// pause waits wait before claim loop part's next claim, or less: without a
-// latency budget a loop that is idle claims as soon as it is told rows may
-// be due; with one (pace on) any loop hears of announced rows and claims
-// when pace says. It reports false when ctx ended.
+// pause waits wait before claim loop part's next claim, or less: unpaced
+// (pace nil or off) a loop that is idle claims as soon as it is told rows
+// may be due; paced, a loop hears of announced rows and claims when pace
+// says. It reports false when ctx ended.
 func (d *Dispatcher) pause(ctx context.Context, part int, wait time.Duration, idle bool, pace *claimPace) bool {
 	var due chan struct{} // nil (never ready) unless listened to
 	if idle || pace.on() {

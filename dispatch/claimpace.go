@@ -13,7 +13,10 @@ import (
 // share of the budget, or — the claim having found rows, so more may come
 // due unannounced (retries, released rows, promoted successors) — until
 // the share has passed since the claim; after an empty claim, it backs off
-// towards IdlePoll as without a budget. So at a low rate each claim takes
+// towards IdlePoll as without a budget. A partial claim while one of the
+// dispatcher's endpoints has every slot taken is not paced (claimLoop):
+// that endpoint's backlog waits for its slots, not for rows. So at a low
+// rate each claim takes
 // the rows of one share, and at a high rate the loop claims as soon as half
 // a batch is waiting, as often as without a budget.
 //
@@ -38,8 +41,8 @@ func newClaimPace(share time.Duration, batch int) *claimPace {
 	return &claimPace{share: share, enough: max(batch/2, 1)}
 }
 
-// on reports whether pacing is on.
-func (p *claimPace) on() bool { return p.share > 0 }
+// on reports whether pacing is on (a nil pace is off).
+func (p *claimPace) on() bool { return p != nil && p.share > 0 }
 
 // claimed records a claim made at now that took rows of the n it could,
 // the pause the loop would take without pacing (idle backoff) being

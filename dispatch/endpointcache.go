@@ -52,6 +52,13 @@ func (f *fullSet) set(id int64, full bool) {
 }
 
 // list returns up to n of the endpoints in the set (nil when none).
+// empty reports whether no endpoint is full.
+func (f *fullSet) empty() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.ids) == 0
+}
+
 func (f *fullSet) list(n int) []int64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
