@@ -24,6 +24,7 @@ func (d *Dispatcher) claimLoop(ctx, workCtx context.Context, part, loops int) {
 	cursors := newClaimCursors()
 	pace := newClaimPace(d.claimShare(), d.cfg.BatchSize)
 	paced := pace // nil while a pause is not paced
+	filled := d.cache.full.filled.Load()
 	for {
 		if wait > 0 && !d.pause(ctx, part, wait, idle, paced) {
 			return
@@ -51,6 +52,9 @@ func (d *Dispatcher) claimLoop(ctx, workCtx context.Context, part, loops int) {
 		// may or may not see them).
 		d.pending[part].Store(0)
 		rows, claimSpan, err := d.claim(ctx, queues, cursors.of(queues), n)
+		// Did an endpoint reach its max_in_flight since the last claim?
+		saturated := d.cache.full.filled.Load() != filled
+		filled = d.cache.full.filled.Load()
 		if d.test.claimed != nil && err == nil {
 			d.test.claimed(part, queues, len(rows))
 		}
@@ -80,11 +84,12 @@ func (d *Dispatcher) claimLoop(ctx, workCtx context.Context, part, loops int) {
 		default:
 			wait = d.cfg.BusyPoll
 		}
-		// With an endpoint at its max_in_flight the claim was partial for
-		// want of its slots, not of due rows: its backlog waits for them,
-		// as without a budget, not for the budget.
+		// With an endpoint that reached its max_in_flight since the last
+		// claim, the claim was partial for want of its slots, not of due
+		// rows: its backlog waits for them, as without a budget, not for
+		// the budget.
 		paced = nil
-		if pace.on() && d.cache.full.empty() {
+		if pace.on() && !saturated {
 			wait, paced = pace.claimed(d.cfg.Now(), len(rows), n, wait), pace
 		}
 		cursors.advance(queues, rows, len(rows) == n)

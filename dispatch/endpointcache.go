@@ -39,11 +39,18 @@ type endpointState struct {
 type fullSet struct {
 	mu  sync.Mutex
 	ids map[int64]struct{}
+	// filled counts the endpoints that joined the set, ever: a claim loop
+	// that sees it move since its last claim knows an endpoint's slots,
+	// not its due rows, bounded what it could claim.
+	filled atomic.Uint64
 }
 
 func (f *fullSet) set(id int64, full bool) {
 	f.mu.Lock()
 	if full {
+		if _, ok := f.ids[id]; !ok {
+			f.filled.Add(1)
+		}
 		f.ids[id] = struct{}{}
 	} else {
 		delete(f.ids, id)
@@ -52,13 +59,6 @@ func (f *fullSet) set(id int64, full bool) {
 }
 
 // list returns up to n of the endpoints in the set (nil when none).
-// empty reports whether no endpoint is full.
-func (f *fullSet) empty() bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.ids) == 0
-}
-
 func (f *fullSet) list(n int) []int64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
