@@ -79,9 +79,13 @@ func (mt *Maintainer) vacuumLoop(ctx context.Context) {
 			}
 		}
 		counts, err := mt.db.TupleCounts(ctx, db.HotTables)
+		// Quiet: no table's churn counter moved within the churn window
+		// (backends report their counts about once a second, so a counter
+		// that did not move since the last check says nothing).
 		quiet := err == nil
 		for _, c := range counts {
-			if r := last[c.Table]; r == nil || r.churned != c.Churned {
+			r := last[c.Table]
+			if r == nil || r.churned != c.Churned || !r.churnedAt.IsZero() && now.Sub(r.churnedAt) < mt.cfg.VacuumChurnWindow {
 				quiet = false
 			}
 		}
@@ -185,8 +189,8 @@ func (mt *Maintainer) vacuumLoop(ctx context.Context) {
 }
 
 // idlePause returns the pause before the next dead-tuple check: interval
-// after a check that saw a table churn, else twice the last pause, up
-// to most.
+// after a check that saw a table churn within the churn window, else twice
+// the last pause, up to most.
 func idlePause(last time.Duration, quiet bool, interval, most time.Duration) time.Duration {
 	if !quiet {
 		return interval
