@@ -81,15 +81,27 @@ func (mt *Maintainer) vacuumLoop(ctx context.Context) {
 		counts, err := mt.db.TupleCounts(ctx, db.HotTables)
 		// Quiet: no table's churn counter moved within the churn window
 		// (backends report their counts about once a second, so a counter
-		// that did not move since the last check says nothing).
+		// that did not move since the last check says nothing). Otherwise
+		// the next check comes when the table churning fastest may need
+		// its heap pass (its churnGap, from the rate known so far): the
+		// heartbeat tables, churning a few rows every few seconds, need
+		// one a second at most.
 		quiet := err == nil
+		gap := mt.cfg.VacuumMaxGap
 		for _, c := range counts {
 			r := last[c.Table]
-			if r == nil || r.churned != c.Churned || !r.churnedAt.IsZero() && now.Sub(r.churnedAt) < mt.cfg.VacuumChurnWindow {
+			switch {
+			case r == nil:
+				quiet, gap = false, mt.cfg.VacuumInterval
+			case r.churned != c.Churned || !r.churnedAt.IsZero() && now.Sub(r.churnedAt) < mt.cfg.VacuumChurnWindow:
 				quiet = false
+				gap = min(gap, mt.churnGap(c.HeapBytes, cmp.Or(rowBytes[c.Table], defaultRowBytes), r.churn.rate()))
 			}
 		}
 		pause = idlePause(pause, quiet, mt.cfg.VacuumInterval, mt.cfg.VacuumMaxGap)
+		if !quiet {
+			pause = max(gap, mt.cfg.VacuumInterval)
+		}
 		tick.Reset(pause)
 		if err != nil {
 			failed("dead tuple check", err)
