@@ -18,6 +18,9 @@ type ackItem struct {
 	// nor as a success for the circuit (released, held, payload store down).
 	circuitNeutral bool
 	gone           bool
+	// queue is the row's logical queue, for the wake-up when a retry or a
+	// release is due again (acker.onDue).
+	queue int
 }
 
 // acker batches results into one transaction per ~interval or maxBatch
@@ -37,6 +40,9 @@ type acker struct {
 	maxBatch     int
 	now          func() time.Time
 	onReport     func(db.AckReport)
+	// onDue, when set, is told after each batch committed which of its
+	// rows come back (retries, releases) within a minute, and when.
+	onDue func([]dueRow)
 
 	flushers int
 
@@ -57,7 +63,19 @@ type acker struct {
 type ackBatch struct {
 	results  []db.DeliveryResult
 	outcomes []db.EndpointOutcome
+	due      []dueRow // for onDue
 }
+
+// dueRow is a row given back to its queue that is due again after delay
+// from its acknowledgement's commit.
+type dueRow struct {
+	queue int
+	delay time.Duration
+}
+
+// maxDueWake is the longest wait of a row given back that onDue hears of:
+// past it the claim loops' idle poll is soon enough.
+const maxDueWake = time.Minute
 
 func newAcker(store *db.DB, logger *slog.Logger, m *metrics, dispatcherID int64, policy db.HealthPolicy,
 	interval time.Duration, maxBatch, flushers int, now func() time.Time, onReport func(db.AckReport)) *acker {
@@ -89,6 +107,9 @@ func (a *acker) run(giveUp time.Duration) {
 		b := ackBatch{results: make([]db.DeliveryResult, len(batch)), outcomes: a.outcomes(batch)}
 		for i, it := range batch {
 			b.results[i] = it.res
+			if a.onDue != nil && (it.res.Kind == db.AckRetry || it.res.Kind == db.AckRelease) && it.res.Delay <= maxDueWake {
+				b.due = append(b.due, dueRow{queue: it.queue, delay: it.res.Delay})
+			}
 		}
 		batches <- b
 		batch = batch[:0]
@@ -149,6 +170,9 @@ func (a *acker) flush(b ackBatch, giveUp time.Duration) {
 			a.mu.Unlock()
 			if a.onReport != nil {
 				a.onReport(rep)
+			}
+			if a.onDue != nil && len(b.due) > 0 {
+				a.onDue(b.due)
 			}
 			if rep.Stale > 0 {
 				a.logger.Warn("stale delivery results ignored (leases had run out)", "count", rep.Stale)

@@ -14,29 +14,20 @@ import (
 // holds (its share: index % loops == part) until ctx ends, one statement
 // across all of them: at once again after a full batch, after BusyPoll after
 // a partial one, backing off to IdlePoll while there is nothing due — or
-// until Wake says new rows may be.
+// until Wake says new rows may be. Under a latency budget the pause after a
+// claim that was not full is claimPace's instead.
 // Deliveries run under workCtx, which outlives ctx for a graceful drain.
 func (d *Dispatcher) claimLoop(ctx, workCtx context.Context, part, loops int) {
 	var wait time.Duration
 	idle := false // the last claim found nothing, or there was nothing to claim from
 	rotate := 0
 	cursors := newClaimCursors()
+	pace := newClaimPace(d.claimShare(), d.cfg.BatchSize)
+	paced := pace // nil while a pause is not paced
+	filled := d.cache.full.filled.Load()
 	for {
-		if wait > 0 {
-			var due chan struct{} // nil (never ready) unless idle
-			if idle {
-				due = d.due[part]
-			}
-			t := time.NewTimer(wait)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return
-			case <-due:
-				d.metrics.wakeups.Inc()
-			case <-t.C:
-			}
-			t.Stop()
+		if wait > 0 && !d.pause(ctx, part, wait, idle, paced) {
+			return
 		}
 		if ctx.Err() != nil {
 			return
@@ -57,7 +48,13 @@ func (d *Dispatcher) claimLoop(ctx, workCtx context.Context, part, loops int) {
 		rotate++
 		k := rotate % len(queues)
 		queues = slices.Concat(queues[k:], queues[:k])
+		// Rows announced from here on are for the next claim (this one
+		// may or may not see them).
+		d.pending[part].Store(0)
 		rows, claimSpan, err := d.claim(ctx, queues, cursors.of(queues), n)
+		// Did an endpoint reach its max_in_flight since the last claim?
+		saturated := d.cache.full.filled.Load() != filled
+		filled = d.cache.full.filled.Load()
 		if d.test.claimed != nil && err == nil {
 			d.test.claimed(part, queues, len(rows))
 		}
@@ -75,7 +72,11 @@ func (d *Dispatcher) claimLoop(ctx, workCtx context.Context, part, loops int) {
 			continue
 		case len(rows) == 0:
 			cursors.advance(queues, nil, false)
-			wait = min(max(2*wait, d.cfg.BusyPoll), d.cfg.IdlePoll)
+			wait = min(max(2*wait, d.cfg.BusyPoll), d.idlePoll())
+			paced = nil
+			if pace.on() {
+				wait, paced = pace.claimed(d.cfg.Now(), 0, n, wait), pace
+			}
 			idle = true
 			continue
 		case len(rows) == n:
@@ -83,11 +84,85 @@ func (d *Dispatcher) claimLoop(ctx, workCtx context.Context, part, loops int) {
 		default:
 			wait = d.cfg.BusyPoll
 		}
+		// With an endpoint that reached its max_in_flight since the last
+		// claim, the claim was partial for want of its slots, not of due
+		// rows: its backlog waits for them, as without a budget, not for
+		// the budget.
+		paced = nil
+		if pace.on() && !saturated {
+			wait, paced = pace.claimed(d.cfg.Now(), len(rows), n, wait), pace
+		}
 		cursors.advance(queues, rows, len(rows) == n)
 		idle = false
 		d.start(workCtx, rows, claimSpan)
 	}
 }
+
+// pause waits wait before claim loop part's next claim, or less: unpaced
+// (pace nil or off) a loop that is idle claims as soon as it is told rows
+// may be due; paced, a loop hears of announced rows and claims when pace
+// says. It reports false when ctx ended.
+func (d *Dispatcher) pause(ctx context.Context, part int, wait time.Duration, idle bool, pace *claimPace) bool {
+	var due chan struct{} // nil (never ready) unless listened to
+	if idle || pace.on() {
+		due = d.due[part]
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-due:
+			d.metrics.wakeups.Inc()
+			if !pace.on() {
+				return true
+			}
+			w := pace.woken(d.cfg.Now(), int(d.pending[part].Load()))
+			if w <= 0 {
+				return true
+			}
+			t.Reset(w)
+		case <-t.C:
+			return true
+		}
+	}
+}
+
+// quietPolls is how many IdlePolls a paced claim loop that hears of stored
+// rows (its dispatcher's LISTEN session is open) backs off to while nothing
+// is due: each claim of nothing
+// costs PostgreSQL a statement and a commit, and what becomes due without an
+// announcement wakes the loops itself (wakeWhenDue, onAckReport). Held rows,
+// open circuits and the leases of a dispatcher that died are found within
+// it.
+const quietPolls = 5
+
+// idlePoll is the longest pause of a claim loop that found nothing.
+func (d *Dispatcher) idlePoll() time.Duration {
+	if d.claimShare() > 0 && d.listening.Load() {
+		return quietPolls * d.cfg.IdlePoll
+	}
+	return d.cfg.IdlePoll
+}
+
+// wakeWhenDue wakes, under a latency budget (acker.onDue), the claim
+// loops of the rows an acknowledgement gave back once each is due again: a
+// loop that found nothing would otherwise find them only at its next idle
+// poll. The acknowledgement has committed: a row is due delay from now at
+// the latest.
+func (d *Dispatcher) wakeWhenDue(rows []dueRow) {
+	for _, r := range rows {
+		q := []int{r.queue}
+		time.AfterFunc(r.delay, func() { d.WakeQueues(q) })
+	}
+}
+
+// claimShare is the claim loops' share of the latency budget: half of it
+// (the group commit has a quarter, the acknowledgements half; a callback
+// waits for the commit and a claim, the successor of an ordered key for its
+// predecessor's acknowledgement and a claim).
+func (d *Dispatcher) claimShare() time.Duration { return d.cfg.LatencyBudget / 2 }
 
 // claim runs one claim statement over queues, each queue's endpoints served
 // from the one after its cursor in after. It is not cancelled half-way
@@ -230,6 +305,7 @@ func (d *Dispatcher) deliveryWorker(jobs <-chan deliveryJob) {
 		delete(d.inflight, j.row.ID)
 		d.mu.Unlock()
 		d.metrics.inFlight.Dec()
+		item.queue = j.row.Queue
 		d.acker.in <- item
 		<-d.slots
 		d.workers.Done()

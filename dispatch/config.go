@@ -25,6 +25,9 @@ const (
 	DefaultAckBatch     = 100
 	DefaultAckFlushers  = 4
 	DefaultDrainTimeout = 10 * time.Second
+	// DefaultLatencyBudget is cmd/hookrelay's HOOKRELAY_LATENCY_BUDGET
+	// (Config.LatencyBudget; the zero Config has none).
+	DefaultLatencyBudget = 40 * time.Millisecond
 
 	DefaultOpsPoll      = time.Second
 	DefaultOpsTimeout   = 10 * time.Second
@@ -68,6 +71,16 @@ type Config struct {
 	// could take: longer means bigger batches (less CPU per delivery), shorter
 	// means lower latency. Default DefaultBusyPoll (5ms).
 	BusyPoll time.Duration
+	// LatencyBudget is the delay a callback may gain so that statements
+	// carry more rows at a moderate rate (HOOKRELAY_LATENCY_BUDGET; 0, the
+	// default here, is the lowest latency). The claim loops take half of it
+	// (claimPace: after a claim that was not full, the next waits until half
+	// a batch was announced or the share has passed; BusyPoll no longer
+	// applies), the acknowledgements half (a result waits for its batch up
+	// to it or AckInterval, when longer); the group commit takes a quarter
+	// (ingest.BatcherConfig.LatencyBudget). At full load claims are full
+	// and go at once.
+	LatencyBudget time.Duration
 	// ClaimLoops is how many claim loops share the held queues (each claims
 	// for its part in one statement). Default DefaultClaimLoops (2).
 	ClaimLoops int

@@ -58,8 +58,15 @@ type Dispatcher struct {
 	inflight map[int64]inflight
 	held     []int // logical queues held, sorted
 	// due has one channel per claim loop: the signal that new rows may be
-	// due (Wake, or queues gained), taken by a loop that is idle.
+	// due (Wake, or queues gained), taken by a loop that is idle or paced.
 	due []chan struct{}
+	// listening reports whether the LISTEN session for other processes'
+	// announcements is open (listen).
+	listening atomic.Bool
+	// pending counts, per claim loop, the rows announced since its last
+	// claim (Stored; a hint without a count counts one): what claimPace
+	// weighs against half a batch.
+	pending []atomic.Int64
 
 	// test lets this package's tests see inside the loops.
 	test testSignals
@@ -105,6 +112,7 @@ func New(logger *slog.Logger, cfg Config, store *db.DB, payloads PayloadStore, r
 		slots:          make(chan struct{}, cfg.Concurrency),
 		inflight:       map[int64]inflight{},
 		due:            dueChannels(cfg.ClaimLoops),
+		pending:        make([]atomic.Int64, cfg.ClaimLoops),
 		tracing:        tracing.Records(cfg.Tracer),
 	}
 }
@@ -126,6 +134,7 @@ func dueChannels(n int) []chan struct{} {
 // dispatcher when it gains queues.
 func (d *Dispatcher) Wake() {
 	for part := range d.due {
+		d.pending[part].Add(1)
 		d.signal(part)
 	}
 }
@@ -142,7 +151,13 @@ func (d *Dispatcher) signal(part int) {
 // as in db.Announcement), the only ones that can find their rows; every
 // loop when queues is empty (any queue may have rows). A queue this
 // dispatcher does not hold wakes nothing: another dispatcher claims it.
-func (d *Dispatcher) WakeQueues(queues []int) {
+func (d *Dispatcher) WakeQueues(queues []int) { d.Stored(1, queues) }
+
+// Stored is WakeQueues for n rows stored into queues (ascending): the API
+// of this process calls it after each group commit. Under a latency budget
+// a claim loop that is waiting claims at once once half a batch of rows was
+// announced to it (claimPace).
+func (d *Dispatcher) Stored(n int, queues []int) {
 	if len(queues) == 0 {
 		d.Wake()
 		return
@@ -157,6 +172,7 @@ func (d *Dispatcher) WakeQueues(queues []int) {
 	d.mu.Unlock()
 	for part, w := range wake {
 		if w {
+			d.pending[part].Add(int64(n))
 			d.signal(part)
 		}
 	}
@@ -191,7 +207,10 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		Threshold: d.cfg.CircuitThreshold, BaseBackoff: d.cfg.CircuitBase,
 		MaxBackoff: d.cfg.CircuitMax, DisableAfter: d.cfg.DisableAfter,
 	}
-	d.acker = newAcker(d.db, d.logger, d.metrics, id, policy, d.cfg.AckInterval, d.cfg.AckBatch, d.cfg.AckFlushers, d.cfg.Now, d.onAckReport)
+	d.acker = newAcker(d.db, d.logger, d.metrics, id, policy, max(d.cfg.AckInterval, d.ackShare()), d.cfg.AckBatch, d.cfg.AckFlushers, d.cfg.Now, d.onAckReport)
+	if d.claimShare() > 0 {
+		d.acker.onDue = d.wakeWhenDue
+	}
 	ackDone := make(chan struct{})
 	go func() {
 		defer close(ackDone)
@@ -254,7 +273,17 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	return nil
 }
 
+// ackShare is the acknowledgements' share of the latency budget: half of
+// it (see claimShare). A result waits for its batch up to it (or
+// AckInterval, when longer).
+func (d *Dispatcher) ackShare() time.Duration { return d.cfg.LatencyBudget / 2 }
+
 func (d *Dispatcher) onAckReport(rep db.AckReport) {
+	if rep.Promoted > 0 && d.claimShare() > 0 {
+		// Successors made visible are announced to no one: under a budget
+		// a loop that found nothing may be in its longer idle pause.
+		d.Wake()
+	}
 	for _, id := range rep.Disabled {
 		d.cache.forget(id)
 		d.logger.Warn("endpoint disabled", "endpoint_id", id)

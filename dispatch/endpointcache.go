@@ -39,11 +39,18 @@ type endpointState struct {
 type fullSet struct {
 	mu  sync.Mutex
 	ids map[int64]struct{}
+	// filled counts the endpoints that joined the set, ever: a claim loop
+	// that sees it move since its last claim knows an endpoint's slots,
+	// not its due rows, bounded what it could claim.
+	filled atomic.Uint64
 }
 
 func (f *fullSet) set(id int64, full bool) {
 	f.mu.Lock()
 	if full {
+		if _, ok := f.ids[id]; !ok {
+			f.filled.Add(1)
+		}
 		f.ids[id] = struct{}{}
 	} else {
 		delete(f.ids, id)

@@ -35,6 +35,7 @@ func (d *Dispatcher) listen(ctx context.Context) {
 		}
 		pause = d.cfg.ListenRetry
 		d.metrics.listening.Set(1)
+		d.listening.Store(true)
 		d.Wake()
 		var lost error
 		for {
@@ -53,6 +54,7 @@ func (d *Dispatcher) listen(ctx context.Context) {
 			}
 		}
 		d.metrics.listening.Set(0)
+		d.listening.Store(false)
 		l.Close()
 		if ctx.Err() != nil {
 			return

@@ -26,6 +26,11 @@ const (
 	// group commit at which each carrier is held to its share (about 0.2 s
 	// of commits at full rate on the test machine).
 	DefaultBatchSaturation = 1000
+	// batchFillRows is the rows (messages and deliveries) at which a batch
+	// kept open by the latency budget closes before its share has passed:
+	// about what a group commit carries at full load, where waiting for
+	// more only adds latency.
+	batchFillRows = 32
 )
 
 // BatcherConfig configures the group-commit batcher. Zero fields get the
@@ -34,6 +39,13 @@ type BatcherConfig struct {
 	// MaxWait is how long a batch stays open after its first message.
 	// Default DefaultBatchMaxWait (2ms).
 	MaxWait time.Duration
+	// LatencyBudget (HOOKRELAY_LATENCY_BUDGET) is the delay a callback may
+	// gain so that statements carry more rows at a moderate rate; the group
+	// commit takes a quarter of it (commitShare): a batch stays open up to
+	// that after its first message, or until it holds batchFillRows rows,
+	// instead of MaxWait. At full load batches fill before the share has
+	// passed. 0, the default, keeps MaxWait.
+	LatencyBudget time.Duration
 	// MaxRows closes a batch once its messages plus deliveries reach it.
 	// Default DefaultBatchMaxRows (500).
 	MaxRows int
@@ -81,6 +93,16 @@ func (c BatcherConfig) WithDefaults() BatcherConfig {
 	return c
 }
 
+// batcherTestSignals are points in Run that a test of this package
+// drives or observes; nil does nothing, and the product never sets them.
+type batcherTestSignals struct {
+	// after replaces the timer that closes a batch: it is called with the
+	// batch's wait and returns the channel that ends it.
+	after func(d time.Duration) <-chan time.Time
+	// closed runs when a batch is closed, with its messages and rows.
+	closed func(msgs, rows int)
+}
+
 // InsertFunc stores one batch in one transaction (db.DB.MessageInsertMany);
 // hookrelay.EINVALID says it refused a value of one of the messages.
 type InsertFunc func(ctx context.Context, msgs []db.NewMessage) ([]db.StoredMessage, error)
@@ -109,6 +131,9 @@ type Batcher struct {
 	// tracing is whether cfg.Tracer records spans (tracing.Records): a
 	// commit makes no span without it.
 	tracing bool
+
+	// test lets this package's tests see inside Run.
+	test batcherTestSignals
 
 	mu      sync.RWMutex // guards closed; Submit holds it for reading while sending
 	closed  bool
@@ -210,22 +235,69 @@ func (b *Batcher) Run(ctx context.Context) {
 		}
 		batch := []*pendingMsg{first}
 		rows := 1 + len(first.msg.EndpointIDs)
-		timer := time.NewTimer(b.cfg.MaxWait)
+		wait, fill := b.window()
+		expired, stop := b.after(wait)
 	collect:
-		for rows < b.cfg.MaxRows {
+		for rows < fill {
 			select {
 			case p := <-b.in:
 				batch = append(batch, p)
 				rows += 1 + len(p.msg.EndpointIDs)
-			case <-timer.C:
+			case <-expired:
 				break collect
 			case <-closing:
 				break collect
 			}
 		}
-		timer.Stop()
-		batches <- batch
+		stop()
+		if b.test.closed != nil {
+			b.test.closed(len(batch), rows)
+		}
+		if b.commitShare() == 0 {
+			batches <- batch
+			continue
+		}
+		// Under a budget the batch keeps taking messages while every
+		// flusher is busy (full load), up to MaxRows.
+	hand:
+		for rows < b.cfg.MaxRows {
+			select {
+			case batches <- batch:
+				batch = nil
+				break hand
+			case p := <-b.in:
+				batch = append(batch, p)
+				rows += 1 + len(p.msg.EndpointIDs)
+			}
+		}
+		if batch != nil {
+			batches <- batch
+		}
 	}
+}
+
+// commitShare is the group commit's share of the latency budget: a
+// quarter (the claim loops take half, so a callback's wait for its commit
+// and its claim stays within the budget).
+func (b *Batcher) commitShare() time.Duration { return b.cfg.LatencyBudget / 4 }
+
+// window returns how long a batch stays open after its first message and
+// the rows that close it sooner.
+func (b *Batcher) window() (time.Duration, int) {
+	if share := b.commitShare(); share > 0 {
+		return max(share, b.cfg.MaxWait), min(batchFillRows, b.cfg.MaxRows)
+	}
+	return b.cfg.MaxWait, b.cfg.MaxRows
+}
+
+// after returns a channel that receives once d has passed, and a function
+// that releases it; tests replace it (batcherTestSignals.after).
+func (b *Batcher) after(d time.Duration) (<-chan time.Time, func()) {
+	if b.test.after != nil {
+		return b.test.after(d), func() {}
+	}
+	t := time.NewTimer(d)
+	return t.C, func() { t.Stop() }
 }
 
 // drain takes what is queued without waiting, up to MaxRows.

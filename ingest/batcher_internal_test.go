@@ -237,3 +237,95 @@ func TestBatcherSplitsAroundARefusedMessage(t *testing.T) {
 	require.Equal(t, 1, statements, "a stored batch takes one statement")
 	mu.Unlock()
 }
+
+// batcherProbe runs a batcher whose batch timer the test fires by hand and
+// whose batches it sees close, storing nothing.
+type batcherProbe struct {
+	b      *Batcher
+	waits  chan time.Duration // the wait each batch asked for
+	expire chan time.Time     // fires the open batch's timer
+	closed chan int           // messages of each batch closed
+}
+
+func newBatcherProbe(t *testing.T, cfg BatcherConfig) *batcherProbe {
+	p := &batcherProbe{waits: make(chan time.Duration, 16), expire: make(chan time.Time), closed: make(chan int, 16)}
+	insert := func(_ context.Context, msgs []db.NewMessage) ([]db.StoredMessage, error) {
+		out := make([]db.StoredMessage, len(msgs))
+		for i := range out {
+			out[i] = db.StoredMessage{ID: int64(i + 1), Deliveries: len(msgs[i].EndpointIDs)}
+		}
+		return out, nil
+	}
+	p.b = NewBatcher(cfg, insert, nil)
+	p.b.test.after = func(d time.Duration) <-chan time.Time {
+		p.waits <- d
+		return p.expire
+	}
+	p.b.test.closed = func(msgs, _ int) { p.closed <- msgs }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.b.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return p
+}
+
+// submit submits a message of rows rows (one message, rows-1 deliveries)
+// and returns a channel that receives its error.
+func (p *batcherProbe) submit(rows int) <-chan error {
+	m := testMsg(1, fmt.Sprintf("k%d", rows), time.Now())
+	m.EndpointIDs = make([]int64, rows-1)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := p.b.Submit(context.Background(), m)
+		errc <- err
+	}()
+	return errc
+}
+
+// Under a latency budget a batch stays open for the group commit's share
+// (a quarter of the budget) unless it fills up first (batchFillRows): at a
+// low rate the commit waits for the budget, at a high rate for enough rows,
+// never for the timer. Without a budget the batch waits MaxWait, as
+// configured, and closes at MaxRows.
+func TestBatcherLatencyBudget(t *testing.T) {
+	t.Parallel()
+	t.Run("waits for the share or for enough rows", func(t *testing.T) {
+		t.Parallel()
+		p := newBatcherProbe(t, BatcherConfig{LatencyBudget: 40 * time.Millisecond, Flushers: 1})
+		// Half the fill rows: the batch opens for the share and waits.
+		first := p.submit(batchFillRows / 2)
+		require.Equal(t, 10*time.Millisecond, <-p.waits)
+		// The other half closes it with both messages; the timer never
+		// fired, so the batch was still open when the second came.
+		second := p.submit(batchFillRows / 2)
+		require.Equal(t, 2, <-p.closed)
+		require.NoError(t, <-first)
+		require.NoError(t, <-second)
+
+		// A lone small message waits until its share has passed.
+		third := p.submit(2)
+		require.Equal(t, 10*time.Millisecond, <-p.waits)
+		p.expire <- time.Now()
+		require.Equal(t, 1, <-p.closed)
+		require.NoError(t, <-third)
+	})
+	t.Run("no budget: MaxWait and MaxRows", func(t *testing.T) {
+		t.Parallel()
+		p := newBatcherProbe(t, BatcherConfig{MaxRows: 3 * batchFillRows, Flushers: 1})
+		first := p.submit(batchFillRows)
+		require.Equal(t, DefaultBatchMaxWait, <-p.waits)
+		// Past batchFillRows the batch stays open: only MaxRows closes it.
+		second := p.submit(batchFillRows)
+		third := p.submit(batchFillRows)
+		require.Equal(t, 3, <-p.closed)
+		for _, c := range []<-chan error{first, second, third} {
+			require.NoError(t, <-c)
+		}
+	})
+}

@@ -48,7 +48,11 @@ func (mt *Maintainer) vacuumLoop(ctx context.Context) {
 			sess = nil
 		}
 	}
-	tick := time.NewTicker(mt.cfg.VacuumInterval)
+	// The checks come every VacuumInterval while a hot table churns; while
+	// none does (no traffic) the pause doubles up to VacuumMaxGap, the
+	// longest a churning table waits for its heap pass in any case.
+	pause := mt.cfg.VacuumInterval
+	tick := time.NewTimer(pause)
 	defer tick.Stop()
 	nextReindex := time.Now().Add(mt.cfg.ReindexInterval)
 	var nextHistoryAnalyze time.Time // the first tick checks
@@ -75,6 +79,30 @@ func (mt *Maintainer) vacuumLoop(ctx context.Context) {
 			}
 		}
 		counts, err := mt.db.TupleCounts(ctx, db.HotTables)
+		// Quiet: no table's churn counter moved within the churn window
+		// (backends report their counts about once a second, so a counter
+		// that did not move since the last check says nothing). Otherwise
+		// the next check comes when the table churning fastest may need
+		// its heap pass (its churnGap, from the rate known so far): the
+		// heartbeat tables, churning a few rows every few seconds, need
+		// one a second at most.
+		quiet := err == nil
+		gap := mt.cfg.VacuumMaxGap
+		for _, c := range counts {
+			r := last[c.Table]
+			switch {
+			case r == nil:
+				quiet, gap = false, mt.cfg.VacuumInterval
+			case r.churned != c.Churned || !r.churnedAt.IsZero() && now.Sub(r.churnedAt) < mt.cfg.VacuumChurnWindow:
+				quiet = false
+				gap = min(gap, mt.churnGap(c.HeapBytes, cmp.Or(rowBytes[c.Table], defaultRowBytes), r.churn.rate()))
+			}
+		}
+		pause = idlePause(pause, quiet, mt.cfg.VacuumInterval, mt.cfg.VacuumMaxGap)
+		if !quiet {
+			pause = max(gap, mt.cfg.VacuumInterval)
+		}
+		tick.Reset(pause)
 		if err != nil {
 			failed("dead tuple check", err)
 			continue
@@ -170,6 +198,16 @@ func (mt *Maintainer) vacuumLoop(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// idlePause returns the pause before the next dead-tuple check: interval
+// after a check that saw a table churn within the churn window, else twice
+// the last pause, up to most.
+func idlePause(last time.Duration, quiet bool, interval, most time.Duration) time.Duration {
+	if !quiet {
+		return interval
+	}
+	return max(min(2*last, most), interval)
 }
 
 // vacuumRecord is when a table was last vacuumed (any kind, and full) and

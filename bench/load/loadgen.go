@@ -40,6 +40,9 @@ type LoadConfig struct {
 	// Rate is the open-loop pace in callbacks per second; 0 sends as fast as
 	// Concurrency allows (closed loop).
 	Rate float64
+	// RateAt, when set, replaces Rate: the open-loop pace at each moment of
+	// the phase, as a function of the time since its start (a day's shape).
+	RateAt func(elapsed time.Duration) float64
 	// Duration bounds the phase; 0 means until MaxAcked.
 	Duration time.Duration
 	// MaxAcked stops the phase after that many acknowledgements; 0 = no bound.
@@ -123,13 +126,17 @@ func RunLoad(ctx context.Context, cfg LoadConfig) (*LoadResult, error) {
 		case <-stop:
 		}
 	}()
-	if cfg.Rate > 0 {
+	if cfg.Rate > 0 || cfg.RateAt != nil {
+		rateAt := cfg.RateAt
+		if rateAt == nil {
+			rateAt = func(time.Duration) float64 { return cfg.Rate }
+		}
 		tokens = make(chan struct{}, cfg.Concurrency)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer close(tokens)
-			pace(stop, tokens, cfg.Rate, res.Start)
+			pace(stop, tokens, rateAt, res.Start)
 		}()
 	}
 	var last atomic.Int64
@@ -187,12 +194,14 @@ func RunLoad(ctx context.Context, cfg LoadConfig) (*LoadResult, error) {
 
 func (r *LoadResult) acked() int64 { return atomic.LoadInt64(&r.Acked) }
 
-// pace emits rate tokens per second from start until stop closes, catching
-// up in bursts after oversleeping (open loop: the schedule never slips).
-func pace(stop <-chan struct{}, tokens chan<- struct{}, rate float64, start time.Time) {
-	interval := time.Duration(float64(time.Second) / rate)
-	for i := int64(0); ; i++ {
-		due := start.Add(time.Duration(i) * interval)
+// pace emits rateAt(time since start) tokens per second from start until
+// stop closes, catching up in bursts after oversleeping (open loop: the
+// schedule never slips).
+func pace(stop <-chan struct{}, tokens chan<- struct{}, rateAt func(time.Duration) float64, start time.Time) {
+	var at time.Duration // the next token's time, since start
+	for {
+		due := start.Add(at)
+		at += time.Duration(float64(time.Second) / max(rateAt(at), 0.1))
 		if d := time.Until(due); d > time.Millisecond {
 			t := time.NewTimer(d)
 			select {

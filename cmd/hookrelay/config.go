@@ -124,6 +124,10 @@ func readConfig(p *envParser) config {
 	lease := p.duration("HOOKRELAY_LEASE", dispatch.DefaultLease, time.Second, time.Hour)
 	allowPrivate := p.bool("HOOKRELAY_ALLOW_PRIVATE_TARGETS", false)
 	notify := p.bool("HOOKRELAY_NOTIFY", defaultNotify)
+	// The delay a callback may gain so that the group commit, the claims
+	// and the acknowledgements carry more rows at a moderate rate; 0 is the
+	// lowest latency.
+	budget := p.duration("HOOKRELAY_LATENCY_BUDGET", dispatch.DefaultLatencyBudget, 0, time.Second)
 
 	c.DB = loadDB(p, lease)
 	c.ReplicaURL = p.str("HOOKRELAY_DATABASE_REPLICA_URL", "")
@@ -141,7 +145,9 @@ func readConfig(p *envParser) config {
 	// are answered 503 (a commit waiting for a synchronous standby that is
 	// gone is cut short there; docs/operations/postgresql.md, "Running on a cluster").
 	c.API.Batcher.CommitTimeout = c.DB.StatementTimeout
+	c.API.Batcher.LatencyBudget = budget
 	c.Dispatch = loadDispatch(p, queues, lease, allowPrivate, notify)
+	c.Dispatch.LatencyBudget = budget
 	c.Maintenance = loadMaintenance(p, queues, c.DB.IdleInTransactionTimeout)
 	c.Web = web.Config{
 		Queues: queues,

@@ -59,6 +59,11 @@ func TestConfigDefaultsArePackageDefaults(t *testing.T) {
 		{"HOOKRELAY_QUEUES", w.Queues, wDef.Queues},
 		{"HOOKRELAY_QUEUES", c.Ops.Queues, opsDef.Queues},
 		{"HOOKRELAY_LEASE", d.Lease, dDef.Lease},
+		// The packages' zero configurations have no budget (their tests
+		// run unpaced); the product's default is the dispatch package's
+		// constant, one value for both roles.
+		{"HOOKRELAY_LATENCY_BUDGET", d.LatencyBudget, dispatch.DefaultLatencyBudget},
+		{"HOOKRELAY_LATENCY_BUDGET", in.Batcher.LatencyBudget, dispatch.DefaultLatencyBudget},
 		{"HOOKRELAY_ALLOW_PRIVATE_TARGETS", c.Ops.AllowPrivateTargets, opsDef.AllowPrivateTargets},
 		{"HOOKRELAY_ALLOW_PRIVATE_TARGETS", d.AllowPrivateTargets, dDef.AllowPrivateTargets},
 		// The one process-level default among the packages' settings: see

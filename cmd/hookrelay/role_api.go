@@ -20,7 +20,7 @@ func startAPI(ctx context.Context, s *service) (func(ctx context.Context) error,
 		// instead of after its idle pause (other processes hear of it by
 		// NOTIFY, or poll).
 		d := s.dispatcher()
-		cfg.Batcher.OnStored = func(_ int, queues []int) { d.WakeQueues(queues) }
+		cfg.Batcher.OnStored = d.Stored
 	}
 	srv := api.New(s.logger, cfg, s.db, s.store, s.registry, s.operations())
 	srv.Register(s.echo)

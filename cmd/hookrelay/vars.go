@@ -37,6 +37,7 @@ var varMeanings = map[string]string{
 	"HOOKRELAY_ROLES":                         "the roles serve runs (--roles wins)",
 	"HOOKRELAY_QUEUES":                        "logical queues; keep it fixed once data exists",
 	"HOOKRELAY_LEASE":                         "how long a claimed delivery or held queue stays with a silent dispatcher",
+	"HOOKRELAY_LATENCY_BUDGET":                "delay a callback may gain so that statements carry more rows at a moderate rate; 0 is the lowest latency",
 	"HOOKRELAY_ALLOW_PRIVATE_TARGETS":         "allow endpoints on loopback, private and link-local addresses (tests, demos)",
 	"HOOKRELAY_NOTIFY":                        "announce stored callbacks with NOTIFY, dispatchers LISTEN; false behind pgbouncer in transaction mode",
 	"HOOKRELAY_DB_POOLER":                     "pgbouncer: DATABASE_URL is PgBouncer in transaction mode",

@@ -55,6 +55,7 @@ type benchOptions struct {
 	flaky          *flakyOptions
 	fair           fairOptions
 	pull           pullOptions
+	day            dayOptions
 }
 
 type stringList []string
@@ -66,7 +67,7 @@ func parseBenchFlags(args []string, stderr io.Writer) (*benchOptions, error) {
 	o := &benchOptions{}
 	fs := flag.NewFlagSet("hookrelay-bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.phases, "phases", "max,rates,backlog", "phases to run, in order: max, rates, backlog, flaky, burst, many-endpoints, slow-tenant, refusal-flood, pull-idle, pull-drain")
+	fs.StringVar(&o.phases, "phases", "max,rates,backlog", "phases to run, in order: max, rates, day, backlog, flaky, burst, many-endpoints, slow-tenant, refusal-flood, pull-idle, pull-drain, idle")
 	fs.DurationVar(&o.duration, "duration", 20*time.Second, "load time of the max-rate and of each fixed-rate phase")
 	rates := fs.String("rates", "1000,2000", "fixed-rate phases, callbacks per second, comma-separated")
 	fs.IntVar(&o.keys, "keys", 10000, "tracking numbers (ordering keys)")
@@ -98,6 +99,7 @@ func parseBenchFlags(args []string, stderr io.Writer) (*benchOptions, error) {
 	o.flaky = addFlakyFlags(fs)
 	addFairnessFlags(fs, &o.fair)
 	addPullFlags(fs, &o.pull)
+	addDayFlags(fs, &o.day)
 	if err := fs.Parse(args); err != nil {
 		return nil, fmt.Errorf("%w: %v", errUsage, err)
 	}
@@ -123,15 +125,18 @@ func parseBenchFlags(args []string, stderr io.Writer) (*benchOptions, error) {
 	}
 	for _, p := range strings.Split(o.phases, ",") {
 		switch p = strings.TrimSpace(p); {
-		case p == "max", p == "rates", p == "backlog", p == "flaky", p == "refusal-flood", slices.Contains(fairPhaseNames, p), slices.Contains(pullPhaseNames, p):
+		case p == "max", p == "rates", p == "day", p == "backlog", p == "flaky", p == "idle", p == "refusal-flood", slices.Contains(fairPhaseNames, p), slices.Contains(pullPhaseNames, p):
 		default:
-			return nil, fmt.Errorf("%w: --phases: unknown phase %q (want max, rates, backlog, flaky, burst, many-endpoints, slow-tenant, refusal-flood, pull-idle, pull-drain)", errUsage, p)
+			return nil, fmt.Errorf("%w: --phases: unknown phase %q (want max, rates, day, backlog, flaky, burst, many-endpoints, slow-tenant, refusal-flood, pull-idle, pull-drain, idle)", errUsage, p)
 		}
 	}
 	if err := o.flood.check(); err != nil {
 		return nil, err
 	}
 	if err := o.flaky.check(); err != nil {
+		return nil, err
+	}
+	if err := o.day.check(); err != nil {
 		return nil, err
 	}
 	o.settleInterval = 200 * time.Millisecond

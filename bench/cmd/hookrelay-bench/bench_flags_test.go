@@ -17,6 +17,8 @@ func TestBenchFlagErrors(t *testing.T) {
 		{"--sink-failure-rate", "1"},
 		{"--keys", "0"},
 		{"--dispatchers", "-1"},
+		{"--day-peak-share", "0.1"},
+		{"--idle", "0s"},
 	} {
 		var out, errOut bytes.Buffer
 		err := run(context.Background(), append([]string{"hookrelay-bench"}, args...), func(string) string { return "" }, &out, &errOut)

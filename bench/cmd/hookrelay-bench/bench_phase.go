@@ -182,6 +182,11 @@ func (b *benchRun) runPhases(ctx context.Context) error {
 			}
 		}
 	}
+	if o.runs("day") {
+		if err := b.dayPhase(ctx); err != nil {
+			return err
+		}
+	}
 	if o.runs("flaky") {
 		if err := b.flakyPhases(ctx); err != nil {
 			return err
@@ -204,7 +209,13 @@ func (b *benchRun) runPhases(ctx context.Context) error {
 	if err := b.runFairPhases(ctx); err != nil {
 		return err
 	}
-	return b.runPullPhases(ctx)
+	if err := b.runPullPhases(ctx); err != nil {
+		return err
+	}
+	if o.runs("idle") {
+		return b.idlePhase(ctx)
+	}
+	return nil
 }
 
 // loadPhase runs carrier load for --duration at rate (0 = as fast as it
