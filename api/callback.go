@@ -73,15 +73,6 @@ func (s *Server) acceptCallback(c echo.Context) (_ CallbackResponse, _ int, err 
 	if err := s.admitCarrier(req, &carrier); err != nil {
 		return CallbackResponse{}, 0, err
 	}
-	// One of the carrier's slots until the callback is handed to the group
-	// commit: a carrier sending from many connections at once runs a few
-	// of them at a time and cannot crowd out the other carriers.
-	release, ok := s.gate.Enter(ctx, carrier.ID)
-	if !ok {
-		return CallbackResponse{}, 0, httperr.WithRetryAfter(hookrelay.Errorf(hookrelay.ERATELIMIT,
-			"carrier has %d callbacks in flight; retry in 1 s", s.cfg.CarrierMaxInFlight), 1)
-	}
-	defer release()
 	if ok, wait := s.limits.Allow(carrier.ID, carrier.RateLimitPerSec); !ok {
 		return CallbackResponse{}, 0, httperr.WithRetryAfter(hookrelay.Errorf(hookrelay.ERATELIMIT,
 			"carrier over its rate limit of %d callbacks/s", carrier.RateLimitPerSec), wait)
@@ -147,7 +138,6 @@ func (s *Server) acceptCallback(c echo.Context) (_ CallbackResponse, _ int, err 
 	} else {
 		msg.Payload = body
 	}
-	release()
 	stored, err := s.batcher.Submit(ctx, msg)
 	if err != nil {
 		// The object stays: after a lost commit acknowledgement a row may

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
-	"runtime"
 	"sync"
 	"time"
 
@@ -32,10 +31,6 @@ const (
 	DefaultMaxBodyBytes = 10 << 20
 	DefaultOffloadBytes = 8192
 )
-
-// DefaultCarrierMaxInFlight is the command's default of
-// Config.CarrierMaxInFlight: twice the CPUs Go runs on, at least 4.
-func DefaultCarrierMaxInFlight() int { return max(4, 2*runtime.GOMAXPROCS(0)) }
 
 // Config configures the API. Zero fields get the defaults named
 // (WithDefaults).
@@ -91,15 +86,6 @@ type Config struct {
 	// carriers' allowed source addresses. Default none: the TCP peer is
 	// the client.
 	TrustedProxies []netip.Prefix
-	// CarrierMaxInFlight bounds how many callbacks of one carrier this
-	// process reads and checks at once (HOOKRELAY_CARRIER_MAX_IN_FLIGHT;
-	// ingest.CarrierGate); the others wait, up to CarrierWait, then get 429
-	// rate_limited with Retry-After. Unlike the other fields, 0 means no
-	// bound (the command's default is DefaultCarrierMaxInFlight).
-	CarrierMaxInFlight int
-	// CarrierWait is how long a callback waits for a slot of its carrier.
-	// Default ingest.DefaultCarrierWait (1s).
-	CarrierWait time.Duration
 }
 
 // WithDefaults returns c with every zero field set to its default. New
@@ -114,7 +100,6 @@ func (c Config) WithDefaults() Config {
 	c.Tracer = tracing.OrNoop(c.Tracer)
 	c.Batcher = c.Batcher.WithDefaults()
 	c.AnnounceInterval = cmp.Or(c.AnnounceInterval, ingest.DefaultAnnounceInterval)
-	c.CarrierWait = cmp.Or(c.CarrierWait, ingest.DefaultCarrierWait)
 	if c.Throttle == nil {
 		c.Throttle = throttle.New(throttle.Config{})
 	}
@@ -134,7 +119,6 @@ type Server struct {
 	announce *ingest.Announcer // nil unless cfg.Announce
 	metrics  *metrics
 	limits   *ingest.RateLimits
-	gate     *ingest.CarrierGate
 	bodies   *ingest.BodyMemory
 	watch    *ingest.Watch
 	pull     *pullSignal // wakes the pulls waiting for events
@@ -156,7 +140,6 @@ func New(logger *slog.Logger, cfg Config, store *db.DB, payloads *storage.Store,
 	s := &Server{
 		cfg: cfg, logger: logger, db: store, payloads: payloads, ops: operations,
 		routes: ingest.NewRoutes(store, cfg.CacheTTL), metrics: m, limits: ingest.NewRateLimits(),
-		gate:    ingest.NewCarrierGate(cfg.CarrierMaxInFlight, cfg.CarrierWait),
 		bodies:  ingest.NewBodyMemory(int64(cfg.MemoryBytes), reg),
 		tracing: tracing.Records(cfg.Tracer),
 		watch:   ingest.NewWatch(cfg.Watch, store, logger, reg),

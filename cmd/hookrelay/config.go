@@ -319,9 +319,6 @@ func loadAPI(p *envParser, queues int, notify bool) api.Config {
 		// What the bodies of the callbacks in flight may hold together;
 		// beyond it callbacks get 503 with Retry-After.
 		MemoryBytes: p.int("HOOKRELAY_INGEST_MEMORY", ingest.DefaultMemoryBytes, 1<<20, maxIngestMemory),
-		// One carrier's callbacks read and checked at once; the others
-		// wait (up to 1 s, then 429). 0: no bound.
-		CarrierMaxInFlight: p.int("HOOKRELAY_CARRIER_MAX_IN_FLIGHT", api.DefaultCarrierMaxInFlight(), 0, 1<<20),
 		// How stale the carrier/endpoint cache may be in other processes
 		// after a change.
 		CacheTTL: p.duration("HOOKRELAY_INGEST_CACHE_TTL", ingest.DefaultCacheTTL, 100*time.Millisecond, time.Minute),

@@ -52,7 +52,6 @@ var varMeanings = map[string]string{
 	"HOOKRELAY_MAX_BODY_BYTES":                "larger callbacks get 413",
 	"HOOKRELAY_OFFLOAD_BYTES":                 "larger payloads go to the S3 store",
 	"HOOKRELAY_INGEST_MEMORY":                 "bytes the bodies of the callbacks in flight may hold together; beyond it 503",
-	"HOOKRELAY_CARRIER_MAX_IN_FLIGHT":         "one carrier's callbacks read and checked at once; the others wait up to 1 s, then 429 (0: no bound)",
 	"HOOKRELAY_INGEST_CACHE_TTL":              "the longest a snapshot of carriers and routes lags a change made elsewhere",
 	"HOOKRELAY_INGEST_BATCH_WAIT":             "how long a group-commit batch stays open after its first callback",
 	"HOOKRELAY_INGEST_BATCH_ROWS":             "rows that close a batch at once",
