@@ -106,21 +106,32 @@ func (b *benchRun) dayPhase(ctx context.Context) error {
 		o.length, valley, o.peak, wStart, wLen, valley)
 	// Snapshots at the window's edges split the CPU.
 	start := b.take(ctx)
+	// The marks are taken by a goroutine of their own; the statistics
+	// connection serves one query at a time, so the last snapshot waits for
+	// it to end (the load outlasts the window, so both marks are taken by
+	// then unless the load failed).
 	marks := make(chan snapshot, 2)
+	markCtx, stopMarks := context.WithCancel(ctx)
+	marksDone := make(chan struct{})
 	go func() {
+		defer close(marksDone)
 		for _, at := range []time.Duration{wStart, wStart + wLen} {
 			select {
-			case <-ctx.Done():
+			case <-markCtx.Done():
 				return
 			case <-time.After(time.Until(start.at.Add(at))):
 			}
-			marks <- b.take(ctx)
+			marks <- b.take(markCtx)
 		}
 	}()
 	res, err := load.RunLoad(ctx, cfg)
 	if err != nil {
+		stopMarks()
+		<-marksDone
 		return err
 	}
+	<-marksDone
+	stopMarks()
 	b.awaitDrain(ctx, l)
 	end := b.take(ctx)
 	if err := b.checkAlive(); err != nil {
