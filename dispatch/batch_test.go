@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -269,13 +270,17 @@ func benchPush(b *testing.B, batch db.EndpointBatch) {
 	store := dbtest.New(b)
 	ctx := context.Background()
 	var got atomic.Int64
+	all := make(chan struct{}) // closed when the sink has every event
+	var allOnce sync.Once
 	sink := newHTTPTestServer(b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		n := int64(1)
 		if v := r.Header.Get("X-Hookrelay-Batch-Size"); v != "" {
 			n, _ = strconv.ParseInt(v, 10, 64)
 		}
-		got.Add(n)
+		if got.Add(n) >= int64(b.N) {
+			allOnce.Do(func() { close(all) })
+		}
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	ep, _ := dbtest.Endpoint(b, store, &dbtest.EndpointOpts{URL: sink.URL, MaxInFlight: 1000, Batch: batch})
@@ -306,8 +311,10 @@ func benchPush(b *testing.B, batch db.EndpointBatch) {
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- d.Run(runCtx) }()
-	for got.Load() < int64(n) {
-		time.Sleep(5 * time.Millisecond)
+	select {
+	case <-all:
+	case <-time.After(10 * time.Minute):
+		b.Fatalf("%d of %d events delivered in 10 minutes", got.Load(), n)
 	}
 	elapsed := time.Since(start)
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &after)
