@@ -1,12 +1,14 @@
 package api_test
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
@@ -351,4 +353,38 @@ func BenchmarkRefusedCallbacks(b *testing.B) {
 	})
 	b.ReportMetric(rate, "refusals/s")
 	b.ReportMetric(metricValue(b, bd.Registry, "hookrelay_carrier_refusals_not_logged_total"), "not-logged")
+}
+
+// TestRefusedKeyPrefix: a refused key is logged under the carrier whose key
+// has its displayable prefix, and under no carrier once two carriers share
+// that prefix.
+func TestRefusedKeyPrefix(t *testing.T) {
+	t.Parallel()
+	b := setup(t, watchConfig())
+	one := b.mustCreate(t, "/v1/carriers", adminToken, map[string]any{"name": "one"})
+	two := b.mustCreate(t, "/v1/carriers", adminToken, map[string]any{"name": "two"})
+	wrong := one["api_key"].(string)[:8] + "wrongwrongwrongwrong"
+	// Refused for the key, or once the address failed too often for it.
+	post := func() {
+		t.Helper()
+		resp := b.do(t, http.MethodPost, "/v1/callbacks", wrong, []byte(`{"tracking_no":"a"}`))
+		resp.Body.Close()
+		require.Contains(t, []int{http.StatusUnauthorized, http.StatusTooManyRequests}, resp.StatusCode)
+	}
+	post()
+	require.Equal(t, float64(401), b.waitRefusal(t, one["id"].(string), "auth")["status"])
+
+	conn, err := pgx.Connect(t.Context(), b.DBURL)
+	require.NoError(t, err)
+	defer conn.Close(context.WithoutCancel(t.Context()))
+	_, err = conn.Exec(t.Context(), "UPDATE carriers SET api_key_prefix = $1 WHERE id = $2", one["api_key_prefix"], two["id"])
+	require.NoError(t, err)
+	testenv.Eventually(t, 10*time.Second, "a refused key under no carrier", func() bool {
+		post()
+		return labelledValue(t, b.Registry, "hookrelay_carrier_callbacks_total", "carrier", "unknown", "outcome", "auth")+
+			labelledValue(t, b.Registry, "hookrelay_carrier_callbacks_total", "carrier", "unknown", "outcome", "rate_limited") > 0
+	})
+	for _, outcome := range []string{"auth", "rate_limited"} {
+		require.Zero(t, labelledValue(t, b.Registry, "hookrelay_carrier_callbacks_total", "carrier", two["id"].(string), "outcome", outcome))
+	}
 }

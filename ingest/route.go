@@ -126,16 +126,13 @@ func (v *routingValue) check(field string) error {
 
 // CarrierByKeyPrefix returns the one carrier whose key's displayable
 // prefix (hookrelay.KeyDisplayPrefix) is prefix: it names the carrier a
-// refused key was probably meant for. It reads every carrier (only refusals
-// ask), and finds none when two carriers share the prefix.
+// refused key was probably meant for. It finds none when two carriers share
+// the prefix.
 func (s *Snapshot) CarrierByKeyPrefix(prefix string) (db.Carrier, bool) {
-	var found db.Carrier
-	n := 0
-	for _, c := range s.carrierByID {
-		if c.APIKeyPrefix == prefix {
-			found = c
-			n++
-		}
+	id := s.carrierByKeyPrefix[prefix]
+	if id == 0 {
+		return db.Carrier{}, false
 	}
-	return found, n == 1
+	c, ok := s.carrierByID[id]
+	return c, ok
 }

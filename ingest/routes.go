@@ -24,13 +24,16 @@ type Snapshot struct {
 	carrierByHash map[string]db.Carrier
 	// previousKeys are the keys rotations replaced, by hash, still
 	// accepted until their expiry (checked at each use).
-	previousKeys    map[string]db.CarrierPreviousKey
-	carrierByID     map[int64]db.Carrier
-	carrierByName   map[string]int64
-	merchantByName  map[string]int64
-	routesByCarrier map[int64][]route // endpoints whose carrier filter names the carrier
-	routesAll       []route           // endpoints with no carrier filter
-	unordered       map[int64]bool    // endpoints whose ordering is "none"
+	previousKeys  map[string]db.CarrierPreviousKey
+	carrierByID   map[int64]db.Carrier
+	carrierByName map[string]int64
+	// carrierByKeyPrefix is the carrier of each key display prefix, 0
+	// where two carriers share one (CarrierByKeyPrefix).
+	carrierByKeyPrefix map[string]int64
+	merchantByName     map[string]int64
+	routesByCarrier    map[int64][]route // endpoints whose carrier filter names the carrier
+	routesAll          []route           // endpoints with no carrier filter
+	unordered          map[int64]bool    // endpoints whose ordering is "none"
 	// filterPaths are the paths every endpoint's content filter reads
 	// together: the intake extracts them in the pass that reads the body
 	// for the routing fields, so a filter never parses a body again.
@@ -133,12 +136,13 @@ func (c *Routes) load(ctx context.Context) (*Snapshot, error) {
 		return nil, err
 	}
 	s := &Snapshot{
-		loadedAt:        start,
-		carrierByHash:   make(map[string]db.Carrier, len(carriers)),
-		carrierByID:     make(map[int64]db.Carrier, len(carriers)),
-		carrierByName:   make(map[string]int64, len(carriers)),
-		merchantByName:  make(map[string]int64, len(merchants)),
-		routesByCarrier: map[int64][]route{},
+		loadedAt:           start,
+		carrierByHash:      make(map[string]db.Carrier, len(carriers)),
+		carrierByID:        make(map[int64]db.Carrier, len(carriers)),
+		carrierByName:      make(map[string]int64, len(carriers)),
+		carrierByKeyPrefix: make(map[string]int64, len(carriers)),
+		merchantByName:     make(map[string]int64, len(merchants)),
+		routesByCarrier:    map[int64][]route{},
 	}
 	pathIndex := map[string]int{}
 	if len(prev) > 0 {
@@ -151,6 +155,11 @@ func (c *Routes) load(ctx context.Context) (*Snapshot, error) {
 		s.carrierByHash[string(c.APIKeyHash)] = c
 		s.carrierByID[c.ID] = c
 		s.carrierByName[c.Name] = c.ID
+		if _, shared := s.carrierByKeyPrefix[c.APIKeyPrefix]; shared {
+			s.carrierByKeyPrefix[c.APIKeyPrefix] = 0
+		} else {
+			s.carrierByKeyPrefix[c.APIKeyPrefix] = c.ID
+		}
 	}
 	for _, m := range merchants {
 		s.merchantByName[m.Name] = m.ID
