@@ -35,6 +35,7 @@ func (mt *Maintainer) healthLoop(ctx context.Context) {
 				autovacuumWarned = time.Now()
 				mt.logger.Warn("maintenance: the server runs with autovacuum off: nothing vacuums TOAST, the catalogs or the open day of the history, and nothing guards against transaction ID wraparound; turn it on (docs/operations/postgresql.md)")
 			}
+			mt.m.samples.WithLabelValues("health").Inc()
 		}
 		select {
 		case <-ctx.Done():

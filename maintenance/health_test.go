@@ -90,7 +90,7 @@ func TestHealthReportsIdleTransaction(t *testing.T) {
 	require.NotEmpty(t, h.Partitions)
 
 	// Its first sighting, and only that, is an operational webhook event.
-	time.Sleep(300 * time.Millisecond) // a few more samples
+	waitSamples(t, r, 3) // a few more samples
 	var events int
 	require.NoError(t, b.sql.QueryRow(t.Context(), `SELECT count(*) FROM ops_events
 		WHERE type = 'database.long_transaction' AND (data->>'pid')::int = $1
@@ -131,7 +131,7 @@ func TestHealthReportsAutovacuumOff(t *testing.T) {
 		return
 	}
 	require.Eventually(t, func() bool { return warned() == 1 }, 5*time.Second, 20*time.Millisecond)
-	time.Sleep(300 * time.Millisecond) // six more samples: warned once an hour, not at each
+	waitSamples(t, r, 6) // warned once an hour, not at each sample
 	require.Equal(t, 1, warned())
 }
 
@@ -142,4 +142,14 @@ func containsPID(logs string, pid int) bool {
 		}
 	}
 	return false
+}
+
+// waitSamples waits until the maintainer of r has taken and published n
+// more health samples.
+func waitSamples(t *testing.T, r *running, n int) {
+	t.Helper()
+	samples := r.mt.m.samples.WithLabelValues("health")
+	want := value(t, samples) + float64(n)
+	require.Eventually(t, func() bool { return value(t, samples) >= want }, 10*time.Second, 10*time.Millisecond,
+		"%d more health samples", n)
 }

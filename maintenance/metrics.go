@@ -37,6 +37,7 @@ type metrics struct {
 	brinRanges     prometheus.Counter
 	sampleSeconds  *prometheus.GaugeVec
 	sampleFailures *prometheus.CounterVec
+	samples        *prometheus.CounterVec
 
 	retentionBlocked    prometheus.Gauge
 	retentionDropped    *prometheus.CounterVec
@@ -101,6 +102,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		sampleSeconds: gv("hookrelay_db_sample_seconds", "Duration of the last health or stat sample's queries.", "sampler"),
 		sampleFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookrelay_db_sample_failures_total",
 			Help: "Failed health, stat, summarize or vacuum checks."}, []string{"sampler"}),
+		samples: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookrelay_db_samples_total",
+			Help: "Health samples taken and published (a stalled count while the maintenance role is held means its sampler is stuck)."}, []string{"sampler"}),
 
 		retentionBlocked: g("hookrelay_retention_blocked_partitions", "Day partitions past retention whose drop is postponed because pending deliveries still reference them."),
 		retentionDropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "hookrelay_retention_dropped_partitions_total",
@@ -129,7 +132,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	reg.MustRegister(m.leader, m.tableBytes, m.indexBytes, m.liveTuples, m.deadTuples, m.deadRatio, m.lastVacuum,
 		m.lastAutovacuum, m.autovacuumOff, m.connections, m.maxConnections, m.idleInTransaction, m.oldestXact, m.longTransactions,
 		m.oldestXminAge, m.preparedXacts, m.slotsHoldingXmin, m.slotXminAge, m.partitions, m.partitionBytes,
-		m.oldestPartitionAge, m.vacuums, m.analyzes, m.vacuumSeconds, m.reindexes, m.brinRanges, m.sampleSeconds, m.sampleFailures, m.retentionBlocked,
+		m.oldestPartitionAge, m.vacuums, m.analyzes, m.vacuumSeconds, m.reindexes, m.brinRanges, m.sampleSeconds, m.sampleFailures, m.samples, m.retentionBlocked,
 		m.retentionDropped, m.retentionDiscarded, m.retentionObjects, m.retentionLastRun, m.retentionFailures,
 		m.partitionsCreated, m.pendingPayloadPurge)
 	m.leader.WithLabelValues().Set(0)
