@@ -143,6 +143,7 @@ func TestCompile(t *testing.T) {
 			_, err := eventtype.Compile([]byte(tc.schema))
 			require.Error(t, err)
 			require.Equal(t, hookrelay.EINVALID, hookrelay.CodeOf(err))
+			t.Log(hookrelay.ErrorMessage(err))
 			require.Contains(t, hookrelay.ErrorMessage(err), tc.want)
 		})
 	}

@@ -76,8 +76,10 @@ func (refuseLoader) Load(url string) (any, error) {
 }
 
 // resourceURL is the location the compiler gives a schema (its $id, if
-// any, takes over); it appears in compiler messages.
-const resourceURL = "schema.json"
+// any, takes over): absolute, so that nothing resolves against the
+// process's directory, and of a reserved domain, so that a relative $ref
+// names nothing that could be fetched.
+const resourceURL = "https://event-type.invalid/schema.json"
 
 // Compile compiles a JSON Schema: draft 2020-12 unless its $schema names
 // another, format assertions on (date-time, email, ...), no remote $ref.
@@ -105,7 +107,13 @@ func Compile(schema []byte) (*jsonschema.Schema, error) {
 		return nil, hookrelay.Errorf(hookrelay.EINVALID, "schema: %s", short(err.Error()))
 	}
 	sch, err := c.Compile(resourceURL)
-	if err != nil {
+	var meta *jsonschema.SchemaValidationError
+	switch {
+	case errors.As(err, &meta):
+		// Not a schema by its draft's meta-schema: the place in the
+		// schema and the rule it breaks.
+		return nil, hookrelay.Errorf(hookrelay.EINVALID, "schema does not compile: %s", describe(meta.Err))
+	case err != nil:
 		return nil, hookrelay.Errorf(hookrelay.EINVALID, "schema does not compile: %s", short(err.Error()))
 	}
 	return sch, nil
