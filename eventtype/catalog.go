@@ -1,7 +1,6 @@
 package eventtype
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"fmt"
@@ -90,7 +89,7 @@ func (c *Catalog) Validate(ctx context.Context, eventType string, data []byte) (
 		return t.version, hookrelay.WrapError(hookrelay.EINTERNAL,
 			fmt.Sprintf("the schema of event type %s version %d does not compile", eventType, t.version), t.err)
 	}
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	v, err := decode(data)
 	if err != nil {
 		return t.version, hookrelay.Errorf(hookrelay.EINVALID, "%s event data is not valid JSON: %s", eventType, short(err.Error()))
 	}

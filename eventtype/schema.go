@@ -137,7 +137,7 @@ func CheckExamples(sch *jsonschema.Schema, examples []byte) (json.RawMessage, er
 		if len(ex) > MaxExampleBytes {
 			return nil, hookrelay.Errorf(hookrelay.EINVALID, "examples[%d] is larger than %d bytes", i, MaxExampleBytes)
 		}
-		v, err := jsonschema.UnmarshalJSON(bytes.NewReader(ex))
+		v, err := decode(ex)
 		if err != nil {
 			return nil, hookrelay.Errorf(hookrelay.EINVALID, "examples[%d] is not valid JSON: %v", i, err)
 		}
