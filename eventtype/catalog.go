@@ -121,7 +121,8 @@ func (c *Catalog) Lookup(ctx context.Context, eventType string) (info Info, ok b
 }
 
 // snapshot returns the current snapshot, loading it when there is none or
-// it is older than twice the TTL (Run not running, or failing).
+// it is older than twice the TTL (Run not running, or failing): a look at
+// the configuration version, and a reload only when it moved.
 func (c *Catalog) snapshot(ctx context.Context) (*snapshot, error) {
 	if s := c.fresh(); s != nil {
 		return s, nil
@@ -131,7 +132,7 @@ func (c *Catalog) snapshot(ctx context.Context) (*snapshot, error) {
 	if s := c.fresh(); s != nil {
 		return s, nil
 	}
-	return c.load(ctx, true)
+	return c.load(ctx, false)
 }
 
 func (c *Catalog) fresh() *snapshot {

@@ -54,14 +54,15 @@ func CheckName(name string) error {
 	return nil
 }
 
-// CheckDescription returns a hookrelay.EINVALID error when description is
-// too long or not text the database can store.
-func CheckDescription(description string) error {
-	if err := hookrelay.CheckText("description", description, 0); err != nil {
+// CheckDescription returns a hookrelay.EINVALID error naming field when
+// text (a description or a deprecation note) is longer than
+// MaxDescriptionLength characters or not text the database can store.
+func CheckDescription(field, text string) error {
+	if err := hookrelay.CheckText(field, text, 0); err != nil {
 		return err
 	}
-	if utf8.RuneCountInString(description) > MaxDescriptionLength {
-		return hookrelay.Errorf(hookrelay.EINVALID, "description is longer than %d characters", MaxDescriptionLength)
+	if utf8.RuneCountInString(text) > MaxDescriptionLength {
+		return hookrelay.Errorf(hookrelay.EINVALID, "%s is longer than %d characters", field, MaxDescriptionLength)
 	}
 	return nil
 }

@@ -27,7 +27,7 @@ func (s *Service) CreateEventType(ctx context.Context, in EventTypeInput) (db.Ev
 	if err := eventtype.CheckName(in.Name); err != nil {
 		return db.EventType{}, err
 	}
-	if err := eventtype.CheckDescription(in.Description); err != nil {
+	if err := eventtype.CheckDescription("description", in.Description); err != nil {
 		return db.EventType{}, err
 	}
 	if absent(in.Schema) {
@@ -86,13 +86,13 @@ type EventTypePatch struct {
 // PatchEventType changes event type name.
 func (s *Service) PatchEventType(ctx context.Context, name string, p EventTypePatch) (db.EventType, error) {
 	if p.Description != nil {
-		if err := eventtype.CheckDescription(*p.Description); err != nil {
+		if err := eventtype.CheckDescription("description", *p.Description); err != nil {
 			return db.EventType{}, err
 		}
 	}
 	if p.DeprecationNote != nil {
-		if err := eventtype.CheckDescription(*p.DeprecationNote); err != nil {
-			return db.EventType{}, hookrelay.Errorf(hookrelay.EINVALID, "deprecation_note: %s", hookrelay.ErrorMessage(err))
+		if err := eventtype.CheckDescription("deprecation_note", *p.DeprecationNote); err != nil {
+			return db.EventType{}, err
 		}
 	}
 	return s.db.EventTypeUpdate(ctx, name, func(cur db.EventType) (db.EventTypeChange, error) {
