@@ -182,3 +182,23 @@ func BenchmarkValidate(b *testing.B) {
 		}
 	}
 }
+
+// Without announcements (no LISTEN, as behind PgBouncer), Run finds a
+// change by the configuration version within its TTL.
+func TestCatalogFollowsChangeByTTL(t *testing.T) {
+	t.Parallel()
+	store := setup(t)
+	c := eventtype.NewCatalog(store, eventtype.Config{TTL: 50 * time.Millisecond})
+	testenv.Go(t, "the catalog's refresher", func(ctx context.Context) error { c.Run(ctx); return nil })
+	_, found, err := c.Lookup(t.Context(), "tracking.updated")
+	require.NoError(t, err)
+	require.True(t, found)
+	_, err = store.EventTypeCreate(t.Context(), db.EventTypeCreateParams{
+		Name: "parcel.returned", Schema: json.RawMessage(`{"type": "object", "required": ["tracking_number"]}`), Examples: json.RawMessage(`[]`),
+	})
+	require.NoError(t, err)
+	testenv.Eventually(t, 10*time.Second, "the new type in the catalog", func() bool {
+		v, err := c.Validate(t.Context(), "parcel.returned", []byte(`{"tracking_number": "YT1"}`))
+		return err == nil && v == 1
+	})
+}
