@@ -200,6 +200,12 @@ func (d *Dashboard) Mount(e *echo.Echo, prefix string, errs *httperr.Handler) {
 	ops.POST("/carriers/:id/edit", d.carrierUpdate)
 	ops.GET("/carriers/:id/delete", d.carrierDeleteConfirm)
 	ops.POST("/carriers/:id/delete", d.carrierDelete)
+	ops.GET("/event-types", d.eventTypes)
+	ops.GET("/event-types/new", d.eventTypeNewForm)
+	ops.POST("/event-types", d.eventTypeCreate)
+	ops.GET("/event-types/:name", d.eventTypeEditForm)
+	ops.POST("/event-types/:name", d.eventTypeUpdate)
+	ops.POST("/event-types/:name/deprecate", d.eventTypeDeprecate)
 
 	// The portal: the pages a merchant session sees (a merchant key's
 	// login or a portal link's); frameable where PortalFrameAncestors says.
@@ -231,4 +237,5 @@ func (d *Dashboard) Mount(e *echo.Echo, prefix string, errs *httperr.Handler) {
 	m.POST("/endpoints/:id/replay", d.replayStart)
 	m.GET("/replays/:id", d.replayPage)
 	m.POST("/replays/:id/cancel", d.replayCancel)
+	m.GET("/events", d.merchantEvents)
 }
