@@ -11,9 +11,11 @@ import (
 	"context"
 	"crypto/rand"
 	"html/template"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"testing"
 
 	"github.com/zitadel/oidc/v3/pkg/op"
@@ -42,6 +44,10 @@ type Options struct {
 	// GroupsInUserinfoOnly leaves the groups out of the ID token: only the
 	// userinfo endpoint has them, as with some providers.
 	GroupsInUserinfoOnly bool
+	// Host names the provider in its issuer URL. Default 127.0.0.1;
+	// "localhost" makes it another site than a client on 127.0.0.1, as a
+	// real provider is (SameSite cookies tell the two apart).
+	Host string
 }
 
 // Provider is a running OpenID provider.
@@ -65,6 +71,9 @@ func Start(t testing.TB, opts Options) *Provider {
 	}
 	srv := httptest.NewUnstartedServer(nil)
 	issuer := "http://" + srv.Listener.Addr().String()
+	if opts.Host != "" {
+		issuer = "http://" + net.JoinHostPort(opts.Host, strconv.Itoa(srv.Listener.Addr().(*net.TCPAddr).Port))
+	}
 	store, err := newStorage(opts)
 	if err != nil {
 		t.Fatalf("oidctest: storage: %v", err)
