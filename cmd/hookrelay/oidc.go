@@ -55,7 +55,7 @@ func loadSSO(p *envParser) *sso.Config {
 	}
 	var err error
 	if cfg.RoleMap, err = sso.ParseRoleMap(roleMap); err != nil {
-		p.fail("HOOKRELAY_OIDC_ROLE_MAP", roleMap, err.Error()+" (want GROUP=ROLE,GROUP=ROLE with roles viewer, support, operator, admin or owner)")
+		p.fail("HOOKRELAY_OIDC_ROLE_MAP", roleMap, err.Error())
 	}
 	if defRole != "" {
 		if cfg.DefaultRole, err = access.ParseRole(defRole); err != nil {
@@ -69,6 +69,7 @@ func loadSSO(p *envParser) *sso.Config {
 // checkSSO adds what a single variable's parse cannot see: the required
 // variables, the URLs' shapes, and that some role can be given.
 func checkSSO(p *envParser, cfg *sso.Config, roleMap, defRole string) {
+	before := len(p.errs)
 	for _, req := range []struct{ name, value string }{
 		{"HOOKRELAY_OIDC_CLIENT_ID", cfg.ClientID},
 		{"HOOKRELAY_OIDC_CLIENT_SECRET", cfg.ClientSecret},
@@ -79,15 +80,19 @@ func checkSSO(p *envParser, cfg *sso.Config, roleMap, defRole string) {
 		}
 	}
 	if err := urlProblem(cfg.Issuer); err != nil {
-		p.fail("HOOKRELAY_OIDC_ISSUER", cfg.Issuer, err.Error())
+		p.fail("HOOKRELAY_OIDC_ISSUER", redactURL(cfg.Issuer), err.Error())
 	}
 	if cfg.RedirectURL != "" {
 		u, err := url.Parse(cfg.RedirectURL)
 		if perr := urlProblem(cfg.RedirectURL); perr != nil {
-			p.fail("HOOKRELAY_OIDC_REDIRECT_URL", cfg.RedirectURL, perr.Error()+", such as https://relay.example.com"+ssoCallbackPath)
+			p.fail("HOOKRELAY_OIDC_REDIRECT_URL", redactURL(cfg.RedirectURL), perr.Error()+", such as https://relay.example.com"+ssoCallbackPath)
 		} else if err != nil || !strings.HasSuffix(u.Path, ssoCallbackPath) || u.RawQuery != "" {
-			p.fail("HOOKRELAY_OIDC_REDIRECT_URL", cfg.RedirectURL, "want the dashboard's callback, https://HOST"+ssoCallbackPath)
+			p.fail("HOOKRELAY_OIDC_REDIRECT_URL", redactURL(cfg.RedirectURL), "want the dashboard's callback, https://HOST"+ssoCallbackPath)
 		}
+	}
+	if err := cfg.Validate(); err != nil && len(p.errs) == before {
+		// A problem the checks above do not name (package sso is stricter).
+		p.errs = append(p.errs, fmt.Errorf("HOOKRELAY_OIDC_*: %w", err))
 	}
 	if roleMap == "" && defRole == "" {
 		p.errs = append(p.errs, errors.New("HOOKRELAY_OIDC_ROLE_MAP or HOOKRELAY_OIDC_DEFAULT_ROLE is required with HOOKRELAY_OIDC_ISSUER (without either, no one could sign in)"))
@@ -101,8 +106,8 @@ func urlProblem(raw string) error {
 	switch {
 	case err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http"):
 		return errors.New("want an https URL")
-	case u.User != nil:
-		return errors.New("want a URL without credentials")
+	case u.User != nil || u.Fragment != "":
+		return errors.New("want a URL without credentials or fragment")
 	case u.Scheme == "http" && !sso.IsLoopback(u.Hostname()):
 		return errors.New("want https (http only on a loopback address)")
 	}

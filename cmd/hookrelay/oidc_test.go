@@ -84,6 +84,8 @@ func TestSSOConfig(t *testing.T) {
 			[]string{"HOOKRELAY_OIDC_REDIRECT_URL", "want the dashboard's callback, https://HOST/ui/sso/callback"}},
 		{"http issuer outside loopback", map[string]string{"HOOKRELAY_OIDC_ISSUER": "http://idp.example.com"},
 			[]string{`HOOKRELAY_OIDC_ISSUER="http://idp.example.com"`, "want https"}},
+		{"issuer with credentials", map[string]string{"HOOKRELAY_OIDC_ISSUER": "https://user:hunter2@idp.example.com"},
+			[]string{"HOOKRELAY_OIDC_ISSUER", "want a URL without credentials or fragment"}},
 		{"issuer not a URL", map[string]string{"HOOKRELAY_OIDC_ISSUER": "idp.example.com"},
 			[]string{"HOOKRELAY_OIDC_ISSUER", "want an https URL"}},
 		{"missing client", map[string]string{"HOOKRELAY_OIDC_CLIENT_ID": "", "HOOKRELAY_OIDC_CLIENT_SECRET": "", "HOOKRELAY_OIDC_REDIRECT_URL": ""},
@@ -99,6 +101,46 @@ func TestSSOConfig(t *testing.T) {
 			require.Contains(t, err.Error(), w, tc.name)
 		}
 		require.NotContains(t, err.Error(), base["HOOKRELAY_OIDC_CLIENT_SECRET"], tc.name)
+		require.NotContains(t, err.Error(), "hunter2", tc.name)
 		require.True(t, strings.HasPrefix(err.Error(), "configuration:"), tc.name)
 	}
+}
+
+// FuzzSSOConfig feeds arbitrary values to the single sign-on variables:
+// loading never panics, never echoes the client secret, and a
+// configuration it accepts is one package sso accepts.
+func FuzzSSOConfig(f *testing.F) {
+	f.Add("https://idp.example.com", "https://relay.example.com/ui/sso/callback", "ops=owner", "viewer", "secret")
+	f.Add("http://10.0.0.1", "http://[::1]:8080/ui/sso/callback", "a=b=admin,c=viewer", "", "s")
+	f.Add("https://u:p@idp", "https://relay/ui/sso/callback?x=1", "=,=", "root", "")
+	f.Add("", "", "ops=owner", "", "secret")
+	f.Fuzz(func(t *testing.T, issuer, redirect, roleMap, defRole, secret string) {
+		env := map[string]string{
+			"HOOKRELAY_OIDC_ISSUER":        issuer,
+			"HOOKRELAY_OIDC_CLIENT_ID":     "hookrelay",
+			"HOOKRELAY_OIDC_CLIENT_SECRET": secret,
+			"HOOKRELAY_OIDC_REDIRECT_URL":  redirect,
+			"HOOKRELAY_OIDC_ROLE_MAP":      roleMap,
+			"HOOKRELAY_OIDC_DEFAULT_ROLE":  defRole,
+		}
+		c, err := loadConfig(func(k string) string { return env[k] })
+		if err != nil {
+			if strings.Contains(err.Error(), "HOOKRELAY_OIDC_CLIENT_SECRET=") {
+				t.Fatalf("error echoes the client secret: %v", err)
+			}
+			return
+		}
+		if c.Web.SSO == nil {
+			if strings.TrimSpace(issuer) != "" {
+				t.Fatalf("issuer %q set, no single sign-on", issuer)
+			}
+			return
+		}
+		if err := c.Web.SSO.Validate(); err != nil {
+			t.Fatalf("accepted a configuration package sso refuses: %v", err)
+		}
+		if _, err := sso.New(*c.Web.SSO); err != nil {
+			t.Fatalf("accepted a configuration sso.New refuses: %v", err)
+		}
+	})
 }
