@@ -12,6 +12,8 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -98,6 +100,10 @@ func (c *Client) discover(ctx context.Context) (*oidc.Provider, *oidc.IDTokenVer
 		return c.provider, c.verifier, nil
 	}
 	p, err := oidc.NewProvider(oidc.ClientContext(ctx, c.http), c.cfg.Issuer)
+	if mismatch := (*oidc.IssuerMismatchError)(nil); errors.As(err, &mismatch) {
+		return nil, nil, hookrelay.WrapError(hookrelay.EUNAVAILABLE,
+			fmt.Sprintf("the identity provider's issuer is %q, not the configured %q", mismatch.Discovered, mismatch.Provided), err)
+	}
 	if err != nil {
 		return nil, nil, hookrelay.WrapError(hookrelay.EUNAVAILABLE, "the identity provider cannot be reached; try again later", err)
 	}
@@ -155,63 +161,85 @@ func (c *Client) Begin(w http.ResponseWriter, r *http.Request, returnTo string) 
 // rules. It returns who signed in and Begin's returnTo. Its errors are
 // *hookrelay.Error with a message safe to show: EUNAUTHORIZED when the
 // sign-in itself failed (start again), EFORBIDDEN when the person is not
-// admitted, EUNAVAILABLE when the provider cannot be reached.
+// admitted (the Identity is then filled as far as known, for the log),
+// EUNAVAILABLE when the provider cannot be reached.
 func (c *Client) Finish(w http.ResponseWriter, r *http.Request) (Identity, string, error) {
 	http.SetCookie(w, c.flowCookie("", -1))
+	f, code, err := c.callback(r)
+	if err != nil {
+		return Identity{}, "", err
+	}
+	id, err := c.redeem(r.Context(), f, code)
+	if err != nil {
+		return id, "", err
+	}
+	return id, f.ReturnTo, nil
+}
+
+// callback reads the provider's answer at the callback: the flow Begin
+// sealed in the cookie, checked against the answer's state, and the code.
+func (c *Client) callback(r *http.Request) (flow, string, error) {
 	q := r.URL.Query()
 	if e := q.Get("error"); e != "" {
-		return Identity{}, "", hookrelay.WrapError(hookrelay.EUNAUTHORIZED,
+		return flow{}, "", hookrelay.WrapError(hookrelay.EUNAUTHORIZED,
 			"the identity provider did not sign you in ("+safeCode(e)+")", errorFromProvider(q))
 	}
 	ck, err := r.Cookie(cookieName)
 	if err != nil {
-		return Identity{}, "", hookrelay.WrapError(hookrelay.EUNAUTHORIZED, "the sign-in expired or began in another browser; sign in again", err)
+		return flow{}, "", hookrelay.WrapError(hookrelay.EUNAUTHORIZED, "the sign-in expired or began in another browser; sign in again", err)
 	}
 	f, err := open(c.aead, ck.Value, c.now())
 	if err != nil {
-		return Identity{}, "", hookrelay.WrapError(hookrelay.EUNAUTHORIZED, "the sign-in expired or began in another browser; sign in again", err)
+		return flow{}, "", hookrelay.WrapError(hookrelay.EUNAUTHORIZED, "the sign-in expired or began in another browser; sign in again", err)
 	}
 	if subtle.ConstantTimeCompare([]byte(q.Get("state")), []byte(f.State)) != 1 {
-		return Identity{}, "", hookrelay.Errorf(hookrelay.EUNAUTHORIZED, "the sign-in does not match the one this browser began; sign in again")
+		return flow{}, "", hookrelay.Errorf(hookrelay.EUNAUTHORIZED, "the sign-in does not match the one this browser began; sign in again")
 	}
 	code := q.Get("code")
 	if code == "" {
-		return Identity{}, "", hookrelay.Errorf(hookrelay.EUNAUTHORIZED, "the identity provider sent no authorization code; sign in again")
+		return flow{}, "", hookrelay.Errorf(hookrelay.EUNAUTHORIZED, "the identity provider sent no authorization code; sign in again")
 	}
-	p, verifier, err := c.discover(r.Context())
+	return f, code, nil
+}
+
+// redeem exchanges the code with the flow's PKCE verifier, verifies the ID
+// token and its nonce, completes the claims from userinfo and applies the
+// rules. A refused person's Identity is returned with the error, as far as
+// it is known, for the log.
+func (c *Client) redeem(ctx context.Context, f flow, code string) (Identity, error) {
+	p, verifier, err := c.discover(ctx)
 	if err != nil {
-		return Identity{}, "", err
+		return Identity{}, err
 	}
-	ctx := context.WithValue(r.Context(), oauth2.HTTPClient, c.http)
+	ctx = oidc.ClientContext(context.WithValue(ctx, oauth2.HTTPClient, c.http), c.http)
 	tok, err := c.oauth2Config(p).Exchange(ctx, code, oauth2.VerifierOption(f.Verifier))
 	if err != nil {
-		return Identity{}, "", hookrelay.WrapError(hookrelay.EUNAUTHORIZED, "the identity provider refused the sign-in code; sign in again", err)
+		return Identity{}, hookrelay.WrapError(hookrelay.EUNAUTHORIZED, "the identity provider refused the sign-in code; sign in again", err)
 	}
 	raw, _ := tok.Extra("id_token").(string)
 	if raw == "" {
-		return Identity{}, "", hookrelay.Errorf(hookrelay.EUNAUTHORIZED, "the identity provider sent no ID token")
+		return Identity{}, hookrelay.Errorf(hookrelay.EUNAUTHORIZED, "the identity provider sent no ID token")
 	}
-	idt, err := verifier.Verify(oidc.ClientContext(ctx, c.http), raw)
+	idt, err := verifier.Verify(ctx, raw)
 	if err != nil {
-		return Identity{}, "", hookrelay.WrapError(hookrelay.EUNAUTHORIZED, "the identity provider's ID token does not verify", err)
+		return Identity{}, hookrelay.WrapError(hookrelay.EUNAUTHORIZED, "the identity provider's ID token does not verify", err)
 	}
 	if subtle.ConstantTimeCompare([]byte(idt.Nonce), []byte(f.Nonce)) != 1 {
-		return Identity{}, "", hookrelay.Errorf(hookrelay.EUNAUTHORIZED, "the ID token was not issued for this sign-in; sign in again")
+		return Identity{}, hookrelay.Errorf(hookrelay.EUNAUTHORIZED, "the ID token was not issued for this sign-in; sign in again")
 	}
 	if idt.AccessTokenHash != "" {
 		if err := idt.VerifyAccessToken(tok.AccessToken); err != nil {
-			return Identity{}, "", hookrelay.WrapError(hookrelay.EUNAUTHORIZED, "the identity provider's tokens do not match", err)
+			return Identity{}, hookrelay.WrapError(hookrelay.EUNAUTHORIZED, "the identity provider's tokens do not match", err)
 		}
 	}
 	claims := map[string]any{}
 	if err := idt.Claims(&claims); err != nil {
-		return Identity{}, "", hookrelay.WrapError(hookrelay.EUNAUTHORIZED, "the identity provider's ID token does not verify", err)
+		return Identity{}, hookrelay.WrapError(hookrelay.EUNAUTHORIZED, "the identity provider's ID token does not verify", err)
 	}
-	if err := c.addUserinfo(oidc.ClientContext(ctx, c.http), p, tok, idt.Subject, claims); err != nil {
-		return Identity{}, "", err
+	if err := c.addUserinfo(ctx, p, tok, idt.Subject, claims); err != nil {
+		return Identity{}, err
 	}
-	id, err := c.admit(idt.Issuer, idt.Subject, claims)
-	return id, f.ReturnTo, err
+	return c.admit(idt.Issuer, idt.Subject, claims)
 }
 
 // addUserinfo fills claims the ID token lacks (the groups, the email)

@@ -2,14 +2,18 @@ package sso_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/coreos/go-oidc/v3/oidc"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/oauth2"
 
@@ -39,6 +43,8 @@ type fixture struct {
 
 	mu      sync.Mutex
 	lastErr error // the last error Finish or Begin returned
+
+	ahead atomic.Int64 // how far the dashboard's clock is ahead (a time.Duration)
 }
 
 // result is what the test dashboard's callback answers.
@@ -86,6 +92,7 @@ func setup(t *testing.T, opts oidctest.Options, edit func(*sso.Config)) *fixture
 	var err error
 	f.sso, err = sso.New(f.cfg)
 	require.NoError(t, err)
+	sso.SetClock(f.sso, func() time.Time { return time.Now().Add(time.Duration(f.ahead.Load())) })
 	return f
 }
 
@@ -474,4 +481,43 @@ func mustParse(t *testing.T, s string) *url.URL {
 	u, err := url.Parse(s)
 	require.NoError(t, err)
 	return u
+}
+
+// TestIDTokenChecks: an ID token that expired is refused; so is a sign-in
+// that took longer than its cookie lives, and a provider whose discovery
+// names another issuer than the configured one.
+func TestIDTokenChecks(t *testing.T) {
+	t.Parallel()
+	t.Run("expired", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t, oidctest.Options{}, nil)
+		b := newBrowser(t)
+		cb := b.authorize(f, b.begin(f, "/ui/"), "alice")
+		f.ahead.Store(int64(6 * time.Minute)) // the provider's ID tokens live 5 minutes
+		status, res := b.callback(cb)
+		require.Equal(t, http.StatusUnauthorized, status)
+		require.Equal(t, "the identity provider's ID token does not verify", res.Message)
+		var expired *oidc.TokenExpiredError
+		require.ErrorAs(t, f.err(), &expired)
+	})
+	t.Run("slow sign-in", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t, oidctest.Options{}, nil)
+		b := newBrowser(t)
+		cb := b.authorize(f, b.begin(f, "/ui/"), "alice")
+		f.ahead.Store(int64(11 * time.Minute)) // the sign-in cookie lives 10
+		status, res := b.callback(cb)
+		require.Equal(t, http.StatusUnauthorized, status)
+		require.Equal(t, "the sign-in expired or began in another browser; sign in again", res.Message)
+	})
+	t.Run("issuer", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t, oidctest.Options{Host: "localhost"}, func(c *sso.Config) {
+			c.Issuer = strings.Replace(c.Issuer, "localhost", "127.0.0.1", 1)
+		})
+		resp := newBrowser(t).get(f.dash.URL + "/ui/sso/login")
+		require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+		require.Equal(t, hookrelay.EUNAVAILABLE, hookrelay.CodeOf(f.err()))
+		require.Equal(t, fmt.Sprintf("the identity provider's issuer is %q, not the configured %q", f.provider.Issuer, f.cfg.Issuer), hookrelay.ErrorMessage(f.err()))
+	})
 }

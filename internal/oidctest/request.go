@@ -12,7 +12,7 @@ import (
 // authorize endpoint to the exchange of its code.
 type authRequest struct {
 	id, clientID, redirectURI, state, nonce string
-	scopes                                  []string
+	scopes, audience                        []string
 	responseType                            oidc.ResponseType
 	responseMode                            oidc.ResponseMode
 	challenge                               *oidc.CodeChallenge
@@ -24,14 +24,14 @@ type authRequest struct {
 // copy returns a snapshot the provider may read without the storage's lock.
 func (a *authRequest) copy() *authRequest {
 	c := *a
-	c.scopes = slices.Clone(a.scopes)
+	c.scopes, c.audience = slices.Clone(a.scopes), slices.Clone(a.audience)
 	return &c
 }
 
 func (a *authRequest) GetID() string                         { return a.id }
 func (a *authRequest) GetACR() string                        { return "" }
 func (a *authRequest) GetAMR() []string                      { return []string{"pwd"} }
-func (a *authRequest) GetAudience() []string                 { return []string{a.clientID} }
+func (a *authRequest) GetAudience() []string                 { return a.audience }
 func (a *authRequest) GetAuthTime() time.Time                { return a.authTime }
 func (a *authRequest) GetClientID() string                   { return a.clientID }
 func (a *authRequest) GetCodeChallenge() *oidc.CodeChallenge { return a.challenge }

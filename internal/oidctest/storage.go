@@ -113,6 +113,7 @@ func (s *storage) CreateAuthRequest(_ context.Context, r *oidc.AuthRequest, _ st
 		nonce:        r.Nonce,
 		responseType: r.ResponseType,
 		responseMode: r.ResponseMode,
+		audience:     []string{r.ClientID},
 	}
 	if r.CodeChallenge != "" {
 		req.challenge = &oidc.CodeChallenge{Challenge: r.CodeChallenge, Method: r.CodeChallengeMethod}
