@@ -58,7 +58,15 @@ func TestBrowserSignIn(t *testing.T) {
 		}
 		_, _ = w.Write([]byte(`<!doctype html><p id="who">` + strings.ReplaceAll(who, "<", "") + `</p>`))
 	})
-	dash := httptest.NewServer(mux)
+	// The dashboard's security headers (web/render.go), so that Continue's
+	// page is tried under its CSP.
+	dash := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+		h.Set("Referrer-Policy", "same-origin")
+		h.Set("Cross-Origin-Opener-Policy", "same-origin")
+		mux.ServeHTTP(w, r)
+	}))
 	t.Cleanup(dash.Close)
 	provider := oidctest.Start(t, oidctest.Options{Host: "localhost", Users: users,
 		RedirectURIs: []string{dash.URL + "/ui/sso/callback", dash.URL + "/ui/sso/callback?redirect=1"}})
