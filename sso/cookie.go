@@ -14,7 +14,7 @@ import (
 )
 
 // cookieName is the cookie that carries a sign-in from Begin to Finish.
-const cookieName = "hookrelay_sso"
+const cookieName = "hr_sso"
 
 // flowTTL is how long a sign-in may take at the provider.
 const flowTTL = 10 * time.Minute

@@ -122,6 +122,10 @@ func (c *Client) oauth2Config(p *oidc.Provider) *oauth2.Config {
 	}
 }
 
+// maxReturnTo is the longest page to return to that Begin takes: the
+// cookie that carries it must stay well under browsers' 4 KB.
+const maxReturnTo = 1024
+
 // Begin starts a sign-in: it redirects the browser (302) to the provider,
 // with a fresh state, nonce and PKCE challenge, and keeps them with
 // returnTo in a sealed cookie for Finish. returnTo is where the browser
@@ -129,7 +133,7 @@ func (c *Client) oauth2Config(p *oidc.Provider) *oauth2.Config {
 // for the caller's default; anything else (another host, a scheme, "//")
 // is refused with EINVALID and nothing is written.
 func (c *Client) Begin(w http.ResponseWriter, r *http.Request, returnTo string) error {
-	if returnTo != "" && !IsLocalPath(returnTo) {
+	if returnTo != "" && (!IsLocalPath(returnTo) || len(returnTo) > maxReturnTo) {
 		return hookrelay.Errorf(hookrelay.EINVALID, "the page to return to must be a path of this site")
 	}
 	p, _, err := c.discover(r.Context())

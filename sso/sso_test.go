@@ -449,6 +449,7 @@ func TestReturnTo(t *testing.T) {
 	for _, next := range []string{
 		"https://evil.example/", "//evil.example/ui/", `/\evil.example`, "javascript:alert(1)",
 		"evil.example", "/ui/\r\nLocation: https://evil.example", "http:/evil.example",
+		"/ui/messages?q=" + strings.Repeat("a", 1100),
 	} {
 		resp := newBrowser(t).get(f.dash.URL + "/ui/sso/login?next=" + url.QueryEscape(next))
 		require.Equal(t, http.StatusBadRequest, resp.StatusCode, next)
