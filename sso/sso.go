@@ -63,7 +63,7 @@ func New(cfg Config) (*Client, error) {
 		return nil, err
 	}
 	if len(cfg.Scopes) == 0 {
-		cfg.Scopes = DefaultScopes
+		cfg.Scopes = slices.Clone(DefaultScopes)
 	}
 	if !slices.Contains(cfg.Scopes, oidc.ScopeOpenID) {
 		cfg.Scopes = append([]string{oidc.ScopeOpenID}, cfg.Scopes...)
