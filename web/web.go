@@ -19,6 +19,7 @@ import (
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/httperr"
 	"github.com/hookrelay/hookrelay/ops"
+	"github.com/hookrelay/hookrelay/sso"
 	"github.com/hookrelay/hookrelay/throttle"
 )
 
@@ -107,6 +108,9 @@ type Config struct {
 	Throttle *throttle.Throttle
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
+	// SSO, when set, offers single sign-on with an OpenID provider on the
+	// login page (HOOKRELAY_OIDC_*; package sso). Nil: none.
+	SSO *sso.Config
 }
 
 // WithDefaults returns c with every zero field set to its default. New
