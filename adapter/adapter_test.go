@@ -301,7 +301,7 @@ function transform(callback) {
 		proto: attempt(() => { Object.prototype.polluted = true; }),
 		array: attempt(() => { Array.prototype.push = () => 0; }),
 		json: attempt(() => { JSON.parse = () => ({}); }),
-		helpers: attempt(() => { hookrelay.localTime = null; }),
+		hookrelay: attempt(() => { hookrelay.localTime = null; }),
 		math: attempt(() => { Math.PI = 3; }),
 		leaked: typeof globalThis.leak + typeof ({}).polluted + String([].push(1)),
 	}};
@@ -314,7 +314,7 @@ function transform(callback) {
 		if i == 0 {
 			first = string(ev.Data)
 			require.JSONEq(t, `{"calls":1,"seen":[1],"global":"TypeError","implicit":"ReferenceError","proto":"TypeError",
-				"array":"TypeError","json":"TypeError","helpers":"TypeError","math":"TypeError","leaked":"undefinedundefined1"}`, first)
+				"array":"TypeError","json":"TypeError","hookrelay":"TypeError","math":"TypeError","leaked":"undefinedundefined1"}`, first)
 		}
 		require.Equal(t, first, string(ev.Data))
 	}
@@ -350,7 +350,7 @@ func TestDeterministic(t *testing.T) {
 	}
 }
 
-func TestHelpers(t *testing.T) {
+func TestHookrelayObject(t *testing.T) {
 	t.Parallel()
 	p := compile(t, `function transform(c) {
 	const b = c.body;

@@ -56,7 +56,7 @@ type vm struct {
 	canceled error         // the context error that stopped the call, if any
 }
 
-// newVM makes a runtime ready for calls: helpers installed, built-ins
+// newVM makes a runtime ready for calls: the hookrelay object installed, built-ins
 // guarded and frozen, the adapter's factory loaded.
 func (p *Program) newVM() (*vm, error) {
 	v := &vm{p: p, rt: goja.New(), now: time.Unix(0, 0).UTC()}
@@ -67,8 +67,8 @@ func (p *Program) newVM() (*vm, error) {
 	rt.SetParserOptions(parser.WithDisableSourceMaps)
 	rt.SetMaxCallStackSize(p.lim.MaxCallDepth)
 	rt.SetTimeSource(func() time.Time { return v.now })
-	if err := installHelpers(rt); err != nil {
-		return nil, hookrelay.WrapError(hookrelay.EINTERNAL, "adapter runtime helpers", err)
+	if err := installHookrelayObject(rt); err != nil {
+		return nil, hookrelay.WrapError(hookrelay.EINTERNAL, "adapter runtime: the hookrelay object", err)
 	}
 	json := rt.Get("JSON").ToObject(rt)
 	v.stringify, _ = goja.AssertFunction(json.Get("stringify"))
