@@ -174,18 +174,7 @@ func (v *vm) data(val goja.Value) ([]byte, error) {
 	if !ok || obj.ClassName() != "Object" {
 		return nil, resultError("the event's data is %s, not an object", describe(val))
 	}
-	out, err := v.stringify(goja.Undefined(), obj)
-	if err != nil {
-		if isUncatchable(err) {
-			panic(err)
-		}
-		return nil, v.thrown(err)
-	}
-	s := out.String()
-	if len(s) > v.p.lim.MaxOutputBytes {
-		return nil, limitError(LimitOutput, "the event's data is %d bytes of JSON, over %d", len(s), v.p.lim.MaxOutputBytes)
-	}
-	return []byte(s), nil
+	return v.writeData(obj)
 }
 
 // describe names a value's kind for an error message.

@@ -32,13 +32,12 @@ var longCalls atomic.Int64
 
 // vm is one runtime of a Program, used by one call at a time.
 type vm struct {
-	p         *Program
-	rt        *goja.Runtime
-	factory   goja.Callable // returns a fresh transform
-	stringify goja.Callable
-	now       time.Time // what Date.now() returns during the call
-	sample    []metrics.Sample
-	timer     *time.Timer
+	p       *Program
+	rt      *goja.Runtime
+	factory goja.Callable // returns a fresh transform
+	now     time.Time     // what Date.now() returns during the call
+	sample  []metrics.Sample
+	timer   *time.Timer
 
 	mu sync.Mutex // guards the fields below, shared with the watchdog
 	// running reports whether a call is in progress (the watchdog acts
@@ -70,8 +69,6 @@ func (p *Program) newVM() (*vm, error) {
 	if err := installHookrelayObject(rt); err != nil {
 		return nil, hookrelay.WrapError(hookrelay.EINTERNAL, "adapter runtime: the hookrelay object", err)
 	}
-	json := rt.Get("JSON").ToObject(rt)
-	v.stringify, _ = goja.AssertFunction(json.Get("stringify"))
 	setupVal, err := rt.RunProgram(setupProgram)
 	if err != nil {
 		return nil, hookrelay.WrapError(hookrelay.EINTERNAL, "adapter runtime setup", err)
@@ -81,7 +78,7 @@ func (p *Program) newVM() (*vm, error) {
 		v.limit(Limit(call.Argument(0).String()), call.Argument(1).String())
 		panic(rt.NewTypeError(call.Argument(1).String()))
 	})
-	if _, err := setup(goja.Undefined(), limit, rt.ToValue(p.lim.MaxStringLength), rt.ToValue(p.lim.MaxArrayLength)); err != nil {
+	if _, err := setup(goja.Undefined(), limit, rt.ToValue(p.lim.MaxStringLength), rt.ToValue(p.lim.MaxArrayLength), rt.ToValue(maxDataDepth)); err != nil {
 		return nil, hookrelay.WrapError(hookrelay.EINTERNAL, "adapter runtime setup", err)
 	}
 	f, err := rt.RunProgram(p.prog)
@@ -250,6 +247,11 @@ func (v *vm) call(in Input) (ev Event, drop bool, err error) {
 				var ie *goja.InterruptedError
 				if errors.As(e, &so) || errors.As(e, &ie) {
 					ev, drop, err = Event{}, false, e
+					return
+				}
+				var ex *goja.Exception
+				if errors.As(e, &ex) { // thrown by adapter code Go called: a getter, toJSON
+					ev, drop, err = Event{}, false, v.thrown(ex)
 					return
 				}
 			}
