@@ -3,6 +3,7 @@ package adapter
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -72,7 +73,10 @@ func Compile(source string, lim Limits) (*Program, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := v.checkTransform(); err != nil {
+	runtime.LockOSThread() // the time limit reads this thread's CPU clock
+	err = v.checkTransform()
+	runtime.UnlockOSThread()
+	if err != nil {
 		return nil, err
 	}
 	p.put(v)
