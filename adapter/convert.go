@@ -55,14 +55,6 @@ func (v *vm) callback(in Input) (goja.Value, error) {
 	return cb, nil
 }
 
-func isUncatchable(err error) bool {
-	switch err.(type) {
-	case *goja.InterruptedError, *goja.StackOverflowError:
-		return true
-	}
-	return false
-}
-
 // looksJSON reports whether body is meant as a JSON object or array (its
 // first byte other than white space is { or [); callback.body is then its
 // parsed value, when it parses.
