@@ -185,6 +185,28 @@ func TestEventResult(t *testing.T) {
 	}
 }
 
+func TestThrownValues(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ throw, want string }{
+		{`"plain text"`, "plain text"},
+		{`42`, "42"},
+		{`{toString() { return "custom"; }}`, "custom"},
+		{`{toString() { throw {toString() { throw new Error("again"); }}; }}`, "an exception whose toString failed"},
+		{`{toString() { for (;;) {} }}`, ""},
+	} {
+		p := compile(t, "function transform(c) {\n  throw "+tc.throw+";\n}", adapter.Limits{CPUTime: 50 * time.Millisecond})
+		_, _, err := p.Run(context.Background(), input(`{}`))
+		require.Error(t, err)
+		if tc.want == "" {
+			require.ErrorIs(t, err, adapter.ErrLimit, "a toString that loops is stopped")
+			continue
+		}
+		var se *adapter.ScriptError
+		require.ErrorAs(t, err, &se, err.Error())
+		require.Equal(t, tc.want, se.Message)
+	}
+}
+
 func TestThrownErrorNamesLine(t *testing.T) {
 	t.Parallel()
 	p := compile(t, "function transform(callback) {\n  const b = callback.body;\n  if (!b.waybill) {\n    throw new Error('no waybill');\n  }\n  return {type: 't', data: {n: b.waybill.no.length}};\n}", adapter.Limits{})

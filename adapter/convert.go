@@ -124,7 +124,11 @@ func stringField(obj *goja.Object, name string, max int) (string, error) {
 	if val == nil || goja.IsUndefined(val) || goja.IsNull(val) {
 		return "", nil
 	}
-	s, ok := val.Export().(string)
+	var s string
+	ok := false
+	if _, isObj := val.(*goja.Object); !isObj { // exporting an object would read all of it
+		s, ok = val.Export().(string)
+	}
 	if !ok {
 		return "", resultError("the event's %s is %s, not a string", name, describe(val))
 	}
@@ -145,6 +149,9 @@ func timeField(obj *goja.Object, name string) (time.Time, error) {
 			return t.UTC(), nil
 		}
 		return time.Time{}, resultError("the event's %s is an invalid Date", name)
+	}
+	if _, isObj := val.(*goja.Object); isObj {
+		return time.Time{}, resultError("the event's %s is %s, not an RFC 3339 string or a Date", name, describe(val))
 	}
 	switch x := val.Export().(type) {
 	case string:

@@ -338,9 +338,16 @@ func (v *vm) thrown(err error) error {
 
 // exceptionMessage is the text of a thrown value: "Name: message" for an
 // Error, the value as a string otherwise, cut to 1,000 bytes.
-func exceptionMessage(ex *goja.Exception) string {
+func exceptionMessage(ex *goja.Exception) (s string) {
+	// String() runs the value's toString, adapter code that may throw in
+	// turn (or be stopped): the text is then a fixed one, never a panic.
+	defer func() {
+		if recover() != nil {
+			s = "an exception whose toString failed"
+		}
+	}()
 	val := ex.Value()
-	s := "undefined"
+	s = "undefined"
 	if val != nil {
 		s = val.String()
 	}
