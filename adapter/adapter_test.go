@@ -58,6 +58,8 @@ func TestCompileErrors(t *testing.T) {
 		{name: "strict mode", src: "function transform(c) { with (c) { return null; } }", line: 1, message: "Strict mode"},
 		{name: "top level throws", src: "\nthrow new Error('boom');\nfunction transform(c) { return null; }", message: "Error: boom", scriptLine: 2},
 		{name: "top level loops", src: "for (;;) {}\nfunction transform(c) { return null; }", limit: adapter.LimitTime},
+		{name: "top level throws a looping toString", src: "throw {toString() { for (;;) {} }};\nfunction transform(c) { return null; }", limit: adapter.LimitTime},
+		{name: "top level recurses", src: "const f = () => f();\nf();\nfunction transform(c) { return null; }", limit: adapter.LimitStack},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -289,9 +289,13 @@ func (v *vm) checkTransform() error {
 			}
 		}()
 		transform, err = v.factory(goja.Undefined())
+		if err != nil {
+			err = v.thrown(err) // under the watchdog: it may run the value's toString
+		}
 		return err
 	}()
 	v.end()
+	v.rt.ClearInterrupt()
 	switch {
 	case v.stopped != nil:
 		return wrapLimit(v.stopped)
@@ -300,7 +304,7 @@ func (v *vm) checkTransform() error {
 		if errors.As(err, &so) {
 			return limitError(LimitStack, "call stack deeper than %d", v.p.lim.MaxCallDepth)
 		}
-		return v.thrown(err)
+		return err
 	}
 	if _, ok := goja.AssertFunction(transform); !ok {
 		return compileError(&CompileError{Message: "the adapter defines no function transform(callback)"})
