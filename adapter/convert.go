@@ -19,7 +19,7 @@ func (v *vm) callback(in Input) (goja.Value, error) {
 	raw := rt.ToValue(string(in.Body))
 	body := raw
 	if looksJSON(in.Body) {
-		parsed, err := parseJSON(rt, in.Body, v.p.lim.MaxInputDepth)
+		parsed, err := parseJSON(rt, in.Body, v.p.lim.MaxInputDepth, v.keys)
 		switch {
 		case err == nil:
 			body = parsed

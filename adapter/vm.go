@@ -34,8 +34,9 @@ var longCalls atomic.Int64
 type vm struct {
 	p       *Program
 	rt      *goja.Runtime
-	factory goja.Callable // returns a fresh transform
-	now     time.Time     // what Date.now() returns during the call
+	factory goja.Callable     // returns a fresh transform
+	now     time.Time         // what Date.now() returns during the call
+	keys    map[string]string // the body parser's interned object keys
 	sample  []metrics.Sample
 	timer   *time.Timer
 
@@ -58,7 +59,7 @@ type vm struct {
 // newVM makes a runtime ready for calls: the hookrelay object installed, built-ins
 // guarded and frozen, the adapter's factory loaded.
 func (p *Program) newVM() (*vm, error) {
-	v := &vm{p: p, rt: goja.New(), now: time.Unix(0, 0).UTC()}
+	v := &vm{p: p, rt: goja.New(), now: time.Unix(0, 0).UTC(), keys: make(map[string]string)}
 	v.sample = []metrics.Sample{{Name: allocsMetric}}
 	v.timer = time.AfterFunc(time.Hour, v.tick)
 	v.timer.Stop()
