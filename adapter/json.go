@@ -34,7 +34,7 @@ type jsonParser struct {
 }
 
 // maxInternedKeys bounds a runtime's map of object keys.
-const maxInternedKeys = 4096
+const maxInternedKeys = 512
 
 // parseJSON parses body into a value of rt. It returns errNotJSON for a
 // body that is not JSON and a LimitInput error for one nested deeper than
@@ -221,7 +221,7 @@ func (p *jsonParser) key() (string, bool) {
 		}
 	}
 	k, ok := p.string()
-	if ok && p.keys != nil && len(p.keys) < maxInternedKeys && len(k) <= 64 {
+	if ok && p.keys != nil && len(p.keys) < maxInternedKeys && len(k) <= 32 {
 		p.keys[k] = k
 	}
 	return k, ok
