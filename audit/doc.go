@@ -1,0 +1,63 @@
+// Package audit keeps the audit log: who did what, to what, when, from
+// where and with what result — every change and operator action (from the
+// API, the dashboard, the portal and the command line), the dashboard's
+// logins, logouts and failed logins, and every reading of a message body.
+//
+// # Recording
+//
+// An action records itself with one call, after it ran, passing its error:
+//
+//	err := ...the change...
+//	return out, s.audit.Record(ctx, audit.Entry{Action: "endpoint.update",
+//		TargetType: "endpoint", TargetID: audit.ID(id), Before: old, After: out}.Result(err))
+//
+// Package ops does this through its helper Service.record, which returns
+// the action's error unchanged, or the audit log's when the action
+// succeeded and its entry could not be written. Actions are named
+// "<target>.<verb>" in lower case ("carrier.rotate_key",
+// "dead_letters.retry", "message.read", "login.failed"). The actor is the
+// principal in ctx (access.FromContext); a context without one is the
+// service itself (access.KindSystem: the command line, a background job).
+// Before and After are any JSON-encodable values (the configuration as it
+// was and as it is); Record redacts every secret in them by field name
+// (Redact) before they are stored, so passing a whole db.Endpoint or
+// db.Carrier is safe.
+//
+// # Failure policy
+//
+// An entry is written after its action, with the action's result, in a
+// transaction of its own. When the write fails the caller gets an error
+// (hookrelay.EUNAVAILABLE, "... not recorded in the audit log") even if
+// the change was made, so no client is told "done" for an unrecorded
+// change; a read of a message body is recorded before the body is returned
+// and fails without it. A failed action is recorded too (Result "invalid",
+// "not_found"...), except when the database itself failed: that entry
+// would fail the same way.
+//
+// # The chain
+//
+// Each entry carries the hash of the one before (PrevHash) and its own:
+// SHA-256(PrevHash || the canonical encoding of its fields, Encode). Appends
+// are serialized by a one-row head (audit_head) locked in the transaction of
+// the insert, which also holds the newest id and hash, so the chain is a
+// line and ids have no gaps. Verify walks the retained log from its anchor
+// (the last entry retention dropped, recorded in the head and in the
+// audit.pruned entry written in the drop's transaction) to the head, and
+// names the first entry that was edited, removed or re-linked.
+//
+// # What the chain detects
+//
+// Someone with write access to the database who edits an entry, deletes
+// one, or deletes the newest ones, is found by the next verification: the
+// entry's hash, the next entry's link, the id sequence or the head gives
+// it away. Someone who also rewrites every later entry and the head (or
+// empties the log and resets the head, or moves the anchor and the
+// audit.pruned entry that names it) leaves a chain that verifies: the log
+// alone cannot tell. Only a head hash kept outside the database catches
+// that — the audit.entry stream to an operational webhook, or the output of
+// a periodic `hookrelay audit verify --print-head` kept elsewhere: a head
+// seen there that is no longer an entry of the chain, with that hash, is a
+// rewrite. Nor does the chain make anything unreadable: the entries are
+// plain rows that database readers see (secrets are redacted before they
+// get there).
+package audit
