@@ -51,8 +51,13 @@ func (e Entry) Result(err error) Entry {
 	return e
 }
 
-// ID formats an id as a target id.
-func ID(id int64) string { return strconv.FormatInt(id, 10) }
+// ID formats an id as a target id ("" for 0: none).
+func ID(id int64) string {
+	if id == 0 {
+		return ""
+	}
+	return strconv.FormatInt(id, 10)
+}
 
 // Store is the audit log's database (*db.DB).
 type Store interface {

@@ -25,6 +25,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/audit"
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/dispatch"
 	"github.com/hookrelay/hookrelay/httperr"
@@ -54,6 +55,8 @@ type service struct {
 	dispatch     *dispatch.Dispatcher // see service.dispatcher
 	opsOnce      sync.Once
 	ops          *ops.Service // see service.operations
+	auditOnce    sync.Once
+	audit        *audit.Log // see service.auditLog
 	// throttle delays authentication from client addresses that failed too
 	// often; the API and the dashboard share it.
 	throttle *throttle.Throttle

@@ -1,0 +1,75 @@
+package ops
+
+import (
+	"context"
+
+	"github.com/hookrelay/hookrelay/audit"
+	"github.com/hookrelay/hookrelay/db"
+)
+
+// Auditor records the actions in the audit log (*audit.Log).
+type Auditor interface {
+	Record(ctx context.Context, e audit.Entry) error
+}
+
+// Target types of the audit entries the actions write.
+const (
+	targetCarrier     = "carrier"
+	targetMerchant    = "merchant"
+	targetEndpoint    = "endpoint"
+	targetDelivery    = "delivery"
+	targetDeadLetters = "dead_letters"
+	targetReplay      = "replay"
+	targetOpsEndpoint = "ops_endpoint"
+	targetSession     = "session"
+	targetMessage     = "message"
+	targetSettings    = "settings"
+)
+
+// record writes e, an action that ended with err, to the audit log and
+// returns err; when the action succeeded but its entry could not be
+// written, the audit log's error (hookrelay.EUNAVAILABLE): no action is
+// answered "done" unrecorded. With no Config.Audit it returns err.
+func (s *Service) record(ctx context.Context, e audit.Entry, err error) error {
+	if s.cfg.Audit == nil {
+		return err
+	}
+	if err != nil {
+		e.After = nil // the zero result of a failed action says nothing
+	}
+	if aerr := s.cfg.Audit.Record(ctx, e.Result(err)); err == nil {
+		return aerr
+	}
+	return err
+}
+
+// Record writes e to the audit log (nothing with no Config.Audit): for the
+// actions outside this package, such as the dashboard's logins.
+func (s *Service) Record(ctx context.Context, e audit.Entry) error {
+	if s.cfg.Audit == nil {
+		return nil
+	}
+	return s.cfg.Audit.Record(ctx, e)
+}
+
+// MaxAuditLimit bounds the entries of one read of the audit log.
+const MaxAuditLimit = 1000
+
+// AuditEntries returns up to limit audit entries matching f with ids above
+// afterID, in chain order (the export). Admins only.
+func (s *Service) AuditEntries(ctx context.Context, f db.AuditFilter, afterID int64, limit int) ([]db.AuditEntry, error) {
+	if limit < 1 || limit > MaxAuditLimit {
+		return nil, invalidf("limit must be between 1 and %d", MaxAuditLimit)
+	}
+	return s.db.AuditList(ctx, f, afterID, limit)
+}
+
+// AuditEntriesNewest returns up to limit audit entries matching f with ids
+// below beforeID (0: from the newest), newest first (the dashboard's
+// pages). Admins only.
+func (s *Service) AuditEntriesNewest(ctx context.Context, f db.AuditFilter, beforeID int64, limit int) ([]db.AuditEntry, error) {
+	if limit < 1 || limit > MaxAuditLimit {
+		return nil, invalidf("limit must be between 1 and %d", MaxAuditLimit)
+	}
+	return s.db.AuditListDesc(ctx, f, beforeID, limit)
+}
