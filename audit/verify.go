@@ -103,6 +103,20 @@ func Verify(ctx context.Context, r Reader) (Report, error) {
 	if !bytes.Equal(prev, head.Hash) {
 		return fail(head.LastID, "the head's hash is not entry %d's: the head or the newest entry was changed", head.LastID)
 	}
+	// An entry past the head is one appended since the head was read —
+	// whose append moved the head in its transaction — or one the head was
+	// set back over.
+	if beyond, err := r.AuditList(ctx, db.AuditFilter{}, head.LastID, 1); err != nil {
+		return rep, err
+	} else if len(beyond) > 0 {
+		now, err := r.AuditHeadGet(ctx)
+		if err != nil {
+			return rep, err
+		}
+		if now.LastID < beyond[0].ID {
+			return fail(beyond[0].ID, "entry %d is past the head (entry %d): the head was set back", beyond[0].ID, now.LastID)
+		}
+	}
 	if head.AnchorID > 0 {
 		if anchorNamed == nil || anchorNamed.ThroughID != ID(head.AnchorID) || anchorNamed.ThroughHash != hex.EncodeToString(head.AnchorHash) {
 			return fail(head.AnchorID+1, "the anchor (entry %d) is not the one the newest audit.pruned entry names: entries were removed outside retention", head.AnchorID)

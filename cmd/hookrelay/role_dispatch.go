@@ -2,8 +2,8 @@ package main
 
 import (
 	"context"
-	"github.com/hookrelay/hookrelay/audit"
 
+	"github.com/hookrelay/hookrelay/audit"
 	"github.com/hookrelay/hookrelay/dispatch"
 	"github.com/hookrelay/hookrelay/ops"
 )
