@@ -391,6 +391,11 @@ func ensureAdminToken(ctx context.Context, cfg config, store *db.DB, logger *slo
 			return err
 		}
 		if ended > 0 {
+			// A changed HOOKRELAY_ADMIN_TOKEN: the sessions it ended say so.
+			if err := audit.New(store, audit.Config{}).Record(ctx, audit.Entry{Action: "settings.admin_token",
+				TargetType: "settings", TargetID: "admin_token", After: map[string]any{"sessions_ended": ended}}); err != nil {
+				return err
+			}
 			logger.Info("admin token changed: ended the dashboard sessions opened with the previous one", "sessions", ended)
 		}
 		return nil
