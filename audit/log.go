@@ -104,7 +104,9 @@ func New(store Store, cfg Config) *Log {
 // Limits of an entry's texts: longer ones are cut (a user agent, an error
 // message) rather than failing the action.
 const (
-	maxText   = 1000
+	// MaxText is the longest text of an entry (a name, an address, an
+	// error message...).
+	MaxText   = 1000
 	maxConfig = 64 << 10
 )
 
@@ -181,14 +183,14 @@ func config(v any) (string, error) {
 	return s, nil
 }
 
-// text is s as an entry keeps it: valid UTF-8 without NUL, at most maxText
+// text is s as an entry keeps it: valid UTF-8 without NUL, at most MaxText
 // bytes.
 func text(s string) string {
 	s = strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", ""), "\uFFFD")
-	if len(s) <= maxText {
+	if len(s) <= MaxText {
 		return s
 	}
-	for i := maxText; i > 0; i-- {
+	for i := MaxText; i > 0; i-- {
 		if utf8.RuneStart(s[i]) {
 			return s[:i]
 		}

@@ -3,6 +3,7 @@ package ops
 import (
 	"context"
 
+	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/audit"
 	"github.com/hookrelay/hookrelay/db"
 )
@@ -72,4 +73,49 @@ func (s *Service) AuditEntriesNewest(ctx context.Context, f db.AuditFilter, befo
 		return nil, invalidf("limit must be between 1 and %d", MaxAuditLimit)
 	}
 	return s.db.AuditListDesc(ctx, f, beforeID, limit)
+}
+
+// auditExportPage is how many entries one read of ExportAudit takes.
+const auditExportPage = 500
+
+// MaxAuditExport bounds the entries of one export.
+const MaxAuditExport = 100_000
+
+// ExportAudit passes up to limit audit entries matching f with ids above
+// afterID, in chain order, to each, one read of the log at a time; each's
+// error stops it. The export is recorded first (audit_log.export, with its
+// filters). Admins only.
+func (s *Service) ExportAudit(ctx context.Context, f db.AuditFilter, afterID int64, limit int, each func(db.AuditEntry) error) error {
+	if limit < 1 || limit > MaxAuditExport {
+		return invalidf("limit must be between 1 and %d", MaxAuditExport)
+	}
+	if !f.Since.IsZero() && !f.Until.IsZero() && f.Until.Before(f.Since) {
+		return invalidf("since is after until")
+	}
+	for _, p := range []struct{ name, v string }{{"actor", f.Actor}, {"action", f.Action}, {"target_type", f.TargetType}, {"target_id", f.TargetID}} {
+		if err := hookrelay.CheckText(p.name, p.v, audit.MaxText); err != nil {
+			return err
+		}
+	}
+	if err := s.record(ctx, audit.Entry{Action: "audit_log.export", TargetType: "audit_log",
+		After: map[string]any{"filter": f, "after_id": afterID, "limit": limit}}, nil); err != nil {
+		return err
+	}
+	for limit > 0 {
+		es, err := s.db.AuditList(ctx, f, afterID, min(limit, auditExportPage))
+		if err != nil {
+			return err
+		}
+		for _, e := range es {
+			if err := each(e); err != nil {
+				return err
+			}
+		}
+		if len(es) < min(limit, auditExportPage) {
+			return nil
+		}
+		limit -= len(es)
+		afterID = es[len(es)-1].ID
+	}
+	return nil
 }
