@@ -175,26 +175,30 @@ func (s *Service) RotateSecret(ctx context.Context, a Actor, id int64) (out Rota
 // EnableEndpoint enables endpoint id: its health is reset and its held
 // deliveries become due.
 func (s *Service) EnableEndpoint(ctx context.Context, a Actor, id int64) (after db.Endpoint, err error) {
+	var before *db.Endpoint
 	defer func() {
-		err = s.record(ctx, audit.Entry{Action: "endpoint.enable", TargetType: targetEndpoint, TargetID: audit.ID(id), After: after}, err)
+		err = s.record(ctx, audit.Entry{Action: "endpoint.enable", TargetType: targetEndpoint, TargetID: audit.ID(id), Before: before, After: after}, err)
 	}()
 	ep, err := s.Endpoint(ctx, a, id)
 	if err != nil {
 		return db.Endpoint{}, err
 	}
+	before = &ep
 	return s.db.EndpointEnable(ctx, ep.ID)
 }
 
 // DisableEndpoint disables endpoint id for reason; its deliveries are held,
 // not sent, until it is enabled.
 func (s *Service) DisableEndpoint(ctx context.Context, a Actor, id int64, reason string) (after db.Endpoint, err error) {
+	var before *db.Endpoint
 	defer func() {
-		err = s.record(ctx, audit.Entry{Action: "endpoint.disable", TargetType: targetEndpoint, TargetID: audit.ID(id), After: after}, err)
+		err = s.record(ctx, audit.Entry{Action: "endpoint.disable", TargetType: targetEndpoint, TargetID: audit.ID(id), Before: before, After: after}, err)
 	}()
 	ep, err := s.Endpoint(ctx, a, id)
 	if err != nil {
 		return db.Endpoint{}, err
 	}
+	before = &ep
 	if len(reason) > MaxDisableReason {
 		return db.Endpoint{}, hookrelay.Errorf(hookrelay.EINVALID, "reason longer than %d characters", MaxDisableReason)
 	}
