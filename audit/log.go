@@ -17,6 +17,10 @@ import (
 	"github.com/hookrelay/hookrelay/db"
 )
 
+// KindAnonymous is the actor of an attempt by someone not authenticated
+// (a failed login): the entry keeps where it came from.
+const KindAnonymous access.Kind = "anonymous"
+
 // Result of an entry whose action succeeded.
 const ResultOK = "ok"
 
