@@ -5,23 +5,30 @@
 //
 // # Recording
 //
-// An action records itself with one call, after it ran, passing its error:
+// An action records itself with one call that passes its error. In package
+// ops, an action with named results defers it, so that every return, a
+// refusal included, is recorded with its result:
 //
-//	err := ...the change...
-//	return out, s.audit.Record(ctx, audit.Entry{Action: "endpoint.update",
-//		TargetType: "endpoint", TargetID: audit.ID(id), Before: old, After: out}.Result(err))
+//	func (s *Service) DeleteUser(ctx context.Context, id int64) (err error) {
+//		defer func() {
+//			err = s.record(ctx, audit.Entry{Action: "user.delete", TargetType: "user", TargetID: audit.ID(id)}, err)
+//		}()
+//		...
 //
-// Package ops does this through its helper Service.record, which returns
-// the action's error unchanged, or the audit log's when the action
-// succeeded and its entry could not be written. Actions are named
-// "<target>.<verb>" in lower case ("carrier.rotate_key",
-// "dead_letters.retry", "message.read", "login.failed"). The actor is the
-// principal in ctx (access.FromContext); a context without one is the
-// service itself (access.KindSystem: the command line, a background job).
-// Before and After are any JSON-encodable values (the configuration as it
-// was and as it is); Record redacts every secret in them by field name
-// (Redact) before they are stored, so passing a whole db.Endpoint or
-// db.Carrier is safe.
+// Service.record returns the action's error unchanged, or the audit log's
+// when the action succeeded and its entry could not be written; it drops
+// After from a failed action's entry. Elsewhere (the dashboard's logins,
+// the command line) call Log.Record, or ops.Service.Record, with
+// Entry.Result(err). Actions are named "<target>.<verb>" in lower case
+// ("carrier.rotate_key", "dead_letters.retry", "message.read",
+// "login.failed"). The actor is the principal in ctx (access.FromContext);
+// a context without one is the service itself (access.KindSystem: the
+// command line, a background job); Entry.Actor overrides both (a login,
+// before its session exists). Before and After are any JSON-encodable
+// values (the configuration as it was and as it is, or an action's
+// parameters); Record redacts every secret in them by field name (Redact)
+// before they are stored, so passing a whole db.Endpoint or db.Carrier is
+// safe.
 //
 // # Failure policy
 //
