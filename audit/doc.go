@@ -34,12 +34,14 @@
 //
 // An entry is written after its action, with the action's result, in a
 // transaction of its own. When the write fails the caller gets an error
-// (hookrelay.EUNAVAILABLE, "... not recorded in the audit log") even if
-// the change was made, so no client is told "done" for an unrecorded
-// change; a read of a message body is recorded before the body is returned
-// and fails without it. A failed action is recorded too (Result "invalid",
-// "not_found"...), except when the database itself failed: that entry
-// would fail the same way.
+// (hookrelay.EUNAVAILABLE, "the action could not be recorded in the audit
+// log") even if the change was made, so no client is told "done" for an
+// unrecorded change; a read of a message body is recorded before the body
+// is returned and fails without it. The write does not end with the
+// request's context: a client that goes away mid-action does not leave it
+// unrecorded. A failed action is recorded too (Result "invalid",
+// "not_found"...); when that entry cannot be written either, the action's
+// own error is returned.
 //
 // # The chain
 //

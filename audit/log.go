@@ -105,6 +105,9 @@ func New(store Store, cfg Config) *Log {
 	return &Log{store: store, cfg: cfg}
 }
 
+// recordTimeout bounds the write of one entry.
+const recordTimeout = 30 * time.Second
+
 // Limits of an entry's texts: longer ones are cut (a user agent, an error
 // message) rather than failing the action.
 const (
@@ -118,6 +121,10 @@ const (
 // e.Actor), now. Its error is hookrelay.EUNAVAILABLE when the entry could
 // not be written.
 func (l *Log) Record(ctx context.Context, e Entry) error {
+	// An action done is recorded even when its client has gone: the
+	// write outlives the request's context (not its principal), bounded.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
 	row, err := l.entry(ctx, e)
 	if err != nil {
 		return hookrelay.WrapError(hookrelay.EUNAVAILABLE, "the action could not be recorded in the audit log", err)

@@ -56,15 +56,6 @@ func (s *Service) Record(ctx context.Context, e audit.Entry) error {
 // MaxAuditLimit bounds the entries of one read of the audit log.
 const MaxAuditLimit = 1000
 
-// AuditEntries returns up to limit audit entries matching f with ids above
-// afterID, in chain order (the export). Admins only.
-func (s *Service) AuditEntries(ctx context.Context, f db.AuditFilter, afterID int64, limit int) ([]db.AuditEntry, error) {
-	if limit < 1 || limit > MaxAuditLimit {
-		return nil, invalidf("limit must be between 1 and %d", MaxAuditLimit)
-	}
-	return s.db.AuditList(ctx, f, afterID, limit)
-}
-
 // AuditEntriesNewest returns up to limit audit entries matching f with ids
 // below beforeID (0: from the newest), newest first (the dashboard's
 // pages). Admins only.
