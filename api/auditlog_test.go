@@ -38,7 +38,7 @@ func (b *bundle) exportLines(t *testing.T, query url.Values, token string) (int,
 // export it.
 func TestAuditLogExport(t *testing.T) {
 	t.Parallel()
-	b := setup(t, config{Ops: ops.Config{AllowPrivateTargets: true}, Audit: true})
+	b := setup(t, config{Ops: ops.Config{AllowPrivateTargets: true}})
 	m := b.mustCreate(t, "/v1/merchants", adminToken, map[string]any{"name": "Audited"})
 	mid, key := m["id"].(string), m["api_key"].(string)
 	st, rot := b.call(t, http.MethodPost, "/v1/merchants/"+mid+"/rotate-key", adminToken, nil)

@@ -46,8 +46,6 @@ type bundle struct {
 type config struct {
 	api.Config
 	Ops ops.Config
-	// Audit records the operations in the test database's audit log.
-	Audit bool
 }
 
 // setup runs the API on a real database, a real embedded S3 store and a
@@ -63,9 +61,8 @@ func setupWith(t testing.TB, cfg config, pinger ops.Pinger) *bundle {
 	env := testenv.New(t, testenv.Options{AdminToken: adminToken})
 	reg := prometheus.NewRegistry()
 	cfg.Ops.Pinger = pinger
-	if cfg.Audit {
-		cfg.Ops.Audit = audit.New(env.DB, audit.Config{})
-	}
+	// Every change is recorded, as in production.
+	cfg.Ops.Audit = audit.New(env.DB, audit.Config{})
 	srv := api.New(env.Logger, cfg.Config, env.DB, env.Payloads, reg, ops.New(env.DB, cfg.Ops))
 	e := echo.New()
 	httperr.New(env.Logger).Install(e)

@@ -146,6 +146,11 @@ func (l *Log) ensure(ctx context.Context, at time.Time) error {
 	if l.ensuredDay.Load() >= day {
 		return nil
 	}
+	// On a context of its own, outside the caller's unit of work: a day
+	// table made is committed at once, and its lock on audit_log is not
+	// held while the unit waits for the chain's head.
+	ctx, cancel := context.WithTimeout(context.Background(), recordTimeout)
+	defer cancel()
 	if _, err := l.store.AuditEnsurePartitions(ctx, at, 1); err != nil {
 		return err
 	}

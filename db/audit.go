@@ -66,12 +66,22 @@ type AuditChain struct {
 	Event func(e *AuditEntry) []byte
 }
 
-// AuditAppend appends e to the chain: in one transaction it locks the head,
-// gives e the next id and the head's hash as PrevHash, moves e.At up to
-// the head's time if the clock went back (a day partition then holds a
-// contiguous id range), seals it, inserts it and moves the head. The day
-// partition of e.At must exist (AuditEnsurePartitions).
+// AuditAppend appends e to the chain: it locks the head, gives e the next
+// id and the head's hash as PrevHash, moves e.At up to the head's time if
+// the clock went back (a day partition then holds a contiguous id range),
+// seals it, inserts it and moves the head, in one transaction — within a
+// unit of work (BeginUnit), the unit's, committed with the change it
+// records. The day partition of e.At must exist (AuditEnsurePartitions).
 func (db *DB) AuditAppend(ctx context.Context, e AuditEntry, chain AuditChain) (AuditEntry, error) {
+	if tx := db.unitTx(ctx); tx != nil {
+		// No savepoint: a failed append fails the unit.
+		q := dbsqlc.New(tx)
+		h, err := q.AuditHeadLock(ctx)
+		if err != nil {
+			return e, unavailable(err)
+		}
+		return e, auditAppendLocked(ctx, q, AuditHead(h), &e, chain)
+	}
 	err := db.inTx(ctx, func(q *dbsqlc.Queries, _ pgx.Tx) error {
 		h, err := q.AuditHeadLock(ctx)
 		if err != nil {
@@ -90,24 +100,18 @@ func auditAppendLocked(ctx context.Context, q *dbsqlc.Queries, h AuditHead, e *A
 	}
 	e.PrevHash = h.Hash
 	e.Hash = chain.Seal(e)
-	err := q.AuditInsert(ctx, dbsqlc.AuditInsertParams{
+	p := dbsqlc.AuditInsertParams{
 		ID: e.ID, At: e.At, ActorKind: e.ActorKind, ActorRole: e.ActorRole, ActorUserID: e.ActorUserID,
 		ActorTokenID: e.ActorTokenID, ActorSessionID: e.ActorSessionID, ActorMerchantID: e.ActorMerchantID,
 		ActorCarrierID: e.ActorCarrierID, ActorName: e.ActorName, Addr: e.Addr, UserAgent: e.UserAgent,
 		Action: e.Action, TargetType: e.TargetType, TargetID: e.TargetID,
 		Before: jsonOrNull(e.Before), After: jsonOrNull(e.After),
 		Result: e.Result, Error: e.Error, PrevHash: e.PrevHash, Hash: e.Hash,
-	})
-	if err != nil {
-		return unavailable(err)
 	}
-	if err := q.AuditHeadSet(ctx, dbsqlc.AuditHeadSetParams{LastID: e.ID, LastAt: e.At, Hash: e.Hash}); err != nil {
-		return unavailable(err)
+	if chain.Event != nil {
+		p.Event = chain.Event(e)
 	}
-	if chain.Event == nil {
-		return nil
-	}
-	return unavailable(q.AuditOpsEventAdd(ctx, chain.Event(e)))
+	return unavailable(q.AuditInsert(ctx, p))
 }
 
 func jsonOrNull(s string) []byte {

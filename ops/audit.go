@@ -44,6 +44,38 @@ func (s *Service) record(ctx context.Context, e audit.Entry, err error) error {
 	return err
 }
 
+// unit starts the unit of work of a change: the change's statements and
+// its audit entry commit in one transaction (db.BeginUnit), so the entry
+// costs no commit of its own and a change whose entry cannot be written
+// is undone. The action passes its entry and its error to the returned
+// function, which ends the unit and returns the action's error, or the
+// audit log's or the commit's; a failed action is rolled back and recorded
+// apart (record). Without Config.Audit nothing is recorded.
+func (s *Service) unit(ctx context.Context) (context.Context, func(audit.Entry, error) error) {
+	if s.cfg.Audit == nil {
+		return ctx, func(_ audit.Entry, err error) error { return err }
+	}
+	uctx, u, err := s.db.BeginUnit(ctx)
+	if err != nil {
+		// The action runs as it is and fails the same way; recorded apart.
+		return ctx, func(e audit.Entry, aerr error) error { return s.record(ctx, e, aerr) }
+	}
+	return uctx, func(e audit.Entry, err error) error {
+		if err != nil {
+			u.Rollback(ctx)
+			return s.record(ctx, e, err)
+		}
+		if err := s.cfg.Audit.Record(uctx, e); err != nil {
+			u.Rollback(ctx)
+			return err
+		}
+		if err := u.Commit(ctx); err != nil {
+			return hookrelay.WrapError(hookrelay.EUNAVAILABLE, "the change could not be committed", err)
+		}
+		return nil
+	}
+}
+
 // Record writes e to the audit log (nothing with no Config.Audit): for the
 // actions outside this package, such as the dashboard's logins.
 func (s *Service) Record(ctx context.Context, e audit.Entry) error {

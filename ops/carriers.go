@@ -105,8 +105,9 @@ func checkFieldPath(p, what string) error {
 // CreateCarrier checks in and creates the carrier with a new API key.
 // Operators only.
 func (s *Service) CreateCarrier(ctx context.Context, in NewCarrier) (out CreatedCarrier, err error) {
+	ctx, done := s.unit(ctx)
 	defer func() {
-		err = s.record(ctx, audit.Entry{Action: "carrier.create", TargetType: targetCarrier, TargetID: audit.ID(out.Carrier.ID), After: out}, err)
+		err = done(audit.Entry{Action: "carrier.create", TargetType: targetCarrier, TargetID: audit.ID(out.Carrier.ID), After: out}, err)
 	}()
 	c := db.Carrier{Name: in.Name, OrderingKeyField: in.OrderingKeyField, EventTypeField: in.EventTypeField,
 		MerchantField: in.MerchantField, RateLimitPerSec: in.RateLimitPerSec}

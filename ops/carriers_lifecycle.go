@@ -58,8 +58,9 @@ func (s *Service) Carrier(ctx context.Context, id int64) (db.Carrier, error) {
 // Errors name the field at fault.
 func (s *Service) UpdateCarrier(ctx context.Context, id int64, in CarrierUpdate) (after db.Carrier, err error) {
 	var before *db.Carrier
+	ctx, done := s.unit(ctx)
 	defer func() {
-		err = s.record(ctx, audit.Entry{Action: "carrier.update", TargetType: targetCarrier, TargetID: audit.ID(id), Before: before, After: after}, err)
+		err = done(audit.Entry{Action: "carrier.update", TargetType: targetCarrier, TargetID: audit.ID(id), Before: before, After: after}, err)
 	}()
 	c, err := s.db.CarrierGet(ctx, id)
 	if err != nil {
@@ -125,8 +126,9 @@ func (s *Service) UpdateCarrier(ctx context.Context, id int64, in CarrierUpdate)
 // Operators only.
 func (s *Service) SetCarrierEnabled(ctx context.Context, id int64, enabled bool) (after db.Carrier, err error) {
 	action := map[bool]string{true: "carrier.enable", false: "carrier.disable"}[enabled]
+	ctx, done := s.unit(ctx)
 	defer func() {
-		err = s.record(ctx, audit.Entry{Action: action, TargetType: targetCarrier, TargetID: audit.ID(id), After: after}, err)
+		err = done(audit.Entry{Action: action, TargetType: targetCarrier, TargetID: audit.ID(id), After: after}, err)
 	}()
 	return s.db.CarrierSetDisabled(ctx, id, !enabled)
 }
@@ -138,8 +140,9 @@ func (s *Service) SetCarrierEnabled(ctx context.Context, id int64, enabled bool)
 // returns how many there were (counted up to 10,000). Operators only.
 func (s *Service) DeleteCarrier(ctx context.Context, id int64, force bool) (pending int64, err error) {
 	var before *db.Carrier
+	ctx, done := s.unit(ctx)
 	defer func() {
-		err = s.record(ctx, audit.Entry{Action: "carrier.delete", TargetType: targetCarrier, TargetID: audit.ID(id), Before: before,
+		err = done(audit.Entry{Action: "carrier.delete", TargetType: targetCarrier, TargetID: audit.ID(id), Before: before,
 			After: map[string]any{"force": force, "undelivered": pending}}, err)
 	}()
 	c, err := s.db.CarrierGet(ctx, id)
@@ -173,8 +176,9 @@ type CarrierKeyRotation struct {
 // keeps working for overlap (0: it stops at once); keys replaced earlier
 // stop by the end of the overlap at the latest. Operators only.
 func (s *Service) RotateCarrierKey(ctx context.Context, id int64, overlap time.Duration) (out CarrierKeyRotation, err error) {
+	ctx, done := s.unit(ctx)
 	defer func() {
-		err = s.record(ctx, audit.Entry{Action: "carrier.rotate_key", TargetType: targetCarrier, TargetID: audit.ID(id),
+		err = done(audit.Entry{Action: "carrier.rotate_key", TargetType: targetCarrier, TargetID: audit.ID(id),
 			After: map[string]any{"overlap": overlap.String(), "previous_expire_at": out.PreviousExpireAt, "key": out.Key}}, err)
 	}()
 	if overlap < 0 || overlap > MaxCarrierKeyOverlap {

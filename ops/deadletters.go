@@ -42,8 +42,9 @@ func (sel DeadLetters) check() error {
 // unordered and due now; those of deleted endpoints stay. It returns how
 // many went back.
 func (s *Service) RetryDeadLetters(ctx context.Context, sel DeadLetters) (n int64, err error) {
+	ctx, done := s.unit(ctx)
 	defer func() {
-		err = s.record(ctx, audit.Entry{Action: "dead_letters.retry", TargetType: targetDeadLetters, After: sel.audited(n)}, err)
+		err = done(audit.Entry{Action: "dead_letters.retry", TargetType: targetDeadLetters, After: sel.audited(n)}, err)
 	}()
 	if err := sel.check(); err != nil {
 		return 0, err
@@ -53,8 +54,9 @@ func (s *Service) RetryDeadLetters(ctx context.Context, sel DeadLetters) (n int6
 
 // DiscardDeadLetters deletes the selected dead letters and returns how many.
 func (s *Service) DiscardDeadLetters(ctx context.Context, sel DeadLetters) (n int64, err error) {
+	ctx, done := s.unit(ctx)
 	defer func() {
-		err = s.record(ctx, audit.Entry{Action: "dead_letters.discard", TargetType: targetDeadLetters, After: sel.audited(n)}, err)
+		err = done(audit.Entry{Action: "dead_letters.discard", TargetType: targetDeadLetters, After: sel.audited(n)}, err)
 	}()
 	if err := sel.check(); err != nil {
 		return 0, err

@@ -32,8 +32,9 @@ func (s *Service) Delivery(ctx context.Context, a Actor, id int64) (db.Delivery,
 // flight or held is left as it is (it is attempted as soon as it can be). A
 // delivered one is a conflict.
 func (s *Service) RetryDelivery(ctx context.Context, a Actor, id int64) (err error) {
+	ctx, done := s.unit(ctx)
 	defer func() {
-		err = s.record(ctx, audit.Entry{Action: "delivery.retry", TargetType: targetDelivery, TargetID: audit.ID(id)}, err)
+		err = done(audit.Entry{Action: "delivery.retry", TargetType: targetDelivery, TargetID: audit.ID(id)}, err)
 	}()
 	d, _, err := s.Delivery(ctx, a, id)
 	if err != nil {

@@ -46,8 +46,9 @@ func shownSecret(secret string) string {
 // existing merchant. A push endpoint (the default type) needs a URL; a
 // poll endpoint has none.
 func (s *Service) CreateEndpoint(ctx context.Context, a Actor, merchantID int64, in EndpointInput) (out NewEndpoint, err error) {
+	ctx, done := s.unit(ctx)
 	defer func() {
-		err = s.record(ctx, audit.Entry{Action: "endpoint.create", TargetType: targetEndpoint, TargetID: audit.ID(out.Endpoint.ID), After: out}, err)
+		err = done(audit.Entry{Action: "endpoint.create", TargetType: targetEndpoint, TargetID: audit.ID(out.Endpoint.ID), After: out}, err)
 	}()
 	if a.MerchantID != 0 && merchantID != a.MerchantID {
 		return NewEndpoint{}, hookrelay.Errorf(hookrelay.EFORBIDDEN, "merchant_id names another merchant")
@@ -85,8 +86,9 @@ func (s *Service) CreateEndpoint(ctx context.Context, a Actor, merchantID int64,
 // signing beside it for db.SecretOverlap.
 func (s *Service) UpdateEndpoint(ctx context.Context, a Actor, id int64, in EndpointInput) (out NewEndpoint, err error) {
 	var before *db.Endpoint
+	ctx, done := s.unit(ctx)
 	defer func() {
-		err = s.record(ctx, audit.Entry{Action: "endpoint.update", TargetType: targetEndpoint, TargetID: audit.ID(id), Before: before, After: out}, err)
+		err = done(audit.Entry{Action: "endpoint.update", TargetType: targetEndpoint, TargetID: audit.ID(id), Before: before, After: out}, err)
 	}()
 	ep, err := s.Endpoint(ctx, a, id)
 	if err != nil {
@@ -152,8 +154,9 @@ type Rotation struct {
 // pair for an ed25519 endpoint; the previous ones keep signing beside it for
 // db.SecretOverlap.
 func (s *Service) RotateSecret(ctx context.Context, a Actor, id int64) (out Rotation, err error) {
+	ctx, done := s.unit(ctx)
 	defer func() {
-		err = s.record(ctx, audit.Entry{Action: "endpoint.rotate_secret", TargetType: targetEndpoint, TargetID: audit.ID(id), After: out}, err)
+		err = done(audit.Entry{Action: "endpoint.rotate_secret", TargetType: targetEndpoint, TargetID: audit.ID(id), After: out}, err)
 	}()
 	ep, err := s.Endpoint(ctx, a, id)
 	if err != nil {
@@ -176,8 +179,9 @@ func (s *Service) RotateSecret(ctx context.Context, a Actor, id int64) (out Rota
 // deliveries become due.
 func (s *Service) EnableEndpoint(ctx context.Context, a Actor, id int64) (after db.Endpoint, err error) {
 	var before *db.Endpoint
+	ctx, done := s.unit(ctx)
 	defer func() {
-		err = s.record(ctx, audit.Entry{Action: "endpoint.enable", TargetType: targetEndpoint, TargetID: audit.ID(id), Before: before, After: after}, err)
+		err = done(audit.Entry{Action: "endpoint.enable", TargetType: targetEndpoint, TargetID: audit.ID(id), Before: before, After: after}, err)
 	}()
 	ep, err := s.Endpoint(ctx, a, id)
 	if err != nil {
@@ -191,8 +195,9 @@ func (s *Service) EnableEndpoint(ctx context.Context, a Actor, id int64) (after 
 // not sent, until it is enabled.
 func (s *Service) DisableEndpoint(ctx context.Context, a Actor, id int64, reason string) (after db.Endpoint, err error) {
 	var before *db.Endpoint
+	ctx, done := s.unit(ctx)
 	defer func() {
-		err = s.record(ctx, audit.Entry{Action: "endpoint.disable", TargetType: targetEndpoint, TargetID: audit.ID(id), Before: before, After: after}, err)
+		err = done(audit.Entry{Action: "endpoint.disable", TargetType: targetEndpoint, TargetID: audit.ID(id), Before: before, After: after}, err)
 	}()
 	ep, err := s.Endpoint(ctx, a, id)
 	if err != nil {
@@ -212,8 +217,9 @@ func (s *Service) DisableEndpoint(ctx context.Context, a Actor, id int64, reason
 // how many deliveries went with it.
 func (s *Service) DeleteEndpoint(ctx context.Context, a Actor, id int64) (deleted int64, err error) {
 	var before *db.Endpoint
+	ctx, done := s.unit(ctx)
 	defer func() {
-		err = s.record(ctx, audit.Entry{Action: "endpoint.delete", TargetType: targetEndpoint, TargetID: audit.ID(id), Before: before,
+		err = done(audit.Entry{Action: "endpoint.delete", TargetType: targetEndpoint, TargetID: audit.ID(id), Before: before,
 			After: map[string]any{"deliveries_deleted": deleted}}, err)
 	}()
 	ep, err := s.Endpoint(ctx, a, id)

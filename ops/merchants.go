@@ -20,8 +20,9 @@ type CreatedMerchant struct {
 
 // CreateMerchant creates merchant name with a new API key.
 func (s *Service) CreateMerchant(ctx context.Context, name string) (out CreatedMerchant, err error) {
+	ctx, done := s.unit(ctx)
 	defer func() {
-		err = s.record(ctx, audit.Entry{Action: "merchant.create", TargetType: targetMerchant, TargetID: audit.ID(out.Merchant.ID), After: out}, err)
+		err = done(audit.Entry{Action: "merchant.create", TargetType: targetMerchant, TargetID: audit.ID(out.Merchant.ID), After: out}, err)
 	}()
 	if err := checkName(name, "name"); err != nil {
 		return CreatedMerchant{}, err
@@ -50,8 +51,9 @@ type KeyRotation struct {
 // RotateMerchantKey gives merchant id a new API key: the old one stops
 // working at once, and the merchant's dashboard sessions end.
 func (s *Service) RotateMerchantKey(ctx context.Context, id int64) (out KeyRotation, err error) {
+	ctx, done := s.unit(ctx)
 	defer func() {
-		err = s.record(ctx, audit.Entry{Action: "merchant.rotate_key", TargetType: targetMerchant, TargetID: audit.ID(id), After: out}, err)
+		err = done(audit.Entry{Action: "merchant.rotate_key", TargetType: targetMerchant, TargetID: audit.ID(id), After: out}, err)
 	}()
 	key := hookrelay.NewKey(hookrelay.MerchantKeyPrefix)
 	m, n, err := s.db.MerchantKeyRotate(ctx, id, hookrelay.HashKey(key), hookrelay.KeyDisplayPrefix(key), s.now())

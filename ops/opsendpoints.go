@@ -24,8 +24,9 @@ type NewOpsEndpoint struct {
 // passes the endpoints' URL policy (a refused one is a *FieldError of
 // "url"); the stored URL is the normalised one.
 func (s *Service) CreateOpsEndpoint(ctx context.Context, in NewOpsEndpoint) (out db.OpsEndpoint, err error) {
+	ctx, done := s.unit(ctx)
 	defer func() {
-		err = s.record(ctx, audit.Entry{Action: "ops_endpoint.create", TargetType: targetOpsEndpoint, TargetID: audit.ID(out.ID), After: out}, err)
+		err = done(audit.Entry{Action: "ops_endpoint.create", TargetType: targetOpsEndpoint, TargetID: audit.ID(out.ID), After: out}, err)
 	}()
 	u, err := s.checkURL(ctx, in.URL)
 	if err != nil {
@@ -55,6 +56,7 @@ func (s *Service) OpsEndpoints(ctx context.Context) ([]db.OpsEndpoint, error) {
 
 // DeleteOpsEndpoint deletes ops endpoint id and the messages waiting for it.
 func (s *Service) DeleteOpsEndpoint(ctx context.Context, id int64) error {
+	ctx, done := s.unit(ctx)
 	err := s.db.OpsEndpointDelete(ctx, id)
-	return s.record(ctx, audit.Entry{Action: "ops_endpoint.delete", TargetType: targetOpsEndpoint, TargetID: audit.ID(id)}, err)
+	return done(audit.Entry{Action: "ops_endpoint.delete", TargetType: targetOpsEndpoint, TargetID: audit.ID(id)}, err)
 }

@@ -34,8 +34,9 @@ type PortalLink struct {
 // id in the portal (read-only when readOnly), valid for ttl (between
 // MinPortalLinkTTL and MaxPortalLinkTTL). Operators only.
 func (s *Service) CreatePortalLink(ctx context.Context, merchantID int64, ttl time.Duration, readOnly bool) (out PortalLink, err error) {
+	ctx, done := s.unit(ctx)
 	defer func() {
-		err = s.record(ctx, audit.Entry{Action: "portal_link.create", TargetType: targetMerchant, TargetID: audit.ID(merchantID),
+		err = done(audit.Entry{Action: "portal_link.create", TargetType: targetMerchant, TargetID: audit.ID(merchantID),
 			After: map[string]any{"ttl": ttl.String(), "read_only": readOnly, "expires_at": out.ExpiresAt}}, err)
 	}()
 	if ttl < MinPortalLinkTTL || ttl > MaxPortalLinkTTL {

@@ -36,8 +36,9 @@ type ReplayRequest struct {
 // out. An Until after now is taken as now: the replay covers what had
 // happened when it was asked for, never its own re-deliveries.
 func (s *Service) StartReplay(ctx context.Context, a Actor, endpointID int64, req ReplayRequest) (out db.Replay, err error) {
+	ctx, done := s.unit(ctx)
 	defer func() {
-		err = s.record(ctx, audit.Entry{Action: "replay.start", TargetType: targetEndpoint, TargetID: audit.ID(endpointID),
+		err = done(audit.Entry{Action: "replay.start", TargetType: targetEndpoint, TargetID: audit.ID(endpointID),
 			After: map[string]any{"request": req, "replay": out}}, err)
 	}()
 	sp, err := s.replaySpec(ctx, a, endpointID, req)
@@ -124,8 +125,9 @@ func (s *Service) EndpointReplays(ctx context.Context, a Actor, endpointID int64
 // Cancelling a cancelled replay changes nothing; a finished one is a
 // conflict.
 func (s *Service) CancelReplay(ctx context.Context, a Actor, id int64) (out db.Replay, err error) {
+	ctx, done := s.unit(ctx)
 	defer func() {
-		err = s.record(ctx, audit.Entry{Action: "replay.cancel", TargetType: targetReplay, TargetID: audit.ID(id), After: out}, err)
+		err = done(audit.Entry{Action: "replay.cancel", TargetType: targetReplay, TargetID: audit.ID(id), After: out}, err)
 	}()
 	if _, err := s.Replay(ctx, a, id); err != nil {
 		return db.Replay{}, err

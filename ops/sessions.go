@@ -14,8 +14,9 @@ import (
 // SetAdminToken makes token the admin token and ends the dashboard sessions
 // opened with any other one. It returns how many sessions it ended.
 func (s *Service) SetAdminToken(ctx context.Context, token string) (int64, error) {
+	ctx, done := s.unit(ctx)
 	n, err := s.db.AdminTokenSet(ctx, hookrelay.HashKey(token), s.now())
-	return n, s.record(ctx, audit.Entry{Action: "settings.admin_token", TargetType: targetSettings, TargetID: "admin_token",
+	return n, done(audit.Entry{Action: "settings.admin_token", TargetType: targetSettings, TargetID: "admin_token",
 		After: map[string]any{"sessions_ended": n}}, err)
 }
 
@@ -28,8 +29,9 @@ func (s *Service) Sessions(ctx context.Context, beforeID int64, limit int) ([]db
 // RevokeSession ends dashboard session id at once; an unknown or expired
 // session is hookrelay.ENOTFOUND (ending one already ended is not an error).
 func (s *Service) RevokeSession(ctx context.Context, id int64) (err error) {
+	ctx, done := s.unit(ctx)
 	defer func() {
-		err = s.record(ctx, audit.Entry{Action: "session.revoke", TargetType: targetSession, TargetID: audit.ID(id)}, err)
+		err = done(audit.Entry{Action: "session.revoke", TargetType: targetSession, TargetID: audit.ID(id)}, err)
 	}()
 	ok, err := s.db.LoginSessionRevoke(ctx, id, s.now())
 	if err != nil {

@@ -6,20 +6,29 @@ SELECT last_id, last_at, hash, anchor_id, anchor_hash FROM audit_head FOR UPDATE
 -- name: AuditHeadGet :one
 SELECT last_id, last_at, hash, anchor_id, anchor_hash FROM audit_head;
 
--- name: AuditHeadSet :exec
-UPDATE audit_head SET last_id = @last_id, last_at = @last_at, hash = @hash;
-
 -- name: AuditAnchorSet :exec
 UPDATE audit_head SET anchor_id = @anchor_id, anchor_hash = @anchor_hash;
 
 -- name: AuditInsert :exec
-INSERT INTO audit_log (id, at, actor_kind, actor_role, actor_user_id, actor_token_id, actor_session_id,
-                       actor_merchant_id, actor_carrier_id, actor_name, addr, user_agent, action,
-                       target_type, target_id, before, after, result, error, prev_hash, hash)
-VALUES (@id, @at, @actor_kind, @actor_role, @actor_user_id, @actor_token_id, @actor_session_id,
-        @actor_merchant_id, @actor_carrier_id, @actor_name, @addr, @user_agent, @action,
-        @target_type, @target_id, sqlc.narg(before)::json, sqlc.narg(after)::json, @result, @error,
-        @prev_hash, @hash);
+-- Inserts an entry and moves the head to it, and adds its audit.entry
+-- event to the ops outbox when an ops endpoint names audit.entry among its
+-- events (an endpoint of every event type does not get the audit log: it
+-- subscribes by name); one statement, under the head's lock.
+WITH ins AS (
+    INSERT INTO audit_log (id, at, actor_kind, actor_role, actor_user_id, actor_token_id, actor_session_id,
+                           actor_merchant_id, actor_carrier_id, actor_name, addr, user_agent, action,
+                           target_type, target_id, before, after, result, error, prev_hash, hash)
+    VALUES (@id, @at, @actor_kind, @actor_role, @actor_user_id, @actor_token_id, @actor_session_id,
+            @actor_merchant_id, @actor_carrier_id, @actor_name, @addr, @user_agent, @action,
+            @target_type, @target_id, sqlc.narg(before)::json, sqlc.narg(after)::json, @result, @error,
+            @prev_hash, @hash)
+), head AS (
+    UPDATE audit_head SET last_id = @id, last_at = @at, hash = @hash
+)
+INSERT INTO ops_events (type, count, data)
+SELECT 'audit.entry', 1, sqlc.narg(event)::jsonb
+WHERE sqlc.narg(event)::jsonb IS NOT NULL
+  AND EXISTS (SELECT 1 FROM ops_endpoints o WHERE 'audit.entry' = ANY(o.events));
 
 -- name: AuditList :many
 -- Entries after id after_id in chain order, those matching the filters
@@ -79,11 +88,3 @@ SELECT coalesce(max(id), 0)::bigint AS id FROM audit_log WHERE at < @at;
 
 -- name: AuditHashOf :one
 SELECT hash FROM audit_log WHERE id = @id;
-
--- name: AuditOpsEventAdd :exec
--- Adds an audit.entry event to the ops outbox when an ops endpoint names
--- audit.entry among its events (an endpoint of every event type does not
--- get the audit log: it subscribes by name).
-INSERT INTO ops_events (type, count, data)
-SELECT 'audit.entry', 1, @data::jsonb
-WHERE EXISTS (SELECT 1 FROM ops_endpoints o WHERE 'audit.entry' = ANY(o.events));

@@ -87,32 +87,26 @@ func (q *Queries) AuditHeadLock(ctx context.Context) (AuditHeadLockRow, error) {
 	return i, err
 }
 
-const auditHeadSet = `-- name: AuditHeadSet :exec
-UPDATE audit_head SET last_id = $1, last_at = $2, hash = $3
-`
-
-type AuditHeadSetParams struct {
-	LastID int64
-	LastAt time.Time
-	Hash   []byte
-}
-
-func (q *Queries) AuditHeadSet(ctx context.Context, arg AuditHeadSetParams) error {
-	_, err := q.db.Exec(ctx, auditHeadSet, arg.LastID, arg.LastAt, arg.Hash)
-	return err
-}
-
 const auditInsert = `-- name: AuditInsert :exec
-INSERT INTO audit_log (id, at, actor_kind, actor_role, actor_user_id, actor_token_id, actor_session_id,
-                       actor_merchant_id, actor_carrier_id, actor_name, addr, user_agent, action,
-                       target_type, target_id, before, after, result, error, prev_hash, hash)
-VALUES ($1, $2, $3, $4, $5, $6, $7,
-        $8, $9, $10, $11, $12, $13,
-        $14, $15, $16::json, $17::json, $18, $19,
-        $20, $21)
+WITH ins AS (
+    INSERT INTO audit_log (id, at, actor_kind, actor_role, actor_user_id, actor_token_id, actor_session_id,
+                           actor_merchant_id, actor_carrier_id, actor_name, addr, user_agent, action,
+                           target_type, target_id, before, after, result, error, prev_hash, hash)
+    VALUES ($2, $3, $4, $5, $6, $7, $8,
+            $9, $10, $11, $12, $13, $14,
+            $15, $16, $17::json, $18::json, $19, $20,
+            $21, $22)
+), head AS (
+    UPDATE audit_head SET last_id = $2, last_at = $3, hash = $22
+)
+INSERT INTO ops_events (type, count, data)
+SELECT 'audit.entry', 1, $1::jsonb
+WHERE $1::jsonb IS NOT NULL
+  AND EXISTS (SELECT 1 FROM ops_endpoints o WHERE 'audit.entry' = ANY(o.events))
 `
 
 type AuditInsertParams struct {
+	Event           []byte
 	ID              int64
 	At              time.Time
 	ActorKind       string
@@ -136,8 +130,13 @@ type AuditInsertParams struct {
 	Hash            []byte
 }
 
+// Inserts an entry and moves the head to it, and adds its audit.entry
+// event to the ops outbox when an ops endpoint names audit.entry among its
+// events (an endpoint of every event type does not get the audit log: it
+// subscribes by name); one statement, under the head's lock.
 func (q *Queries) AuditInsert(ctx context.Context, arg AuditInsertParams) error {
 	_, err := q.db.Exec(ctx, auditInsert,
+		arg.Event,
 		arg.ID,
 		arg.At,
 		arg.ActorKind,
@@ -390,20 +389,6 @@ func (q *Queries) AuditListDesc(ctx context.Context, arg AuditListDescParams) ([
 		return nil, err
 	}
 	return items, nil
-}
-
-const auditOpsEventAdd = `-- name: AuditOpsEventAdd :exec
-INSERT INTO ops_events (type, count, data)
-SELECT 'audit.entry', 1, $1::jsonb
-WHERE EXISTS (SELECT 1 FROM ops_endpoints o WHERE 'audit.entry' = ANY(o.events))
-`
-
-// Adds an audit.entry event to the ops outbox when an ops endpoint names
-// audit.entry among its events (an endpoint of every event type does not
-// get the audit log: it subscribes by name).
-func (q *Queries) AuditOpsEventAdd(ctx context.Context, data []byte) error {
-	_, err := q.db.Exec(ctx, auditOpsEventAdd, data)
-	return err
 }
 
 const auditPartitionList = `-- name: AuditPartitionList :many
