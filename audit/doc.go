@@ -6,18 +6,21 @@
 // # Recording
 //
 // An action records itself with one call that passes its error. In package
-// ops, an action with named results defers it, so that every return, a
-// refusal included, is recorded with its result:
+// ops, a change with named results opens its unit of work and defers the
+// call, so that every return, a refusal included, is recorded with its
+// result:
 //
 //	func (s *Service) DeleteUser(ctx context.Context, id int64) (err error) {
+//		ctx, done := s.unit(ctx)
 //		defer func() {
-//			err = s.record(ctx, audit.Entry{Action: "user.delete", TargetType: "user", TargetID: audit.ID(id)}, err)
+//			err = done(audit.Entry{Action: "user.delete", TargetType: "user", TargetID: audit.ID(id)}, err)
 //		}()
 //		...
 //
-// Service.record returns the action's error unchanged, or the audit log's
-// when the action succeeded and its entry could not be written; it drops
-// After from a failed action's entry. Elsewhere (the dashboard's logins,
+// done commits the change with its entry and returns the action's error
+// unchanged, or the audit log's when the entry could not be written (the
+// change then rolled back); a failed action's entry has no After. A read
+// uses Service.record, which writes the entry alone. Elsewhere (the dashboard's logins,
 // the command line) call Log.Record, or ops.Service.Record, with
 // Entry.Result(err). Actions are named "<target>.<verb>" in lower case
 // ("carrier.rotate_key", "dead_letters.retry", "message.read",
@@ -32,16 +35,17 @@
 //
 // # Failure policy
 //
-// An entry is written after its action, with the action's result, in a
-// transaction of its own. When the write fails the caller gets an error
-// (hookrelay.EUNAVAILABLE, "the action could not be recorded in the audit
-// log") even if the change was made, so no client is told "done" for an
-// unrecorded change; a read of a message body is recorded before the body
-// is returned and fails without it. The write does not end with the
-// request's context: a client that goes away mid-action does not leave it
-// unrecorded. A failed action is recorded too (Result "invalid",
-// "not_found"...); when that entry cannot be written either, the action's
-// own error is returned.
+// A change and its entry commit together: package ops runs each change in a
+// unit of work (db.BeginUnit) and appends its entry in the same
+// transaction, so an entry costs no commit of its own, and a change whose
+// entry cannot be written is rolled back and fails (hookrelay.EUNAVAILABLE,
+// "the action could not be recorded in the audit log"): nothing is done
+// unrecorded. A refused or failed action is recorded apart, after its
+// rollback, with its result ("invalid", "not_found"...); when that entry
+// cannot be written either, the action's own error is returned. A read of
+// a message body is recorded in a transaction of its own before the body
+// is returned, and fails without it. Writes do not end with the request's
+// context: a client that goes away mid-action leaves nothing unrecorded.
 //
 // # The chain
 //
