@@ -129,7 +129,7 @@ func (l *Log) Record(ctx context.Context, e Entry) error {
 	if err != nil {
 		return hookrelay.WrapError(hookrelay.EUNAVAILABLE, "the action could not be recorded in the audit log", err)
 	}
-	if err := l.ensure(ctx, row.At); err != nil {
+	if err := l.ensure(row.At); err != nil {
 		return hookrelay.WrapError(hookrelay.EUNAVAILABLE, "the action could not be recorded in the audit log", err)
 	}
 	if _, err := l.store.AuditAppend(ctx, row, Chain); err != nil {
@@ -141,7 +141,7 @@ func (l *Log) Record(ctx context.Context, e Entry) error {
 // ensure makes sure the day partitions of at and of the day after exist,
 // once a day per process (the maintenance role makes them days ahead; this
 // covers a command line or a log without one).
-func (l *Log) ensure(ctx context.Context, at time.Time) error {
+func (l *Log) ensure(at time.Time) error {
 	day := at.UTC().Unix() / 86400
 	if l.ensuredDay.Load() >= day {
 		return nil
