@@ -25,13 +25,17 @@ const (
 	// OpsEventEndpointPollCaughtUp: a poll endpoint reported lagging is
 	// back under half the threshold.
 	OpsEventEndpointPollCaughtUp = "endpoint.poll_caught_up"
+	// OpsEventAuditEntry: an entry appended to the audit log, as GET
+	// /v1/audit-log shows it. Sent only to ops endpoints that name it
+	// (an endpoint of every event type does not get it).
+	OpsEventAuditEntry = "audit.entry"
 )
 
 // OpsEventTypes lists every operational webhook event type.
 var OpsEventTypes = []string{
 	OpsEventEndpointDisabled, OpsEventEndpointEnabled, OpsEventEndpointCircuitOpened, OpsEventEndpointCircuitClosed,
 	OpsEventDeliveryDeadLettered, OpsEventDatabaseLongXact, OpsEventReplayFinished, OpsEventEndpointSecretUnreadable,
-	OpsEventEndpointPollLagging, OpsEventEndpointPollCaughtUp,
+	OpsEventEndpointPollLagging, OpsEventEndpointPollCaughtUp, OpsEventAuditEntry,
 }
 
 // IsOpsEventType reports whether t is an operational webhook event type.

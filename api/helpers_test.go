@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookrelay/hookrelay/api"
+	"github.com/hookrelay/hookrelay/audit"
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/httperr"
 	"github.com/hookrelay/hookrelay/internal/apitest"
@@ -60,6 +61,8 @@ func setupWith(t testing.TB, cfg config, pinger ops.Pinger) *bundle {
 	env := testenv.New(t, testenv.Options{AdminToken: adminToken})
 	reg := prometheus.NewRegistry()
 	cfg.Ops.Pinger = pinger
+	// Every change is recorded, as in production.
+	cfg.Ops.Audit = audit.New(env.DB, audit.Config{})
 	srv := api.New(env.Logger, cfg.Config, env.DB, env.Payloads, reg, ops.New(env.DB, cfg.Ops))
 	e := echo.New()
 	httperr.New(env.Logger).Install(e)

@@ -256,6 +256,7 @@ func (s *Server) Register(e *echo.Echo) {
 	route(http.MethodPost, "/v1/ops-endpoints", s.createOpsEndpoint, admin)
 	route(http.MethodGet, "/v1/ops-endpoints", s.listOpsEndpoints, admin)
 	route(http.MethodDelete, "/v1/ops-endpoints/:id", s.deleteOpsEndpoint, admin)
+	route(http.MethodGet, "/v1/audit-log", s.exportAuditLog, admin)
 
 	route(http.MethodPost, "/v1/endpoints", s.createEndpoint, merchant)
 	route(http.MethodGet, "/v1/endpoints", s.listEndpoints, merchant)

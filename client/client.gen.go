@@ -17,6 +17,39 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
+// Defines values for AuditActorKind.
+const (
+	AuditActorKindBreakGlass AuditActorKind = "break_glass"
+	AuditActorKindCarrier    AuditActorKind = "carrier"
+	AuditActorKindMerchant   AuditActorKind = "merchant"
+	AuditActorKindPortal     AuditActorKind = "portal"
+	AuditActorKindSystem     AuditActorKind = "system"
+	AuditActorKindToken      AuditActorKind = "token"
+	AuditActorKindUser       AuditActorKind = "user"
+)
+
+// Valid indicates whether the value is a known member of the AuditActorKind enum.
+func (e AuditActorKind) Valid() bool {
+	switch e {
+	case AuditActorKindBreakGlass:
+		return true
+	case AuditActorKindCarrier:
+		return true
+	case AuditActorKindMerchant:
+		return true
+	case AuditActorKindPortal:
+		return true
+	case AuditActorKindSystem:
+		return true
+	case AuditActorKindToken:
+		return true
+	case AuditActorKindUser:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CarrierStatus.
 const (
 	CarrierStatusActive   CarrierStatus = "active"
@@ -994,6 +1027,54 @@ type Attempt struct {
 	Outcome         string  `json:"outcome"`
 	ResponseExcerpt *string `json:"response_excerpt,omitempty"`
 	StatusCode      int     `json:"status_code"`
+}
+
+// AuditActor defines model for AuditActor.
+type AuditActor struct {
+	Addr       *string        `json:"addr,omitempty"`
+	CarrierId  *string        `json:"carrier_id,omitempty"`
+	Kind       AuditActorKind `json:"kind"`
+	MerchantId *string        `json:"merchant_id,omitempty"`
+	Name       *string        `json:"name,omitempty"`
+	Role       *string        `json:"role,omitempty"`
+	SessionId  *string        `json:"session_id,omitempty"`
+	TokenId    *string        `json:"token_id,omitempty"`
+	UserAgent  *string        `json:"user_agent,omitempty"`
+	UserId     *string        `json:"user_id,omitempty"`
+}
+
+// AuditActorKind defines model for AuditActor.Kind.
+type AuditActorKind string
+
+// AuditEntry defines model for AuditEntry.
+type AuditEntry struct {
+	// Action What was done, <target>.<verb>: endpoint.update, dead_letters.retry, message.read, login, login.failed...
+	Action string     `json:"action"`
+	Actor  AuditActor `json:"actor"`
+
+	// After The target's configuration after the action (or the action's parameters), secrets redacted.
+	After *json.RawMessage `json:"after,omitempty"`
+	At    time.Time        `json:"at"`
+
+	// Before The target's configuration before the action, secrets redacted.
+	Before *json.RawMessage `json:"before,omitempty"`
+
+	// Error A failed action's error message.
+	Error *string `json:"error,omitempty"`
+
+	// Hash Hex SHA-256 of prev_hash and the entry's canonical encoding.
+	Hash string `json:"hash"`
+
+	// Id The entry's place in the chain: 1, 2, 3... without gaps.
+	Id string `json:"id"`
+
+	// PrevHash Hex SHA-256 of the entry before (of the retention anchor for the first retained one).
+	PrevHash string `json:"prev_hash"`
+
+	// Result ok, or the error code of a failed action.
+	Result     string  `json:"result"`
+	TargetId   *string `json:"target_id,omitempty"`
+	TargetType *string `json:"target_type,omitempty"`
 }
 
 // CallbackAnswer defines model for CallbackAnswer.
@@ -2297,6 +2378,29 @@ type PathID = string
 
 // ErrorResponse defines model for Error.
 type ErrorResponse = Error
+
+// AuditLogExportParams defines parameters for AuditLogExport.
+type AuditLogExportParams struct {
+	// Since Entries at or after this time (RFC 3339).
+	Since *time.Time `form:"since,omitempty" json:"since,omitempty"`
+
+	// Until Entries before this time (RFC 3339).
+	Until *time.Time `form:"until,omitempty" json:"until,omitempty"`
+
+	// Actor An actor's name (a user's email, a token's name) or kind (user, token, break_glass, merchant, portal, carrier, system).
+	Actor *string `form:"actor,omitempty" json:"actor,omitempty"`
+
+	// Action An action (endpoint.update), or a prefix of actions ending with a dot (endpoint.).
+	Action     *string `form:"action,omitempty" json:"action,omitempty"`
+	TargetType *string `form:"target_type,omitempty" json:"target_type,omitempty"`
+	TargetId   *string `form:"target_id,omitempty" json:"target_id,omitempty"`
+
+	// Cursor The id of the last entry read: the export starts after it.
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Limit At most this many entries (default 1000).
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+}
 
 // CallbackCreateParams defines parameters for CallbackCreate.
 type CallbackCreateParams struct {
@@ -3692,6 +3796,13 @@ type ClientInterface interface {
 	// Corresponds with GET /openapi.json (the `OpenAPIGet` operationId).
 	OpenAPIGet(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// AuditLogExport Export the audit log as JSON lines, oldest first.
+	//
+	// Streams the audit log's entries in chain order as application/x-ndjson, one AuditEntry per line, those matching every filter given. The next page starts after the last line read: pass its id as cursor. The export itself is recorded (audit_log.export).
+	//
+	// Corresponds with GET /v1/audit-log (the `AuditLogExport` operationId).
+	AuditLogExport(ctx context.Context, params *AuditLogExportParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// CallbackCreateWithBody Send a callback; answered once it is durably stored.
 	//
 	// Takes any type of body and a specified content type.
@@ -4095,6 +4206,23 @@ type ClientInterface interface {
 // Corresponds with GET /openapi.json (the `OpenAPIGet` operationId).
 func (c *Client) OpenAPIGet(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewOpenAPIGetRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AuditLogExport Export the audit log as JSON lines, oldest first.
+//
+// Streams the audit log's entries in chain order as application/x-ndjson, one AuditEntry per line, those matching every filter given. The next page starts after the last line read: pass its id as cursor. The export itself is recorded (audit_log.export).
+//
+// Corresponds with GET /v1/audit-log (the `AuditLogExport` operationId).
+func (c *Client) AuditLogExport(ctx context.Context, params *AuditLogExportParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAuditLogExportRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -5169,6 +5297,144 @@ func NewOpenAPIGetRequest(server string) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewAuditLogExportRequest constructs an http.Request for the AuditLogExport method
+func NewAuditLogExportRequest(server string, params *AuditLogExportParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/audit-log")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Since != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "since", *params.Since, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Until != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "until", *params.Until, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Actor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "actor", *params.Actor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Action != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "action", *params.Action, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.TargetType != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "target_type", *params.TargetType, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.TargetId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "target_id", *params.TargetId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -7710,6 +7976,15 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /openapi.json (the `OpenAPIGet` operationId).
 	OpenAPIGetWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*OpenAPIGetResponse, error)
 
+	// AuditLogExportWithResponse Export the audit log as JSON lines, oldest first.
+	//
+	// Streams the audit log's entries in chain order as application/x-ndjson, one AuditEntry per line, those matching every filter given. The next page starts after the last line read: pass its id as cursor. The export itself is recorded (audit_log.export).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/audit-log (the `AuditLogExport` operationId).
+	AuditLogExportWithResponse(ctx context.Context, params *AuditLogExportParams, reqEditors ...RequestEditorFn) (*AuditLogExportResponse, error)
+
 	// CallbackCreateWithBodyWithResponse Send a callback; answered once it is durably stored.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -8205,6 +8480,54 @@ func (r OpenAPIGetResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r OpenAPIGetResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// AuditLogExportResponseDefaultHeaders the declared response headers of an HTTP default response for AuditLogExport
+type AuditLogExportResponseDefaultHeaders struct {
+	RetryAfter *string
+}
+
+type AuditLogExportResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorResponse
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *AuditLogExportResponseDefaultHeaders
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r AuditLogExportResponse) GetJSONDefault() *ErrorResponse {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r AuditLogExportResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AuditLogExportResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AuditLogExportResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AuditLogExportResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -10864,6 +11187,21 @@ func (c *ClientWithResponses) OpenAPIGetWithResponse(ctx context.Context, reqEdi
 	return ParseOpenAPIGetResponse(rsp)
 }
 
+// AuditLogExportWithResponse Export the audit log as JSON lines, oldest first.
+//
+// Streams the audit log's entries in chain order as application/x-ndjson, one AuditEntry per line, those matching every filter given. The next page starts after the last line read: pass its id as cursor. The export itself is recorded (audit_log.export).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/audit-log (the `AuditLogExport` operationId).
+func (c *ClientWithResponses) AuditLogExportWithResponse(ctx context.Context, params *AuditLogExportParams, reqEditors ...RequestEditorFn) (*AuditLogExportResponse, error) {
+	rsp, err := c.AuditLogExport(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAuditLogExportResponse(rsp)
+}
+
 // CallbackCreateWithBodyWithResponse Send a callback; answered once it is durably stored.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -11734,6 +12072,45 @@ func ParseOpenAPIGetResponse(rsp *http.Response) (*OpenAPIGetResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	}
+
+	return response, nil
+}
+
+// ParseAuditLogExportResponse parses an HTTP response from a AuditLogExportWithResponse call
+func ParseAuditLogExportResponse(rsp *http.Response) (*AuditLogExportResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AuditLogExportResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers AuditLogExportResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil

@@ -222,9 +222,11 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	if pcfg.ConnConfig.DefaultQueryExecMode != pgx.QueryExecModeCacheStatement || cfg.Pooler == PoolerPgBouncer {
 		claimSess = nil
 	}
-	return &DB{pool: pool, q: dbsqlc.New(pool), cfg: cfg, warnings: warnings, claimPeek: defaultClaimPeek,
+	db := &DB{pool: pool, cfg: cfg, warnings: warnings, claimPeek: defaultClaimPeek,
 		claimConns: newHomeConns(pool, home, claimSess), ackConns: newHomeConns(pool, home, nil),
-		storeConns: newHomeConns(pool, home, nil)}, nil
+		storeConns: newHomeConns(pool, home, nil)}
+	db.q = dbsqlc.New(unitDBTX{db: db, pool: pool})
+	return db, nil
 }
 
 // claimSession is what the claim's home sessions run with. The claim is
@@ -413,8 +415,12 @@ func transient(err error) bool {
 	return errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "40")
 }
 
-// InTx runs fn in a transaction, committing when it returns nil.
+// InTx runs fn in a transaction, committing when it returns nil; within a
+// unit of work (BeginUnit), a savepoint of its transaction.
 func (db *DB) inTx(ctx context.Context, fn func(q *dbsqlc.Queries, tx pgx.Tx) error) error {
+	if tx := db.unitTx(ctx); tx != nil {
+		return runTx(ctx, tx, fn)
+	}
 	return runTx(ctx, db.pool, fn)
 }
 

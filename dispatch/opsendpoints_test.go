@@ -126,7 +126,9 @@ func TestOpsEventsDeliveredSigned(t *testing.T) {
 		}
 		return m
 	}
-	testenv.Eventually(t, 20*time.Second, "every event type", func() bool { return len(byType()) == len(hookrelay.OpsEventTypes) })
+	// Every event type but audit.entry, which goes only to ops endpoints
+	// that name it.
+	testenv.Eventually(t, 20*time.Second, "every event type", func() bool { return len(byType()) == len(hookrelay.OpsEventTypes)-1 })
 	for _, r := range all.requests() {
 		requireSigned(t, allEP.Secret, r)
 		require.Equal(t, "application/json", r.Header.Get("Content-Type"))

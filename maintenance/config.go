@@ -2,6 +2,7 @@ package maintenance
 
 import (
 	"cmp"
+	"context"
 	"time"
 
 	"github.com/hookrelay/hookrelay"
@@ -194,12 +195,30 @@ type Config struct {
 	Now func() time.Time
 	// OnRetention, when set, is called after each retention pass (tests).
 	OnRetention func(RetentionReport)
+
+	// Audit prunes the audit log in each retention pass (*audit.Log): its
+	// day partitions older than AuditRetention go, the chain anchored at
+	// the last entry they held. Nil: the audit log is not pruned.
+	Audit AuditPruner
+	// AuditRetention is how long the audit log is kept
+	// (HOOKRELAY_AUDIT_RETENTION). Default DefaultAuditRetention (400 days).
+	AuditRetention time.Duration
+}
+
+// DefaultAuditRetention is how long the audit log is kept by default.
+const DefaultAuditRetention = 400 * 24 * time.Hour
+
+// AuditPruner drops the audit log's day partitions past retention
+// (*audit.Log).
+type AuditPruner interface {
+	Prune(ctx context.Context, now time.Time, retention time.Duration) (db.AuditPruned, error)
 }
 
 // WithDefaults returns c with every zero field set to its default. New
 // applies it.
 func (c Config) WithDefaults() Config {
 	c.Retention = cmp.Or(c.Retention, DefaultRetention)
+	c.AuditRetention = cmp.Or(c.AuditRetention, DefaultAuditRetention)
 	c.RefusalRetention = min(cmp.Or(c.RefusalRetention, DefaultRefusalRetention), c.Retention)
 	c.PartitionsAhead = max(cmp.Or(c.PartitionsAhead, DefaultPartitionsAhead), MinPartitionsAhead)
 	c.IdempotencyDays = max(cmp.Or(c.IdempotencyDays, 2), 2)

@@ -139,6 +139,19 @@ func (mt *Maintainer) retain(ctx context.Context, sess *db.Session, now time.Tim
 	}
 	mt.m.retentionBlocked.Set(float64(len(rep.Blocked)))
 
+	if mt.cfg.Audit != nil {
+		pr, err := mt.cfg.Audit.Prune(ctx, now, mt.cfg.AuditRetention)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("prune the audit log: %w", err))
+		}
+		rep.Dropped = append(rep.Dropped, pr.Dropped...)
+		if len(pr.Dropped) > 0 {
+			mt.m.retentionDropped.WithLabelValues("audit_log").Add(float64(len(pr.Dropped)))
+			mt.logger.Info("maintenance: dropped audit log days past retention", "partitions", pr.Dropped,
+				"anchor_id", pr.ThroughID)
+		}
+	}
+
 	n, err := mt.purgePayloads(ctx)
 	rep.PayloadObjectsDeleted = n
 	if err != nil {

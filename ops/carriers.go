@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/audit"
 	"github.com/hookrelay/hookrelay/db"
 )
 
@@ -103,7 +104,11 @@ func checkFieldPath(p, what string) error {
 
 // CreateCarrier checks in and creates the carrier with a new API key.
 // Operators only.
-func (s *Service) CreateCarrier(ctx context.Context, in NewCarrier) (CreatedCarrier, error) {
+func (s *Service) CreateCarrier(ctx context.Context, in NewCarrier) (out CreatedCarrier, err error) {
+	ctx, done := s.unit(ctx)
+	defer func() {
+		err = done(audit.Entry{Action: "carrier.create", TargetType: targetCarrier, TargetID: audit.ID(out.Carrier.ID), After: out}, err)
+	}()
 	c := db.Carrier{Name: in.Name, OrderingKeyField: in.OrderingKeyField, EventTypeField: in.EventTypeField,
 		MerchantField: in.MerchantField, RateLimitPerSec: in.RateLimitPerSec}
 	switch {
@@ -117,7 +122,6 @@ func (s *Service) CreateCarrier(ctx context.Context, in NewCarrier) (CreatedCarr
 		}
 		c.Signature = hookrelay.LegacyInboundSignature(in.SigningSecret)
 	}
-	var err error
 	if c.AllowedCIDRs, err = parseCIDRs(in.AllowedCIDRs); err != nil {
 		return CreatedCarrier{}, err
 	}

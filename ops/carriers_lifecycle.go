@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/audit"
 	"github.com/hookrelay/hookrelay/db"
 )
 
@@ -55,11 +56,18 @@ func (s *Service) Carrier(ctx context.Context, id int64) (db.Carrier, error) {
 
 // UpdateCarrier validates in and applies it to carrier id. Operators only.
 // Errors name the field at fault.
-func (s *Service) UpdateCarrier(ctx context.Context, id int64, in CarrierUpdate) (db.Carrier, error) {
+func (s *Service) UpdateCarrier(ctx context.Context, id int64, in CarrierUpdate) (after db.Carrier, err error) {
+	var before *db.Carrier
+	ctx, done := s.unit(ctx)
+	defer func() {
+		err = done(audit.Entry{Action: "carrier.update", TargetType: targetCarrier, TargetID: audit.ID(id), Before: before, After: after}, err)
+	}()
 	c, err := s.db.CarrierGet(ctx, id)
 	if err != nil {
 		return db.Carrier{}, err
 	}
+	was := c
+	before = &was
 	set := func(dst *string, v *string) {
 		if v != nil {
 			*dst = *v
@@ -116,7 +124,12 @@ func (s *Service) UpdateCarrier(ctx context.Context, id int64, in CarrierUpdate)
 // SetCarrierEnabled enables or disables carrier id. A disabled carrier's
 // callbacks are refused (403) until it is enabled; nothing else changes.
 // Operators only.
-func (s *Service) SetCarrierEnabled(ctx context.Context, id int64, enabled bool) (db.Carrier, error) {
+func (s *Service) SetCarrierEnabled(ctx context.Context, id int64, enabled bool) (after db.Carrier, err error) {
+	action := map[bool]string{true: "carrier.enable", false: "carrier.disable"}[enabled]
+	ctx, done := s.unit(ctx)
+	defer func() {
+		err = done(audit.Entry{Action: action, TargetType: targetCarrier, TargetID: audit.ID(id), After: after}, err)
+	}()
 	return s.db.CarrierSetDisabled(ctx, id, !enabled)
 }
 
@@ -125,10 +138,18 @@ func (s *Service) SetCarrierEnabled(ctx context.Context, id int64, enabled bool)
 // the deletion is refused (ECONFLICT, with their count) unless force is
 // set; either way those deliveries go on, under the carrier's name. It
 // returns how many there were (counted up to 10,000). Operators only.
-func (s *Service) DeleteCarrier(ctx context.Context, id int64, force bool) (int64, error) {
-	if _, err := s.db.CarrierGet(ctx, id); err != nil {
+func (s *Service) DeleteCarrier(ctx context.Context, id int64, force bool) (pending int64, err error) {
+	var before *db.Carrier
+	ctx, done := s.unit(ctx)
+	defer func() {
+		err = done(audit.Entry{Action: "carrier.delete", TargetType: targetCarrier, TargetID: audit.ID(id), Before: before,
+			After: map[string]any{"force": force, "undelivered": pending}}, err)
+	}()
+	c, err := s.db.CarrierGet(ctx, id)
+	if err != nil {
 		return 0, err
 	}
+	before = &c
 	n, err := s.db.CarrierPendingCount(ctx, id, maxPendingCount)
 	if err != nil {
 		return 0, err
@@ -154,7 +175,12 @@ type CarrierKeyRotation struct {
 // RotateCarrierKey gives carrier id a new API key. The key it replaces
 // keeps working for overlap (0: it stops at once); keys replaced earlier
 // stop by the end of the overlap at the latest. Operators only.
-func (s *Service) RotateCarrierKey(ctx context.Context, id int64, overlap time.Duration) (CarrierKeyRotation, error) {
+func (s *Service) RotateCarrierKey(ctx context.Context, id int64, overlap time.Duration) (out CarrierKeyRotation, err error) {
+	ctx, done := s.unit(ctx)
+	defer func() {
+		err = done(audit.Entry{Action: "carrier.rotate_key", TargetType: targetCarrier, TargetID: audit.ID(id),
+			After: map[string]any{"overlap": overlap.String(), "previous_expire_at": out.PreviousExpireAt, "key": out.Key}}, err)
+	}()
 	if overlap < 0 || overlap > MaxCarrierKeyOverlap {
 		return CarrierKeyRotation{}, invalidf("overlap must be between 0s and %s", MaxCarrierKeyOverlap)
 	}

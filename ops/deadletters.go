@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/audit"
 	"github.com/hookrelay/hookrelay/db"
 )
 
@@ -18,6 +19,18 @@ type DeadLetters struct {
 	Filter db.DeadLetterFilter
 }
 
+// audited is the selection and the count of an action on it, as the audit
+// log keeps them.
+func (sel DeadLetters) audited(n int64) map[string]any {
+	m := map[string]any{"count": n}
+	if sel.IDs != nil {
+		m["ids"] = sel.IDs
+	} else {
+		m["filter"] = sel.Filter
+	}
+	return m
+}
+
 func (sel DeadLetters) check() error {
 	if len(sel.IDs) > MaxDeadLetterIDs {
 		return hookrelay.Errorf(hookrelay.EINVALID, "at most %d ids at once", MaxDeadLetterIDs)
@@ -28,7 +41,11 @@ func (sel DeadLetters) check() error {
 // RetryDeadLetters puts the selected dead letters back into the queue,
 // unordered and due now; those of deleted endpoints stay. It returns how
 // many went back.
-func (s *Service) RetryDeadLetters(ctx context.Context, sel DeadLetters) (int64, error) {
+func (s *Service) RetryDeadLetters(ctx context.Context, sel DeadLetters) (n int64, err error) {
+	ctx, done := s.unit(ctx)
+	defer func() {
+		err = done(audit.Entry{Action: "dead_letters.retry", TargetType: targetDeadLetters, After: sel.audited(n)}, err)
+	}()
 	if err := sel.check(); err != nil {
 		return 0, err
 	}
@@ -36,7 +53,11 @@ func (s *Service) RetryDeadLetters(ctx context.Context, sel DeadLetters) (int64,
 }
 
 // DiscardDeadLetters deletes the selected dead letters and returns how many.
-func (s *Service) DiscardDeadLetters(ctx context.Context, sel DeadLetters) (int64, error) {
+func (s *Service) DiscardDeadLetters(ctx context.Context, sel DeadLetters) (n int64, err error) {
+	ctx, done := s.unit(ctx)
+	defer func() {
+		err = done(audit.Entry{Action: "dead_letters.discard", TargetType: targetDeadLetters, After: sel.audited(n)}, err)
+	}()
 	if err := sel.check(); err != nil {
 		return 0, err
 	}

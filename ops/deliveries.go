@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/audit"
 	"github.com/hookrelay/hookrelay/db"
 )
 
@@ -30,7 +31,11 @@ func (s *Service) Delivery(ctx context.Context, a Actor, id int64) (db.Delivery,
 // waiting for its next attempt becomes due now, and one already due, in
 // flight or held is left as it is (it is attempted as soon as it can be). A
 // delivered one is a conflict.
-func (s *Service) RetryDelivery(ctx context.Context, a Actor, id int64) error {
+func (s *Service) RetryDelivery(ctx context.Context, a Actor, id int64) (err error) {
+	ctx, done := s.unit(ctx)
+	defer func() {
+		err = done(audit.Entry{Action: "delivery.retry", TargetType: targetDelivery, TargetID: audit.ID(id)}, err)
+	}()
 	d, _, err := s.Delivery(ctx, a, id)
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/audit"
 	"github.com/hookrelay/hookrelay/db"
 )
 
@@ -44,7 +45,11 @@ func shownSecret(secret string) string {
 // only its own (another merchant named is EFORBIDDEN); the operator names an
 // existing merchant. A push endpoint (the default type) needs a URL; a
 // poll endpoint has none.
-func (s *Service) CreateEndpoint(ctx context.Context, a Actor, merchantID int64, in EndpointInput) (NewEndpoint, error) {
+func (s *Service) CreateEndpoint(ctx context.Context, a Actor, merchantID int64, in EndpointInput) (out NewEndpoint, err error) {
+	ctx, done := s.unit(ctx)
+	defer func() {
+		err = done(audit.Entry{Action: "endpoint.create", TargetType: targetEndpoint, TargetID: audit.ID(out.Endpoint.ID), After: out}, err)
+	}()
 	if a.MerchantID != 0 && merchantID != a.MerchantID {
 		return NewEndpoint{}, hookrelay.Errorf(hookrelay.EFORBIDDEN, "merchant_id names another merchant")
 	}
@@ -79,11 +84,17 @@ func (s *Service) CreateEndpoint(ctx context.Context, a Actor, merchantID int64,
 // included: replaceUnreadable). A change of signature scheme
 // rotates in a new secret or key pair of the new scheme: the old one keeps
 // signing beside it for db.SecretOverlap.
-func (s *Service) UpdateEndpoint(ctx context.Context, a Actor, id int64, in EndpointInput) (NewEndpoint, error) {
+func (s *Service) UpdateEndpoint(ctx context.Context, a Actor, id int64, in EndpointInput) (out NewEndpoint, err error) {
+	var before *db.Endpoint
+	ctx, done := s.unit(ctx)
+	defer func() {
+		err = done(audit.Entry{Action: "endpoint.update", TargetType: targetEndpoint, TargetID: audit.ID(id), Before: before, After: out}, err)
+	}()
 	ep, err := s.Endpoint(ctx, a, id)
 	if err != nil {
 		return NewEndpoint{}, err
 	}
+	before = &ep
 	if in.Type != nil && *in.Type != ep.Type {
 		return NewEndpoint{}, fieldErrorf(fieldType, "type cannot be changed: create another endpoint")
 	}
@@ -142,7 +153,11 @@ type Rotation struct {
 // RotateSecret gives endpoint id a new Standard Webhooks secret, or key
 // pair for an ed25519 endpoint; the previous ones keep signing beside it for
 // db.SecretOverlap.
-func (s *Service) RotateSecret(ctx context.Context, a Actor, id int64) (Rotation, error) {
+func (s *Service) RotateSecret(ctx context.Context, a Actor, id int64) (out Rotation, err error) {
+	ctx, done := s.unit(ctx)
+	defer func() {
+		err = done(audit.Entry{Action: "endpoint.rotate_secret", TargetType: targetEndpoint, TargetID: audit.ID(id), After: out}, err)
+	}()
 	ep, err := s.Endpoint(ctx, a, id)
 	if err != nil {
 		return Rotation{}, err
@@ -162,21 +177,33 @@ func (s *Service) RotateSecret(ctx context.Context, a Actor, id int64) (Rotation
 
 // EnableEndpoint enables endpoint id: its health is reset and its held
 // deliveries become due.
-func (s *Service) EnableEndpoint(ctx context.Context, a Actor, id int64) (db.Endpoint, error) {
+func (s *Service) EnableEndpoint(ctx context.Context, a Actor, id int64) (after db.Endpoint, err error) {
+	var before *db.Endpoint
+	ctx, done := s.unit(ctx)
+	defer func() {
+		err = done(audit.Entry{Action: "endpoint.enable", TargetType: targetEndpoint, TargetID: audit.ID(id), Before: before, After: after}, err)
+	}()
 	ep, err := s.Endpoint(ctx, a, id)
 	if err != nil {
 		return db.Endpoint{}, err
 	}
+	before = &ep
 	return s.db.EndpointEnable(ctx, ep.ID)
 }
 
 // DisableEndpoint disables endpoint id for reason; its deliveries are held,
 // not sent, until it is enabled.
-func (s *Service) DisableEndpoint(ctx context.Context, a Actor, id int64, reason string) (db.Endpoint, error) {
+func (s *Service) DisableEndpoint(ctx context.Context, a Actor, id int64, reason string) (after db.Endpoint, err error) {
+	var before *db.Endpoint
+	ctx, done := s.unit(ctx)
+	defer func() {
+		err = done(audit.Entry{Action: "endpoint.disable", TargetType: targetEndpoint, TargetID: audit.ID(id), Before: before, After: after}, err)
+	}()
 	ep, err := s.Endpoint(ctx, a, id)
 	if err != nil {
 		return db.Endpoint{}, err
 	}
+	before = &ep
 	if len(reason) > MaxDisableReason {
 		return db.Endpoint{}, hookrelay.Errorf(hookrelay.EINVALID, "reason longer than %d characters", MaxDisableReason)
 	}
@@ -188,10 +215,17 @@ func (s *Service) DisableEndpoint(ctx context.Context, a Actor, id int64, reason
 
 // DeleteEndpoint deletes endpoint id and its pending deliveries, and returns
 // how many deliveries went with it.
-func (s *Service) DeleteEndpoint(ctx context.Context, a Actor, id int64) (int64, error) {
+func (s *Service) DeleteEndpoint(ctx context.Context, a Actor, id int64) (deleted int64, err error) {
+	var before *db.Endpoint
+	ctx, done := s.unit(ctx)
+	defer func() {
+		err = done(audit.Entry{Action: "endpoint.delete", TargetType: targetEndpoint, TargetID: audit.ID(id), Before: before,
+			After: map[string]any{"deliveries_deleted": deleted}}, err)
+	}()
 	ep, err := s.Endpoint(ctx, a, id)
 	if err != nil {
 		return 0, err
 	}
+	before = &ep
 	return s.db.EndpointDelete(ctx, ep.ID)
 }

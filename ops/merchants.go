@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/audit"
 	"github.com/hookrelay/hookrelay/db"
 )
 
@@ -18,7 +19,11 @@ type CreatedMerchant struct {
 }
 
 // CreateMerchant creates merchant name with a new API key.
-func (s *Service) CreateMerchant(ctx context.Context, name string) (CreatedMerchant, error) {
+func (s *Service) CreateMerchant(ctx context.Context, name string) (out CreatedMerchant, err error) {
+	ctx, done := s.unit(ctx)
+	defer func() {
+		err = done(audit.Entry{Action: "merchant.create", TargetType: targetMerchant, TargetID: audit.ID(out.Merchant.ID), After: out}, err)
+	}()
 	if err := checkName(name, "name"); err != nil {
 		return CreatedMerchant{}, err
 	}
@@ -45,7 +50,11 @@ type KeyRotation struct {
 
 // RotateMerchantKey gives merchant id a new API key: the old one stops
 // working at once, and the merchant's dashboard sessions end.
-func (s *Service) RotateMerchantKey(ctx context.Context, id int64) (KeyRotation, error) {
+func (s *Service) RotateMerchantKey(ctx context.Context, id int64) (out KeyRotation, err error) {
+	ctx, done := s.unit(ctx)
+	defer func() {
+		err = done(audit.Entry{Action: "merchant.rotate_key", TargetType: targetMerchant, TargetID: audit.ID(id), After: out}, err)
+	}()
 	key := hookrelay.NewKey(hookrelay.MerchantKeyPrefix)
 	m, n, err := s.db.MerchantKeyRotate(ctx, id, hookrelay.HashKey(key), hookrelay.KeyDisplayPrefix(key), s.now())
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/audit"
 	"github.com/hookrelay/hookrelay/db"
 )
 
@@ -113,7 +114,19 @@ func (s *Service) Messages(ctx context.Context, a Actor, f db.MessageFilter, aft
 	return SearchMessages(ctx, s.db, a, f, after, limit)
 }
 
-// Message is ReadMessage on the service's database.
+// Message is ReadMessageFrom the service's database.
 func (s *Service) Message(ctx context.Context, a Actor, id int64, receivedAt *time.Time) (db.MessageRecord, error) {
-	return ReadMessage(ctx, s.db, a, id, receivedAt)
+	return s.ReadMessageFrom(ctx, s.db, a, id, receivedAt)
+}
+
+// ReadMessageFrom is ReadMessage on r (the database, or a replica of it),
+// recorded in the audit log as message.read (who looked at which message's
+// body; a look-up that found nothing too). The body is returned only once
+// the read is recorded.
+func (s *Service) ReadMessageFrom(ctx context.Context, r MessageReader, a Actor, id int64, receivedAt *time.Time) (db.MessageRecord, error) {
+	m, err := ReadMessage(ctx, r, a, id, receivedAt)
+	if err = s.record(ctx, audit.Entry{Action: "message.read", TargetType: targetMessage, TargetID: audit.ID(id)}, err); err != nil {
+		return db.MessageRecord{}, err
+	}
+	return m, nil
 }

@@ -65,6 +65,10 @@ type Config struct {
 	// Queues is the number of logical queues (HOOKRELAY_QUEUES), for the
 	// queue TryCallback names. Default hookrelay.DefaultQueues.
 	Queues int
+	// Audit records every change and operator action, and every reading
+	// of a message body, in the audit log (*audit.Log). Default nil:
+	// nothing is recorded (tests of other parts).
+	Audit Auditor
 }
 
 // WithDefaults returns c with every zero field set to its default. New

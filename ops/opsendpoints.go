@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/audit"
 	"github.com/hookrelay/hookrelay/db"
 )
 
@@ -22,7 +23,11 @@ type NewOpsEndpoint struct {
 // with a new Standard Webhooks secret (returned in it, shown once). Its URL
 // passes the endpoints' URL policy (a refused one is a *FieldError of
 // "url"); the stored URL is the normalised one.
-func (s *Service) CreateOpsEndpoint(ctx context.Context, in NewOpsEndpoint) (db.OpsEndpoint, error) {
+func (s *Service) CreateOpsEndpoint(ctx context.Context, in NewOpsEndpoint) (out db.OpsEndpoint, err error) {
+	ctx, done := s.unit(ctx)
+	defer func() {
+		err = done(audit.Entry{Action: "ops_endpoint.create", TargetType: targetOpsEndpoint, TargetID: audit.ID(out.ID), After: out}, err)
+	}()
 	u, err := s.checkURL(ctx, in.URL)
 	if err != nil {
 		return db.OpsEndpoint{}, asField(fieldURL, err)
@@ -51,5 +56,7 @@ func (s *Service) OpsEndpoints(ctx context.Context) ([]db.OpsEndpoint, error) {
 
 // DeleteOpsEndpoint deletes ops endpoint id and the messages waiting for it.
 func (s *Service) DeleteOpsEndpoint(ctx context.Context, id int64) error {
-	return s.db.OpsEndpointDelete(ctx, id)
+	ctx, done := s.unit(ctx)
+	err := s.db.OpsEndpointDelete(ctx, id)
+	return done(audit.Entry{Action: "ops_endpoint.delete", TargetType: targetOpsEndpoint, TargetID: audit.ID(id)}, err)
 }

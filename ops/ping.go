@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/audit"
 	"github.com/hookrelay/hookrelay/db"
 )
 
@@ -24,7 +25,10 @@ func (s *Service) CanPing() bool { return s.cfg.Pinger != nil }
 // sent, and reports the attempt; nothing is recorded and the endpoint's
 // health is unchanged. The error is for a ping that could not be made; an
 // endpoint that failed it is a result with Success false.
-func (s *Service) Ping(ctx context.Context, a Actor, id int64) (hookrelay.PingResult, error) {
+func (s *Service) Ping(ctx context.Context, a Actor, id int64) (out hookrelay.PingResult, err error) {
+	defer func() {
+		err = s.record(ctx, audit.Entry{Action: "endpoint.ping", TargetType: targetEndpoint, TargetID: audit.ID(id)}, err)
+	}()
 	ep, err := s.Endpoint(ctx, a, id)
 	if err != nil {
 		return hookrelay.PingResult{}, err

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/audit"
 	"github.com/hookrelay/hookrelay/db"
 )
 
@@ -32,7 +33,12 @@ type PortalLink struct {
 // CreatePortalLink makes a single-use link that opens a session of merchant
 // id in the portal (read-only when readOnly), valid for ttl (between
 // MinPortalLinkTTL and MaxPortalLinkTTL). Operators only.
-func (s *Service) CreatePortalLink(ctx context.Context, merchantID int64, ttl time.Duration, readOnly bool) (PortalLink, error) {
+func (s *Service) CreatePortalLink(ctx context.Context, merchantID int64, ttl time.Duration, readOnly bool) (out PortalLink, err error) {
+	ctx, done := s.unit(ctx)
+	defer func() {
+		err = done(audit.Entry{Action: "portal_link.create", TargetType: targetMerchant, TargetID: audit.ID(merchantID),
+			After: map[string]any{"ttl": ttl.String(), "read_only": readOnly, "expires_at": out.ExpiresAt}}, err)
+	}()
 	if ttl < MinPortalLinkTTL || ttl > MaxPortalLinkTTL {
 		return PortalLink{}, hookrelay.Errorf(hookrelay.EINVALID, "ttl must be between 1m and 24h, such as \"15m\"")
 	}

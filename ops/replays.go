@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/audit"
 	"github.com/hookrelay/hookrelay/db"
 )
 
@@ -34,7 +35,12 @@ type ReplayRequest struct {
 // of endpoint id for the replay runner (maintenance.ReplayRunner) to carry
 // out. An Until after now is taken as now: the replay covers what had
 // happened when it was asked for, never its own re-deliveries.
-func (s *Service) StartReplay(ctx context.Context, a Actor, endpointID int64, req ReplayRequest) (db.Replay, error) {
+func (s *Service) StartReplay(ctx context.Context, a Actor, endpointID int64, req ReplayRequest) (out db.Replay, err error) {
+	ctx, done := s.unit(ctx)
+	defer func() {
+		err = done(audit.Entry{Action: "replay.start", TargetType: targetEndpoint, TargetID: audit.ID(endpointID),
+			After: map[string]any{"request": req, "replay": out}}, err)
+	}()
 	sp, err := s.replaySpec(ctx, a, endpointID, req)
 	if err != nil {
 		return db.Replay{}, err
@@ -118,7 +124,11 @@ func (s *Service) EndpointReplays(ctx context.Context, a Actor, endpointID int64
 // deliveries already queued, at most about a batch not yet sent, go out).
 // Cancelling a cancelled replay changes nothing; a finished one is a
 // conflict.
-func (s *Service) CancelReplay(ctx context.Context, a Actor, id int64) (db.Replay, error) {
+func (s *Service) CancelReplay(ctx context.Context, a Actor, id int64) (out db.Replay, err error) {
+	ctx, done := s.unit(ctx)
+	defer func() {
+		err = done(audit.Entry{Action: "replay.cancel", TargetType: targetReplay, TargetID: audit.ID(id), After: out}, err)
+	}()
 	if _, err := s.Replay(ctx, a, id); err != nil {
 		return db.Replay{}, err
 	}

@@ -115,8 +115,13 @@ func (d *Dashboard) login(c echo.Context) error {
 	if err != nil {
 		if hookrelay.HTTPStatus(err) == http.StatusUnauthorized {
 			d.throttle.Failed(throttle.SurfaceDashboard, addr)
+			d.recordLoginFailed(c, err)
 			return d.renderLogin(c, http.StatusUnauthorized, "Unknown admin token or merchant key.")
 		}
+		return err
+	}
+	if err := d.recordLogin(c.Request().Context(), sessionPrincipal(c, cl), nil); err != nil {
+		_ = d.sessions.end(c.Request().Context(), cl)
 		return err
 	}
 	c.SetCookie(cookie)
@@ -131,7 +136,7 @@ func (d *Dashboard) login(c echo.Context) error {
 // token stop working in every process at once.
 func (d *Dashboard) logout(c echo.Context) error {
 	cl := session(c)
-	if err := d.sessions.end(c.Request().Context(), cl); err != nil {
+	if err := d.recordLogout(c, cl, d.sessions.end(c.Request().Context(), cl)); err != nil {
 		return err
 	}
 	c.SetCookie(d.sessions.clearSession(cl))

@@ -313,6 +313,19 @@ func TestWebBrowser(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, db.EndpointEnabled, ep.Status)
 
+	// The audit log: the disable and the enable just made, newest first,
+	// with what they changed; and the login that opened this session.
+	browse(t, b, chromedp.Navigate(base+"/ui/audit?target_type=endpoint&target_id="+sid), chromedp.WaitVisible(chromedp.CSS("#audit")))
+	require.Equal(t, []string{"endpoint.enable", "endpoint.disable"},
+		value(t, b, chromedp.Evaluate[[]string](`[...document.querySelectorAll("#audit .audit-action")].map(e => e.textContent)`)))
+	browse(t, b, chromedp.Click(chromedp.CSS("#audit tr.audit-changes summary")), chromedp.WaitVisible(chromedp.CSS("#audit table.diff")))
+	require.Contains(t, text(t, b, "#audit table.diff"), "Status")
+	require.Contains(t, text(t, b, "#audit table.diff"), `"disabled"`)
+	screenshot(t, b, "audit-log")
+	browse(t, b, chromedp.Navigate(base+"/ui/audit?action=login"), chromedp.WaitVisible(chromedp.CSS("#audit")))
+	require.Contains(t, text(t, b, "#audit"), "break_glass")
+	require.Contains(t, text(t, b, "#audit"), "admin token")
+
 	// Dead letters: inspect it, then retry it through the confirmation page
 	// and watch it get delivered.
 	did := strconv.FormatInt(dead.ID, 10)

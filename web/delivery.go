@@ -47,7 +47,7 @@ func (d *Dashboard) loadDelivery(ctx context.Context, a ops.Actor, id int64) (de
 	}
 	// A delivered delivery keeps no row of its own, only attempts: its
 	// tracking number (ordering key) comes from its message.
-	m, err := ops.ReadMessage(ctx, d.store, a, v.MessageID, &v.ReceivedAt)
+	m, err := d.cfg.Ops.ReadMessageFrom(ctx, d.store, a, v.MessageID, &v.ReceivedAt)
 	switch {
 	case err == nil:
 		md := d.messageData(ctx, m)

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookrelay/hookrelay/api"
+	"github.com/hookrelay/hookrelay/audit"
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/dispatch"
 	"github.com/hookrelay/hookrelay/httperr"
@@ -54,7 +55,7 @@ func startWebFixture(t *testing.T, o fixtureOpts) webFixture {
 	// the circuit's threshold.
 	d := dispatch.New(logger, dispatch.Config{AllowPrivateTargets: true, IdlePoll: 20 * time.Millisecond, DrainTimeout: time.Second,
 		QuickRetries: []time.Duration{}}, store, payloads, nil)
-	operations := ops.New(store, ops.Config{Pinger: d, AllowPrivateTargets: true})
+	operations := ops.New(store, ops.Config{Pinger: d, AllowPrivateTargets: true, Audit: audit.New(store, audit.Config{})})
 	apiSrv := api.New(logger, api.Config{OffloadBytes: o.OffloadBytes,
 		// The carriers' page shows refusals and health within moments.
 		Watch:   ingest.WatchConfig{FlushInterval: 20 * time.Millisecond, StatsInterval: 50 * time.Millisecond},

@@ -76,11 +76,16 @@ func (d *Dashboard) portalOpen(c echo.Context) error {
 	if wait, _ := d.throttle.Wait(throttle.SurfaceDashboard, addr); wait > 0 {
 		return hookrelay.Errorf(hookrelay.ERATELIMIT, "Too many failed attempts from your address; try again later.")
 	}
-	cookie, _, err := d.sessions.redeem(r.Context(), c.FormValue("token"), client{Addr: addr, UserAgent: r.UserAgent()})
+	cookie, cl, err := d.sessions.redeem(r.Context(), c.FormValue("token"), client{Addr: addr, UserAgent: r.UserAgent()})
 	if err != nil {
 		if errors.Is(err, errBadLink) {
 			d.throttle.Failed(throttle.SurfaceDashboard, addr)
+			d.recordLoginFailed(c, err)
 		}
+		return err
+	}
+	if err := d.recordLogin(r.Context(), sessionPrincipal(c, cl), nil); err != nil {
+		_ = d.sessions.end(r.Context(), cl)
 		return err
 	}
 	c.SetCookie(cookie)

@@ -185,6 +185,7 @@ func (d *Dashboard) Mount(e *echo.Echo, prefix string, errs *httperr.Handler) {
 	ops.GET("/database", d.database)
 	ops.GET("/sessions", d.sessionList)
 	ops.POST("/sessions/:id/revoke", d.sessionRevoke)
+	ops.GET("/audit", d.auditLog)
 	ops.GET("/endpoints/:id/replay", d.replayFormPage)
 	ops.POST("/endpoints/:id/replay/confirm", d.replayConfirm)
 	ops.POST("/endpoints/:id/replay", d.replayStart)

@@ -439,6 +439,8 @@ func loadMaintenance(p *envParser, queues int, idleInTx time.Duration) maintenan
 	return maintenance.Config{
 		// History (messages, attempts) kept.
 		Retention: p.duration("HOOKRELAY_RETENTION", maintenance.DefaultRetention, 24*time.Hour, 10*365*24*time.Hour),
+		// Audit log kept.
+		AuditRetention: p.duration("HOOKRELAY_AUDIT_RETENTION", maintenance.DefaultAuditRetention, 24*time.Hour, 100*365*24*time.Hour),
 		// Days of partitions created ahead of today.
 		PartitionsAhead: p.int("HOOKRELAY_PARTITIONS_AHEAD", maintenance.DefaultPartitionsAhead, maintenance.MinPartitionsAhead, 60),
 		// Time between partition/retention passes.

@@ -119,6 +119,7 @@ func TestConfigDefaultsArePackageDefaults(t *testing.T) {
 		{"no_proxy", d.EgressProxy, dDef.EgressProxy},
 
 		{"HOOKRELAY_RETENTION", m.Retention, mDef.Retention},
+		{"HOOKRELAY_AUDIT_RETENTION", m.AuditRetention, mDef.AuditRetention},
 		{"HOOKRELAY_PARTITIONS_AHEAD", m.PartitionsAhead, mDef.PartitionsAhead},
 		{"HOOKRELAY_RETENTION_INTERVAL", m.RetentionInterval, mDef.RetentionInterval},
 		{"HOOKRELAY_VACUUM_INTERVAL", m.VacuumInterval, mDef.VacuumInterval},

@@ -25,6 +25,7 @@ var commands = []command{
 	{name: "token", summary: "print a new random admin token"},
 	{name: "encryption-key", summary: "print a new random encryption key (HOOKRELAY_ENCRYPTION_KEY)"},
 	{name: "rotate-encryption-key", summary: "re-encrypt every stored secret under HOOKRELAY_ENCRYPTION_KEY (previous keys in HOOKRELAY_ENCRYPTION_KEYS_OLD)", readsConfig: true},
+	{name: "audit", summary: "audit verify [--print-head]: check the audit log's hash chain (exit status 1 names the first entry edited or deleted)", readsConfig: true},
 	{name: "listen", summary: "forward a poll endpoint's events to a local URL: hookrelay listen --endpoint ID --forward-to http://localhost:3000/hook (HOOKRELAY_API_KEY, HOOKRELAY_URL)"},
 	{name: "version", summary: "print the version"},
 	{name: "help", summary: "print this help, or a command's: hookrelay help <command>"},

@@ -179,6 +179,9 @@ func TestRotationStoresTheNewKeysCheckValue(t *testing.T) {
 	var out, errOut bytes.Buffer
 	require.NoError(t, run(t.Context(), []string{"hookrelay", "rotate-encryption-key"}, func(k string) string { return env[k] }, &out, &errOut), errOut.String())
 	require.Zero(t, sealedUnder(t, conn, idA), "every value re-sealed under the new key")
+	var recorded int
+	require.NoError(t, conn.QueryRow(t.Context(), `SELECT count(*) FROM audit_log WHERE action = 'encryption_key.rotate' AND actor_name = 'cli' AND result = 'ok'`).Scan(&recorded))
+	require.Equal(t, 1, recorded, "the rotation is in the audit log")
 
 	s = startServe(t, map[string]string{"DATABASE_URL": url, "HOOKRELAY_ENCRYPTION_KEY": keyB})
 	r := sendAndWait(t, s, sink, carrierKey, "TN-after-rotation")

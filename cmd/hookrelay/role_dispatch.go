@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 
+	"github.com/hookrelay/hookrelay/audit"
 	"github.com/hookrelay/hookrelay/dispatch"
 	"github.com/hookrelay/hookrelay/ops"
 )
@@ -31,9 +32,17 @@ func (s *service) operations() *ops.Service {
 	s.opsOnce.Do(func() {
 		cfg := s.cfg.Ops
 		cfg.Pinger = s.dispatcher()
+		cfg.Audit = s.auditLog()
 		s.ops = ops.New(s.db, cfg)
 	})
 	return s.ops
+}
+
+// auditLog returns the process's audit log, which the operations record
+// into and the maintenance role prunes.
+func (s *service) auditLog() *audit.Log {
+	s.auditOnce.Do(func() { s.audit = audit.New(s.db, audit.Config{}) })
+	return s.audit
 }
 
 func newDispatcher(s *service) *dispatch.Dispatcher {

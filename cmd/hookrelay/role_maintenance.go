@@ -11,6 +11,8 @@ import (
 // runs it; one at a time holds it (advisory lock), the others stand by. Its
 // settings are read by loadConfig (loadMaintenance).
 func startMaintenance(ctx context.Context, s *service) (func(ctx context.Context) error, error) {
-	mt := maintenance.New(s.logger, s.cfg.Maintenance, s.db, s.store, s.registry)
+	cfg := s.cfg.Maintenance
+	cfg.Audit = s.auditLog()
+	mt := maintenance.New(s.logger, cfg, s.db, s.store, s.registry)
 	return mt.Run, nil
 }

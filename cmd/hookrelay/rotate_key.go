@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+
+	"github.com/hookrelay/hookrelay/audit"
 )
 
 // resealBatch is how many rows one re-seal statement rewrites: small enough
@@ -37,6 +39,11 @@ func runRotateKey(ctx context.Context, args []string, getenv func(string) string
 	}
 	defer store.Close()
 	n, err := store.Reseal(ctx, *batch)
+	if aerr := cliAudit(store).Record(ctx, audit.Entry{Action: "encryption_key.rotate", TargetType: "settings",
+		TargetID: "encryption_key", After: map[string]int64{"rows_resealed": n.Secrets + n.Endpoints + n.CarrierSecrets + n.OpsSecrets + n.Settings,
+			"left_lost": n.Lost}}.Result(err)); err == nil && aerr != nil {
+		err = aerr
+	}
 	if err != nil {
 		return fmt.Errorf("rotate encryption key: %w", err)
 	}

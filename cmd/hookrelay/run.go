@@ -66,6 +66,8 @@ func runCommand(ctx context.Context, args []string, getenv func(string) string, 
 		return nil
 	case "rotate-encryption-key":
 		return runRotateKey(ctx, rest, getenv, stdout, stderr, environ)
+	case "audit":
+		return runAudit(ctx, rest, getenv, stdout, stderr, environ)
 	case "version", "--version", "-v":
 		fmt.Fprintf(stdout, "hookrelay %s (%s)\n", version, goVersion())
 		return nil

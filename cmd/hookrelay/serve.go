@@ -25,6 +25,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/audit"
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/dispatch"
 	"github.com/hookrelay/hookrelay/httperr"
@@ -54,6 +55,8 @@ type service struct {
 	dispatch     *dispatch.Dispatcher // see service.dispatcher
 	opsOnce      sync.Once
 	ops          *ops.Service // see service.operations
+	auditOnce    sync.Once
+	audit        *audit.Log // see service.auditLog
 	// throttle delays authentication from client addresses that failed too
 	// often; the API and the dashboard share it.
 	throttle *throttle.Throttle
@@ -388,6 +391,11 @@ func ensureAdminToken(ctx context.Context, cfg config, store *db.DB, logger *slo
 			return err
 		}
 		if ended > 0 {
+			// A changed HOOKRELAY_ADMIN_TOKEN: the sessions it ended say so.
+			if err := audit.New(store, audit.Config{}).Record(ctx, audit.Entry{Action: "settings.admin_token",
+				TargetType: "settings", TargetID: "admin_token", After: map[string]any{"sessions_ended": ended}}); err != nil {
+				return err
+			}
 			logger.Info("admin token changed: ended the dashboard sessions opened with the previous one", "sessions", ended)
 		}
 		return nil

@@ -94,6 +94,7 @@ var varMeanings = map[string]string{
 	"HOOKRELAY_AUTH_THROTTLE_MAX":             "the longest such wait",
 	"HOOKRELAY_TRUSTED_PROXIES":               "proxies whose X-Forwarded-For names a callback's client address (carriers' allowed addresses)",
 	"HOOKRELAY_RETENTION":                     "history kept; older day partitions are dropped",
+	"HOOKRELAY_AUDIT_RETENTION":               "audit log kept; older day partitions are dropped, the chain anchored at the last entry dropped",
 	"HOOKRELAY_PARTITIONS_AHEAD":              "days of partitions created ahead",
 	"HOOKRELAY_RETENTION_INTERVAL":            "time between retention passes",
 	"HOOKRELAY_VACUUM_INTERVAL":               "how often the hot tables' statistics are checked",

@@ -52,6 +52,31 @@ WHERE w.due
 $function$
 ;
 
+-- hookrelay_audit_partitions(date,integer)
+CREATE OR REPLACE FUNCTION public.hookrelay_audit_partitions(from_day date, days integer)
+ RETURNS integer
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+    d       date;
+    part    text;
+    created integer := 0;
+BEGIN
+    PERFORM pg_advisory_xact_lock(7368211003);
+    FOR i IN 0..days LOOP
+        d := from_day + i;
+        part := 'audit_log_p' || to_char(d, 'YYYYMMDD');
+        IF to_regclass(part) IS NULL THEN
+            EXECUTE format('CREATE TABLE %I PARTITION OF audit_log FOR VALUES FROM (%L) TO (%L)', part,
+                           (d::timestamp AT TIME ZONE 'UTC')::text, ((d + 1)::timestamp AT TIME ZONE 'UTC')::text);
+            created := created + 1;
+        END IF;
+    END LOOP;
+    RETURN created;
+END
+$function$
+;
+
 -- hookrelay_config_changed()
 CREATE OR REPLACE FUNCTION public.hookrelay_config_changed()
  RETURNS trigger

@@ -54,13 +54,14 @@ DELETE FROM ops_events WHERE id IN (
 RETURNING id, type, endpoint_id, count, data, created_at;
 
 -- name: OpsDeliveryInsert :exec
--- Queues each message to every ops endpoint that wants its type.
+-- Queues each message to every ops endpoint that wants its type (audit
+-- entries only to those that name audit.entry).
 INSERT INTO ops_deliveries (ops_endpoint_id, msg_id, payload)
 SELECT o.id, x.msg_id, x.payload
 FROM (SELECT unnest(sqlc.arg(types)::text[]) AS type,
              unnest(sqlc.arg(msg_ids)::text[]) AS msg_id,
              unnest(sqlc.arg(payloads)::text[]) AS payload) x
-JOIN ops_endpoints o ON o.events = '{}' OR x.type = ANY(o.events);
+JOIN ops_endpoints o ON (o.events = '{}' AND x.type <> 'audit.entry') OR x.type = ANY(o.events);
 
 -- name: OpsDeliveryClaim :many
 -- Takes due messages for one attempt: they stay invisible for @lease (the

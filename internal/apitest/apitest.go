@@ -111,17 +111,39 @@ func (c *Checker) Check(req *http.Request, reqBody []byte, resp *http.Response, 
 	if reqErr != nil && resp.StatusCode < 400 {
 		return fmt.Errorf("%s %s: a request the OpenAPI document refuses was answered %d: %v", req.Method, req.URL.Path, resp.StatusCode, reqErr)
 	}
-	out := &openapi3filter.ResponseValidationInput{
-		RequestValidationInput: in,
-		Status:                 resp.StatusCode,
-		Header:                 resp.Header,
-		Body:                   io.NopCloser(bytes.NewReader(respBody)),
-		Options:                &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true},
+	bodies := [][]byte{respBody}
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), ndjson) {
+		// JSON lines: each line is one value of the schema.
+		bodies = bytes.Split(bytes.TrimSuffix(respBody, []byte("\n")), []byte("\n"))
+		if len(respBody) == 0 {
+			bodies = nil
+		}
 	}
-	if err := openapi3filter.ValidateResponse(ctx, out); err != nil {
-		return fmt.Errorf("%s %s: answer %d does not match the OpenAPI document: %v\nbody: %s", req.Method, req.URL.Path, resp.StatusCode, err, excerpt(respBody))
+	for _, body := range bodies {
+		out := &openapi3filter.ResponseValidationInput{
+			RequestValidationInput: in,
+			Status:                 resp.StatusCode,
+			Header:                 resp.Header,
+			Body:                   io.NopCloser(bytes.NewReader(body)),
+			Options:                &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true},
+		}
+		if err := openapi3filter.ValidateResponse(ctx, out); err != nil {
+			return fmt.Errorf("%s %s: answer %d does not match the OpenAPI document: %v\nbody: %s", req.Method, req.URL.Path, resp.StatusCode, err, excerpt(body))
+		}
 	}
 	return nil
+}
+
+// ndjson is the media type of JSON lines (GET /v1/audit-log), which Check
+// validates line by line.
+const ndjson = "application/x-ndjson"
+
+func init() {
+	openapi3filter.RegisterBodyDecoder(ndjson, func(body io.Reader, _ http.Header, _ *openapi3.SchemaRef, _ openapi3filter.EncodingFn) (any, error) {
+		var v any
+		err := json.NewDecoder(body).Decode(&v)
+		return v, err
+	})
 }
 
 // checkError validates an answer's body as the document's error shape.

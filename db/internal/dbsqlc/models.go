@@ -8,6 +8,39 @@ import (
 	"time"
 )
 
+type AuditHead struct {
+	One        bool
+	LastID     int64
+	LastAt     time.Time
+	Hash       []byte
+	AnchorID   int64
+	AnchorHash []byte
+}
+
+type AuditLog struct {
+	ID              int64
+	At              time.Time
+	ActorKind       string
+	ActorRole       string
+	ActorUserID     int64
+	ActorTokenID    int64
+	ActorSessionID  int64
+	ActorMerchantID int64
+	ActorCarrierID  int64
+	ActorName       string
+	Addr            string
+	UserAgent       string
+	Action          string
+	TargetType      string
+	TargetID        string
+	Before          []byte
+	After           []byte
+	Result          string
+	Error           string
+	PrevHash        []byte
+	Hash            []byte
+}
+
 type Carrier struct {
 	ID               int64
 	Name             string

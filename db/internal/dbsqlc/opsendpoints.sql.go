@@ -82,7 +82,7 @@ SELECT o.id, x.msg_id, x.payload
 FROM (SELECT unnest($1::text[]) AS type,
              unnest($2::text[]) AS msg_id,
              unnest($3::text[]) AS payload) x
-JOIN ops_endpoints o ON o.events = '{}' OR x.type = ANY(o.events)
+JOIN ops_endpoints o ON (o.events = '{}' AND x.type <> 'audit.entry') OR x.type = ANY(o.events)
 `
 
 type OpsDeliveryInsertParams struct {
@@ -91,7 +91,8 @@ type OpsDeliveryInsertParams struct {
 	Payloads []string
 }
 
-// Queues each message to every ops endpoint that wants its type.
+// Queues each message to every ops endpoint that wants its type (audit
+// entries only to those that name audit.entry).
 func (q *Queries) OpsDeliveryInsert(ctx context.Context, arg OpsDeliveryInsertParams) error {
 	_, err := q.db.Exec(ctx, opsDeliveryInsert, arg.Types, arg.MsgIDs, arg.Payloads)
 	return err

@@ -1,0 +1,62 @@
+package web
+
+import (
+	"context"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/hookrelay/hookrelay/access"
+	"github.com/hookrelay/hookrelay/audit"
+	"github.com/hookrelay/hookrelay/throttle"
+)
+
+// Actions of the dashboard's sessions in the audit log.
+const (
+	actionLogin       = "login"
+	actionLoginFailed = "login.failed"
+	actionLogout      = "logout"
+)
+
+// sessionPrincipal is who a dashboard session of cl acts as, seen from c's
+// client.
+func sessionPrincipal(c echo.Context, cl claims) access.Principal {
+	p := access.Principal{Kind: access.KindBreakGlass, Role: access.Owner, SessionID: cl.ID, Name: "admin token",
+		Addr: throttle.ClientAddr(c.Request()), UserAgent: c.Request().UserAgent()}
+	switch {
+	case cl.Portal:
+		p.Kind, p.Role, p.Name, p.MerchantID = access.KindPortal, access.RoleNone, "portal link", cl.MerchantID
+	case cl.Kind == kindMerchant:
+		p.Kind, p.Role, p.Name, p.MerchantID = access.KindMerchant, access.RoleNone, "merchant key", cl.MerchantID
+	}
+	return p
+}
+
+// recordLogin records a login of p into session p.SessionID (err nil), or a
+// failed one (err says why; p then names only the client). A login whose
+// record cannot be written fails: the caller ends the session it opened.
+func (d *Dashboard) recordLogin(ctx context.Context, p access.Principal, err error) error {
+	action := actionLogin
+	if err != nil {
+		action = actionLoginFailed
+	}
+	return d.cfg.Ops.Record(ctx, audit.Entry{Action: action, TargetType: "session", TargetID: audit.ID(p.SessionID), Actor: &p}.Result(err))
+}
+
+// recordLoginFailed records a refused login from c's client.
+func (d *Dashboard) recordLoginFailed(c echo.Context, err error) {
+	p := access.Principal{Kind: audit.KindAnonymous, Addr: throttle.ClientAddr(c.Request()), UserAgent: c.Request().UserAgent()}
+	if rerr := d.recordLogin(c.Request().Context(), p, err); rerr != nil {
+		d.log.Error("audit log: a failed login is not recorded", "addr", p.Addr, "error", rerr)
+	}
+}
+
+// recordLogout records the end of session cl.
+func (d *Dashboard) recordLogout(c echo.Context, cl claims, err error) error {
+	p := sessionPrincipal(c, cl)
+	rerr := d.cfg.Ops.Record(c.Request().Context(), audit.Entry{Action: actionLogout, TargetType: "session",
+		TargetID: audit.ID(cl.ID), Actor: &p}.Result(err))
+	if err != nil {
+		return err
+	}
+	return rerr
+}
