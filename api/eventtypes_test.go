@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"testing"
@@ -145,6 +146,24 @@ func TestEventTypeLifecycle(t *testing.T) {
 	require.Equal(t, http.StatusOK, st, "%v", out)
 	require.Equal(t, false, out["deprecated"])
 	require.Equal(t, "", out["deprecation_note"])
+
+	// Every change is in the audit log, refusals included, with the
+	// version before and after.
+	_, entries := b.exportLines(t, url.Values{"action": {"event_type."}}, adminToken)
+	var ok, refused int
+	for _, e := range entries {
+		if e.Result == "ok" {
+			ok++
+		} else {
+			refused++
+		}
+	}
+	require.Equal(t, 6, ok, "a create and five patches")
+	require.Positive(t, refused)
+	last := entries[len(entries)-1]
+	require.Equal(t, "event_type.update", last.Action)
+	require.Equal(t, "tracking.updated", last.TargetID)
+	require.Contains(t, string(last.Before), "Use tracking.changed.")
 }
 
 // A catalog of another process (a TTL too long to matter) follows a

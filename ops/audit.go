@@ -25,6 +25,7 @@ const (
 	targetSession     = "session"
 	targetMessage     = "message"
 	targetSettings    = "settings"
+	targetEventType   = "event_type"
 )
 
 // record writes e, an action that ended with err, to the audit log and

@@ -7,6 +7,7 @@ import (
 	"reflect"
 
 	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/audit"
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/eventtype"
 )
@@ -23,7 +24,11 @@ type EventTypeInput struct {
 
 // CreateEventType adds an event type at version 1 after checking its name,
 // that its schema compiles and that every example matches it.
-func (s *Service) CreateEventType(ctx context.Context, in EventTypeInput) (db.EventType, error) {
+func (s *Service) CreateEventType(ctx context.Context, in EventTypeInput) (created db.EventType, err error) {
+	ctx, done := s.unit(ctx)
+	defer func() {
+		err = done(audit.Entry{Action: "event_type.create", TargetType: targetEventType, TargetID: in.Name, After: created}, err)
+	}()
 	if err := eventtype.CheckName(in.Name); err != nil {
 		return db.EventType{}, err
 	}
@@ -84,7 +89,12 @@ type EventTypePatch struct {
 }
 
 // PatchEventType changes event type name.
-func (s *Service) PatchEventType(ctx context.Context, name string, p EventTypePatch) (db.EventType, error) {
+func (s *Service) PatchEventType(ctx context.Context, name string, p EventTypePatch) (after db.EventType, err error) {
+	var before *db.EventType
+	ctx, done := s.unit(ctx)
+	defer func() {
+		err = done(audit.Entry{Action: "event_type.update", TargetType: targetEventType, TargetID: name, Before: before, After: after}, err)
+	}()
 	if p.Description != nil {
 		if err := eventtype.CheckDescription("description", *p.Description); err != nil {
 			return db.EventType{}, err
@@ -96,6 +106,7 @@ func (s *Service) PatchEventType(ctx context.Context, name string, p EventTypePa
 		}
 	}
 	return s.db.EventTypeUpdate(ctx, name, func(cur db.EventType) (db.EventTypeChange, error) {
+		before = &cur
 		c := db.EventTypeChange{
 			Description: cur.Description, DeprecatedAt: cur.DeprecatedAt, DeprecationNote: cur.DeprecationNote,
 		}
