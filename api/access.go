@@ -79,3 +79,28 @@ func (n need) admits(c echo.Context, p access.Principal) error {
 
 // routeKey names a route in the table of needs.
 func routeKey(method, path string) string { return fmt.Sprintf("%s %s", method, path) }
+
+// listScoped lists up to limit rows after afterID through fetch (by id),
+// keeping those keep admits: a scoped principal's pages hold only what
+// its scope lets it see, and as many as asked while there are more.
+func listScoped[T any](fetch func(afterID int64, limit int) ([]T, error), id func(T) int64, keep func(int64) bool, afterID int64, limit int) ([]T, error) {
+	var out []T
+	for {
+		rows, err := fetch(afterID, limit)
+		if err != nil || len(rows) == 0 {
+			return out, err
+		}
+		for _, r := range rows {
+			if keep(id(r)) {
+				out = append(out, r)
+				if len(out) == limit {
+					return out, nil
+				}
+			}
+		}
+		afterID = id(rows[len(rows)-1])
+		if len(rows) < limit {
+			return out, nil
+		}
+	}
+}

@@ -186,6 +186,13 @@ func TestTokenScope(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, st)
 	st, _ = b.call(t, http.MethodGet, "/v1/carriers/"+w.CarrierID, tok, nil)
 	require.Equal(t, http.StatusNotFound, st, "a carrier out of scope")
+	st, out = b.call(t, http.MethodGet, "/v1/carriers", tok, nil)
+	require.Equal(t, http.StatusOK, st)
+	require.Empty(t, out["items"])
+	st, out = b.call(t, http.MethodGet, "/v1/merchants?limit=1", tok, nil)
+	require.Equal(t, http.StatusOK, st)
+	require.Len(t, out["items"], 1)
+	require.Equal(t, w.M1, out["items"].([]any)[0].(map[string]any)["id"])
 	st, _ = b.call(t, http.MethodPost, "/v1/merchants/"+w.M2+"/portal-links", tok, map[string]any{})
 	require.Equal(t, http.StatusNotFound, st, "a merchant out of scope")
 
