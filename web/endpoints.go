@@ -119,7 +119,7 @@ func (d *Dashboard) endpointEnable(c echo.Context) error {
 		return err
 	}
 	o := d.cfg.Ops
-	if _, err := o.EnableEndpoint(c.Request().Context(), ops.Actor{}, id); err != nil {
+	if _, err := o.EnableEndpoint(c.Request().Context(), ops.FromPrincipal(d.principal(c)), id); err != nil {
 		return err
 	}
 	return c.Redirect(http.StatusSeeOther, "/ui/endpoints?done=enabled")
@@ -131,7 +131,7 @@ func (d *Dashboard) endpointDisable(c echo.Context) error {
 		return err
 	}
 	o := d.cfg.Ops
-	if _, err := o.DisableEndpoint(c.Request().Context(), ops.Actor{}, id, "disabled by an operator"); err != nil {
+	if _, err := o.DisableEndpoint(c.Request().Context(), ops.FromPrincipal(d.principal(c)), id, "disabled by an operator"); err != nil {
 		return err
 	}
 	return c.Redirect(http.StatusSeeOther, "/ui/endpoints?done=disabled")

@@ -11,16 +11,45 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/access"
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/httperr"
 	"github.com/hookrelay/hookrelay/ops"
 	"github.com/hookrelay/hookrelay/throttle"
 )
+
+// pageNeed is who may use a page or action: anyone (public), a merchant's
+// session (merchant), or an operator with at least role.
+type pageNeed struct {
+	role     access.Role
+	merchant bool
+	public   bool
+}
+
+// merchantRoutes adds the merchant view's routes, declaring each one a
+// merchant's (pageNeed).
+type merchantRoutes struct {
+	g      *echo.Group
+	needs  map[string]pageNeed
+	prefix string
+}
+
+func (m merchantRoutes) GET(path string, h echo.HandlerFunc) {
+	m.needs[http.MethodGet+" "+m.prefix+path] = pageNeed{merchant: true}
+	m.g.GET(path, h)
+}
+
+func (m merchantRoutes) POST(path string, h echo.HandlerFunc) {
+	m.needs[http.MethodPost+" "+m.prefix+path] = pageNeed{merchant: true}
+	m.g.POST(path, h)
+}
 
 // Store is what the pages read. *db.DB implements it.
 type Store interface {
@@ -52,6 +81,12 @@ type Store interface {
 	EndpointSecretsActive(ctx context.Context, id int64) ([]db.EndpointSecret, error)
 
 	PortalLinkRedeem(ctx context.Context, linkSHA256 []byte, r db.PortalRedemption) (db.LoginSession, error)
+
+	UserByEmail(ctx context.Context, email string) (db.User, error)
+	UserCreate(ctx context.Context, n db.NewUser) (db.User, error)
+	UserLoggedIn(ctx context.Context, id int64, now time.Time) error
+	UserInviteGet(ctx context.Context, tokenSHA256 []byte, now time.Time) (db.UserInvite, error)
+	UserInviteAccept(ctx context.Context, tokenSHA256 []byte, n db.NewUser) (db.User, error)
 	CarrierAll(ctx context.Context) ([]db.Carrier, error)
 	EndpointList(ctx context.Context, merchantID, afterID int64, limit int) ([]db.Endpoint, error)
 }
@@ -132,6 +167,9 @@ type Dashboard struct {
 	sessions *sessions
 	throttle *throttle.Throttle
 	pages    *pages
+	// needs is what each page and action needs, by "METHOD /path"
+	// (Mount fills it).
+	needs map[string]pageNeed
 }
 
 // New builds the dashboard; it loads (or creates) the session signing key
@@ -149,7 +187,7 @@ func New(ctx context.Context, cfg Config) (*Dashboard, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Dashboard{cfg: cfg, log: cfg.Logger, store: cfg.Store, sessions: sess, throttle: cfg.Throttle, pages: pg}, nil
+	return &Dashboard{cfg: cfg, log: cfg.Logger, store: cfg.Store, sessions: sess, throttle: cfg.Throttle, pages: pg, needs: map[string]pageNeed{}}, nil
 }
 
 // Mount registers the pages under prefix (normally "/ui") on e, and their
@@ -159,47 +197,71 @@ func (d *Dashboard) Mount(e *echo.Echo, prefix string, errs *httperr.Handler) {
 	errs.Render(prefix, d.renderError)
 	e.GET(prefix, func(c echo.Context) error { return c.Redirect(302, prefix+"/") })
 	g := e.Group(prefix, d.securityHeaders)
-	g.GET("/static/*", d.static)
-	g.GET("/login", d.loginForm)
-	g.POST("/login", d.login)
+	// Every page and action declares who may use it (pageNeed), in
+	// d.needs for the route walk of the tests: public, a merchant's
+	// session, or an operator with at least a role (requireRole).
+	public := func(method, path string, h echo.HandlerFunc, mw ...echo.MiddlewareFunc) {
+		d.needs[method+" "+prefix+path] = pageNeed{public: true}
+		g.Add(method, path, h, mw...)
+	}
+	op := func(method, path string, h echo.HandlerFunc, role access.Role) {
+		d.needs[method+" "+prefix+path] = pageNeed{role: role}
+		g.Add(method, path, h, d.authed, d.requireRole(role), d.csrf)
+	}
+	const get, post = http.MethodGet, http.MethodPost
+	viewer, support, operator, admin, owner := access.Viewer, access.Support, access.Operator, access.Admin, access.Owner
+
+	public(get, "/static/*", d.static)
+	public(get, "/login", d.loginForm)
+	public(post, "/login", d.login)
+	public(get, "/invite", d.inviteForm)
+	public(post, "/invite", d.inviteAccept)
 	// Logout answers with a redirect only; a portal session in an iframe
 	// takes it there.
+	d.needs[post+" "+prefix+"/logout"] = pageNeed{public: true}
 	g.POST("/logout", d.logout, d.portalFrame, d.authed, d.csrf)
 
-	ops := g.Group("", d.authed, d.adminOnly, d.csrf)
-	ops.GET("/", d.overview)
-	ops.GET("/endpoints", d.endpoints)
-	ops.POST("/endpoints/:id/enable", d.endpointEnable)
-	ops.POST("/endpoints/:id/disable", d.endpointDisable)
-	ops.GET("/dead-letters", d.deadLetters)
-	ops.POST("/dead-letters/confirm", d.deadLettersConfirm)
-	ops.POST("/dead-letters/apply", d.deadLettersApply)
-	ops.GET("/deliveries/:id", d.delivery)
-	ops.POST("/deliveries/:id/retry", d.deliveryRetry)
-	ops.GET("/messages", d.messageSearch)
-	ops.GET("/messages/:id", d.message)
-	ops.GET("/database", d.database)
-	ops.GET("/sessions", d.sessionList)
-	ops.POST("/sessions/:id/revoke", d.sessionRevoke)
-	ops.GET("/endpoints/:id/replay", d.replayFormPage)
-	ops.POST("/endpoints/:id/replay/confirm", d.replayConfirm)
-	ops.POST("/endpoints/:id/replay", d.replayStart)
-	ops.GET("/replays/:id", d.replayPage)
-	ops.POST("/replays/:id/cancel", d.replayCancel)
-	ops.GET("/ops-endpoints", d.opsEndpointList)
-	ops.POST("/ops-endpoints", d.opsEndpointCreate)
-	ops.GET("/ops-endpoints/:id/delete", d.opsEndpointDeleteConfirm)
-	ops.POST("/ops-endpoints/:id/delete", d.opsEndpointDelete)
-	ops.GET("/carriers", d.carriers)
-	ops.GET("/carriers/:id", d.carrier)
-	ops.POST("/carriers/:id/try", d.carrierTry)
-	ops.POST("/carriers/:id/enable", d.carrierEnable)
-	ops.POST("/carriers/:id/disable", d.carrierDisable)
-	ops.POST("/carriers/:id/rotate-key", d.carrierRotateKey)
-	ops.GET("/carriers/:id/edit", d.carrierEditForm)
-	ops.POST("/carriers/:id/edit", d.carrierUpdate)
-	ops.GET("/carriers/:id/delete", d.carrierDeleteConfirm)
-	ops.POST("/carriers/:id/delete", d.carrierDelete)
+	op(get, "/", d.overview, viewer)
+	op(get, "/endpoints", d.endpoints, viewer)
+	op(post, "/endpoints/:id/enable", d.endpointEnable, operator)
+	op(post, "/endpoints/:id/disable", d.endpointDisable, operator)
+	op(get, "/dead-letters", d.deadLetters, support)
+	op(post, "/dead-letters/confirm", d.deadLettersConfirm, operator)
+	op(post, "/dead-letters/apply", d.deadLettersApply, operator)
+	op(get, "/deliveries/:id", d.delivery, support)
+	op(post, "/deliveries/:id/retry", d.deliveryRetry, operator)
+	op(get, "/messages", d.messageSearch, support)
+	op(get, "/messages/:id", d.message, support)
+	op(get, "/database", d.database, viewer)
+	op(get, "/sessions", d.sessionList, admin)
+	op(post, "/sessions/:id/revoke", d.sessionRevoke, admin)
+	op(get, "/endpoints/:id/replay", d.replayFormPage, operator)
+	op(post, "/endpoints/:id/replay/confirm", d.replayConfirm, operator)
+	op(post, "/endpoints/:id/replay", d.replayStart, operator)
+	op(get, "/replays/:id", d.replayPage, viewer)
+	op(post, "/replays/:id/cancel", d.replayCancel, operator)
+	op(get, "/ops-endpoints", d.opsEndpointList, viewer)
+	op(post, "/ops-endpoints", d.opsEndpointCreate, admin)
+	op(get, "/ops-endpoints/:id/delete", d.opsEndpointDeleteConfirm, admin)
+	op(post, "/ops-endpoints/:id/delete", d.opsEndpointDelete, admin)
+	op(get, "/carriers", d.carriers, viewer)
+	op(get, "/carriers/:id", d.carrier, viewer)
+	op(post, "/carriers/:id/try", d.carrierTry, operator)
+	op(post, "/carriers/:id/enable", d.carrierEnable, operator)
+	op(post, "/carriers/:id/disable", d.carrierDisable, operator)
+	op(post, "/carriers/:id/rotate-key", d.carrierRotateKey, admin)
+	op(get, "/carriers/:id/edit", d.carrierEditForm, admin)
+	op(post, "/carriers/:id/edit", d.carrierUpdate, admin)
+	op(get, "/carriers/:id/delete", d.carrierDeleteConfirm, admin)
+	op(post, "/carriers/:id/delete", d.carrierDelete, admin)
+	op(get, "/users", d.users, owner)
+	op(post, "/users/invite", d.userInvite, owner)
+	op(post, "/users/:id/role", d.userRole, owner)
+	op(post, "/users/:id/deactivate", d.userDeactivate, owner)
+	op(post, "/users/:id/reactivate", d.userReactivate, owner)
+	op(get, "/tokens", d.tokens, viewer)
+	op(post, "/tokens", d.tokenCreate, viewer)
+	op(post, "/tokens/:id/revoke", d.tokenRevoke, viewer)
 
 	// The portal: the pages a merchant session sees (a merchant key's
 	// login or a portal link's); frameable where PortalFrameAncestors says.
@@ -207,8 +269,13 @@ func (d *Dashboard) Mount(e *echo.Echo, prefix string, errs *httperr.Handler) {
 	p.GET("/open", d.portalOpenForm)
 	p.POST("/open", d.portalOpen, d.sameOrigin)
 	p.GET("/ended", d.portalEnded)
+	for _, r := range []string{"GET /open", "POST /open", "GET /ended"} {
+		method, path, _ := strings.Cut(r, " ")
+		d.needs[method+" "+prefix+"/portal"+path] = pageNeed{public: true}
+	}
 
-	m := g.Group("/m", d.portalFrame, d.authed, d.merchantOnly, d.csrf, d.writable)
+	mg := g.Group("/m", d.portalFrame, d.authed, d.merchantOnly, d.csrf, d.writable)
+	m := merchantRoutes{g: mg, needs: d.needs, prefix: prefix + "/m"}
 	m.GET("/", d.merchantHome)
 	m.GET("/endpoints/new", d.endpointNewForm)
 	m.POST("/endpoints", d.endpointCreate)
