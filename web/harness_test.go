@@ -42,6 +42,7 @@ type webFixture struct {
 	Logs  *logtest.Buffer
 	// Routes are the router's routes, the dashboard's among them.
 	Routes []*echo.Route
+	Dash   *web.Dashboard
 }
 
 func startWebFixture(t *testing.T, o fixtureOpts) webFixture {
@@ -82,5 +83,5 @@ func startWebFixture(t *testing.T, o fixtureOpts) webFixture {
 	}
 	hs := httptest.NewServer(e)
 	t.Cleanup(hs.Close)
-	return webFixture{URL: hs.URL, store: store, dbURL: env.DBURL, Logs: env.Logs, Routes: e.Routes()}
+	return webFixture{URL: hs.URL, store: store, dbURL: env.DBURL, Logs: env.Logs, Routes: e.Routes(), Dash: dash}
 }

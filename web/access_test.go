@@ -1,0 +1,174 @@
+package web_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookrelay/hookrelay/access"
+	"github.com/hookrelay/hookrelay/web"
+)
+
+// Every page and action of the dashboard declares who may use it.
+func TestEveryPageDeclaresWhoMayUseIt(t *testing.T) {
+	t.Parallel()
+	f := startWebFixture(t, fixtureOpts{})
+	n := 0
+	for _, r := range f.Routes {
+		if !strings.HasPrefix(r.Path, "/ui/") || r.Method == echo.RouteNotFound || (strings.HasSuffix(r.Path, "/*") && r.Path != "/ui/static/*") {
+			continue // the API's, the /ui redirect, the groups' catch-alls
+		}
+		_, _, _, ok := web.PageNeed(f.Dash, r.Method, r.Path)
+		require.True(t, ok, "%s %s declares no role", r.Method, r.Path)
+		n++
+	}
+	require.Greater(t, n, 50)
+	role, _, _, _ := web.PageNeed(f.Dash, http.MethodGet, "/ui/users")
+	require.Equal(t, access.Owner, role)
+}
+
+// teamAPI calls the API of the fixture with a bearer token.
+func teamAPI(t *testing.T, base, method, path, token string, body any) (int, map[string]any) {
+	t.Helper()
+	raw, err := json.Marshal(body)
+	require.NoError(t, err)
+	req, err := http.NewRequest(method, base+path, bytes.NewReader(raw))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var out map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, out
+}
+
+var (
+	totpSecretRe = regexp.MustCompile(`id="totp-secret">([A-Z2-7]+)<`)
+	newTokenRe   = regexp.MustCompile(`id="new-token">(hrt_[A-Za-z0-9_-]+)<`)
+)
+
+// invite invites email with role through the API and returns the link's path.
+func invite(t *testing.T, f webFixture, email, role string) string {
+	t.Helper()
+	st, out := teamAPI(t, f.URL, http.MethodPost, "/v1/users/invites", testAdminToken, map[string]any{"email": email, "role": role})
+	require.Equal(t, http.StatusCreated, st, "%v", out)
+	u, err := url.Parse(out["invite_url"].(string))
+	require.NoError(t, err)
+	return u.RequestURI()
+}
+
+// An invitation accepted with TOTP; the login with password and code; a
+// role change at the next request; a deactivation ending the session and
+// the user's token at once.
+func TestUserInviteLoginRoleDeactivation(t *testing.T) {
+	t.Parallel()
+	f := startWebFixture(t, fixtureOpts{})
+	link := invite(t, f, "Ada@Example.com", "viewer")
+
+	c := newUIClient(t, f.URL)
+	resp, page := c.do("GET", link, nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode, page)
+	secret := totpSecretRe.FindStringSubmatch(page)[1]
+	code, err := access.TOTPCode(secret, time.Now())
+	require.NoError(t, err)
+	token := strings.TrimPrefix(link, "/ui/invite?token=")
+	form := url.Values{"csrf": {csrfOf(t, page)}, "token": {token}, "totp_secret": {secret}, "name": {"Ada"}, "password": {"short"}}
+	resp, _ = c.do("POST", "/ui/invite", form)
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode, "too short a password")
+	_, page = c.do("GET", link, nil)
+	form.Set("csrf", csrfOf(t, page))
+	form.Set("password", "a long enough password")
+	form.Set("code", code)
+	resp, _ = c.do("POST", "/ui/invite", form)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	resp, page = c.do("GET", "/ui/", nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, page, "Ada, viewer")
+	require.NotContains(t, page, `id="nav-users"`, "a viewer sees no users page")
+	resp, _ = c.do("GET", "/ui/dead-letters", nil)
+	require.Equal(t, http.StatusForbidden, resp.StatusCode, "a viewer reads no dead letters")
+	resp, _ = c.do("GET", "/ui/users", nil)
+	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+
+	// The invitation works once.
+	resp, _ = c.do("GET", link, nil)
+	require.Equal(t, http.StatusNotFound, resp.StatusCode)
+
+	// A token of the user's own, of a role no more than theirs.
+	resp, page = c.do("GET", "/ui/tokens", nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	csrf := csrfOf(t, page)
+	resp, _ = c.do("POST", "/ui/tokens", url.Values{"csrf": {csrf}, "name": {"laptop"}, "role": {"operator"}})
+	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+	resp, page = c.do("POST", "/ui/tokens", url.Values{"csrf": {csrf}, "name": {"laptop"}, "role": {"viewer"}, "expires_days": {"30"}})
+	require.Equal(t, http.StatusOK, resp.StatusCode, page)
+	apiToken := newTokenRe.FindStringSubmatch(page)[1]
+	st, _ := teamAPI(t, f.URL, http.MethodGet, "/v1/stats", apiToken, nil)
+	require.Equal(t, http.StatusOK, st)
+
+	// The role changes at the next request.
+	st, users := teamAPI(t, f.URL, http.MethodGet, "/v1/users", testAdminToken, nil)
+	require.Equal(t, http.StatusOK, st)
+	ada := users["items"].([]any)[0].(map[string]any)
+	require.Equal(t, "Ada@Example.com", ada["email"])
+	require.Equal(t, true, ada["totp"])
+	id := ada["id"].(string)
+	st, _ = teamAPI(t, f.URL, http.MethodPatch, "/v1/users/"+id, testAdminToken, map[string]any{"role": "support"})
+	require.Equal(t, http.StatusOK, st)
+	resp, _ = c.do("GET", "/ui/dead-letters", nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "support reads dead letters")
+
+	// A login with the password needs the code once enrolled.
+	c2 := newUIClient(t, f.URL)
+	_, page = c2.do("GET", "/ui/login", nil)
+	resp, page = c2.do("POST", "/ui/login", url.Values{"csrf": {csrfOf(t, page)}, "email": {"ada@example.com"}, "password": {"a long enough password"}})
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "no code")
+	code, _ = access.TOTPCode(secret, time.Now())
+	resp, _ = c2.do("POST", "/ui/login", url.Values{"csrf": {csrfOf(t, page)}, "email": {"ada@example.com"}, "password": {"a long enough password"}, "code": {code}})
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	resp, _ = c2.do("GET", "/ui/", nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+
+	// Deactivation ends both sessions and the token at once.
+	st, _ = teamAPI(t, f.URL, http.MethodPost, "/v1/users/"+id+"/deactivate", testAdminToken, nil)
+	require.Equal(t, http.StatusOK, st)
+	for _, cl := range []*uiClient{c, c2} {
+		resp, _ = cl.do("GET", "/ui/", nil)
+		require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+		require.Equal(t, "/ui/login", resp.Header.Get("Location"))
+	}
+	st, _ = teamAPI(t, f.URL, http.MethodGet, "/v1/stats", apiToken, nil)
+	require.Equal(t, http.StatusUnauthorized, st)
+	code, _ = access.TOTPCode(secret, time.Now())
+	_, page = c2.do("GET", "/ui/login", nil)
+	resp, _ = c2.do("POST", "/ui/login", url.Values{"csrf": {csrfOf(t, page)}, "email": {"ada@example.com"}, "password": {"a long enough password"}, "code": {code}})
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "a deactivated user cannot log in")
+}
+
+// Wrong passwords count against the address like wrong tokens: the login
+// form answers 429 once they are too many.
+func TestUserLoginThrottled(t *testing.T) {
+	t.Parallel()
+	f := startWebFixture(t, fixtureOpts{})
+	c := newUIClient(t, f.URL)
+	_, page := c.do("GET", "/ui/login", nil)
+	csrf := csrfOf(t, page)
+	var last int
+	for i := 0; i < 20 && last != http.StatusTooManyRequests; i++ {
+		resp, page := c.do("POST", "/ui/login", url.Values{"csrf": {csrf}, "email": {"nobody@example.com"}, "password": {"wrong password"}})
+		last = resp.StatusCode
+		csrf = csrfOf(t, page) // each answer renders the form anew
+		require.Contains(t, []int{http.StatusUnauthorized, http.StatusTooManyRequests}, last)
+	}
+	require.Equal(t, http.StatusTooManyRequests, last)
+}
