@@ -10,8 +10,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/hookrelay/hookrelay"
-	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/access"
+	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/ops"
 )
 

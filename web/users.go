@@ -298,4 +298,3 @@ func (d *Dashboard) principal(c echo.Context) access.Principal {
 	p, _ := access.FromContext(c.Request().Context())
 	return p
 }
-
