@@ -46,3 +46,18 @@ RETURNING *;
 
 -- name: UserInviteDeleteExpired :execrows
 DELETE FROM user_invites WHERE expires_at <= @before;
+
+-- name: UserTOTPListUnsealed :many
+-- TOTP secrets, by user id after after_id, not sealed under the key whose
+-- sealed values start with prefix (an older key).
+SELECT id, totp_secret FROM users
+WHERE id > @after_id AND totp_secret <> '' AND NOT starts_with(totp_secret, @prefix::text)
+ORDER BY id LIMIT @lim;
+
+-- name: UserTOTPResealMany :execrows
+-- Replaces each TOTP secret still holding what the re-seal pass read.
+UPDATE users o SET totp_secret = u.new_secret
+FROM (SELECT unnest(sqlc.arg(ids)::bigint[]) AS id,
+             unnest(sqlc.arg(old_secrets)::text[]) AS old_secret,
+             unnest(sqlc.arg(new_secrets)::text[]) AS new_secret) u
+WHERE o.id = u.id AND o.totp_secret = u.old_secret;

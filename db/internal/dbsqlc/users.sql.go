@@ -309,6 +309,68 @@ func (q *Queries) UserSetDeactivated(ctx context.Context, arg UserSetDeactivated
 	return i, err
 }
 
+const userTOTPListUnsealed = `-- name: UserTOTPListUnsealed :many
+SELECT id, totp_secret FROM users
+WHERE id > $1 AND totp_secret <> '' AND NOT starts_with(totp_secret, $2::text)
+ORDER BY id LIMIT $3
+`
+
+type UserTOTPListUnsealedParams struct {
+	AfterID int64
+	Prefix  string
+	Lim     int32
+}
+
+type UserTOTPListUnsealedRow struct {
+	ID         int64
+	TotpSecret string
+}
+
+// TOTP secrets, by user id after after_id, not sealed under the key whose
+// sealed values start with prefix (an older key).
+func (q *Queries) UserTOTPListUnsealed(ctx context.Context, arg UserTOTPListUnsealedParams) ([]UserTOTPListUnsealedRow, error) {
+	rows, err := q.db.Query(ctx, userTOTPListUnsealed, arg.AfterID, arg.Prefix, arg.Lim)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []UserTOTPListUnsealedRow
+	for rows.Next() {
+		var i UserTOTPListUnsealedRow
+		if err := rows.Scan(&i.ID, &i.TotpSecret); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const userTOTPResealMany = `-- name: UserTOTPResealMany :execrows
+UPDATE users o SET totp_secret = u.new_secret
+FROM (SELECT unnest($1::bigint[]) AS id,
+             unnest($2::text[]) AS old_secret,
+             unnest($3::text[]) AS new_secret) u
+WHERE o.id = u.id AND o.totp_secret = u.old_secret
+`
+
+type UserTOTPResealManyParams struct {
+	IDs        []int64
+	OldSecrets []string
+	NewSecrets []string
+}
+
+// Replaces each TOTP secret still holding what the re-seal pass read.
+func (q *Queries) UserTOTPResealMany(ctx context.Context, arg UserTOTPResealManyParams) (int64, error) {
+	result, err := q.db.Exec(ctx, userTOTPResealMany, arg.IDs, arg.OldSecrets, arg.NewSecrets)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const userUpdate = `-- name: UserUpdate :one
 UPDATE users SET role = $1, scope = $2, name = $3 WHERE id = $4 RETURNING id, email, name, role, scope, password_hash, totp_secret, auth_source, deactivated_at, last_login_at, created_at
 `
