@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/access"
 	"github.com/hookrelay/hookrelay/web"
 )
@@ -171,4 +173,90 @@ func TestUserLoginThrottled(t *testing.T) {
 		require.Contains(t, []int{http.StatusUnauthorized, http.StatusTooManyRequests}, last)
 	}
 	require.Equal(t, http.StatusTooManyRequests, last)
+}
+
+// A single sign-on identity: a user made just in time with the mapped
+// role (auth source sso), found again by email (whatever its case) the
+// next time, and refused once deactivated.
+func TestSSOSession(t *testing.T) {
+	t.Parallel()
+	f := startWebFixture(t, fixtureOpts{})
+	sso := func(email string, role access.Role) (*httptest.ResponseRecorder, error) {
+		e := echo.New()
+		rec := httptest.NewRecorder()
+		c := e.NewContext(httptest.NewRequest(http.MethodGet, "/ui/sso/callback", nil), rec)
+		return rec, web.StartSSOSession(f.Dash, c, email, "Lin", role)
+	}
+	rec, err := sso("lin@example.com", access.Support)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusSeeOther, rec.Code)
+
+	// The cookie opens the dashboard with the mapped role.
+	c := newUIClient(t, f.URL)
+	u, _ := url.Parse(f.URL + "/ui/")
+	c.hc.Jar.SetCookies(u, rec.Result().Cookies())
+	resp, page := c.do("GET", "/ui/dead-letters", nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, page, "Lin, support")
+
+	_, err = sso("LIN@example.com", access.Viewer)
+	require.NoError(t, err, "the same user: found by email")
+	st, users := teamAPI(t, f.URL, http.MethodGet, "/v1/users", testAdminToken, nil)
+	require.Equal(t, http.StatusOK, st)
+	items := users["items"].([]any)
+	require.Len(t, items, 1)
+	lin := items[0].(map[string]any)
+	require.Equal(t, "sso", lin["auth_source"])
+	require.Equal(t, "support", lin["role"], "the role is set when the user is made; owners change it after")
+
+	st, _ = teamAPI(t, f.URL, http.MethodPost, "/v1/users/"+lin["id"].(string)+"/deactivate", testAdminToken, nil)
+	require.Equal(t, http.StatusOK, st)
+	_, err = sso("lin@example.com", access.Support)
+	require.Error(t, err)
+	require.Equal(t, http.StatusForbidden, hookrelay.HTTPStatus(err))
+	resp, _ = c.do("GET", "/ui/", nil)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode, "the session ended with the deactivation")
+
+	// An SSO user cannot log in with a password.
+	_, page = c.do("GET", "/ui/login", nil)
+	resp, _ = c.do("POST", "/ui/login", url.Values{"csrf": {csrfOf(t, page)}, "email": {"lin@example.com"}, "password": {""}})
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+}
+
+// Each role against every operator page and action of the dashboard: below
+// the declared role 403; at or above it never 401 or 403 (the answer is
+// the handler's: 404 for the unknown ids used here, 400 for empty forms).
+func TestRolesAgainstEveryPage(t *testing.T) {
+	t.Parallel()
+	f := startWebFixture(t, fixtureOpts{})
+	clients := map[access.Role]*uiClient{}
+	csrf := map[access.Role]string{}
+	for _, r := range access.Roles() {
+		e := echo.New()
+		rec := httptest.NewRecorder()
+		c := e.NewContext(httptest.NewRequest(http.MethodGet, "/", nil), rec)
+		require.NoError(t, web.StartSSOSession(f.Dash, c, r.String()+"@example.com", r.String(), r))
+		cl := newUIClient(t, f.URL)
+		u, _ := url.Parse(f.URL + "/ui/")
+		cl.hc.Jar.SetCookies(u, rec.Result().Cookies())
+		_, page := cl.do("GET", "/ui/tokens", nil)
+		clients[r], csrf[r] = cl, csrfOf(t, page)
+	}
+	for _, route := range web.PageRoutes(f.Dash) {
+		method, path, _ := strings.Cut(route, " ")
+		need, _, _, _ := web.PageNeed(f.Dash, method, path)
+		path = strings.ReplaceAll(path, ":id", "999999")
+		for _, r := range access.Roles() {
+			var form url.Values
+			if method == http.MethodPost {
+				form = url.Values{"csrf": {csrf[r]}}
+			}
+			resp, page := clients[r].do(method, path, form)
+			if !r.Allows(need) {
+				require.Equal(t, http.StatusForbidden, resp.StatusCode, "%s as %s", route, r)
+				continue
+			}
+			require.NotContains(t, []int{http.StatusUnauthorized, http.StatusForbidden}, resp.StatusCode, "%s as %s: %s", route, r, page)
+		}
+	}
 }
