@@ -2205,6 +2205,9 @@ type Session struct {
 
 	// ReadOnly Opened by a read-only portal link: it may look, not change anything.
 	ReadOnly bool `json:"read_only"`
+
+	// UserId A 64-bit id written as a decimal string.
+	UserId *ID `json:"user_id,omitempty"`
 }
 
 // SessionKind defines model for Session.Kind.

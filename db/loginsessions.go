@@ -132,6 +132,7 @@ type LoginSessionRecord struct {
 	ID         int64
 	Kind       string
 	MerchantID int64 // SessionMerchant
+	UserID     int64 // SessionUser
 	CreatedAt  time.Time
 	LastSeenAt time.Time
 	ExpiresAt  time.Time
@@ -157,6 +158,9 @@ func (db *DB) LoginSessionList(ctx context.Context, now time.Time, beforeID int6
 			ExpiresAt: r.ExpiresAt, UserAgent: r.UserAgent, ClientAddr: r.ClientAddr, Portal: r.Portal, ReadOnly: r.ReadOnly}
 		if r.MerchantID != nil {
 			out[i].MerchantID = *r.MerchantID
+		}
+		if r.UserID != nil {
+			out[i].UserID = *r.UserID
 		}
 	}
 	return out, nil

@@ -46,7 +46,7 @@ WHERE kind = 'admin' AND credential_fp <> @credential_fp AND revoked_at IS NULL;
 
 -- The live sessions, newest first, below before_id (0: from the newest).
 -- name: DashboardSessionList :many
-SELECT id, kind, merchant_id, created_at, last_seen_at, expires_at, user_agent, client_addr, portal, read_only
+SELECT id, kind, merchant_id, user_id, created_at, last_seen_at, expires_at, user_agent, client_addr, portal, read_only
 FROM dashboard_sessions
 WHERE revoked_at IS NULL AND expires_at > @now
   AND (@before_id::bigint = 0 OR id < @before_id::bigint)

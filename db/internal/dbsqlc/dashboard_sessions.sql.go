@@ -122,7 +122,7 @@ func (q *Queries) DashboardSessionInsert(ctx context.Context, arg DashboardSessi
 }
 
 const dashboardSessionList = `-- name: DashboardSessionList :many
-SELECT id, kind, merchant_id, created_at, last_seen_at, expires_at, user_agent, client_addr, portal, read_only
+SELECT id, kind, merchant_id, user_id, created_at, last_seen_at, expires_at, user_agent, client_addr, portal, read_only
 FROM dashboard_sessions
 WHERE revoked_at IS NULL AND expires_at > $1
   AND ($2::bigint = 0 OR id < $2::bigint)
@@ -140,6 +140,7 @@ type DashboardSessionListRow struct {
 	ID         int64
 	Kind       string
 	MerchantID *int64
+	UserID     *int64
 	CreatedAt  time.Time
 	LastSeenAt time.Time
 	ExpiresAt  time.Time
@@ -163,6 +164,7 @@ func (q *Queries) DashboardSessionList(ctx context.Context, arg DashboardSession
 			&i.ID,
 			&i.Kind,
 			&i.MerchantID,
+			&i.UserID,
 			&i.CreatedAt,
 			&i.LastSeenAt,
 			&i.ExpiresAt,
