@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -24,8 +25,9 @@ const totpIssuer = "hookrelay"
 var errBadPassword = hookrelay.Errorf(hookrelay.EUNAUTHORIZED, "unknown email or wrong password or code")
 
 // dummyHash is checked against when no user has the email, so that an
-// unknown email takes as long as a wrong password.
-var dummyHash = access.HashPassword("no user has this password")
+// unknown email takes as long as a wrong password (made at the first
+// login, not at start-up: a hash costs 19 MiB and tens of milliseconds).
+var dummyHash = sync.OnceValue(func() string { return access.HashPassword("no user has this password") })
 
 // passwordUser returns the active password user of email whose password
 // (and TOTP code, when enrolled) are right, else errBadPassword.
@@ -35,7 +37,7 @@ func (d *Dashboard) passwordUser(ctx context.Context, email, password, code stri
 		if hookrelay.CodeOf(err) != hookrelay.ENOTFOUND {
 			return db.User{}, err
 		}
-		access.CheckPassword(dummyHash, password)
+		access.CheckPassword(dummyHash(), password)
 		return db.User{}, errBadPassword
 	}
 	if !access.CheckPassword(u.PasswordHash, password) || !u.Active() || u.AuthSource != db.AuthPassword {
