@@ -48,3 +48,12 @@ func TestRoles(t *testing.T) {
 	require.False(t, access.Support.Allows(access.Operator))
 	require.False(t, access.Owner.Allows(access.RoleNone))
 }
+
+// BenchmarkCheckPassword is a login's password check (argon2id, 19 MiB,
+// two passes).
+func BenchmarkCheckPassword(b *testing.B) {
+	h := access.HashPassword("correct horse battery")
+	for b.Loop() {
+		access.CheckPassword(h, "correct horse battery")
+	}
+}
