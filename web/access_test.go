@@ -16,6 +16,7 @@ import (
 
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/access"
+	"github.com/hookrelay/hookrelay/db/dbtest"
 	"github.com/hookrelay/hookrelay/web"
 )
 
@@ -259,4 +260,32 @@ func TestRolesAgainstEveryPage(t *testing.T) {
 			require.NotContains(t, []int{http.StatusUnauthorized, http.StatusForbidden}, resp.StatusCode, "%s as %s: %s", route, r, page)
 		}
 	}
+}
+
+// A user scoped to one merchant sees its endpoints only, on the endpoints
+// page, and not another merchant's messages.
+func TestScopedUserDashboard(t *testing.T) {
+	t.Parallel()
+	f := startWebFixture(t, fixtureOpts{})
+	m1, _ := dbtest.Merchant(t, f.store, nil)
+	m2, _ := dbtest.Merchant(t, f.store, nil)
+	dbtest.Endpoint(t, f.store, &dbtest.EndpointOpts{MerchantID: m1.ID, URL: "http://127.0.0.1:9/mine"})
+	dbtest.Endpoint(t, f.store, &dbtest.EndpointOpts{MerchantID: m2.ID, URL: "http://127.0.0.1:9/theirs"})
+
+	e := echo.New()
+	rec := httptest.NewRecorder()
+	require.NoError(t, web.StartSSOSession(f.Dash, e.NewContext(httptest.NewRequest(http.MethodGet, "/", nil), rec), "scoped@example.com", "", access.Operator))
+	st, users := teamAPI(t, f.URL, http.MethodGet, "/v1/users", testAdminToken, nil)
+	require.Equal(t, http.StatusOK, st)
+	id := users["items"].([]any)[0].(map[string]any)["id"].(string)
+	st, out := teamAPI(t, f.URL, http.MethodPatch, "/v1/users/"+id, testAdminToken, map[string]any{"scope": map[string]any{"merchants": []int64{m1.ID}}})
+	require.Equal(t, http.StatusOK, st, "%v", out)
+
+	c := newUIClient(t, f.URL)
+	u, _ := url.Parse(f.URL + "/ui/")
+	c.hc.Jar.SetCookies(u, rec.Result().Cookies())
+	resp, page := c.do("GET", "/ui/endpoints", nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, page, "/mine")
+	require.NotContains(t, page, "/theirs")
 }
