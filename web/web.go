@@ -33,22 +33,24 @@ type pageNeed struct {
 	public   bool
 }
 
-// merchantRoutes adds the merchant view's routes, declaring each one a
-// merchant's (pageNeed).
-type merchantRoutes struct {
+// declaredRoutes adds routes to a group, each declared with need and
+// given the middleware mw.
+type declaredRoutes struct {
 	g      *echo.Group
 	needs  map[string]pageNeed
-	prefix string
+	prefix string // the group's path
+	need   pageNeed
+	mw     []echo.MiddlewareFunc
 }
 
-func (m merchantRoutes) GET(path string, h echo.HandlerFunc) {
-	m.needs[http.MethodGet+" "+m.prefix+path] = pageNeed{merchant: true}
-	m.g.GET(path, h)
+func (r declaredRoutes) GET(path string, h echo.HandlerFunc) {
+	r.needs[http.MethodGet+" "+r.prefix+path] = r.need
+	r.g.GET(path, h, r.mw...)
 }
 
-func (m merchantRoutes) POST(path string, h echo.HandlerFunc) {
-	m.needs[http.MethodPost+" "+m.prefix+path] = pageNeed{merchant: true}
-	m.g.POST(path, h)
+func (r declaredRoutes) POST(path string, h echo.HandlerFunc) {
+	r.needs[http.MethodPost+" "+r.prefix+path] = r.need
+	r.g.POST(path, h, r.mw...)
 }
 
 // Store is what the pages read. *db.DB implements it.
@@ -262,6 +264,11 @@ func (d *Dashboard) Mount(e *echo.Echo, prefix string, errs *httperr.Handler) {
 	op(get, "/tokens", d.tokens, viewer)
 	op(post, "/tokens", d.tokenCreate, viewer)
 	op(post, "/tokens/:id/revoke", d.tokenRevoke, viewer)
+	// ops.GET and ops.POST add operator pages that need the admin role;
+	// op declares any other role.
+	ops := declaredRoutes{g: g, needs: d.needs, prefix: prefix, need: pageNeed{role: admin},
+		mw: []echo.MiddlewareFunc{d.authed, d.requireRole(admin), d.csrf}}
+	_ = ops
 
 	// The portal: the pages a merchant session sees (a merchant key's
 	// login or a portal link's); frameable where PortalFrameAncestors says.
@@ -275,7 +282,7 @@ func (d *Dashboard) Mount(e *echo.Echo, prefix string, errs *httperr.Handler) {
 	}
 
 	mg := g.Group("/m", d.portalFrame, d.authed, d.merchantOnly, d.csrf, d.writable)
-	m := merchantRoutes{g: mg, needs: d.needs, prefix: prefix + "/m"}
+	m := declaredRoutes{g: mg, needs: d.needs, prefix: prefix + "/m", need: pageNeed{merchant: true}}
 	m.GET("/", d.merchantHome)
 	m.GET("/endpoints/new", d.endpointNewForm)
 	m.POST("/endpoints", d.endpointCreate)
