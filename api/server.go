@@ -17,6 +17,7 @@ import (
 	"github.com/hookrelay/hookrelay"
 	"github.com/hookrelay/hookrelay/access"
 	"github.com/hookrelay/hookrelay/db"
+	"github.com/hookrelay/hookrelay/eventtype"
 	"github.com/hookrelay/hookrelay/ingest"
 	"github.com/hookrelay/hookrelay/internal/tracing"
 	"github.com/hookrelay/hookrelay/openapi"
@@ -123,6 +124,9 @@ type Server struct {
 	bodies   *ingest.BodyMemory
 	watch    *ingest.Watch
 	pull     *pullSignal // wakes the pulls waiting for events
+	// eventTypes validates events against the catalog's schemas; the
+	// API's own changes of the catalog refresh it at once.
+	eventTypes *eventtype.Catalog
 	// tracing is whether cfg.Tracer records spans (tracing.Records): the
 	// callbacks skip everything about spans without it.
 	tracing bool
@@ -145,10 +149,11 @@ func New(logger *slog.Logger, cfg Config, store *db.DB, payloads *storage.Store,
 	s := &Server{
 		cfg: cfg, logger: logger, db: store, payloads: payloads, ops: operations,
 		routes: ingest.NewRoutes(store, cfg.CacheTTL), metrics: m, limits: ingest.NewRateLimits(),
-		bodies:  ingest.NewBodyMemory(int64(cfg.MemoryBytes), reg),
-		tracing: tracing.Records(cfg.Tracer),
-		watch:   ingest.NewWatch(cfg.Watch, store, logger, reg),
-		needs:   map[string]need{},
+		bodies:     ingest.NewBodyMemory(int64(cfg.MemoryBytes), reg),
+		tracing:    tracing.Records(cfg.Tracer),
+		watch:      ingest.NewWatch(cfg.Watch, store, logger, reg),
+		eventTypes: eventtype.NewCatalog(store, eventtype.Config{TTL: cfg.CacheTTL, Logger: logger}),
+		needs:      map[string]need{},
 	}
 	s.pull = &pullSignal{db: store, logger: logger}
 	stored := cfg.Batcher.OnStored
@@ -180,10 +185,14 @@ func (s *Server) Run(ctx context.Context) error {
 	s.pull.setRun(ctx)
 	defer s.pull.wg.Wait()
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(3)
 	go func() {
 		defer wg.Done()
 		s.routes.Run(ctx)
+	}()
+	go func() {
+		defer wg.Done()
+		s.eventTypes.Run(ctx)
 	}()
 	go func() {
 		defer wg.Done()
@@ -204,11 +213,20 @@ func (s *Server) Run(ctx context.Context) error {
 			defer wg.Done()
 			s.routes.Watch(ctx, s.logger)
 		}()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.eventTypes.Watch(ctx)
+		}()
 	}
 	s.batcher.Run(ctx)
 	wg.Wait()
 	return nil
 }
+
+// EventTypes returns the catalog that validates events against their types'
+// schemas; Run keeps it current.
+func (s *Server) EventTypes() *eventtype.Catalog { return s.eventTypes }
 
 // Register adds the API routes to e. Their errors are answered by the
 // router's error handler (package httperr).
@@ -272,6 +290,12 @@ func (s *Server) Register(e *echo.Echo) {
 	route(http.MethodPost, "/v1/deliveries/:id/retry", s.retryDelivery, operator.orMerchant())
 	route(http.MethodGet, "/v1/messages", s.listMessages, support.orMerchant())
 	route(http.MethodGet, "/v1/messages/:id", s.getMessage, support.orMerchant())
+
+	// The event type catalog: merchants read it, the operator writes it.
+	route(http.MethodPost, "/v1/event-types", s.createEventType, admin)
+	route(http.MethodGet, "/v1/event-types", s.listEventTypes, viewer.orMerchant())
+	route(http.MethodGet, "/v1/event-types/:name", s.getEventType, viewer.orMerchant())
+	route(http.MethodPatch, "/v1/event-types/:name", s.patchEventType, admin)
 
 	route(http.MethodGet, "/v1/carriers/:id/refusals", s.listCarrierRefusals, support)
 	route(http.MethodGet, "/v1/carriers/:id/health", s.carrierHealth, viewer)

@@ -1752,6 +1752,69 @@ type Error struct {
 // ErrorErrorCode defines model for Error.Error.Code.
 type ErrorErrorCode string
 
+// EventType defines model for EventType.
+type EventType struct {
+	CreatedAt Time `json:"created_at"`
+
+	// CurrentVersion The version events are validated against.
+	CurrentVersion  int        `json:"current_version"`
+	Deprecated      bool       `json:"deprecated"`
+	DeprecatedAt    *time.Time `json:"deprecated_at"`
+	DeprecationNote string     `json:"deprecation_note"`
+	Description     string     `json:"description"`
+
+	// Name Lowercase words separated by dots, e.g. tracking.updated.
+	Name      EventTypeName          `json:"name"`
+	Schema    map[string]interface{} `json:"schema"`
+	UpdatedAt Time                   `json:"updated_at"`
+
+	// Version The version whose schema and examples these are.
+	Version int `json:"version"`
+
+	// Versions Every version, oldest first (not in lists).
+	Versions *[]EventTypeVersion `json:"versions,omitempty"`
+}
+
+// EventTypeCreate defines model for EventTypeCreate.
+type EventTypeCreate struct {
+	Description *string `json:"description,omitempty"`
+
+	// Name Lowercase words separated by dots, e.g. tracking.updated.
+	Name EventTypeName `json:"name"`
+
+	// Schema A JSON Schema (at most 64 KiB) that the events' data must match.
+	Schema map[string]interface{} `json:"schema"`
+}
+
+// EventTypeList defines model for EventTypeList.
+type EventTypeList struct {
+	Items []EventType `json:"items"`
+
+	// NextCursor Pass as ?cursor= for the next page; empty on the last page.
+	NextCursor Cursor `json:"next_cursor"`
+}
+
+// EventTypeName Lowercase words separated by dots, e.g. tracking.updated.
+type EventTypeName = string
+
+// EventTypeUpdate defines model for EventTypeUpdate.
+type EventTypeUpdate struct {
+	Deprecated *bool `json:"deprecated,omitempty"`
+
+	// DeprecationNote Why, and what to use instead.
+	DeprecationNote *string `json:"deprecation_note,omitempty"`
+	Description     *string `json:"description,omitempty"`
+
+	// Schema A new schema; the examples (new or current) must match it.
+	Schema *map[string]interface{} `json:"schema,omitempty"`
+}
+
+// EventTypeVersion defines model for EventTypeVersion.
+type EventTypeVersion struct {
+	CreatedAt Time `json:"created_at"`
+	Version   int  `json:"version"`
+}
+
 // ID A 64-bit id written as a decimal string.
 type ID = string
 
@@ -2504,6 +2567,21 @@ type EndpointEventsPullParams struct {
 	Wait *string `form:"wait,omitempty" json:"wait,omitempty"`
 }
 
+// EventTypeListParams defines parameters for EventTypeList.
+type EventTypeListParams struct {
+	// Limit Page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The next_cursor of the previous page; opaque.
+	Cursor *CursorParameter `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// EventTypeGetParams defines parameters for EventTypeGet.
+type EventTypeGetParams struct {
+	// Version A version of the type; default the current one.
+	Version *int `form:"version,omitempty" json:"version,omitempty"`
+}
+
 // MerchantListParams defines parameters for MerchantList.
 type MerchantListParams struct {
 	// Limit Page size.
@@ -2608,6 +2686,12 @@ type EndpointEventsAckJSONRequestBody = PullAck
 
 // EndpointReplayJSONRequestBody defines body for EndpointReplay for application/json ContentType.
 type EndpointReplayJSONRequestBody = ReplayCreate
+
+// EventTypeCreateJSONRequestBody defines body for EventTypeCreate for application/json ContentType.
+type EventTypeCreateJSONRequestBody = EventTypeCreate
+
+// EventTypeUpdateJSONRequestBody defines body for EventTypeUpdate for application/json ContentType.
+type EventTypeUpdateJSONRequestBody = EventTypeUpdate
 
 // MerchantCreateJSONRequestBody defines body for MerchantCreate for application/json ContentType.
 type MerchantCreateJSONRequestBody = MerchantCreate
@@ -4059,6 +4143,44 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/endpoints/{id}/test (the `EndpointTest` operationId).
 	EndpointTest(ctx context.Context, id PathID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// EventTypeList The event type catalog by name, each type with its current version's schema and examples. Merchants may read it.
+	//
+	// Corresponds with GET /v1/event-types (the `EventTypeList` operationId).
+	EventTypeList(ctx context.Context, params *EventTypeListParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// EventTypeCreateWithBody Add an event type to the catalog at version 1. The schema is JSON Schema (2020-12 unless its $schema names another draft; formats such as date-time are asserted; a $ref outside the schema is refused); every example must match it. An invalid schema, or an example that does not match, is 400 naming the error (and the example's index).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/event-types (the `EventTypeCreate` operationId).
+	EventTypeCreateWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// EventTypeCreate Add an event type to the catalog at version 1. The schema is JSON Schema (2020-12 unless its $schema names another draft; formats such as date-time are asserted; a $ref outside the schema is refused); every example must match it. An invalid schema, or an example that does not match, is 400 naming the error (and the example's index).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/event-types (the `EventTypeCreate` operationId).
+	EventTypeCreate(ctx context.Context, body EventTypeCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// EventTypeGet An event type with its current version (or the one ?version= names) and the list of its versions.
+	//
+	// Corresponds with GET /v1/event-types/{name} (the `EventTypeGet` operationId).
+	EventTypeGet(ctx context.Context, name string, params *EventTypeGetParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// EventTypeUpdateWithBody Change an event type. A schema or examples that differ from the current version's make a new version, which becomes current (old versions stay readable with ?version=); "deprecated": true marks the type deprecated (its events still validate), false withdraws that.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /v1/event-types/{name} (the `EventTypeUpdate` operationId).
+	EventTypeUpdateWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// EventTypeUpdate Change an event type. A schema or examples that differ from the current version's make a new version, which becomes current (old versions stay readable with ?version=); "deprecated": true marks the type deprecated (its events still validate), false withdraws that.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /v1/event-types/{name} (the `EventTypeUpdate` operationId).
+	EventTypeUpdate(ctx context.Context, name string, body EventTypeUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// MerchantList List merchants by id.
 	//
 	// Corresponds with GET /v1/merchants (the `MerchantList` operationId).
@@ -4911,6 +5033,104 @@ func (c *Client) EndpointRotateSecret(ctx context.Context, id PathID, reqEditors
 // Corresponds with POST /v1/endpoints/{id}/test (the `EndpointTest` operationId).
 func (c *Client) EndpointTest(ctx context.Context, id PathID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewEndpointTestRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// EventTypeList The event type catalog by name, each type with its current version's schema and examples. Merchants may read it.
+//
+// Corresponds with GET /v1/event-types (the `EventTypeList` operationId).
+func (c *Client) EventTypeList(ctx context.Context, params *EventTypeListParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewEventTypeListRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// EventTypeCreateWithBody Add an event type to the catalog at version 1. The schema is JSON Schema (2020-12 unless its $schema names another draft; formats such as date-time are asserted; a $ref outside the schema is refused); every example must match it. An invalid schema, or an example that does not match, is 400 naming the error (and the example's index).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/event-types (the `EventTypeCreate` operationId).
+func (c *Client) EventTypeCreateWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewEventTypeCreateRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// EventTypeCreate Add an event type to the catalog at version 1. The schema is JSON Schema (2020-12 unless its $schema names another draft; formats such as date-time are asserted; a $ref outside the schema is refused); every example must match it. An invalid schema, or an example that does not match, is 400 naming the error (and the example's index).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/event-types (the `EventTypeCreate` operationId).
+func (c *Client) EventTypeCreate(ctx context.Context, body EventTypeCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewEventTypeCreateRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// EventTypeGet An event type with its current version (or the one ?version= names) and the list of its versions.
+//
+// Corresponds with GET /v1/event-types/{name} (the `EventTypeGet` operationId).
+func (c *Client) EventTypeGet(ctx context.Context, name string, params *EventTypeGetParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewEventTypeGetRequest(c.Server, name, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// EventTypeUpdateWithBody Change an event type. A schema or examples that differ from the current version's make a new version, which becomes current (old versions stay readable with ?version=); "deprecated": true marks the type deprecated (its events still validate), false withdraws that.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /v1/event-types/{name} (the `EventTypeUpdate` operationId).
+func (c *Client) EventTypeUpdateWithBody(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewEventTypeUpdateRequestWithBody(c.Server, name, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// EventTypeUpdate Change an event type. A schema or examples that differ from the current version's make a new version, which becomes current (old versions stay readable with ?version=); "deprecated": true marks the type deprecated (its events still validate), false withdraws that.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /v1/event-types/{name} (the `EventTypeUpdate` operationId).
+func (c *Client) EventTypeUpdate(ctx context.Context, name string, body EventTypeUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewEventTypeUpdateRequest(c.Server, name, body)
 	if err != nil {
 		return nil, err
 	}
@@ -6956,6 +7176,220 @@ func NewEndpointTestRequest(server string, id PathID) (*http.Request, error) {
 	return req, nil
 }
 
+// NewEventTypeListRequest constructs an http.Request for the EventTypeList method
+func NewEventTypeListRequest(server string, params *EventTypeListParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/event-types")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewEventTypeCreateRequest calls the generic EventTypeCreate builder with application/json body
+func NewEventTypeCreateRequest(server string, body EventTypeCreateJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewEventTypeCreateRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewEventTypeCreateRequestWithBody constructs an http.Request for the EventTypeCreate method, with any body, and a specified content type
+func NewEventTypeCreateRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/event-types")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewEventTypeGetRequest constructs an http.Request for the EventTypeGet method
+func NewEventTypeGetRequest(server string, name string, params *EventTypeGetParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/event-types/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Version != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "version", *params.Version, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewEventTypeUpdateRequest calls the generic EventTypeUpdate builder with application/json body
+func NewEventTypeUpdateRequest(server string, name string, body EventTypeUpdateJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewEventTypeUpdateRequestWithBody(server, name, "application/json", bodyReader)
+}
+
+// NewEventTypeUpdateRequestWithBody constructs an http.Request for the EventTypeUpdate method, with any body, and a specified content type
+func NewEventTypeUpdateRequestWithBody(server string, name string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/event-types/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewMerchantListRequest constructs an http.Request for the MerchantList method
 func NewMerchantListRequest(server string, params *MerchantListParams) (*http.Request, error) {
 	var err error
@@ -8367,6 +8801,48 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/endpoints/{id}/test (the `EndpointTest` operationId).
 	EndpointTestWithResponse(ctx context.Context, id PathID, reqEditors ...RequestEditorFn) (*EndpointTestResponse, error)
+
+	// EventTypeListWithResponse The event type catalog by name, each type with its current version's schema and examples. Merchants may read it.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/event-types (the `EventTypeList` operationId).
+	EventTypeListWithResponse(ctx context.Context, params *EventTypeListParams, reqEditors ...RequestEditorFn) (*EventTypeListResponse, error)
+
+	// EventTypeCreateWithBodyWithResponse Add an event type to the catalog at version 1. The schema is JSON Schema (2020-12 unless its $schema names another draft; formats such as date-time are asserted; a $ref outside the schema is refused); every example must match it. An invalid schema, or an example that does not match, is 400 naming the error (and the example's index).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/event-types (the `EventTypeCreate` operationId).
+	EventTypeCreateWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*EventTypeCreateResponse, error)
+
+	// EventTypeCreateWithResponse Add an event type to the catalog at version 1. The schema is JSON Schema (2020-12 unless its $schema names another draft; formats such as date-time are asserted; a $ref outside the schema is refused); every example must match it. An invalid schema, or an example that does not match, is 400 naming the error (and the example's index).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/event-types (the `EventTypeCreate` operationId).
+	EventTypeCreateWithResponse(ctx context.Context, body EventTypeCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*EventTypeCreateResponse, error)
+
+	// EventTypeGetWithResponse An event type with its current version (or the one ?version= names) and the list of its versions.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/event-types/{name} (the `EventTypeGet` operationId).
+	EventTypeGetWithResponse(ctx context.Context, name string, params *EventTypeGetParams, reqEditors ...RequestEditorFn) (*EventTypeGetResponse, error)
+
+	// EventTypeUpdateWithBodyWithResponse Change an event type. A schema or examples that differ from the current version's make a new version, which becomes current (old versions stay readable with ?version=); "deprecated": true marks the type deprecated (its events still validate), false withdraws that.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/event-types/{name} (the `EventTypeUpdate` operationId).
+	EventTypeUpdateWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*EventTypeUpdateResponse, error)
+
+	// EventTypeUpdateWithResponse Change an event type. A schema or examples that differ from the current version's make a new version, which becomes current (old versions stay readable with ?version=); "deprecated": true marks the type deprecated (its events still validate), false withdraws that.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/event-types/{name} (the `EventTypeUpdate` operationId).
+	EventTypeUpdateWithResponse(ctx context.Context, name string, body EventTypeUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*EventTypeUpdateResponse, error)
 
 	// MerchantListWithResponse List merchants by id.
 	//
@@ -10267,6 +10743,226 @@ func (r EndpointTestResponse) ContentType() string {
 	return ""
 }
 
+// EventTypeListResponseDefaultHeaders the declared response headers of an HTTP default response for EventTypeList
+type EventTypeListResponseDefaultHeaders struct {
+	RetryAfter *string
+}
+
+type EventTypeListResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *EventTypeList
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorResponse
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *EventTypeListResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r EventTypeListResponse) GetJSON200() *EventTypeList {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r EventTypeListResponse) GetJSONDefault() *ErrorResponse {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r EventTypeListResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r EventTypeListResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r EventTypeListResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r EventTypeListResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// EventTypeCreateResponseDefaultHeaders the declared response headers of an HTTP default response for EventTypeCreate
+type EventTypeCreateResponseDefaultHeaders struct {
+	RetryAfter *string
+}
+
+type EventTypeCreateResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *EventType
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorResponse
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *EventTypeCreateResponseDefaultHeaders
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r EventTypeCreateResponse) GetJSON201() *EventType {
+	return r.JSON201
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r EventTypeCreateResponse) GetJSONDefault() *ErrorResponse {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r EventTypeCreateResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r EventTypeCreateResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r EventTypeCreateResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r EventTypeCreateResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// EventTypeGetResponseDefaultHeaders the declared response headers of an HTTP default response for EventTypeGet
+type EventTypeGetResponseDefaultHeaders struct {
+	RetryAfter *string
+}
+
+type EventTypeGetResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *EventType
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorResponse
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *EventTypeGetResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r EventTypeGetResponse) GetJSON200() *EventType {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r EventTypeGetResponse) GetJSONDefault() *ErrorResponse {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r EventTypeGetResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r EventTypeGetResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r EventTypeGetResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r EventTypeGetResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// EventTypeUpdateResponseDefaultHeaders the declared response headers of an HTTP default response for EventTypeUpdate
+type EventTypeUpdateResponseDefaultHeaders struct {
+	RetryAfter *string
+}
+
+type EventTypeUpdateResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *EventType
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorResponse
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *EventTypeUpdateResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r EventTypeUpdateResponse) GetJSON200() *EventType {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r EventTypeUpdateResponse) GetJSONDefault() *ErrorResponse {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r EventTypeUpdateResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r EventTypeUpdateResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r EventTypeUpdateResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r EventTypeUpdateResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // MerchantListResponseDefaultHeaders the declared response headers of an HTTP default response for MerchantList
 type MerchantListResponseDefaultHeaders struct {
 	RetryAfter *string
@@ -12020,6 +12716,84 @@ func (c *ClientWithResponses) EndpointTestWithResponse(ctx context.Context, id P
 		return nil, err
 	}
 	return ParseEndpointTestResponse(rsp)
+}
+
+// EventTypeListWithResponse The event type catalog by name, each type with its current version's schema and examples. Merchants may read it.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/event-types (the `EventTypeList` operationId).
+func (c *ClientWithResponses) EventTypeListWithResponse(ctx context.Context, params *EventTypeListParams, reqEditors ...RequestEditorFn) (*EventTypeListResponse, error) {
+	rsp, err := c.EventTypeList(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseEventTypeListResponse(rsp)
+}
+
+// EventTypeCreateWithBodyWithResponse Add an event type to the catalog at version 1. The schema is JSON Schema (2020-12 unless its $schema names another draft; formats such as date-time are asserted; a $ref outside the schema is refused); every example must match it. An invalid schema, or an example that does not match, is 400 naming the error (and the example's index).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/event-types (the `EventTypeCreate` operationId).
+func (c *ClientWithResponses) EventTypeCreateWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*EventTypeCreateResponse, error) {
+	rsp, err := c.EventTypeCreateWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseEventTypeCreateResponse(rsp)
+}
+
+// EventTypeCreateWithResponse Add an event type to the catalog at version 1. The schema is JSON Schema (2020-12 unless its $schema names another draft; formats such as date-time are asserted; a $ref outside the schema is refused); every example must match it. An invalid schema, or an example that does not match, is 400 naming the error (and the example's index).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/event-types (the `EventTypeCreate` operationId).
+func (c *ClientWithResponses) EventTypeCreateWithResponse(ctx context.Context, body EventTypeCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*EventTypeCreateResponse, error) {
+	rsp, err := c.EventTypeCreate(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseEventTypeCreateResponse(rsp)
+}
+
+// EventTypeGetWithResponse An event type with its current version (or the one ?version= names) and the list of its versions.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/event-types/{name} (the `EventTypeGet` operationId).
+func (c *ClientWithResponses) EventTypeGetWithResponse(ctx context.Context, name string, params *EventTypeGetParams, reqEditors ...RequestEditorFn) (*EventTypeGetResponse, error) {
+	rsp, err := c.EventTypeGet(ctx, name, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseEventTypeGetResponse(rsp)
+}
+
+// EventTypeUpdateWithBodyWithResponse Change an event type. A schema or examples that differ from the current version's make a new version, which becomes current (old versions stay readable with ?version=); "deprecated": true marks the type deprecated (its events still validate), false withdraws that.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/event-types/{name} (the `EventTypeUpdate` operationId).
+func (c *ClientWithResponses) EventTypeUpdateWithBodyWithResponse(ctx context.Context, name string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*EventTypeUpdateResponse, error) {
+	rsp, err := c.EventTypeUpdateWithBody(ctx, name, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseEventTypeUpdateResponse(rsp)
+}
+
+// EventTypeUpdateWithResponse Change an event type. A schema or examples that differ from the current version's make a new version, which becomes current (old versions stay readable with ?version=); "deprecated": true marks the type deprecated (its events still validate), false withdraws that.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/event-types/{name} (the `EventTypeUpdate` operationId).
+func (c *ClientWithResponses) EventTypeUpdateWithResponse(ctx context.Context, name string, body EventTypeUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*EventTypeUpdateResponse, error) {
+	rsp, err := c.EventTypeUpdate(ctx, name, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseEventTypeUpdateResponse(rsp)
 }
 
 // MerchantListWithResponse List merchants by id.
@@ -13790,6 +14564,190 @@ func ParseEndpointTestResponse(rsp *http.Response) (*EndpointTestResponse, error
 	switch {
 	case true:
 		var headers EndpointTestResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseEventTypeListResponse parses an HTTP response from a EventTypeListWithResponse call
+func ParseEventTypeListResponse(rsp *http.Response) (*EventTypeListResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &EventTypeListResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest EventTypeList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers EventTypeListResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseEventTypeCreateResponse parses an HTTP response from a EventTypeCreateWithResponse call
+func ParseEventTypeCreateResponse(rsp *http.Response) (*EventTypeCreateResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &EventTypeCreateResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest EventType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers EventTypeCreateResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseEventTypeGetResponse parses an HTTP response from a EventTypeGetWithResponse call
+func ParseEventTypeGetResponse(rsp *http.Response) (*EventTypeGetResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &EventTypeGetResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest EventType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers EventTypeGetResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseEventTypeUpdateResponse parses an HTTP response from a EventTypeUpdateWithResponse call
+func ParseEventTypeUpdateResponse(rsp *http.Response) (*EventTypeUpdateResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &EventTypeUpdateResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest EventType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers EventTypeUpdateResponseDefaultHeaders
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

@@ -104,6 +104,16 @@ func TestPortalBrowser(t *testing.T) {
 	browse(t, b, chromedp.Navigate(link), chromedp.WaitVisible(chromedp.CSS("#new-endpoint")))
 	require.Contains(t, text(t, b, "h1"), "Acme Parcels")
 
+	// The Events page: the catalog, each type with its schema and examples.
+	createTrackingUpdated(t, f.store)
+	browse(t, b, chromedp.Click(chromedp.CSS(`header a[href="/ui/m/events"]`)), chromedp.WaitVisible(chromedp.CSS("#event-catalog")))
+	require.Contains(t, text(t, b, `[id="event-tracking.updated"] h2`), "tracking.updated")
+	require.Contains(t, text(t, b, `[id="event-tracking.updated"] .description`), "A parcel's tracking status changed.")
+	require.Contains(t, text(t, b, `[id="event-tracking.updated"] .schema-json`), `"format": "date-time"`)
+	require.Contains(t, text(t, b, `[id="event-tracking.updated"] .example`), `"tracking_number": "SF7700112233"`)
+	screenshot(t, b, "portal-events")
+	browse(t, b, chromedp.Click(chromedp.CSS(`header a[href="/ui/m/"]`)), chromedp.WaitVisible(chromedp.CSS("#new-endpoint")))
+
 	// Create an endpoint through the form: first a refused URL, shown next
 	// to its field with the focus on it, then a good one.
 	browse(t, b, chromedp.Click(chromedp.CSS("#new-endpoint")), chromedp.WaitVisible(chromedp.CSS("#endpoint-form")),

@@ -83,6 +83,7 @@ func TestPortalReadOnlyPages(t *testing.T) {
 		{"/ui/m/deliveries/:id", d, true},
 		{"/ui/m/messages", "/ui/m/messages?q=RO-1", false},
 		{"/ui/m/replays/:id", r, true},
+		{"/ui/m/events", "/ui/m/events", false},
 	}
 	// Every page of the portal is in the list: a new one must be added.
 	var routes []string

@@ -138,6 +138,12 @@ func flashText(code, n string) string {
 		return "Carrier disabled: its callbacks are refused (403) until it is enabled."
 	case "carrier-saved":
 		return "Carrier saved."
+	case "eventtype-created":
+		return "Event type created."
+	case "eventtype-saved":
+		return "Event type saved."
+	case "eventtype-deprecated":
+		return "Event type deprecated: merchants see it marked; its events still validate."
 	case "carrier-deleted":
 		if n != "" && n != "0" {
 			return "Carrier deleted; its " + num() + " undelivered callback(s) are still delivered."

@@ -22,6 +22,7 @@ import (
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/httperr"
 	"github.com/hookrelay/hookrelay/ops"
+	"github.com/hookrelay/hookrelay/sso"
 	"github.com/hookrelay/hookrelay/throttle"
 )
 
@@ -144,6 +145,9 @@ type Config struct {
 	Throttle *throttle.Throttle
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
+	// SSO, when set, offers single sign-on with an OpenID provider on the
+	// login page (HOOKRELAY_OIDC_*; package sso). Nil: none.
+	SSO *sso.Config
 }
 
 // WithDefaults returns c with every zero field set to its default. New
@@ -261,6 +265,12 @@ func (d *Dashboard) Mount(e *echo.Echo, prefix string, errs *httperr.Handler) {
 	op(post, "/users/:id/role", d.userRole, owner)
 	op(post, "/users/:id/deactivate", d.userDeactivate, owner)
 	op(post, "/users/:id/reactivate", d.userReactivate, owner)
+	op(get, "/event-types", d.eventTypes, viewer)
+	op(get, "/event-types/new", d.eventTypeNewForm, admin)
+	op(post, "/event-types", d.eventTypeCreate, admin)
+	op(get, "/event-types/:name", d.eventTypeEditForm, admin)
+	op(post, "/event-types/:name", d.eventTypeUpdate, admin)
+	op(post, "/event-types/:name/deprecate", d.eventTypeDeprecate, admin)
 	op(get, "/tokens", d.tokens, viewer)
 	op(post, "/tokens", d.tokenCreate, viewer)
 	op(post, "/tokens/:id/revoke", d.tokenRevoke, viewer)
@@ -305,4 +315,5 @@ func (d *Dashboard) Mount(e *echo.Echo, prefix string, errs *httperr.Handler) {
 	m.POST("/endpoints/:id/replay", d.replayStart)
 	m.GET("/replays/:id", d.replayPage)
 	m.POST("/replays/:id/cancel", d.replayCancel)
+	m.GET("/events", d.merchantEvents)
 }

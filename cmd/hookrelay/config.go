@@ -155,6 +155,8 @@ func readConfig(p *envParser) config {
 		SecureCookie: p.bool("HOOKRELAY_UI_SECURE_COOKIE", false),
 		// Origins allowed to embed the merchant portal (CSP frame-ancestors).
 		PortalFrameAncestors: frameAncestors(p, "HOOKRELAY_PORTAL_FRAME_ANCESTORS"),
+		// Single sign-on with an OpenID provider (HOOKRELAY_OIDC_*); nil: off.
+		SSO: loadSSO(p),
 	}
 	c.AuthThrottle = throttle.Config{
 		// Failed authentications a client address may have before it waits.

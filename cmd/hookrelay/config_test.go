@@ -146,6 +146,18 @@ func TestConfigDefaultsArePackageDefaults(t *testing.T) {
 		{"HOOKRELAY_UI_SECURE_COOKIE", w.SecureCookie, wDef.SecureCookie},
 		{"HOOKRELAY_DATABASE_REPLICA_URL", c.ReplicaURL, ""}, // none: the pages read DATABASE_URL
 		{"HOOKRELAY_PORTAL_FRAME_ANCESTORS", w.PortalFrameAncestors, wDef.PortalFrameAncestors},
+		// No single sign-on: HOOKRELAY_OIDC_ISSUER is unset.
+		{"HOOKRELAY_OIDC_ISSUER", w.SSO, wDef.SSO},
+		{"HOOKRELAY_OIDC_CLIENT_ID", w.SSO, wDef.SSO},
+		{"HOOKRELAY_OIDC_CLIENT_SECRET", w.SSO, wDef.SSO},
+		{"HOOKRELAY_OIDC_REDIRECT_URL", w.SSO, wDef.SSO},
+		{"HOOKRELAY_OIDC_SCOPES", w.SSO, wDef.SSO},
+		{"HOOKRELAY_OIDC_ALLOWED_DOMAINS", w.SSO, wDef.SSO},
+		{"HOOKRELAY_OIDC_ALLOWED_GROUPS", w.SSO, wDef.SSO},
+		{"HOOKRELAY_OIDC_GROUPS_CLAIM", w.SSO, wDef.SSO},
+		{"HOOKRELAY_OIDC_ROLE_MAP", w.SSO, wDef.SSO},
+		{"HOOKRELAY_OIDC_DEFAULT_ROLE", w.SSO, wDef.SSO},
+		{"HOOKRELAY_OIDC_REQUIRE_VERIFIED_EMAIL", w.SSO, wDef.SSO},
 
 		{"HOOKRELAY_AUTH_THROTTLE_FREE", c.AuthThrottle.Free, thDef.Free},
 		{"HOOKRELAY_AUTH_THROTTLE_MAX", c.AuthThrottle.Max, thDef.Max},

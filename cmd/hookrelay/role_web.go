@@ -29,6 +29,7 @@ func startWeb(ctx context.Context, s *service) (func(ctx context.Context) error,
 		SecureCookie:         s.cfg.Web.SecureCookie,
 		PortalFrameAncestors: s.cfg.Web.PortalFrameAncestors,
 		Throttle:             s.throttle,
+		SSO:                  s.cfg.Web.SSO,
 	})
 	if err != nil {
 		if replica != nil {

@@ -81,12 +81,19 @@ func TestKillDuringReplay(t *testing.T) {
 	wait := time.Duration(max(1, replayMessages/20_000)) * 3 * time.Minute
 
 	w := newWorld(t, api.URL(), 1, replayKeys, load.SinkConfig{})
+	rc := &replayClient{base: api.URL(), client: &http.Client{Timeout: 30 * time.Second}}
 	since := time.Now().Add(-time.Minute)
 	l := w.load(loadConfig{Targets: []string{api.URL()}})
 	sendExactly(t, l, w.ledger, replayMessages/replayKeys)
 	w.drain(wait)
 	first := w.ledger.Analyze()
 	require.Zero(t, first.Lost, "the original deliveries did not all arrive")
+	// Arrived is not yet recorded: the last deliveries' acknowledgements
+	// may still be filling their batch (the latency budget). The replay
+	// selects recorded deliveries, so wait until none is pending.
+	require.True(t, waitFor(t.Context(), wait, func() bool {
+		return rc.pending(t, w.endpoints[0].ID) == 0
+	}), "deliveries still pending after the first drain")
 
 	// From here on the sink counts into a fresh ledger that expects every
 	// message once more.
@@ -99,7 +106,6 @@ func TestKillDuringReplay(t *testing.T) {
 	}
 	w.sink.SetLedger(1, again)
 
-	rc := &replayClient{base: api.URL(), client: &http.Client{Timeout: 30 * time.Second}}
 	id, count := rc.start(t, w.endpoints[0].ID, since, time.Now().Add(time.Minute))
 	require.EqualValues(t, replayMessages, count, "the replay's window does not hold every delivery")
 
@@ -207,6 +213,17 @@ func (c *replayClient) start(t *testing.T, endpointID string, since, until time.
 	}
 	c.do(t, http.MethodPost, "/v1/endpoints/"+endpointID+"/replay", body, http.StatusAccepted, &out)
 	return out.ID, out.Count
+}
+
+// pending returns how many of the endpoint's deliveries are not yet
+// recorded as delivered or dead (at most one page: 0 is what matters).
+func (c *replayClient) pending(t *testing.T, endpointID string) int {
+	t.Helper()
+	var out struct {
+		Items []json.RawMessage `json:"items"`
+	}
+	c.do(t, http.MethodGet, "/v1/endpoints/"+endpointID+"/deliveries?status=pending&limit=1", nil, http.StatusOK, &out)
+	return len(out.Items)
 }
 
 // get returns the replay's progress.

@@ -202,6 +202,24 @@ type EndpointSecret struct {
 	ExpiresAt  *time.Time
 }
 
+type EventType struct {
+	Name            string
+	Description     string
+	CurrentVersion  int32
+	DeprecatedAt    *time.Time
+	DeprecationNote string
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+}
+
+type EventTypeVersion struct {
+	Name      string
+	Version   int32
+	Schema    []byte
+	Examples  []byte
+	CreatedAt time.Time
+}
+
 type IdempotencyKey struct {
 	CarrierID         int64
 	IdemKey           string
