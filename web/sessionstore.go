@@ -75,6 +75,12 @@ func (c claims) Can(role string) bool {
 	return err == nil && c.Role.Allows(r)
 }
 
+// May reports whether the session may take an action that operators need
+// role (a role's name) for: a merchant's session on its own objects
+// always (its own rules apply), an operator's with that role or more.
+// Pages shared by both views use it.
+func (c claims) May(role string) bool { return !c.Operator() || c.Can(role) }
+
 // Who names the session's holder for people.
 func (c claims) Who() string {
 	switch c.Kind {
