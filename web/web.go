@@ -217,6 +217,12 @@ func (d *Dashboard) Mount(e *echo.Echo, prefix string, errs *httperr.Handler) {
 	const get, post = http.MethodGet, http.MethodPost
 	viewer, support, operator, admin, owner := access.Viewer, access.Support, access.Operator, access.Admin, access.Owner
 
+	// ops.GET and ops.POST add operator pages that need the admin role;
+	// op declares any other role.
+	ops := declaredRoutes{g: g, needs: d.needs, prefix: prefix, need: pageNeed{role: admin},
+		mw: []echo.MiddlewareFunc{d.authed, d.requireRole(admin), d.csrf}}
+	_ = ops
+
 	public(get, "/static/*", d.static)
 	public(get, "/login", d.loginForm)
 	public(post, "/login", d.login)
@@ -274,11 +280,6 @@ func (d *Dashboard) Mount(e *echo.Echo, prefix string, errs *httperr.Handler) {
 	op(get, "/tokens", d.tokens, viewer)
 	op(post, "/tokens", d.tokenCreate, viewer)
 	op(post, "/tokens/:id/revoke", d.tokenRevoke, viewer)
-	// ops.GET and ops.POST add operator pages that need the admin role;
-	// op declares any other role.
-	ops := declaredRoutes{g: g, needs: d.needs, prefix: prefix, need: pageNeed{role: admin},
-		mw: []echo.MiddlewareFunc{d.authed, d.requireRole(admin), d.csrf}}
-	_ = ops
 
 	// The portal: the pages a merchant session sees (a merchant key's
 	// login or a portal link's); frameable where PortalFrameAncestors says.
