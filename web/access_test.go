@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -102,6 +103,16 @@ func TestUserInviteLoginRoleDeactivation(t *testing.T) {
 	require.Equal(t, http.StatusForbidden, resp.StatusCode, "a viewer reads no dead letters")
 	resp, _ = c.do("GET", "/ui/users", nil)
 	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+	// A viewer's pages render, without the actions it cannot take.
+	carrier, _ := dbtest.Carrier(t, f.store, nil)
+	dbtest.Endpoint(t, f.store, nil)
+	for _, p := range []string{"/ui/carriers/" + strconv.FormatInt(carrier.ID, 10), "/ui/carriers", "/ui/endpoints", "/ui/ops-endpoints", "/ui/event-types", "/ui/database"} {
+		resp, page = c.do("GET", p, nil)
+		require.Equal(t, http.StatusOK, resp.StatusCode, "%s: %s", p, page)
+		for _, action := range []string{`id="try-form"`, `id="carrier-disable"`, `id="ops-form"`, `id="event-type-new"`, `>Disable</button>`} {
+			require.NotContains(t, page, action, p)
+		}
+	}
 
 	// The invitation works once.
 	resp, _ = c.do("GET", link, nil)
