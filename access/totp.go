@@ -58,18 +58,28 @@ func hotp(key []byte, counter uint64) string {
 // TOTPValid reports whether code is secret's code at t or one step either
 // side (clocks drift; a code typed at a step's end arrives in the next).
 func TOTPValid(secret, code string, t time.Time) bool {
+	_, ok := TOTPStep(secret, code, t)
+	return ok
+}
+
+// TOTPStep is TOTPValid that also returns the time step whose code code
+// is, for refusing a code used already (a step at most once).
+func TOTPStep(secret, code string, t time.Time) (int64, bool) {
 	code = strings.ReplaceAll(strings.TrimSpace(code), " ", "")
 	if len(code) != totpDigits {
-		return false
+		return 0, false
 	}
 	key, err := b32.DecodeString(strings.ToUpper(strings.TrimSpace(secret)))
 	if err != nil {
-		return false
+		return 0, false
 	}
 	c := uint64(t.Unix() / int64(totpStep/time.Second))
+	var step uint64
 	ok := 0
 	for _, n := range []uint64{c - 1, c, c + 1} {
-		ok |= subtle.ConstantTimeCompare([]byte(hotp(key, n)), []byte(code))
+		if subtle.ConstantTimeCompare([]byte(hotp(key, n)), []byte(code)) == 1 {
+			step, ok = n, 1
+		}
 	}
-	return ok == 1
+	return int64(step), ok == 1
 }

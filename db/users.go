@@ -277,3 +277,14 @@ func (db *DB) UserInvitesDeleteExpired(ctx context.Context, before time.Time) (i
 	}
 	return n, nil
 }
+
+// UserTOTPUse records that user id's TOTP code of step was accepted and
+// reports whether it was the first use of that step (a code works once:
+// a replayed one, or one older than the last used, is refused).
+func (db *DB) UserTOTPUse(ctx context.Context, id, step int64) (bool, error) {
+	n, err := db.q.UserTOTPUse(ctx, dbsqlc.UserTOTPUseParams{ID: id, Step: step})
+	if err != nil {
+		return false, fmt.Errorf("use TOTP code: %w", unavailable(err))
+	}
+	return n == 1, nil
+}

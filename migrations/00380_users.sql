@@ -14,6 +14,8 @@ CREATE TABLE users (
     password_hash  text NOT NULL DEFAULT '',
     -- The TOTP secret, sealed like the other secrets ('' when not enrolled).
     totp_secret    text NOT NULL DEFAULT '',
+    -- The time step of the last TOTP code accepted: a code works once.
+    totp_last_step bigint NOT NULL DEFAULT 0,
     auth_source    text NOT NULL CHECK (auth_source IN ('password', 'sso')),
     deactivated_at timestamptz,
     last_login_at  timestamptz,

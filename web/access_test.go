@@ -148,11 +148,19 @@ func TestUserInviteLoginRoleDeactivation(t *testing.T) {
 	_, page = c2.do("GET", "/ui/login", nil)
 	resp, page = c2.do("POST", "/ui/login", url.Values{"csrf": {csrfOf(t, page)}, "email": {"ada@example.com"}, "password": {"a long enough password"}})
 	require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "no code")
-	code, _ = access.TOTPCode(secret, time.Now())
-	resp, _ = c2.do("POST", "/ui/login", url.Values{"csrf": {csrfOf(t, page)}, "email": {"ada@example.com"}, "password": {"a long enough password"}, "code": {code}})
+	// The enrolment's code was used: the next step's (accepted a step
+	// early, as clocks drift) logs in, once.
+	code, _ = access.TOTPCode(secret, time.Now().Add(30*time.Second))
+	login := url.Values{"csrf": {csrfOf(t, page)}, "email": {"ada@example.com"}, "password": {"a long enough password"}, "code": {code}}
+	resp, _ = c2.do("POST", "/ui/login", login)
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 	resp, _ = c2.do("GET", "/ui/", nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
+	c3 := newUIClient(t, f.URL)
+	_, page = c3.do("GET", "/ui/login", nil)
+	login.Set("csrf", csrfOf(t, page))
+	resp, _ = c3.do("POST", "/ui/login", login)
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "a code works once")
 
 	// Deactivation ends both sessions and the token at once.
 	st, _ = teamAPI(t, f.URL, http.MethodPost, "/v1/users/"+id+"/deactivate", testAdminToken, nil)
@@ -164,7 +172,7 @@ func TestUserInviteLoginRoleDeactivation(t *testing.T) {
 	}
 	st, _ = teamAPI(t, f.URL, http.MethodGet, "/v1/stats", apiToken, nil)
 	require.Equal(t, http.StatusUnauthorized, st)
-	code, _ = access.TOTPCode(secret, time.Now())
+	code, _ = access.TOTPCode(secret, time.Now().Add(30*time.Second))
 	_, page = c2.do("GET", "/ui/login", nil)
 	resp, _ = c2.do("POST", "/ui/login", url.Values{"csrf": {csrfOf(t, page)}, "email": {"ada@example.com"}, "password": {"a long enough password"}, "code": {code}})
 	require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "a deactivated user cannot log in")

@@ -43,8 +43,19 @@ func (d *Dashboard) passwordUser(ctx context.Context, email, password, code stri
 	if !access.CheckPassword(u.PasswordHash, password) || !u.Active() || u.AuthSource != db.AuthPassword {
 		return db.User{}, errBadPassword
 	}
-	if u.TOTPSecret != "" && !access.TOTPValid(u.TOTPSecret, code, d.cfg.Now()) {
-		return db.User{}, errBadPassword
+	if u.TOTPSecret != "" {
+		step, ok := access.TOTPStep(u.TOTPSecret, code, d.cfg.Now())
+		if !ok {
+			return db.User{}, errBadPassword
+		}
+		// A code works once: one seen by someone else is no use to them.
+		first, err := d.store.UserTOTPUse(ctx, u.ID, step)
+		if err != nil {
+			return db.User{}, err
+		}
+		if !first {
+			return db.User{}, errBadPassword
+		}
 	}
 	return u, nil
 }
@@ -133,9 +144,10 @@ func (d *Dashboard) inviteAccept(c echo.Context) error {
 	if err := hookrelay.CheckText("name", name, ops.MaxUserName); err != nil {
 		return d.renderInvite(c, http.StatusBadRequest, token, secret, "The name is too long or not valid text.")
 	}
-	enrol := ""
+	enrol, step := "", int64(0)
 	if code != "" {
-		if !access.TOTPValid(secret, code, d.cfg.Now()) {
+		var ok bool
+		if step, ok = access.TOTPStep(secret, code, d.cfg.Now()); !ok {
 			return d.renderInvite(c, http.StatusBadRequest, token, secret, "That code does not match: check your authenticator app's clock, or leave the code empty to skip.")
 		}
 		enrol = secret
@@ -148,6 +160,12 @@ func (d *Dashboard) inviteAccept(c echo.Context) error {
 			return hookrelay.Errorf(hookrelay.ENOTFOUND, "This invitation is unknown, expired or used already. Ask an owner for a new one.")
 		}
 		return err
+	}
+	if enrol != "" {
+		// The code of the enrolment does not log in again.
+		if _, err := d.store.UserTOTPUse(c.Request().Context(), u.ID, step); err != nil {
+			return err
+		}
 	}
 	return d.startSession(c, u)
 }

@@ -88,6 +88,7 @@ type Store interface {
 	UserByEmail(ctx context.Context, email string) (db.User, error)
 	UserCreate(ctx context.Context, n db.NewUser) (db.User, error)
 	UserLoggedIn(ctx context.Context, id int64, now time.Time) error
+	UserTOTPUse(ctx context.Context, id, step int64) (bool, error)
 	UserInviteGet(ctx context.Context, tokenSHA256 []byte, now time.Time) (db.UserInvite, error)
 	UserInviteAccept(ctx context.Context, tokenSHA256 []byte, n db.NewUser) (db.User, error)
 	CarrierAll(ctx context.Context) ([]db.Carrier, error)

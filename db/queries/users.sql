@@ -18,6 +18,11 @@ UPDATE users SET role = @role, scope = @scope, name = @name WHERE id = @id RETUR
 -- name: UserSetDeactivated :one
 UPDATE users SET deactivated_at = sqlc.narg(deactivated_at)::timestamptz WHERE id = @id RETURNING *;
 
+-- Records the TOTP step of a code just accepted, unless that step or a
+-- later one was used already (a code replayed): no row then.
+-- name: UserTOTPUse :execrows
+UPDATE users SET totp_last_step = @step WHERE id = @id AND totp_last_step < @step;
+
 -- name: UserLoggedIn :exec
 UPDATE users SET last_login_at = @now::timestamptz WHERE id = @id;
 

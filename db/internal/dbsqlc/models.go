@@ -345,6 +345,7 @@ type User struct {
 	Scope         []byte
 	PasswordHash  string
 	TotpSecret    string
+	TotpLastStep  int64
 	AuthSource    string
 	DeactivatedAt *time.Time
 	LastLoginAt   *time.Time

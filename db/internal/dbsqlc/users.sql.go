@@ -29,7 +29,7 @@ func (q *Queries) DashboardSessionRevokeUser(ctx context.Context, arg DashboardS
 }
 
 const userByEmail = `-- name: UserByEmail :one
-SELECT id, email, name, role, scope, password_hash, totp_secret, auth_source, deactivated_at, last_login_at, created_at FROM users WHERE lower(email) = lower($1)
+SELECT id, email, name, role, scope, password_hash, totp_secret, totp_last_step, auth_source, deactivated_at, last_login_at, created_at FROM users WHERE lower(email) = lower($1)
 `
 
 func (q *Queries) UserByEmail(ctx context.Context, email string) (User, error) {
@@ -43,6 +43,7 @@ func (q *Queries) UserByEmail(ctx context.Context, email string) (User, error) {
 		&i.Scope,
 		&i.PasswordHash,
 		&i.TotpSecret,
+		&i.TotpLastStep,
 		&i.AuthSource,
 		&i.DeactivatedAt,
 		&i.LastLoginAt,
@@ -63,7 +64,7 @@ func (q *Queries) UserCountActiveOwners(ctx context.Context, exceptID int64) (in
 }
 
 const userGet = `-- name: UserGet :one
-SELECT id, email, name, role, scope, password_hash, totp_secret, auth_source, deactivated_at, last_login_at, created_at FROM users WHERE id = $1
+SELECT id, email, name, role, scope, password_hash, totp_secret, totp_last_step, auth_source, deactivated_at, last_login_at, created_at FROM users WHERE id = $1
 `
 
 func (q *Queries) UserGet(ctx context.Context, id int64) (User, error) {
@@ -77,6 +78,7 @@ func (q *Queries) UserGet(ctx context.Context, id int64) (User, error) {
 		&i.Scope,
 		&i.PasswordHash,
 		&i.TotpSecret,
+		&i.TotpLastStep,
 		&i.AuthSource,
 		&i.DeactivatedAt,
 		&i.LastLoginAt,
@@ -88,7 +90,7 @@ func (q *Queries) UserGet(ctx context.Context, id int64) (User, error) {
 const userInsert = `-- name: UserInsert :one
 INSERT INTO users (email, name, role, scope, password_hash, totp_secret, auth_source, created_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-RETURNING id, email, name, role, scope, password_hash, totp_secret, auth_source, deactivated_at, last_login_at, created_at
+RETURNING id, email, name, role, scope, password_hash, totp_secret, totp_last_step, auth_source, deactivated_at, last_login_at, created_at
 `
 
 type UserInsertParams struct {
@@ -122,6 +124,7 @@ func (q *Queries) UserInsert(ctx context.Context, arg UserInsertParams) (User, e
 		&i.Scope,
 		&i.PasswordHash,
 		&i.TotpSecret,
+		&i.TotpLastStep,
 		&i.AuthSource,
 		&i.DeactivatedAt,
 		&i.LastLoginAt,
@@ -227,7 +230,7 @@ func (q *Queries) UserInviteUse(ctx context.Context, arg UserInviteUseParams) (U
 }
 
 const userList = `-- name: UserList :many
-SELECT id, email, name, role, scope, password_hash, totp_secret, auth_source, deactivated_at, last_login_at, created_at FROM users WHERE id > $1 ORDER BY id LIMIT $2
+SELECT id, email, name, role, scope, password_hash, totp_secret, totp_last_step, auth_source, deactivated_at, last_login_at, created_at FROM users WHERE id > $1 ORDER BY id LIMIT $2
 `
 
 type UserListParams struct {
@@ -252,6 +255,7 @@ func (q *Queries) UserList(ctx context.Context, arg UserListParams) ([]User, err
 			&i.Scope,
 			&i.PasswordHash,
 			&i.TotpSecret,
+			&i.TotpLastStep,
 			&i.AuthSource,
 			&i.DeactivatedAt,
 			&i.LastLoginAt,
@@ -282,7 +286,7 @@ func (q *Queries) UserLoggedIn(ctx context.Context, arg UserLoggedInParams) erro
 }
 
 const userSetDeactivated = `-- name: UserSetDeactivated :one
-UPDATE users SET deactivated_at = $1::timestamptz WHERE id = $2 RETURNING id, email, name, role, scope, password_hash, totp_secret, auth_source, deactivated_at, last_login_at, created_at
+UPDATE users SET deactivated_at = $1::timestamptz WHERE id = $2 RETURNING id, email, name, role, scope, password_hash, totp_secret, totp_last_step, auth_source, deactivated_at, last_login_at, created_at
 `
 
 type UserSetDeactivatedParams struct {
@@ -301,6 +305,7 @@ func (q *Queries) UserSetDeactivated(ctx context.Context, arg UserSetDeactivated
 		&i.Scope,
 		&i.PasswordHash,
 		&i.TotpSecret,
+		&i.TotpLastStep,
 		&i.AuthSource,
 		&i.DeactivatedAt,
 		&i.LastLoginAt,
@@ -371,8 +376,27 @@ func (q *Queries) UserTOTPResealMany(ctx context.Context, arg UserTOTPResealMany
 	return result.RowsAffected(), nil
 }
 
+const userTOTPUse = `-- name: UserTOTPUse :execrows
+UPDATE users SET totp_last_step = $1 WHERE id = $2 AND totp_last_step < $1
+`
+
+type UserTOTPUseParams struct {
+	Step int64
+	ID   int64
+}
+
+// Records the TOTP step of a code just accepted, unless that step or a
+// later one was used already (a code replayed): no row then.
+func (q *Queries) UserTOTPUse(ctx context.Context, arg UserTOTPUseParams) (int64, error) {
+	result, err := q.db.Exec(ctx, userTOTPUse, arg.Step, arg.ID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const userUpdate = `-- name: UserUpdate :one
-UPDATE users SET role = $1, scope = $2, name = $3 WHERE id = $4 RETURNING id, email, name, role, scope, password_hash, totp_secret, auth_source, deactivated_at, last_login_at, created_at
+UPDATE users SET role = $1, scope = $2, name = $3 WHERE id = $4 RETURNING id, email, name, role, scope, password_hash, totp_secret, totp_last_step, auth_source, deactivated_at, last_login_at, created_at
 `
 
 type UserUpdateParams struct {
@@ -398,6 +422,7 @@ func (q *Queries) UserUpdate(ctx context.Context, arg UserUpdateParams) (User, e
 		&i.Scope,
 		&i.PasswordHash,
 		&i.TotpSecret,
+		&i.TotpLastStep,
 		&i.AuthSource,
 		&i.DeactivatedAt,
 		&i.LastLoginAt,
