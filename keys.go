@@ -15,7 +15,9 @@ const (
 	AdminTokenPrefix  = "hra_"
 	CarrierKeyPrefix  = "hrc_"
 	MerchantKeyPrefix = "hrm_"
-	SecretPrefix      = "whsec_"
+	// APITokenPrefix starts the API tokens of users and services.
+	APITokenPrefix = "hrt_"
+	SecretPrefix   = "whsec_"
 )
 
 // NewKey returns a new random credential: prefix followed by 32 random bytes

@@ -8,6 +8,7 @@ package access
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -116,3 +117,41 @@ func FromContext(ctx context.Context) (Principal, bool) {
 	p, ok := ctx.Value(ctxKey{}).(Principal)
 	return p, ok
 }
+
+// AllowsMerchant reports whether the scope lets its holder see merchant id.
+func (s Scope) AllowsMerchant(id int64) bool {
+	return len(s.Merchants) == 0 || slices.Contains(s.Merchants, id)
+}
+
+// AllowsCarrier reports whether the scope lets its holder see carrier id.
+func (s Scope) AllowsCarrier(id int64) bool {
+	return len(s.Carriers) == 0 || slices.Contains(s.Carriers, id)
+}
+
+// Empty reports whether the scope limits nothing.
+func (s Scope) Empty() bool { return len(s.Carriers) == 0 && len(s.Merchants) == 0 }
+
+// Within reports whether s limits at least as much as outer: each of outer's
+// lists that limits something holds every id of s's same list, which limits
+// too.
+func (s Scope) Within(outer Scope) bool {
+	within := func(in, out []int64) bool {
+		if len(out) == 0 {
+			return true
+		}
+		if len(in) == 0 {
+			return false
+		}
+		for _, id := range in {
+			if !slices.Contains(out, id) {
+				return false
+			}
+		}
+		return true
+	}
+	return within(s.Carriers, outer.Carriers) && within(s.Merchants, outer.Merchants)
+}
+
+// Operator reports whether p acts with an operator role (a user, a token or
+// the break-glass token), rather than as a merchant, portal or carrier.
+func (p Principal) Operator() bool { return p.Role != RoleNone }

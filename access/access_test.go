@@ -1,41 +1,59 @@
-package access
+package access_test
 
 import (
-	"context"
 	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hookrelay/hookrelay/access"
 )
 
-func TestRolesOrder(t *testing.T) {
-	rs := Roles()
-	for i, r := range rs {
-		got, err := ParseRole(r.String())
-		if err != nil || got != r {
-			t.Fatalf("ParseRole(%q) = %v, %v", r, got, err)
-		}
-		for j, need := range rs {
-			if want := i >= j; r.Allows(need) != want {
-				t.Errorf("%v.Allows(%v) = %v, want %v", r, need, !want, want)
-			}
-		}
-		if r.Allows(RoleNone) {
-			t.Errorf("%v allows RoleNone", r)
-		}
-	}
-	if RoleNone.Allows(Viewer) {
-		t.Error("RoleNone allows viewer")
-	}
-	if _, err := ParseRole("root"); err == nil {
-		t.Error("ParseRole(root) succeeded")
+func TestPassword(t *testing.T) {
+	t.Parallel()
+	h := access.HashPassword("correct horse battery")
+	require.True(t, access.CheckPassword(h, "correct horse battery"))
+	require.False(t, access.CheckPassword(h, "correct horse batterY"))
+	require.False(t, access.CheckPassword("", ""))
+	require.False(t, access.CheckPassword("$argon2id$v=19$m=1,t=1,p=1$$", "x"))
+	require.NotEqual(t, h, access.HashPassword("correct horse battery"), "salted")
+}
+
+// The RFC 6238 test vectors (SHA-1, the ASCII secret "12345678901234567890"),
+// cut to 6 digits.
+func TestTOTPVectors(t *testing.T) {
+	t.Parallel()
+	secret := "GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ"
+	for _, tc := range []struct {
+		unix int64
+		code string
+	}{{59, "287082"}, {1111111109, "081804"}, {1111111111, "050471"}, {1234567890, "005924"}, {2000000000, "279037"}} {
+		got, err := access.TOTPCode(secret, time.Unix(tc.unix, 0))
+		require.NoError(t, err)
+		require.Equal(t, tc.code, got, tc.unix)
+		require.True(t, access.TOTPValid(secret, tc.code, time.Unix(tc.unix+30, 0)), "a step late")
+		require.False(t, access.TOTPValid(secret, tc.code, time.Unix(tc.unix+90, 0)), "three steps late")
 	}
 }
 
-func TestPrincipalContext(t *testing.T) {
-	if _, ok := FromContext(context.Background()); ok {
-		t.Fatal("empty context has a principal")
+func TestRoles(t *testing.T) {
+	t.Parallel()
+	for _, r := range access.Roles() {
+		p, err := access.ParseRole(r.String())
+		require.NoError(t, err)
+		require.Equal(t, r, p)
+		require.True(t, access.Owner.Allows(r))
+		require.False(t, access.RoleNone.Allows(r))
 	}
-	p := Principal{Kind: KindUser, Role: Support, UserID: 7, Name: "a@example.com"}
-	got, ok := FromContext(WithPrincipal(context.Background(), p))
-	if !ok || got.UserID != 7 || got.Role != Support {
-		t.Fatalf("FromContext = %+v, %v", got, ok)
+	require.False(t, access.Support.Allows(access.Operator))
+	require.False(t, access.Owner.Allows(access.RoleNone))
+}
+
+// BenchmarkCheckPassword is a login's password check (argon2id, 19 MiB,
+// two passes).
+func BenchmarkCheckPassword(b *testing.B) {
+	h := access.HashPassword("correct horse battery")
+	for b.Loop() {
+		access.CheckPassword(h, "correct horse battery")
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/access"
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/httperr"
 	"github.com/hookrelay/hookrelay/ops"
@@ -23,6 +24,8 @@ const adminTokenSetting = db.AdminTokenSetting
 type keyKind int
 
 const (
+	// kindAdmin is an operator: the break-glass admin token or an API
+	// token of a user or service; its role says what it may do.
 	kindAdmin keyKind = 1 << iota
 	kindMerchant
 	kindCarrier
@@ -33,6 +36,9 @@ type principal struct {
 	kind       keyKind
 	merchantID int64      // kindMerchant
 	carrier    db.Carrier // kindCarrier
+	// who is the principal the operations and the audit log see (in the
+	// request's context too).
+	who access.Principal
 }
 
 const principalKey = "hookrelay.principal"
@@ -42,13 +48,10 @@ func principalOf(c echo.Context) principal {
 	return p
 }
 
-// actorOf is on whose behalf the request acts: the admin token is the
-// operator, a merchant key that merchant.
+// actorOf is on whose behalf the request acts: a merchant key that
+// merchant, an operator everything its scope allows.
 func actorOf(c echo.Context) ops.Actor {
-	if p := principalOf(c); p.kind == kindMerchant {
-		return ops.Merchant(p.merchantID)
-	}
-	return ops.Actor{}
+	return ops.FromPrincipal(principalOf(c).who)
 }
 
 var (
@@ -57,13 +60,15 @@ var (
 	errWrongKey = hookrelay.Errorf(hookrelay.EFORBIDDEN, "this key may not use this endpoint")
 )
 
-// auth authenticates the bearer token and lets the request through when its
-// kind is one of allowed. An unknown or malformed token is 401; a valid key
-// of another kind is 403 (consistently, on every route). A client address
-// whose tokens failed too often waits (throttle): 429 with Retry-After,
-// whatever it sends meanwhile. A valid token forgives none of its address's
-// failures: the throttle forgets them with time only.
-func (s *Server) auth(allowed keyKind) echo.MiddlewareFunc {
+// auth authenticates the bearer token and lets the request through when
+// the route's need admits it (need.admits). An unknown or malformed token
+// is 401; a valid key of another kind, or an operator's role below the
+// route's, is 403 (consistently, on every route). A client address whose
+// tokens failed too often waits (throttle): 429 with Retry-After,
+// whatever it sends meanwhile. A valid token forgives none of its
+// address's failures: the throttle forgets them with time only. The
+// principal goes into the request's context (access.FromContext).
+func (s *Server) auth(n need) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			addr := throttle.ClientAddr(c.Request())
@@ -85,10 +90,16 @@ func (s *Server) auth(allowed keyKind) echo.MiddlewareFunc {
 				}
 				return err
 			}
-			if p.kind&allowed == 0 {
-				return errWrongKey
+			if err := n.admits(c, p.who); err != nil {
+				return err
 			}
+			p.who.Addr, p.who.UserAgent = addr, c.Request().UserAgent()
 			c.Set(principalKey, p)
+			if p.kind != kindCarrier {
+				// The callbacks' principal stays out of their context: the
+				// intake path does not pay for it.
+				c.SetRequest(c.Request().WithContext(access.WithPrincipal(c.Request().Context(), p.who)))
+			}
 			return next(c)
 		}
 	}
@@ -104,14 +115,17 @@ func (s *Server) authenticate(ctx context.Context, token string) (principal, err
 			return principal{}, err
 		}
 		if subtle.ConstantTimeCompare(hash, want) == 1 {
-			return principal{kind: kindAdmin}, nil
+			return principal{kind: kindAdmin, who: access.Principal{Kind: access.KindBreakGlass, Role: access.Owner, Name: "admin token"}}, nil
 		}
+	case strings.HasPrefix(token, hookrelay.APITokenPrefix):
+		return s.tokenPrincipal(ctx, hash)
 	case strings.HasPrefix(token, hookrelay.CarrierKeyPrefix):
 		c, err := s.carrierByKey(ctx, hash)
 		if err != nil {
 			return principal{}, err
 		}
-		return principal{kind: kindCarrier, carrier: c}, nil
+		return principal{kind: kindCarrier, carrier: c,
+			who: access.Principal{Kind: access.KindCarrier, CarrierID: c.ID, Name: c.Name}}, nil
 	case strings.HasPrefix(token, hookrelay.MerchantKeyPrefix):
 		// Read from the database, not the configuration cache: a rotated
 		// merchant key stops working at once in every process. Merchant
@@ -121,10 +135,38 @@ func (s *Server) authenticate(ctx context.Context, token string) (principal, err
 			return principal{}, notFoundAs(err, errBadKey)
 		}
 		if hookrelay.KeyMatches(token, m.APIKeyHash) {
-			return principal{kind: kindMerchant, merchantID: m.ID}, nil
+			return principal{kind: kindMerchant, merchantID: m.ID,
+				who: access.Principal{Kind: access.KindMerchant, MerchantID: m.ID, Name: m.Name}}, nil
 		}
 	}
 	return principal{}, errBadKey
+}
+
+// tokenUsedEvery is how stale a token's last use may get before a request
+// records it: a write per minute at most, not per request.
+const tokenUsedEvery = time.Minute
+
+// tokenPrincipal is the principal of an API token's hash. Read from the
+// database on every request (one index look-up with its user's row): a
+// revoked token, or one whose user was deactivated or demoted, changes at
+// once in every process.
+func (s *Server) tokenPrincipal(ctx context.Context, hash []byte) (principal, error) {
+	now := time.Now()
+	t, err := s.db.APITokenAuth(ctx, hash, now)
+	if err != nil {
+		return principal{}, notFoundAs(err, errBadKey)
+	}
+	if t.LastUsedAt == nil || now.Sub(*t.LastUsedAt) >= tokenUsedEvery {
+		// Only the token list reads last_used_at: a failure to record it
+		// must not refuse the request.
+		_ = s.db.APITokenUsed(ctx, t.ID, now)
+	}
+	name := t.Name
+	if t.UserEmail != "" {
+		name = t.UserEmail + " (" + t.Name + ")"
+	}
+	return principal{kind: kindAdmin, who: access.Principal{Kind: access.KindToken, Role: t.Role, Scope: t.Scope,
+		UserID: t.UserID, TokenID: t.ID, Name: name}}, nil
 }
 
 // carrierByKey finds the carrier of an API key's hash in the routing

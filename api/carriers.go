@@ -83,7 +83,9 @@ func (s *Server) listCarriers(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	rows, err := s.ops.Carriers(c.Request().Context(), cur.ID, limit+1)
+	ctx, scope := c.Request().Context(), who(c).Scope
+	rows, err := listScoped(func(after int64, n int) ([]db.Carrier, error) { return s.ops.Carriers(ctx, after, n) },
+		func(r db.Carrier) int64 { return r.ID }, scope.AllowsCarrier, cur.ID, limit+1)
 	if err != nil {
 		return err
 	}

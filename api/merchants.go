@@ -44,7 +44,9 @@ func (s *Server) listMerchants(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	rows, err := s.ops.Merchants(c.Request().Context(), cur.ID, limit+1)
+	ctx, scope := c.Request().Context(), who(c).Scope
+	rows, err := listScoped(func(after int64, n int) ([]db.Merchant, error) { return s.ops.Merchants(ctx, after, n) },
+		func(r db.Merchant) int64 { return r.ID }, scope.AllowsMerchant, cur.ID, limit+1)
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/access"
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/eventtype"
 	"github.com/hookrelay/hookrelay/ingest"
@@ -130,6 +131,10 @@ type Server struct {
 	// callbacks skip everything about spans without it.
 	tracing bool
 
+	// needs is what each route needs of its caller, by routeKey (Register
+	// fills it; the route walks of the tests read it).
+	needs map[string]need
+
 	adminMu     sync.Mutex // guards adminHash and adminLoaded
 	adminHash   []byte
 	adminLoaded time.Time
@@ -148,6 +153,7 @@ func New(logger *slog.Logger, cfg Config, store *db.DB, payloads *storage.Store,
 		tracing:    tracing.Records(cfg.Tracer),
 		watch:      ingest.NewWatch(cfg.Watch, store, logger, reg),
 		eventTypes: eventtype.NewCatalog(store, eventtype.Config{TTL: cfg.CacheTTL, Logger: logger}),
+		needs:      map[string]need{},
 	}
 	s.pull = &pullSignal{db: store, logger: logger}
 	stored := cfg.Batcher.OnStored
@@ -231,66 +237,85 @@ func (s *Server) Register(e *echo.Echo) {
 	// A panic in a handler becomes a 500 with the generic message (the
 	// stack goes to the log through the error handler).
 	rec := middleware.RecoverWithConfig(middleware.RecoverConfig{DisablePrintStack: true})
-	route := func(method, path string, h echo.HandlerFunc, kinds keyKind) {
-		e.Add(method, path, h, rec, s.auth(kinds))
+	// Every route declares what it needs (need): the least operator role,
+	// and whether merchants' or carriers' keys may call it. admin and
+	// merchant are the names of the common two: the admin role, and the
+	// admin role or the merchant's own key.
+	route := func(method, path string, h echo.HandlerFunc, n need, mw ...echo.MiddlewareFunc) {
+		s.needs[routeKey(method, path)] = n
+		e.Add(method, path, h, append(append([]echo.MiddlewareFunc{rec}, mw...), s.auth(n))...)
 	}
-	const admin, merchant, carrier = kindAdmin, kindMerchant | kindAdmin, kindCarrier
+	viewer, support, operator := need{role: access.Viewer}, need{role: access.Support}, need{role: access.Operator}
+	admin, owner := need{role: access.Admin}, need{role: access.Owner}
+	merchant, carrier := admin.orMerchant(), need{carrier: true}
+
 	route(http.MethodPost, "/v1/carriers", s.createCarrier, admin)
-	route(http.MethodGet, "/v1/carriers", s.listCarriers, admin)
-	route(http.MethodGet, "/v1/carriers/:id", s.getCarrier, admin)
+	route(http.MethodGet, "/v1/carriers", s.listCarriers, viewer)
+	route(http.MethodGet, "/v1/carriers/:id", s.getCarrier, viewer)
 	route(http.MethodPatch, "/v1/carriers/:id", s.patchCarrier, admin)
 	route(http.MethodDelete, "/v1/carriers/:id", s.deleteCarrier, admin)
-	route(http.MethodPost, "/v1/carriers/:id/enable", s.setCarrierEnabled(true), admin)
-	route(http.MethodPost, "/v1/carriers/:id/disable", s.setCarrierEnabled(false), admin)
+	route(http.MethodPost, "/v1/carriers/:id/enable", s.setCarrierEnabled(true), operator)
+	route(http.MethodPost, "/v1/carriers/:id/disable", s.setCarrierEnabled(false), operator)
 	route(http.MethodPost, "/v1/carriers/:id/rotate-key", s.rotateCarrierKey, admin)
 	route(http.MethodPost, "/v1/merchants", s.createMerchant, admin)
-	route(http.MethodGet, "/v1/merchants", s.listMerchants, admin)
+	route(http.MethodGet, "/v1/merchants", s.listMerchants, viewer)
 	route(http.MethodPost, "/v1/merchants/:id/rotate-key", s.rotateMerchantKey, admin)
 	route(http.MethodPost, "/v1/merchants/:id/portal-links", s.createPortalLink, admin)
 	route(http.MethodGet, "/v1/sessions", s.listSessions, admin)
 	route(http.MethodDelete, "/v1/sessions/:id", s.revokeSession, admin)
-	route(http.MethodGet, "/v1/stats", s.stats, admin)
-	route(http.MethodGet, "/v1/dead-letters", s.listDeadLetters, admin)
-	route(http.MethodPost, "/v1/dead-letters/retry", s.retryDeadLetters, admin)
-	route(http.MethodPost, "/v1/dead-letters/discard", s.discardDeadLetters, admin)
+	route(http.MethodGet, "/v1/stats", s.stats, viewer)
+	route(http.MethodGet, "/v1/dead-letters", s.listDeadLetters, support)
+	route(http.MethodPost, "/v1/dead-letters/retry", s.retryDeadLetters, operator)
+	route(http.MethodPost, "/v1/dead-letters/discard", s.discardDeadLetters, operator)
 	route(http.MethodPost, "/v1/ops-endpoints", s.createOpsEndpoint, admin)
-	route(http.MethodGet, "/v1/ops-endpoints", s.listOpsEndpoints, admin)
+	route(http.MethodGet, "/v1/ops-endpoints", s.listOpsEndpoints, viewer)
 	route(http.MethodDelete, "/v1/ops-endpoints/:id", s.deleteOpsEndpoint, admin)
 	route(http.MethodGet, "/v1/audit-log", s.exportAuditLog, admin)
 
 	route(http.MethodPost, "/v1/endpoints", s.createEndpoint, merchant)
-	route(http.MethodGet, "/v1/endpoints", s.listEndpoints, merchant)
-	route(http.MethodGet, "/v1/endpoints/:id", s.getEndpoint, merchant)
+	route(http.MethodGet, "/v1/endpoints", s.listEndpoints, viewer.orMerchant())
+	route(http.MethodGet, "/v1/endpoints/:id", s.getEndpoint, viewer.orMerchant())
 	route(http.MethodPatch, "/v1/endpoints/:id", s.patchEndpoint, merchant)
 	route(http.MethodDelete, "/v1/endpoints/:id", s.deleteEndpoint, merchant)
-	route(http.MethodPost, "/v1/endpoints/:id/enable", s.enableEndpoint, merchant)
-	route(http.MethodPost, "/v1/endpoints/:id/disable", s.disableEndpoint, merchant)
+	route(http.MethodPost, "/v1/endpoints/:id/enable", s.enableEndpoint, operator.orMerchant())
+	route(http.MethodPost, "/v1/endpoints/:id/disable", s.disableEndpoint, operator.orMerchant())
 	route(http.MethodPost, "/v1/endpoints/:id/rotate-secret", s.rotateSecret, merchant)
-	route(http.MethodPost, "/v1/endpoints/:id/test", s.pingEndpoint, merchant)
-	route(http.MethodGet, "/v1/endpoints/:id/deliveries", s.listDeliveries, merchant)
-	route(http.MethodGet, "/v1/endpoints/:id/events", s.pullEvents, merchant)
-	route(http.MethodPost, "/v1/endpoints/:id/events/ack", s.ackEvents, merchant)
-	route(http.MethodPost, "/v1/endpoints/:id/replay", s.startReplay, merchant)
-	route(http.MethodGet, "/v1/replays/:id", s.getReplay, merchant)
-	route(http.MethodPost, "/v1/replays/:id/cancel", s.cancelReplay, merchant)
-	route(http.MethodGet, "/v1/deliveries/:id", s.getDelivery, merchant)
-	route(http.MethodPost, "/v1/deliveries/:id/retry", s.retryDelivery, merchant)
-	route(http.MethodGet, "/v1/messages", s.listMessages, merchant)
-	route(http.MethodGet, "/v1/messages/:id", s.getMessage, merchant)
+	route(http.MethodPost, "/v1/endpoints/:id/test", s.pingEndpoint, operator.orMerchant())
+	route(http.MethodGet, "/v1/endpoints/:id/deliveries", s.listDeliveries, support.orMerchant())
+	route(http.MethodGet, "/v1/endpoints/:id/events", s.pullEvents, support.orMerchant())
+	route(http.MethodPost, "/v1/endpoints/:id/events/ack", s.ackEvents, operator.orMerchant())
+	route(http.MethodPost, "/v1/endpoints/:id/replay", s.startReplay, operator.orMerchant())
+	route(http.MethodGet, "/v1/replays/:id", s.getReplay, viewer.orMerchant())
+	route(http.MethodPost, "/v1/replays/:id/cancel", s.cancelReplay, operator.orMerchant())
+	route(http.MethodGet, "/v1/deliveries/:id", s.getDelivery, support.orMerchant())
+	route(http.MethodPost, "/v1/deliveries/:id/retry", s.retryDelivery, operator.orMerchant())
+	route(http.MethodGet, "/v1/messages", s.listMessages, support.orMerchant())
+	route(http.MethodGet, "/v1/messages/:id", s.getMessage, support.orMerchant())
 
 	// The event type catalog: merchants read it, the operator writes it.
 	route(http.MethodPost, "/v1/event-types", s.createEventType, admin)
-	route(http.MethodGet, "/v1/event-types", s.listEventTypes, merchant)
-	route(http.MethodGet, "/v1/event-types/:name", s.getEventType, merchant)
+	route(http.MethodGet, "/v1/event-types", s.listEventTypes, viewer.orMerchant())
+	route(http.MethodGet, "/v1/event-types/:name", s.getEventType, viewer.orMerchant())
 	route(http.MethodPatch, "/v1/event-types/:name", s.patchEventType, admin)
 
-	route(http.MethodGet, "/v1/carriers/:id/refusals", s.listCarrierRefusals, admin)
-	route(http.MethodGet, "/v1/carriers/:id/health", s.carrierHealth, admin)
-	route(http.MethodPost, "/v1/carriers/:id/try", s.tryCarrierCallback, admin)
+	route(http.MethodGet, "/v1/carriers/:id/refusals", s.listCarrierRefusals, support)
+	route(http.MethodGet, "/v1/carriers/:id/health", s.carrierHealth, viewer)
+	route(http.MethodPost, "/v1/carriers/:id/try", s.tryCarrierCallback, operator)
+
+	// Team access: users are the owners' to manage; tokens anyone's, each
+	// within their own power (ops.CreateToken).
+	route(http.MethodGet, "/v1/users", s.listUsers, owner)
+	route(http.MethodPost, "/v1/users/invites", s.inviteUser, owner)
+	route(http.MethodPatch, "/v1/users/:id", s.patchUser, owner)
+	route(http.MethodPost, "/v1/users/:id/deactivate", s.deactivateUser, owner)
+	route(http.MethodPost, "/v1/users/:id/reactivate", s.reactivateUser, owner)
+	route(http.MethodGet, "/v1/tokens", s.listTokens, viewer)
+	route(http.MethodPost, "/v1/tokens", s.createToken, viewer)
+	route(http.MethodDelete, "/v1/tokens/:id", s.revokeToken, viewer)
 
 	// The carriers' watch (watchCallbacks) sees every answer, the
 	// authentication's refusals included.
-	e.Add(http.MethodPost, "/v1/callbacks", s.callback, rec, s.watchCallbacks, s.auth(carrier))
+	route(http.MethodPost, "/v1/callbacks", s.callback, carrier, s.watchCallbacks)
 
 	e.GET("/openapi.json", echo.WrapHandler(openapi.Handler()), rec)
 }

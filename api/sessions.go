@@ -12,8 +12,9 @@ import (
 // SessionJSON is a live dashboard session as GET /v1/sessions shows it.
 type SessionJSON struct {
 	ID         ID            `json:"id"`
-	Kind       string        `json:"kind"` // admin | merchant
+	Kind       string        `json:"kind"` // admin | merchant | user
 	MerchantID *ID           `json:"merchant_id"`
+	UserID     *ID           `json:"user_id,omitempty"` // kind user
 	CreatedAt  time.Time     `json:"created_at"`
 	LastSeenAt time.Time     `json:"last_seen_at"`
 	ExpiresAt  time.Time     `json:"expires_at"`
@@ -36,6 +37,10 @@ func sessionJSON(v db.LoginSessionRecord) SessionJSON {
 	if v.MerchantID != 0 {
 		m := ID(v.MerchantID)
 		out.MerchantID = &m
+	}
+	if v.UserID != 0 {
+		u := ID(v.UserID)
+		out.UserID = &u
 	}
 	return out
 }

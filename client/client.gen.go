@@ -974,10 +974,38 @@ func (e ReplayCreateStatus) Valid() bool {
 	}
 }
 
+// Defines values for Role.
+const (
+	RoleAdmin    Role = "admin"
+	RoleOperator Role = "operator"
+	RoleOwner    Role = "owner"
+	RoleSupport  Role = "support"
+	RoleViewer   Role = "viewer"
+)
+
+// Valid indicates whether the value is a known member of the Role enum.
+func (e Role) Valid() bool {
+	switch e {
+	case RoleAdmin:
+		return true
+	case RoleOperator:
+		return true
+	case RoleOwner:
+		return true
+	case RoleSupport:
+		return true
+	case RoleViewer:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for SessionKind.
 const (
 	SessionKindAdmin    SessionKind = "admin"
 	SessionKindMerchant SessionKind = "merchant"
+	SessionKindUser     SessionKind = "user"
 )
 
 // Valid indicates whether the value is a known member of the SessionKind enum.
@@ -986,6 +1014,26 @@ func (e SessionKind) Valid() bool {
 	case SessionKindAdmin:
 		return true
 	case SessionKindMerchant:
+		return true
+	case SessionKindUser:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UserAuthSource.
+const (
+	Password UserAuthSource = "password"
+	Sso      UserAuthSource = "sso"
+)
+
+// Valid indicates whether the value is a known member of the UserAuthSource enum.
+func (e UserAuthSource) Valid() bool {
+	switch e {
+	case Password:
+		return true
+	case Sso:
 		return true
 	default:
 		return false
@@ -2254,6 +2302,15 @@ type ReplayCreated struct {
 	Id ID `json:"id"`
 }
 
+// Role defines model for Role.
+type Role string
+
+// Scope Limits its holder to some carriers or merchants (numeric ids); an empty or absent list limits nothing.
+type Scope struct {
+	Carriers  *[]int `json:"carriers,omitempty"`
+	Merchants *[]int `json:"merchants,omitempty"`
+}
+
 // SecretRotation An hmac endpoint gets a new secret, an ed25519 endpoint a new key pair, of which only the public key is shown.
 type SecretRotation struct {
 	// Id A 64-bit id written as a decimal string.
@@ -2292,6 +2349,9 @@ type Session struct {
 
 	// ReadOnly Opened by a read-only portal link: it may look, not change anything.
 	ReadOnly bool `json:"read_only"`
+
+	// UserId A 64-bit id written as a decimal string.
+	UserId *ID `json:"user_id,omitempty"`
 }
 
 // SessionKind defines model for Session.Kind.
@@ -2325,6 +2385,56 @@ type Stats struct {
 
 // Time defines model for Time.
 type Time = time.Time
+
+// Token defines model for Token.
+type Token struct {
+	CreatedAt Time  `json:"created_at"`
+	ExpiresAt *Time `json:"expires_at"`
+
+	// Id A 64-bit id written as a decimal string.
+	Id ID `json:"id"`
+
+	// LastUsedAt Recorded at most once a minute.
+	LastUsedAt *Time  `json:"last_used_at"`
+	Name       string `json:"name"`
+
+	// Prefix The token's first characters, to tell tokens apart.
+	Prefix string `json:"prefix"`
+	Role   Role   `json:"role"`
+
+	// Scope Limits its holder to some carriers or merchants (numeric ids); an empty or absent list limits nothing.
+	Scope   Scope `json:"scope"`
+	Service bool  `json:"service"`
+
+	// Token The token (hrt_...), in the answer to its creation only.
+	Token     *string `json:"token,omitempty"`
+	UserEmail *string `json:"user_email,omitempty"`
+	UserId    *ID     `json:"user_id"`
+}
+
+// TokenCreate defines model for TokenCreate.
+type TokenCreate struct {
+	ExpiresAt *Time `json:"expires_at,omitempty"`
+
+	// ExpiresIn A Go duration such as "720h"; or expires_at; neither: the token does not expire.
+	ExpiresIn *string `json:"expires_in,omitempty"`
+	Name      string  `json:"name"`
+	Role      Role    `json:"role"`
+
+	// Scope Limits its holder to some carriers or merchants (numeric ids); an empty or absent list limits nothing.
+	Scope *Scope `json:"scope,omitempty"`
+
+	// Service A token of no user (owners only).
+	Service *bool `json:"service,omitempty"`
+}
+
+// TokenList defines model for TokenList.
+type TokenList struct {
+	Items []Token `json:"items"`
+
+	// NextCursor Pass as ?cursor= for the next page; empty on the last page.
+	NextCursor Cursor `json:"next_cursor"`
+}
 
 // TryRequest defines model for TryRequest.
 type TryRequest struct {
@@ -2365,6 +2475,62 @@ type TryResult struct {
 		Reason  RefusalReason `json:"reason"`
 		Status  int           `json:"status"`
 	} `json:"refusal,omitempty"`
+}
+
+// User defines model for User.
+type User struct {
+	Active        bool           `json:"active"`
+	AuthSource    UserAuthSource `json:"auth_source"`
+	CreatedAt     Time           `json:"created_at"`
+	DeactivatedAt *Time          `json:"deactivated_at"`
+	Email         string         `json:"email"`
+
+	// Id A 64-bit id written as a decimal string.
+	Id          ID     `json:"id"`
+	LastLoginAt *Time  `json:"last_login_at"`
+	Name        string `json:"name"`
+	Role        Role   `json:"role"`
+
+	// Scope Limits its holder to some carriers or merchants (numeric ids); an empty or absent list limits nothing.
+	Scope Scope `json:"scope"`
+
+	// Totp Enrolled in TOTP (a code at each password login).
+	Totp bool `json:"totp"`
+}
+
+// UserAuthSource defines model for User.AuthSource.
+type UserAuthSource string
+
+// UserInvite defines model for UserInvite.
+type UserInvite struct {
+	ExpiresAt Time   `json:"expires_at"`
+	InviteUrl string `json:"invite_url"`
+}
+
+// UserInviteCreate defines model for UserInviteCreate.
+type UserInviteCreate struct {
+	Email string `json:"email"`
+	Role  Role   `json:"role"`
+
+	// Scope Limits its holder to some carriers or merchants (numeric ids); an empty or absent list limits nothing.
+	Scope *Scope `json:"scope,omitempty"`
+}
+
+// UserList defines model for UserList.
+type UserList struct {
+	Items []User `json:"items"`
+
+	// NextCursor Pass as ?cursor= for the next page; empty on the last page.
+	NextCursor Cursor `json:"next_cursor"`
+}
+
+// UserPatch defines model for UserPatch.
+type UserPatch struct {
+	Name *string `json:"name,omitempty"`
+	Role *Role   `json:"role,omitempty"`
+
+	// Scope Limits its holder to some carriers or merchants (numeric ids); an empty or absent list limits nothing.
+	Scope *Scope `json:"scope,omitempty"`
 }
 
 // CursorParameter defines model for Cursor.
@@ -2571,6 +2737,24 @@ type SessionListParams struct {
 	Cursor *CursorParameter `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
+// TokenListParams defines parameters for TokenList.
+type TokenListParams struct {
+	// Limit Page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The next_cursor of the previous page; opaque.
+	Cursor *CursorParameter `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// UserListParams defines parameters for UserList.
+type UserListParams struct {
+	// Limit Page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The next_cursor of the previous page; opaque.
+	Cursor *CursorParameter `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // CallbackCreateJSONRequestBody defines body for CallbackCreate for application/json ContentType.
 type CallbackCreateJSONRequestBody = CallbackBody
 
@@ -2621,6 +2805,15 @@ type MerchantPortalLinkCreateJSONRequestBody = PortalLinkCreate
 
 // OpsEndpointCreateJSONRequestBody defines body for OpsEndpointCreate for application/json ContentType.
 type OpsEndpointCreateJSONRequestBody = OpsEndpointCreate
+
+// TokenCreateJSONRequestBody defines body for TokenCreate for application/json ContentType.
+type TokenCreateJSONRequestBody = TokenCreate
+
+// UserInviteJSONRequestBody defines body for UserInvite for application/json ContentType.
+type UserInviteJSONRequestBody = UserInviteCreate
+
+// UserUpdateJSONRequestBody defines body for UserUpdate for application/json ContentType.
+type UserUpdateJSONRequestBody = UserPatch
 
 // AsEndpointCreate0 returns the union data inside the EndpointCreate as a EndpointCreate0
 func (t EndpointCreate) AsEndpointCreate0() (EndpointCreate0, error) {
@@ -4199,6 +4392,73 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/stats (the `StatsGet` operationId).
 	StatsGet(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TokenList List the live API tokens: an owner's every token, anyone else's their own.
+	//
+	// Corresponds with GET /v1/tokens (the `TokenList` operationId).
+	TokenList(ctx context.Context, params *TokenListParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TokenCreateWithBody Create an API token: a user's own (a role and scope within theirs) or, for owners, a service token.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/tokens (the `TokenCreate` operationId).
+	TokenCreateWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TokenCreate Create an API token: a user's own (a role and scope within theirs) or, for owners, a service token.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/tokens (the `TokenCreate` operationId).
+	TokenCreate(ctx context.Context, body TokenCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TokenRevoke Revoke a token at once: an owner any token, anyone else their own.
+	//
+	// Corresponds with DELETE /v1/tokens/{id} (the `TokenRevoke` operationId).
+	TokenRevoke(ctx context.Context, id PathID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UserList List the users (owners).
+	//
+	// Corresponds with GET /v1/users (the `UserList` operationId).
+	UserList(ctx context.Context, params *UserListParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UserInviteWithBody Invite a user (owners): a single-use link, valid 72 hours, that sets the user's name and password.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/users/invites (the `UserInvite` operationId).
+	UserInviteWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UserInvite Invite a user (owners): a single-use link, valid 72 hours, that sets the user's name and password.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/users/invites (the `UserInvite` operationId).
+	UserInvite(ctx context.Context, body UserInviteJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UserUpdateWithBody Change a user's role, scope or name (owners); it takes effect at the user's next request.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /v1/users/{id} (the `UserUpdate` operationId).
+	UserUpdateWithBody(ctx context.Context, id PathID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UserUpdate Change a user's role, scope or name (owners); it takes effect at the user's next request.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /v1/users/{id} (the `UserUpdate` operationId).
+	UserUpdate(ctx context.Context, id PathID, body UserUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UserDeactivate Deactivate a user (owners): their sessions and tokens end at once.
+	//
+	// Corresponds with POST /v1/users/{id}/deactivate (the `UserDeactivate` operationId).
+	UserDeactivate(ctx context.Context, id PathID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UserReactivate Let a deactivated user sign in again (owners); their old sessions and tokens stay ended.
+	//
+	// Corresponds with POST /v1/users/{id}/reactivate (the `UserReactivate` operationId).
+	UserReactivate(ctx context.Context, id PathID, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // OpenAPIGet This document.
@@ -5270,6 +5530,183 @@ func (c *Client) SessionRevoke(ctx context.Context, id PathID, reqEditors ...Req
 // Corresponds with GET /v1/stats (the `StatsGet` operationId).
 func (c *Client) StatsGet(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewStatsGetRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TokenList List the live API tokens: an owner's every token, anyone else's their own.
+//
+// Corresponds with GET /v1/tokens (the `TokenList` operationId).
+func (c *Client) TokenList(ctx context.Context, params *TokenListParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTokenListRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TokenCreateWithBody Create an API token: a user's own (a role and scope within theirs) or, for owners, a service token.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/tokens (the `TokenCreate` operationId).
+func (c *Client) TokenCreateWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTokenCreateRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TokenCreate Create an API token: a user's own (a role and scope within theirs) or, for owners, a service token.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/tokens (the `TokenCreate` operationId).
+func (c *Client) TokenCreate(ctx context.Context, body TokenCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTokenCreateRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TokenRevoke Revoke a token at once: an owner any token, anyone else their own.
+//
+// Corresponds with DELETE /v1/tokens/{id} (the `TokenRevoke` operationId).
+func (c *Client) TokenRevoke(ctx context.Context, id PathID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTokenRevokeRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UserList List the users (owners).
+//
+// Corresponds with GET /v1/users (the `UserList` operationId).
+func (c *Client) UserList(ctx context.Context, params *UserListParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUserListRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UserInviteWithBody Invite a user (owners): a single-use link, valid 72 hours, that sets the user's name and password.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/users/invites (the `UserInvite` operationId).
+func (c *Client) UserInviteWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUserInviteRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UserInvite Invite a user (owners): a single-use link, valid 72 hours, that sets the user's name and password.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/users/invites (the `UserInvite` operationId).
+func (c *Client) UserInvite(ctx context.Context, body UserInviteJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUserInviteRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UserUpdateWithBody Change a user's role, scope or name (owners); it takes effect at the user's next request.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /v1/users/{id} (the `UserUpdate` operationId).
+func (c *Client) UserUpdateWithBody(ctx context.Context, id PathID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUserUpdateRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UserUpdate Change a user's role, scope or name (owners); it takes effect at the user's next request.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /v1/users/{id} (the `UserUpdate` operationId).
+func (c *Client) UserUpdate(ctx context.Context, id PathID, body UserUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUserUpdateRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UserDeactivate Deactivate a user (owners): their sessions and tokens end at once.
+//
+// Corresponds with POST /v1/users/{id}/deactivate (the `UserDeactivate` operationId).
+func (c *Client) UserDeactivate(ctx context.Context, id PathID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUserDeactivateRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UserReactivate Let a deactivated user sign in again (owners); their old sessions and tokens stay ended.
+//
+// Corresponds with POST /v1/users/{id}/reactivate (the `UserReactivate` operationId).
+func (c *Client) UserReactivate(ctx context.Context, id PathID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUserReactivateRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -7925,6 +8362,367 @@ func NewStatsGetRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewTokenListRequest constructs an http.Request for the TokenList method
+func NewTokenListRequest(server string, params *TokenListParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/tokens")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewTokenCreateRequest calls the generic TokenCreate builder with application/json body
+func NewTokenCreateRequest(server string, body TokenCreateJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewTokenCreateRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewTokenCreateRequestWithBody constructs an http.Request for the TokenCreate method, with any body, and a specified content type
+func NewTokenCreateRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/tokens")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewTokenRevokeRequest constructs an http.Request for the TokenRevoke method
+func NewTokenRevokeRequest(server string, id PathID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/tokens/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUserListRequest constructs an http.Request for the UserList method
+func NewUserListRequest(server string, params *UserListParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/users")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUserInviteRequest calls the generic UserInvite builder with application/json body
+func NewUserInviteRequest(server string, body UserInviteJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUserInviteRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewUserInviteRequestWithBody constructs an http.Request for the UserInvite method, with any body, and a specified content type
+func NewUserInviteRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/users/invites")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewUserUpdateRequest calls the generic UserUpdate builder with application/json body
+func NewUserUpdateRequest(server string, id PathID, body UserUpdateJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUserUpdateRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewUserUpdateRequestWithBody constructs an http.Request for the UserUpdate method, with any body, and a specified content type
+func NewUserUpdateRequestWithBody(server string, id PathID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/users/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewUserDeactivateRequest constructs an http.Request for the UserDeactivate method
+func NewUserDeactivateRequest(server string, id PathID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/users/%s/deactivate", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUserReactivateRequest constructs an http.Request for the UserReactivate method
+func NewUserReactivateRequest(server string, id PathID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/users/%s/reactivate", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 func (c *Client) applyEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
 	for _, r := range c.RequestEditors {
 		if err := r(ctx, req); err != nil {
@@ -8443,6 +9241,83 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/stats (the `StatsGet` operationId).
 	StatsGetWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*StatsGetResponse, error)
+
+	// TokenListWithResponse List the live API tokens: an owner's every token, anyone else's their own.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/tokens (the `TokenList` operationId).
+	TokenListWithResponse(ctx context.Context, params *TokenListParams, reqEditors ...RequestEditorFn) (*TokenListResponse, error)
+
+	// TokenCreateWithBodyWithResponse Create an API token: a user's own (a role and scope within theirs) or, for owners, a service token.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/tokens (the `TokenCreate` operationId).
+	TokenCreateWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TokenCreateResponse, error)
+
+	// TokenCreateWithResponse Create an API token: a user's own (a role and scope within theirs) or, for owners, a service token.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/tokens (the `TokenCreate` operationId).
+	TokenCreateWithResponse(ctx context.Context, body TokenCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*TokenCreateResponse, error)
+
+	// TokenRevokeWithResponse Revoke a token at once: an owner any token, anyone else their own.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /v1/tokens/{id} (the `TokenRevoke` operationId).
+	TokenRevokeWithResponse(ctx context.Context, id PathID, reqEditors ...RequestEditorFn) (*TokenRevokeResponse, error)
+
+	// UserListWithResponse List the users (owners).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/users (the `UserList` operationId).
+	UserListWithResponse(ctx context.Context, params *UserListParams, reqEditors ...RequestEditorFn) (*UserListResponse, error)
+
+	// UserInviteWithBodyWithResponse Invite a user (owners): a single-use link, valid 72 hours, that sets the user's name and password.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/users/invites (the `UserInvite` operationId).
+	UserInviteWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UserInviteResponse, error)
+
+	// UserInviteWithResponse Invite a user (owners): a single-use link, valid 72 hours, that sets the user's name and password.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/users/invites (the `UserInvite` operationId).
+	UserInviteWithResponse(ctx context.Context, body UserInviteJSONRequestBody, reqEditors ...RequestEditorFn) (*UserInviteResponse, error)
+
+	// UserUpdateWithBodyWithResponse Change a user's role, scope or name (owners); it takes effect at the user's next request.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/users/{id} (the `UserUpdate` operationId).
+	UserUpdateWithBodyWithResponse(ctx context.Context, id PathID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UserUpdateResponse, error)
+
+	// UserUpdateWithResponse Change a user's role, scope or name (owners); it takes effect at the user's next request.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /v1/users/{id} (the `UserUpdate` operationId).
+	UserUpdateWithResponse(ctx context.Context, id PathID, body UserUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*UserUpdateResponse, error)
+
+	// UserDeactivateWithResponse Deactivate a user (owners): their sessions and tokens end at once.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/users/{id}/deactivate (the `UserDeactivate` operationId).
+	UserDeactivateWithResponse(ctx context.Context, id PathID, reqEditors ...RequestEditorFn) (*UserDeactivateResponse, error)
+
+	// UserReactivateWithResponse Let a deactivated user sign in again (owners); their old sessions and tokens stay ended.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/users/{id}/reactivate (the `UserReactivate` operationId).
+	UserReactivateWithResponse(ctx context.Context, id PathID, reqEditors ...RequestEditorFn) (*UserReactivateResponse, error)
 }
 
 type OpenAPIGetResponse struct {
@@ -11174,6 +12049,439 @@ func (r StatsGetResponse) ContentType() string {
 	return ""
 }
 
+// TokenListResponseDefaultHeaders the declared response headers of an HTTP default response for TokenList
+type TokenListResponseDefaultHeaders struct {
+	RetryAfter *string
+}
+
+type TokenListResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TokenList
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorResponse
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *TokenListResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r TokenListResponse) GetJSON200() *TokenList {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r TokenListResponse) GetJSONDefault() *ErrorResponse {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r TokenListResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r TokenListResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r TokenListResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r TokenListResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// TokenCreateResponseDefaultHeaders the declared response headers of an HTTP default response for TokenCreate
+type TokenCreateResponseDefaultHeaders struct {
+	RetryAfter *string
+}
+
+type TokenCreateResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Token
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorResponse
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *TokenCreateResponseDefaultHeaders
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r TokenCreateResponse) GetJSON201() *Token {
+	return r.JSON201
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r TokenCreateResponse) GetJSONDefault() *ErrorResponse {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r TokenCreateResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r TokenCreateResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r TokenCreateResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r TokenCreateResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// TokenRevokeResponseDefaultHeaders the declared response headers of an HTTP default response for TokenRevoke
+type TokenRevokeResponseDefaultHeaders struct {
+	RetryAfter *string
+}
+
+type TokenRevokeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorResponse
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *TokenRevokeResponseDefaultHeaders
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r TokenRevokeResponse) GetJSONDefault() *ErrorResponse {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r TokenRevokeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r TokenRevokeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r TokenRevokeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r TokenRevokeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UserListResponseDefaultHeaders the declared response headers of an HTTP default response for UserList
+type UserListResponseDefaultHeaders struct {
+	RetryAfter *string
+}
+
+type UserListResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *UserList
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorResponse
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *UserListResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UserListResponse) GetJSON200() *UserList {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r UserListResponse) GetJSONDefault() *ErrorResponse {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r UserListResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UserListResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UserListResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UserListResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UserInviteResponseDefaultHeaders the declared response headers of an HTTP default response for UserInvite
+type UserInviteResponseDefaultHeaders struct {
+	RetryAfter *string
+}
+
+type UserInviteResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *UserInvite
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorResponse
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *UserInviteResponseDefaultHeaders
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r UserInviteResponse) GetJSON201() *UserInvite {
+	return r.JSON201
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r UserInviteResponse) GetJSONDefault() *ErrorResponse {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r UserInviteResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UserInviteResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UserInviteResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UserInviteResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UserUpdateResponseDefaultHeaders the declared response headers of an HTTP default response for UserUpdate
+type UserUpdateResponseDefaultHeaders struct {
+	RetryAfter *string
+}
+
+type UserUpdateResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *User
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorResponse
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *UserUpdateResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UserUpdateResponse) GetJSON200() *User {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r UserUpdateResponse) GetJSONDefault() *ErrorResponse {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r UserUpdateResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UserUpdateResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UserUpdateResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UserUpdateResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UserDeactivateResponseDefaultHeaders the declared response headers of an HTTP default response for UserDeactivate
+type UserDeactivateResponseDefaultHeaders struct {
+	RetryAfter *string
+}
+
+type UserDeactivateResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *User
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorResponse
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *UserDeactivateResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UserDeactivateResponse) GetJSON200() *User {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r UserDeactivateResponse) GetJSONDefault() *ErrorResponse {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r UserDeactivateResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UserDeactivateResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UserDeactivateResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UserDeactivateResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UserReactivateResponseDefaultHeaders the declared response headers of an HTTP default response for UserReactivate
+type UserReactivateResponseDefaultHeaders struct {
+	RetryAfter *string
+}
+
+type UserReactivateResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *User
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorResponse
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *UserReactivateResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UserReactivateResponse) GetJSON200() *User {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r UserReactivateResponse) GetJSONDefault() *ErrorResponse {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r UserReactivateResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UserReactivateResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UserReactivateResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UserReactivateResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // OpenAPIGetWithResponse This document.
 //
 // Returns a wrapper object for the known response body format(s).
@@ -12049,6 +13357,149 @@ func (c *ClientWithResponses) StatsGetWithResponse(ctx context.Context, reqEdito
 		return nil, err
 	}
 	return ParseStatsGetResponse(rsp)
+}
+
+// TokenListWithResponse List the live API tokens: an owner's every token, anyone else's their own.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/tokens (the `TokenList` operationId).
+func (c *ClientWithResponses) TokenListWithResponse(ctx context.Context, params *TokenListParams, reqEditors ...RequestEditorFn) (*TokenListResponse, error) {
+	rsp, err := c.TokenList(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTokenListResponse(rsp)
+}
+
+// TokenCreateWithBodyWithResponse Create an API token: a user's own (a role and scope within theirs) or, for owners, a service token.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/tokens (the `TokenCreate` operationId).
+func (c *ClientWithResponses) TokenCreateWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TokenCreateResponse, error) {
+	rsp, err := c.TokenCreateWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTokenCreateResponse(rsp)
+}
+
+// TokenCreateWithResponse Create an API token: a user's own (a role and scope within theirs) or, for owners, a service token.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/tokens (the `TokenCreate` operationId).
+func (c *ClientWithResponses) TokenCreateWithResponse(ctx context.Context, body TokenCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*TokenCreateResponse, error) {
+	rsp, err := c.TokenCreate(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTokenCreateResponse(rsp)
+}
+
+// TokenRevokeWithResponse Revoke a token at once: an owner any token, anyone else their own.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /v1/tokens/{id} (the `TokenRevoke` operationId).
+func (c *ClientWithResponses) TokenRevokeWithResponse(ctx context.Context, id PathID, reqEditors ...RequestEditorFn) (*TokenRevokeResponse, error) {
+	rsp, err := c.TokenRevoke(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTokenRevokeResponse(rsp)
+}
+
+// UserListWithResponse List the users (owners).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/users (the `UserList` operationId).
+func (c *ClientWithResponses) UserListWithResponse(ctx context.Context, params *UserListParams, reqEditors ...RequestEditorFn) (*UserListResponse, error) {
+	rsp, err := c.UserList(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUserListResponse(rsp)
+}
+
+// UserInviteWithBodyWithResponse Invite a user (owners): a single-use link, valid 72 hours, that sets the user's name and password.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/users/invites (the `UserInvite` operationId).
+func (c *ClientWithResponses) UserInviteWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UserInviteResponse, error) {
+	rsp, err := c.UserInviteWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUserInviteResponse(rsp)
+}
+
+// UserInviteWithResponse Invite a user (owners): a single-use link, valid 72 hours, that sets the user's name and password.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/users/invites (the `UserInvite` operationId).
+func (c *ClientWithResponses) UserInviteWithResponse(ctx context.Context, body UserInviteJSONRequestBody, reqEditors ...RequestEditorFn) (*UserInviteResponse, error) {
+	rsp, err := c.UserInvite(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUserInviteResponse(rsp)
+}
+
+// UserUpdateWithBodyWithResponse Change a user's role, scope or name (owners); it takes effect at the user's next request.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/users/{id} (the `UserUpdate` operationId).
+func (c *ClientWithResponses) UserUpdateWithBodyWithResponse(ctx context.Context, id PathID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UserUpdateResponse, error) {
+	rsp, err := c.UserUpdateWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUserUpdateResponse(rsp)
+}
+
+// UserUpdateWithResponse Change a user's role, scope or name (owners); it takes effect at the user's next request.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /v1/users/{id} (the `UserUpdate` operationId).
+func (c *ClientWithResponses) UserUpdateWithResponse(ctx context.Context, id PathID, body UserUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*UserUpdateResponse, error) {
+	rsp, err := c.UserUpdate(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUserUpdateResponse(rsp)
+}
+
+// UserDeactivateWithResponse Deactivate a user (owners): their sessions and tokens end at once.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/users/{id}/deactivate (the `UserDeactivate` operationId).
+func (c *ClientWithResponses) UserDeactivateWithResponse(ctx context.Context, id PathID, reqEditors ...RequestEditorFn) (*UserDeactivateResponse, error) {
+	rsp, err := c.UserDeactivate(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUserDeactivateResponse(rsp)
+}
+
+// UserReactivateWithResponse Let a deactivated user sign in again (owners); their old sessions and tokens stay ended.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/users/{id}/reactivate (the `UserReactivate` operationId).
+func (c *ClientWithResponses) UserReactivateWithResponse(ctx context.Context, id PathID, reqEditors ...RequestEditorFn) (*UserReactivateResponse, error) {
+	rsp, err := c.UserReactivate(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUserReactivateResponse(rsp)
 }
 
 // ParseOpenAPIGetResponse parses an HTTP response from a OpenAPIGetWithResponse call
@@ -14317,6 +15768,370 @@ func ParseStatsGetResponse(rsp *http.Response) (*StatsGetResponse, error) {
 	switch {
 	case true:
 		var headers StatsGetResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseTokenListResponse parses an HTTP response from a TokenListWithResponse call
+func ParseTokenListResponse(rsp *http.Response) (*TokenListResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &TokenListResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TokenList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers TokenListResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseTokenCreateResponse parses an HTTP response from a TokenCreateWithResponse call
+func ParseTokenCreateResponse(rsp *http.Response) (*TokenCreateResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &TokenCreateResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Token
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers TokenCreateResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseTokenRevokeResponse parses an HTTP response from a TokenRevokeWithResponse call
+func ParseTokenRevokeResponse(rsp *http.Response) (*TokenRevokeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &TokenRevokeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers TokenRevokeResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUserListResponse parses an HTTP response from a UserListWithResponse call
+func ParseUserListResponse(rsp *http.Response) (*UserListResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UserListResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest UserList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers UserListResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUserInviteResponse parses an HTTP response from a UserInviteWithResponse call
+func ParseUserInviteResponse(rsp *http.Response) (*UserInviteResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UserInviteResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest UserInvite
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers UserInviteResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUserUpdateResponse parses an HTTP response from a UserUpdateWithResponse call
+func ParseUserUpdateResponse(rsp *http.Response) (*UserUpdateResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UserUpdateResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest User
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers UserUpdateResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUserDeactivateResponse parses an HTTP response from a UserDeactivateWithResponse call
+func ParseUserDeactivateResponse(rsp *http.Response) (*UserDeactivateResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UserDeactivateResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest User
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers UserDeactivateResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUserReactivateResponse parses an HTTP response from a UserReactivateWithResponse call
+func ParseUserReactivateResponse(rsp *http.Response) (*UserReactivateResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UserReactivateResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest User
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers UserReactivateResponseDefaultHeaders
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

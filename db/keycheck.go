@@ -26,6 +26,7 @@ var sourcePurposes = map[string]string{
 	"endpoints.auth":          purposeAuth,
 	"carriers.signing_secret": purposeCarrierSecret,
 	"ops_endpoints.secret":    purposeOpsSecret,
+	"users.totp_secret":       purposeTOTP,
 }
 
 func init() {

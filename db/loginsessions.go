@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/hookrelay/hookrelay/access"
 	"github.com/hookrelay/hookrelay/db/internal/dbsqlc"
 )
 
@@ -27,7 +28,9 @@ type NewLoginSession struct {
 	TokenSHA256 []byte // SHA-256 of the cookie's random token
 	Kind        string // SessionAdmin or SessionMerchant
 	MerchantID  int64  // SessionMerchant
-	// CredentialHash is the SHA-256 of the admin token or merchant key used.
+	UserID      int64  // SessionUser
+	// CredentialHash is the SHA-256 of the admin token or merchant key used
+	// (a user's session: any 8 bytes or more; the user's row decides).
 	CredentialHash []byte
 	Now            time.Time
 	ExpiresAt      time.Time
@@ -41,8 +44,12 @@ func (db *DB) LoginSessionCreate(ctx context.Context, s NewLoginSession) (int64,
 	if s.Kind == SessionMerchant {
 		merchantID = &s.MerchantID
 	}
+	var userID *int64
+	if s.Kind == SessionUser {
+		userID = &s.UserID
+	}
 	id, err := db.q.DashboardSessionInsert(ctx, dbsqlc.DashboardSessionInsertParams{
-		TokenSHA256: s.TokenSHA256, Kind: s.Kind, MerchantID: merchantID,
+		TokenSHA256: s.TokenSHA256, Kind: s.Kind, MerchantID: merchantID, UserID: userID,
 		CredentialFp: credentialFingerprint(s.CredentialHash), Now: s.Now, ExpiresAt: s.ExpiresAt,
 		UserAgent: s.UserAgent, ClientAddr: s.ClientAddr,
 	})
@@ -64,6 +71,13 @@ type LoginSession struct {
 	Portal     bool
 	LastSeenAt time.Time
 	ExpiresAt  time.Time
+	// A user's session (SessionUser): the user and, read with the session,
+	// the user's current role, scope, email and name.
+	UserID    int64
+	UserRole  access.Role
+	UserScope access.Scope
+	UserEmail string
+	UserName  string
 }
 
 // LoginSessionValid returns the session of a cookie token's hash while
@@ -78,6 +92,10 @@ func (db *DB) LoginSessionValid(ctx context.Context, tokenSHA256 []byte, now tim
 	s := LoginSession{ID: r.ID, Kind: r.Kind, ReadOnly: r.ReadOnly, Portal: r.Portal, LastSeenAt: r.LastSeenAt, ExpiresAt: r.ExpiresAt}
 	if r.MerchantID != nil {
 		s.MerchantID = *r.MerchantID
+	}
+	if r.UserID != nil {
+		s.UserID, s.UserRole, s.UserScope = *r.UserID, roleFrom(r.UserRole), scopeFrom(r.UserScope)
+		s.UserEmail, s.UserName = r.UserEmail, r.UserName
 	}
 	return s, nil
 }
@@ -114,6 +132,7 @@ type LoginSessionRecord struct {
 	ID         int64
 	Kind       string
 	MerchantID int64 // SessionMerchant
+	UserID     int64 // SessionUser
 	CreatedAt  time.Time
 	LastSeenAt time.Time
 	ExpiresAt  time.Time
@@ -139,6 +158,9 @@ func (db *DB) LoginSessionList(ctx context.Context, now time.Time, beforeID int6
 			ExpiresAt: r.ExpiresAt, UserAgent: r.UserAgent, ClientAddr: r.ClientAddr, Portal: r.Portal, ReadOnly: r.ReadOnly}
 		if r.MerchantID != nil {
 			out[i].MerchantID = *r.MerchantID
+		}
+		if r.UserID != nil {
+			out[i].UserID = *r.UserID
 		}
 	}
 	return out, nil

@@ -159,6 +159,7 @@ type ResealCounts struct {
 	CarrierSecrets int64 // carriers (signing_secret)
 	OpsSecrets     int64 // ops_endpoints
 	Settings       int64 // settings (the dashboard's session key)
+	Users          int64 // users (TOTP secrets)
 	// Lost counts the values left as they were because they are sealed
 	// under a key id declared lost (Config.LostKeyIDs).
 	Lost int64
@@ -166,7 +167,7 @@ type ResealCounts struct {
 
 // Total is every row rewritten.
 func (n ResealCounts) Total() int64 {
-	return n.Secrets + n.Endpoints + n.CarrierSecrets + n.OpsSecrets + n.Settings
+	return n.Secrets + n.Endpoints + n.CarrierSecrets + n.OpsSecrets + n.Settings + n.Users
 }
 
 // Reseal seals under the current key every stored secret that is not:
@@ -246,6 +247,21 @@ func (db *DB) reseal(ctx context.Context, batch int, prefix string) (ResealCount
 		return n, err
 	}
 	if n.Endpoints, err = db.resealEndpoints(ctx, lim, prefix, &n.Lost); err != nil {
+		return n, err
+	}
+	n.Users, err = db.resealColumn(ctx, "users", purposeTOTP, &n.Lost,
+		func(after int64) ([]sealedRow, error) {
+			rows, err := db.q.UserTOTPListUnsealed(ctx, dbsqlc.UserTOTPListUnsealedParams{AfterID: after, Prefix: prefix, Lim: lim})
+			out := make([]sealedRow, len(rows))
+			for i, r := range rows {
+				out[i] = sealedRow{r.ID, r.TotpSecret}
+			}
+			return out, err
+		},
+		func(ids []int64, old, new []string) (int64, error) {
+			return db.q.UserTOTPResealMany(ctx, dbsqlc.UserTOTPResealManyParams{IDs: ids, OldSecrets: old, NewSecrets: new})
+		})
+	if err != nil {
 		return n, err
 	}
 	n.Settings, err = db.resealSettings(ctx, prefix, &n.Lost)

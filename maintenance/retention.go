@@ -169,6 +169,10 @@ func (mt *Maintainer) retain(ctx context.Context, sess *db.Session, now time.Tim
 	if _, err := mt.db.PortalLinksDeleteExpired(ctx, now); err != nil {
 		errs = append(errs, err)
 	}
+	// Expired invitations to users, likewise.
+	if _, err := mt.db.UserInvitesDeleteExpired(ctx, now); err != nil {
+		errs = append(errs, err)
+	}
 	// The carriers' statistics of minutes older than a day (a small table:
 	// active carriers x minutes).
 	if _, err := mt.db.CarrierStatsTrim(ctx, now.Add(-CarrierStatsRetention)); err != nil {

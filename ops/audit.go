@@ -26,6 +26,8 @@ const (
 	targetMessage     = "message"
 	targetSettings    = "settings"
 	targetEventType   = "event_type"
+	targetUser        = "user"
+	targetToken       = "token"
 )
 
 // record writes e, an action that ended with err, to the audit log and

@@ -17,7 +17,7 @@ func (s *Service) Delivery(ctx context.Context, a Actor, id int64) (db.Delivery,
 	if err != nil {
 		return db.Delivery{}, nil, err
 	}
-	if a.MerchantID != 0 {
+	if a.limited() {
 		if _, err := s.Endpoint(ctx, a, d.EndpointID); err != nil {
 			return db.Delivery{}, nil, hookrelay.Errorf(hookrelay.ENOTFOUND, "delivery not found")
 		}

@@ -50,7 +50,7 @@ func (s *Service) CreateEndpoint(ctx context.Context, a Actor, merchantID int64,
 	defer func() {
 		err = done(audit.Entry{Action: "endpoint.create", TargetType: targetEndpoint, TargetID: audit.ID(out.Endpoint.ID), After: out}, err)
 	}()
-	if a.MerchantID != 0 && merchantID != a.MerchantID {
+	if !a.allowsMerchant(merchantID) {
 		return NewEndpoint{}, hookrelay.Errorf(hookrelay.EFORBIDDEN, "merchant_id names another merchant")
 	}
 	if a.MerchantID == 0 {
@@ -131,6 +131,15 @@ func (s *Service) UpdateEndpoint(ctx context.Context, a Actor, id int64, in Endp
 func (s *Service) Endpoints(ctx context.Context, a Actor, merchantID, afterID int64, limit int) ([]db.Endpoint, error) {
 	if a.MerchantID != 0 {
 		merchantID = a.MerchantID
+	}
+	if len(a.Merchants) > 0 && merchantID == 0 {
+		if len(a.Merchants) > 1 {
+			return nil, errScopeMerchants
+		}
+		merchantID = a.Merchants[0]
+	}
+	if !a.allowsMerchant(merchantID) {
+		return nil, nil
 	}
 	return s.db.EndpointList(ctx, merchantID, afterID, limit)
 }

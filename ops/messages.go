@@ -73,6 +73,13 @@ func SearchMessages(ctx context.Context, r MessageReader, a Actor, f db.MessageF
 		return nil, hookrelay.Errorf(hookrelay.EINVALID, "a search without ordering_key may cover at most 24 hours")
 	}
 	f.MerchantID = a.MerchantID
+	if len(a.Merchants) > 1 {
+		return nil, hookrelay.Errorf(hookrelay.EFORBIDDEN,
+			"your scope names several merchants: message search needs a scope of one merchant")
+	}
+	if len(a.Merchants) == 1 {
+		f.MerchantID = a.Merchants[0]
+	}
 	return r.MessageSearch(ctx, f, after, limit)
 }
 
@@ -81,8 +88,24 @@ func SearchMessages(ctx context.Context, r MessageReader, a Actor, f db.MessageF
 // merchant's view holds only its own deliveries, and a message with none
 // is "not found".
 func ReadMessage(ctx context.Context, r MessageReader, a Actor, id int64, receivedAt *time.Time) (db.MessageRecord, error) {
-	return r.MessageRead(ctx, id, receivedAt, a.MerchantID)
+	if a.MerchantID != 0 || len(a.Merchants) == 0 {
+		return r.MessageRead(ctx, id, receivedAt, a.MerchantID)
+	}
+	// An operator scoped to merchants sees the message as each of them
+	// does: the first whose deliveries it has (scopes are short lists).
+	for _, m := range a.Merchants {
+		rec, err := r.MessageRead(ctx, id, receivedAt, m)
+		if hookrelay.CodeOf(err) != hookrelay.ENOTFOUND {
+			return rec, err
+		}
+	}
+	return db.MessageRecord{}, hookrelay.Errorf(hookrelay.ENOTFOUND, "message not found")
 }
+
+// errScopeMerchants refuses a listing across merchants to an operator
+// scoped to several: name one of them.
+var errScopeMerchants = hookrelay.Errorf(hookrelay.EINVALID,
+	"your scope names several merchants: list one merchant at a time (merchant_id)")
 
 // CheckSearchText checks the text filters of a search as every text that
 // reaches the database is checked (hookrelay.CheckText), naming the API's

@@ -13,9 +13,11 @@ import (
 	"context"
 	"net"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/access"
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/ingest"
 )
@@ -23,8 +25,32 @@ import (
 // Actor is on whose behalf an action runs. The zero Actor is the operator
 // (the admin token), who may act on every endpoint; an Actor with a
 // MerchantID acts only on that merchant's endpoints and their deliveries.
+// An operator whose scope names merchants (Merchants) acts only on theirs.
 type Actor struct {
 	MerchantID int64
+	// Merchants is an operator's scope of merchants (empty: every one).
+	Merchants []int64
+}
+
+// FromPrincipal returns the Actor of a principal: a merchant key's or
+// portal session's merchant, an operator with the merchants of its scope.
+func FromPrincipal(p access.Principal) Actor {
+	switch p.Kind {
+	case access.KindMerchant, access.KindPortal:
+		return Merchant(p.MerchantID)
+	}
+	return Actor{Merchants: p.Scope.Merchants}
+}
+
+// limited reports whether a acts on some merchants only.
+func (a Actor) limited() bool { return a.MerchantID != 0 || len(a.Merchants) > 0 }
+
+// allowsMerchant reports whether a may act on merchant id's endpoints.
+func (a Actor) allowsMerchant(id int64) bool {
+	if a.MerchantID != 0 {
+		return id == a.MerchantID
+	}
+	return len(a.Merchants) == 0 || slices.Contains(a.Merchants, id)
 }
 
 // Merchant returns the Actor of merchant id.
@@ -32,7 +58,7 @@ func Merchant(id int64) Actor { return Actor{MerchantID: id} }
 
 // Owns reports whether a may act on ep.
 func (a Actor) Owns(ep db.Endpoint) bool {
-	return a.MerchantID == 0 || ep.MerchantID == a.MerchantID
+	return a.allowsMerchant(ep.MerchantID)
 }
 
 // Resolver looks up a host's addresses (net.DefaultResolver in production).

@@ -102,7 +102,7 @@ func (s *Service) Replay(ctx context.Context, a Actor, id int64) (db.Replay, err
 	if err != nil {
 		return db.Replay{}, err
 	}
-	if a.MerchantID != 0 {
+	if a.limited() {
 		if _, err := s.Endpoint(ctx, a, rp.EndpointID); err != nil {
 			return db.Replay{}, hookrelay.Errorf(hookrelay.ENOTFOUND, "replay not found")
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hookrelay/hookrelay/access"
 	"github.com/hookrelay/hookrelay/audit"
+	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/throttle"
 )
 
@@ -20,15 +21,12 @@ const (
 // sessionPrincipal is who a dashboard session of cl acts as, seen from c's
 // client.
 func sessionPrincipal(c echo.Context, cl claims) access.Principal {
-	p := access.Principal{Kind: access.KindBreakGlass, Role: access.Owner, SessionID: cl.ID, Name: "admin token",
-		Addr: throttle.ClientAddr(c.Request()), UserAgent: c.Request().UserAgent()}
-	switch {
-	case cl.Portal:
-		p.Kind, p.Role, p.Name, p.MerchantID = access.KindPortal, access.RoleNone, "portal link", cl.MerchantID
-	case cl.Kind == kindMerchant:
-		p.Kind, p.Role, p.Name, p.MerchantID = access.KindMerchant, access.RoleNone, "merchant key", cl.MerchantID
-	}
-	return p
+	return cl.principal(clientOf(c))
+}
+
+// clientOf is the client of c's request.
+func clientOf(c echo.Context) client {
+	return client{Addr: throttle.ClientAddr(c.Request()), UserAgent: c.Request().UserAgent()}
 }
 
 // recordLogin records a login of p into session p.SessionID (err nil), or a
@@ -59,4 +57,13 @@ func (d *Dashboard) recordLogout(c echo.Context, cl claims, err error) error {
 		return err
 	}
 	return rerr
+}
+
+// recordUserCreated records that user u was created by accepting an
+// invitation or by a first single sign-on; the user is its own actor.
+func (d *Dashboard) recordUserCreated(c echo.Context, u db.User) error {
+	p := access.Principal{Kind: access.KindUser, Role: u.Role, Scope: u.Scope, UserID: u.ID, Name: u.Email,
+		Addr: throttle.ClientAddr(c.Request()), UserAgent: c.Request().UserAgent()}
+	return d.cfg.Ops.Record(c.Request().Context(), audit.Entry{Action: "user.create", TargetType: "user",
+		TargetID: audit.ID(u.ID), After: u, Actor: &p})
 }

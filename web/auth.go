@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/access"
 	"github.com/hookrelay/hookrelay/throttle"
 )
 
@@ -23,6 +24,8 @@ func (d *Dashboard) authed(next echo.HandlerFunc) echo.HandlerFunc {
 			cl, err := d.sessions.check(c.Request().Context(), ck.Value)
 			if err == nil {
 				c.Set("session", cl)
+				from := client{Addr: throttle.ClientAddr(c.Request()), UserAgent: c.Request().UserAgent()}
+				c.SetRequest(c.Request().WithContext(access.WithPrincipal(c.Request().Context(), cl.principal(from))))
 				return next(c)
 			}
 			if !errors.Is(err, errNoSession) {
@@ -42,17 +45,24 @@ func session(c echo.Context) claims {
 	return cl
 }
 
-// adminOnly refuses merchant sessions on the ops pages (403), except that
-// the overview sends a merchant to the merchant view.
-func (d *Dashboard) adminOnly(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		if session(c).Kind == kindAdmin {
-			return next(c)
+// requireRole refuses the ops pages to merchant sessions (403), except
+// that the overview sends a merchant to the merchant view, and to
+// operators whose role is below role (403).
+func (d *Dashboard) requireRole(role access.Role) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			cl := session(c)
+			if cl.Role.Allows(role) {
+				return next(c)
+			}
+			if !cl.Operator() {
+				if c.Request().Method == http.MethodGet && c.Path() == "/ui/" {
+					return c.Redirect(http.StatusSeeOther, "/ui/m/")
+				}
+				return hookrelay.Errorf(hookrelay.EFORBIDDEN, "This page is for operators.")
+			}
+			return hookrelay.Errorf(hookrelay.EFORBIDDEN, "Your role (%s) cannot do this; it needs %s.", cl.Role, role)
 		}
-		if c.Request().Method == http.MethodGet && c.Path() == "/ui/" {
-			return c.Redirect(http.StatusSeeOther, "/ui/m/")
-		}
-		return hookrelay.Errorf(hookrelay.EFORBIDDEN, "This page is for operators.")
 	}
 }
 
@@ -89,7 +99,7 @@ func (d *Dashboard) loginForm(c echo.Context) error {
 func (d *Dashboard) renderLogin(c echo.Context, status int, msg string) error {
 	token := randomToken(18)
 	c.SetCookie(d.sessions.cookie(loginCookie, token, 30*time.Minute))
-	data := map[string]any{"LoginCSRF": token}
+	data := map[string]any{"LoginCSRF": token, "SSO": d.sso != nil}
 	if msg != "" {
 		data["Error"] = msg
 	}
@@ -109,6 +119,9 @@ func (d *Dashboard) login(c echo.Context) error {
 		c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
 		return d.renderLogin(c, http.StatusTooManyRequests,
 			fmt.Sprintf("Too many failed logins from your address; try again in %d s.", secs))
+	}
+	if c.FormValue("email") != "" {
+		return d.userLogin(c, addr)
 	}
 	cookie, cl, err := d.sessions.login(c.Request().Context(), c.FormValue("token"),
 		client{Addr: addr, UserAgent: c.Request().UserAgent()})

@@ -64,7 +64,7 @@ func (d *Dashboard) delivery(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	data, err := d.loadDelivery(c.Request().Context(), ops.Actor{}, id)
+	data, err := d.loadDelivery(c.Request().Context(), ops.FromPrincipal(d.principal(c)), id)
 	if err != nil {
 		return err
 	}
@@ -87,7 +87,7 @@ func (d *Dashboard) retryDelivery(c echo.Context, a ops.Actor) (int64, error) {
 }
 
 func (d *Dashboard) deliveryRetry(c echo.Context) error {
-	id, err := d.retryDelivery(c, ops.Actor{})
+	id, err := d.retryDelivery(c, ops.FromPrincipal(d.principal(c)))
 	if err != nil {
 		return err
 	}

@@ -71,6 +71,17 @@ func (d *Dashboard) endpointRows(c echo.Context, merchantID int64) (endpointsDat
 		list = list[:pageSize]
 		data.NextAfter = list[len(list)-1].ID
 	}
+	if scope := d.principal(c).Scope; len(scope.Merchants) > 0 {
+		// An operator scoped to merchants sees theirs only (a page may
+		// come out shorter; the next one goes on after it).
+		kept := list[:0:0]
+		for _, ep := range list {
+			if scope.AllowsMerchant(ep.MerchantID) {
+				kept = append(kept, ep)
+			}
+		}
+		list = kept
+	}
 	ids := make([]int64, len(list))
 	for i, ep := range list {
 		ids[i] = ep.ID
@@ -119,7 +130,7 @@ func (d *Dashboard) endpointEnable(c echo.Context) error {
 		return err
 	}
 	o := d.cfg.Ops
-	if _, err := o.EnableEndpoint(c.Request().Context(), ops.Actor{}, id); err != nil {
+	if _, err := o.EnableEndpoint(c.Request().Context(), ops.FromPrincipal(d.principal(c)), id); err != nil {
 		return err
 	}
 	return c.Redirect(http.StatusSeeOther, "/ui/endpoints?done=enabled")
@@ -131,7 +142,7 @@ func (d *Dashboard) endpointDisable(c echo.Context) error {
 		return err
 	}
 	o := d.cfg.Ops
-	if _, err := o.DisableEndpoint(c.Request().Context(), ops.Actor{}, id, "disabled by an operator"); err != nil {
+	if _, err := o.DisableEndpoint(c.Request().Context(), ops.FromPrincipal(d.principal(c)), id, "disabled by an operator"); err != nil {
 		return err
 	}
 	return c.Redirect(http.StatusSeeOther, "/ui/endpoints?done=disabled")

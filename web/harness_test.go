@@ -19,6 +19,7 @@ import (
 	"github.com/hookrelay/hookrelay/internal/testenv"
 	"github.com/hookrelay/hookrelay/maintenance"
 	"github.com/hookrelay/hookrelay/ops"
+	"github.com/hookrelay/hookrelay/sso"
 	"github.com/hookrelay/hookrelay/web"
 )
 
@@ -31,6 +32,9 @@ type fixtureOpts struct {
 	Replays      bool          // run a replay runner (the maintenance holder's) as well
 	// FrameAncestors may embed the portal (web.Config.PortalFrameAncestors).
 	FrameAncestors []string
+	// SSO, when set, gives the single sign-on settings of the dashboard
+	// at base (its URL, known before it starts).
+	SSO func(base string) *sso.Config
 }
 
 // webFixture is the dashboard on a loopback server, on one echo router with
@@ -43,12 +47,20 @@ type webFixture struct {
 	Logs  *logtest.Buffer
 	// Routes are the router's routes, the dashboard's among them.
 	Routes []*echo.Route
+	Dash   *web.Dashboard
 }
 
 func startWebFixture(t *testing.T, o fixtureOpts) webFixture {
 	t.Helper()
 	ctx := context.Background()
 	env := testenv.New(t, testenv.Options{AdminToken: testAdminToken})
+	hs := httptest.NewUnstartedServer(nil)
+	t.Cleanup(hs.Close)
+	base := "http://" + hs.Listener.Addr().String()
+	var ssoCfg *sso.Config
+	if o.SSO != nil {
+		ssoCfg = o.SSO(base)
+	}
 	store, payloads, logger := env.DB, env.Payloads, env.Logger
 	// No quick retries: the dashboard tests make dead letters from failing
 	// endpoints with short schedules, and 1 + n attempts keep them below
@@ -61,7 +73,7 @@ func startWebFixture(t *testing.T, o fixtureOpts) webFixture {
 		Watch:   ingest.WatchConfig{FlushInterval: 20 * time.Millisecond, StatsInterval: 50 * time.Millisecond},
 		Batcher: ingest.BatcherConfig{OnStored: func(_ int, queues []int) { d.WakeQueues(queues) }}}, store, payloads, nil, operations)
 	dash, err := web.New(ctx, web.Config{Logger: logger, Store: store, Ops: operations, Presigner: payloads,
-		PortalFrameAncestors: o.FrameAncestors})
+		PortalFrameAncestors: o.FrameAncestors, SSO: ssoCfg})
 	require.NoError(t, err)
 
 	e := echo.New()
@@ -81,7 +93,7 @@ func startWebFixture(t *testing.T, o fixtureOpts) webFixture {
 		mt := maintenance.New(logger, maintenance.Config{StatInterval: o.StatInterval, StatLag: time.Millisecond}, store, payloads, nil)
 		testenv.Go(t, "the maintainer", mt.Run)
 	}
-	hs := httptest.NewServer(e)
-	t.Cleanup(hs.Close)
-	return webFixture{URL: hs.URL, store: store, dbURL: env.DBURL, Logs: env.Logs, Routes: e.Routes()}
+	hs.Config.Handler = e
+	hs.Start()
+	return webFixture{URL: base, store: store, dbURL: env.DBURL, Logs: env.Logs, Routes: e.Routes(), Dash: dash}
 }

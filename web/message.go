@@ -39,7 +39,7 @@ func (d *Dashboard) message(c echo.Context) error {
 		at = &t
 	}
 	ctx := c.Request().Context()
-	m, err := d.cfg.Ops.ReadMessageFrom(ctx, d.reads(c), ops.Actor{}, id, at)
+	m, err := d.cfg.Ops.ReadMessageFrom(ctx, d.reads(c), ops.FromPrincipal(d.principal(c)), id, at)
 	if err != nil {
 		return err
 	}

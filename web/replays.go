@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/access"
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/ops"
 )
@@ -103,7 +104,8 @@ func scopeOf(c echo.Context) replayScope {
 	if id := session(c).MerchantID; id != 0 {
 		return replayScope{Actor: ops.Merchant(id), Base: "/ui/m", Nav: "m"}
 	}
-	return replayScope{Actor: ops.Actor{}, Base: "/ui", Nav: "endpoints"}
+	p, _ := access.FromContext(c.Request().Context())
+	return replayScope{Actor: ops.FromPrincipal(p), Base: "/ui", Nav: "endpoints"}
 }
 
 // replayEndpoint loads the endpoint of the route as the session may see it.

@@ -52,7 +52,7 @@ func (d *Dashboard) searchMessages(c echo.Context, a ops.Actor, base string) err
 }
 
 func (d *Dashboard) messageSearch(c echo.Context) error {
-	return d.searchMessages(c, ops.Actor{}, "/ui")
+	return d.searchMessages(c, ops.FromPrincipal(d.principal(c)), "/ui")
 }
 
 func (d *Dashboard) merchantMessageSearch(c echo.Context) error {

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/access"
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/ops"
 )
@@ -42,6 +44,7 @@ const (
 const (
 	kindAdmin    = db.SessionAdmin
 	kindMerchant = db.SessionMerchant
+	kindUser     = db.SessionUser
 )
 
 // claims is the session of a request.
@@ -52,6 +55,55 @@ type claims struct {
 	ReadOnly   bool   // the session may only look (a read-only portal link)
 	Portal     bool   // a portal link opened the session
 	tokenHash  []byte // SHA-256 of the cookie's token; the CSRF token derives from it
+	// Role is the operator's role: owner for the admin token's sessions,
+	// the user's current one for a user's, none for a merchant's.
+	Role   access.Role
+	Scope  access.Scope
+	UserID int64  // kindUser
+	Email  string // kindUser
+	Name   string // kindUser
+}
+
+// Operator reports whether the session is an operator's (the admin
+// token's or a user's), not a merchant's.
+func (c claims) Operator() bool { return c.Role != access.RoleNone }
+
+// Can reports whether the session's role allows what role (a role's name)
+// may do: the pages show only the actions it can take.
+func (c claims) Can(role string) bool {
+	r, err := access.ParseRole(role)
+	return err == nil && c.Role.Allows(r)
+}
+
+// May reports whether the session may take an action that operators need
+// role (a role's name) for: a merchant's session on its own objects
+// always (its own rules apply), an operator's with that role or more.
+// Pages shared by both views use it.
+func (c claims) May(role string) bool { return !c.Operator() || c.Can(role) }
+
+// Who names the session's holder for people.
+func (c claims) Who() string {
+	switch c.Kind {
+	case kindUser:
+		return cmp.Or(c.Name, c.Email)
+	case kindAdmin:
+		return "admin token"
+	}
+	return ""
+}
+
+// principal is the session's principal, from client addr.
+func (c claims) principal(from client) access.Principal {
+	p := access.Principal{Role: c.Role, Scope: c.Scope, SessionID: c.ID, Addr: from.Addr, UserAgent: from.UserAgent}
+	switch c.Kind {
+	case kindAdmin:
+		p.Kind, p.Name = access.KindBreakGlass, "admin token"
+	case kindUser:
+		p.Kind, p.UserID, p.Name = access.KindUser, c.UserID, c.Email
+	default:
+		p.Kind, p.MerchantID = access.KindPortal, c.MerchantID
+	}
+	return p
 }
 
 type sessions struct {
@@ -126,7 +178,7 @@ func (s *sessions) login(ctx context.Context, credential string, from client) (*
 		if subtle.ConstantTimeCompare([]byte(hex.EncodeToString(hash)), []byte(want)) != 1 {
 			return nil, claims{}, errBadCredential
 		}
-		c.Kind = kindAdmin
+		c.Kind, c.Role = kindAdmin, access.Owner
 	}
 	token := randomToken(32)
 	c.tokenHash = tokenHash(token)
@@ -242,7 +294,30 @@ func (s *sessions) check(ctx context.Context, token string) (claims, error) {
 		// it must not refuse the request.
 		_ = s.store.LoginSessionSeen(ctx, row.ID, now)
 	}
-	return claims{ID: row.ID, Kind: row.Kind, MerchantID: row.MerchantID, ReadOnly: row.ReadOnly, Portal: row.Portal, tokenHash: h}, nil
+	c := claims{ID: row.ID, Kind: row.Kind, MerchantID: row.MerchantID, ReadOnly: row.ReadOnly, Portal: row.Portal, tokenHash: h}
+	switch row.Kind {
+	case kindAdmin:
+		c.Role = access.Owner
+	case kindUser:
+		c.Role, c.Scope, c.UserID, c.Email, c.Name = row.UserRole, row.UserScope, row.UserID, row.UserEmail, row.UserName
+	}
+	return c, nil
+}
+
+// open records a session of user u and returns its cookie.
+func (s *sessions) open(ctx context.Context, u db.User, from client) (*http.Cookie, claims, error) {
+	token := randomToken(32)
+	c := claims{Kind: kindUser, UserID: u.ID, Role: u.Role, Scope: u.Scope, Email: u.Email, Name: u.Name, tokenHash: tokenHash(token)}
+	now := s.now()
+	id, err := s.store.LoginSessionCreate(ctx, db.NewLoginSession{
+		TokenSHA256: c.tokenHash, Kind: kindUser, UserID: u.ID, CredentialHash: c.tokenHash,
+		Now: now, ExpiresAt: now.Add(s.ttl), UserAgent: cleanText(from.UserAgent, maxUserAgent), ClientAddr: from.Addr,
+	})
+	if err != nil {
+		return nil, claims{}, err
+	}
+	c.ID = id
+	return s.cookie(sessionCookie, token, s.ttl), c, nil
 }
 
 // end revokes the session (logout).

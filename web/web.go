@@ -10,18 +10,50 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"net/http"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/access"
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/httperr"
 	"github.com/hookrelay/hookrelay/ops"
 	"github.com/hookrelay/hookrelay/sso"
 	"github.com/hookrelay/hookrelay/throttle"
 )
+
+// pageNeed is who may use a page or action: anyone (public), a merchant's
+// session (merchant), or an operator with at least role.
+type pageNeed struct {
+	role     access.Role
+	merchant bool
+	public   bool
+}
+
+// declaredRoutes adds routes to a group, each declared with need and
+// given the middleware mw.
+type declaredRoutes struct {
+	g      *echo.Group
+	needs  map[string]pageNeed
+	prefix string // the group's path
+	need   pageNeed
+	mw     []echo.MiddlewareFunc
+}
+
+func (r declaredRoutes) GET(path string, h echo.HandlerFunc) {
+	r.needs[http.MethodGet+" "+r.prefix+path] = r.need
+	r.g.GET(path, h, r.mw...)
+}
+
+func (r declaredRoutes) POST(path string, h echo.HandlerFunc) {
+	r.needs[http.MethodPost+" "+r.prefix+path] = r.need
+	r.g.POST(path, h, r.mw...)
+}
 
 // Store is what the pages read. *db.DB implements it.
 type Store interface {
@@ -53,6 +85,13 @@ type Store interface {
 	EndpointSecretsActive(ctx context.Context, id int64) ([]db.EndpointSecret, error)
 
 	PortalLinkRedeem(ctx context.Context, linkSHA256 []byte, r db.PortalRedemption) (db.LoginSession, error)
+
+	UserByEmail(ctx context.Context, email string) (db.User, error)
+	UserCreate(ctx context.Context, n db.NewUser) (db.User, error)
+	UserLoggedIn(ctx context.Context, id int64, now time.Time) error
+	UserTOTPUse(ctx context.Context, id, step int64) (bool, error)
+	UserInviteGet(ctx context.Context, tokenSHA256 []byte, now time.Time) (db.UserInvite, error)
+	UserInviteAccept(ctx context.Context, tokenSHA256 []byte, n db.NewUser) (db.User, error)
 	CarrierAll(ctx context.Context) ([]db.Carrier, error)
 	EndpointList(ctx context.Context, merchantID, afterID int64, limit int) ([]db.Endpoint, error)
 }
@@ -136,6 +175,12 @@ type Dashboard struct {
 	sessions *sessions
 	throttle *throttle.Throttle
 	pages    *pages
+	// needs is what each page and action needs, by "METHOD /path"
+	// (Mount fills it).
+	needs map[string]pageNeed
+	// sso signs operators in with an OpenID provider; nil: no single
+	// sign-on (Config.SSO).
+	sso *sso.Client
 }
 
 // New builds the dashboard; it loads (or creates) the session signing key
@@ -153,7 +198,13 @@ func New(ctx context.Context, cfg Config) (*Dashboard, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Dashboard{cfg: cfg, log: cfg.Logger, store: cfg.Store, sessions: sess, throttle: cfg.Throttle, pages: pg}, nil
+	d := &Dashboard{cfg: cfg, log: cfg.Logger, store: cfg.Store, sessions: sess, throttle: cfg.Throttle, pages: pg, needs: map[string]pageNeed{}}
+	if cfg.SSO != nil {
+		if d.sso, err = sso.New(*cfg.SSO); err != nil {
+			return nil, fmt.Errorf("single sign-on: %w", err)
+		}
+	}
+	return d, nil
 }
 
 // Mount registers the pages under prefix (normally "/ui") on e, and their
@@ -163,54 +214,88 @@ func (d *Dashboard) Mount(e *echo.Echo, prefix string, errs *httperr.Handler) {
 	errs.Render(prefix, d.renderError)
 	e.GET(prefix, func(c echo.Context) error { return c.Redirect(302, prefix+"/") })
 	g := e.Group(prefix, d.securityHeaders)
-	g.GET("/static/*", d.static)
-	g.GET("/login", d.loginForm)
-	g.POST("/login", d.login)
+	// Every page and action declares who may use it (pageNeed), in
+	// d.needs for the route walk of the tests: public, a merchant's
+	// session, or an operator with at least a role (requireRole).
+	public := func(method, path string, h echo.HandlerFunc, mw ...echo.MiddlewareFunc) {
+		d.needs[method+" "+prefix+path] = pageNeed{public: true}
+		g.Add(method, path, h, mw...)
+	}
+	op := func(method, path string, h echo.HandlerFunc, role access.Role) {
+		d.needs[method+" "+prefix+path] = pageNeed{role: role}
+		g.Add(method, path, h, d.authed, d.requireRole(role), d.csrf)
+	}
+	const get, post = http.MethodGet, http.MethodPost
+	viewer, support, operator, admin, owner := access.Viewer, access.Support, access.Operator, access.Admin, access.Owner
+
+	// ops.GET and ops.POST add operator pages that need the admin role;
+	// op declares any other role.
+	ops := declaredRoutes{g: g, needs: d.needs, prefix: prefix, need: pageNeed{role: admin},
+		mw: []echo.MiddlewareFunc{d.authed, d.requireRole(admin), d.csrf}}
+	_ = ops
+
+	public(get, "/static/*", d.static)
+	public(get, "/login", d.loginForm)
+	public(post, "/login", d.login)
+	public(get, "/invite", d.inviteForm)
+	if d.sso != nil {
+		public(get, "/sso/login", d.ssoLogin)
+		public(get, "/sso/callback", d.ssoCallback)
+	}
+	public(post, "/invite", d.inviteAccept)
 	// Logout answers with a redirect only; a portal session in an iframe
 	// takes it there.
+	d.needs[post+" "+prefix+"/logout"] = pageNeed{public: true}
 	g.POST("/logout", d.logout, d.portalFrame, d.authed, d.csrf)
 
-	ops := g.Group("", d.authed, d.adminOnly, d.csrf)
-	ops.GET("/", d.overview)
-	ops.GET("/endpoints", d.endpoints)
-	ops.POST("/endpoints/:id/enable", d.endpointEnable)
-	ops.POST("/endpoints/:id/disable", d.endpointDisable)
-	ops.GET("/dead-letters", d.deadLetters)
-	ops.POST("/dead-letters/confirm", d.deadLettersConfirm)
-	ops.POST("/dead-letters/apply", d.deadLettersApply)
-	ops.GET("/deliveries/:id", d.delivery)
-	ops.POST("/deliveries/:id/retry", d.deliveryRetry)
-	ops.GET("/messages", d.messageSearch)
-	ops.GET("/messages/:id", d.message)
-	ops.GET("/database", d.database)
-	ops.GET("/sessions", d.sessionList)
-	ops.POST("/sessions/:id/revoke", d.sessionRevoke)
-	ops.GET("/audit", d.auditLog)
-	ops.GET("/endpoints/:id/replay", d.replayFormPage)
-	ops.POST("/endpoints/:id/replay/confirm", d.replayConfirm)
-	ops.POST("/endpoints/:id/replay", d.replayStart)
-	ops.GET("/replays/:id", d.replayPage)
-	ops.POST("/replays/:id/cancel", d.replayCancel)
-	ops.GET("/ops-endpoints", d.opsEndpointList)
-	ops.POST("/ops-endpoints", d.opsEndpointCreate)
-	ops.GET("/ops-endpoints/:id/delete", d.opsEndpointDeleteConfirm)
-	ops.POST("/ops-endpoints/:id/delete", d.opsEndpointDelete)
-	ops.GET("/carriers", d.carriers)
-	ops.GET("/carriers/:id", d.carrier)
-	ops.POST("/carriers/:id/try", d.carrierTry)
-	ops.POST("/carriers/:id/enable", d.carrierEnable)
-	ops.POST("/carriers/:id/disable", d.carrierDisable)
-	ops.POST("/carriers/:id/rotate-key", d.carrierRotateKey)
-	ops.GET("/carriers/:id/edit", d.carrierEditForm)
-	ops.POST("/carriers/:id/edit", d.carrierUpdate)
-	ops.GET("/carriers/:id/delete", d.carrierDeleteConfirm)
-	ops.POST("/carriers/:id/delete", d.carrierDelete)
-	ops.GET("/event-types", d.eventTypes)
-	ops.GET("/event-types/new", d.eventTypeNewForm)
-	ops.POST("/event-types", d.eventTypeCreate)
-	ops.GET("/event-types/:name", d.eventTypeEditForm)
-	ops.POST("/event-types/:name", d.eventTypeUpdate)
-	ops.POST("/event-types/:name/deprecate", d.eventTypeDeprecate)
+	op(get, "/", d.overview, viewer)
+	op(get, "/endpoints", d.endpoints, viewer)
+	op(post, "/endpoints/:id/enable", d.endpointEnable, operator)
+	op(post, "/endpoints/:id/disable", d.endpointDisable, operator)
+	op(get, "/dead-letters", d.deadLetters, support)
+	op(post, "/dead-letters/confirm", d.deadLettersConfirm, operator)
+	op(post, "/dead-letters/apply", d.deadLettersApply, operator)
+	op(get, "/deliveries/:id", d.delivery, support)
+	op(post, "/deliveries/:id/retry", d.deliveryRetry, operator)
+	op(get, "/messages", d.messageSearch, support)
+	op(get, "/messages/:id", d.message, support)
+	op(get, "/database", d.database, viewer)
+	op(get, "/sessions", d.sessionList, admin)
+	op(post, "/sessions/:id/revoke", d.sessionRevoke, admin)
+	op(get, "/audit", d.auditLog, admin)
+	op(get, "/endpoints/:id/replay", d.replayFormPage, operator)
+	op(post, "/endpoints/:id/replay/confirm", d.replayConfirm, operator)
+	op(post, "/endpoints/:id/replay", d.replayStart, operator)
+	op(get, "/replays/:id", d.replayPage, viewer)
+	op(post, "/replays/:id/cancel", d.replayCancel, operator)
+	op(get, "/ops-endpoints", d.opsEndpointList, viewer)
+	op(post, "/ops-endpoints", d.opsEndpointCreate, admin)
+	op(get, "/ops-endpoints/:id/delete", d.opsEndpointDeleteConfirm, admin)
+	op(post, "/ops-endpoints/:id/delete", d.opsEndpointDelete, admin)
+	op(get, "/carriers", d.carriers, viewer)
+	op(get, "/carriers/:id", d.carrier, viewer)
+	op(post, "/carriers/:id/try", d.carrierTry, operator)
+	op(post, "/carriers/:id/enable", d.carrierEnable, operator)
+	op(post, "/carriers/:id/disable", d.carrierDisable, operator)
+	op(post, "/carriers/:id/rotate-key", d.carrierRotateKey, admin)
+	op(get, "/carriers/:id/edit", d.carrierEditForm, admin)
+	op(post, "/carriers/:id/edit", d.carrierUpdate, admin)
+	op(get, "/carriers/:id/delete", d.carrierDeleteConfirm, admin)
+	op(post, "/carriers/:id/delete", d.carrierDelete, admin)
+	op(get, "/users", d.users, owner)
+	op(post, "/users/invite", d.userInvite, owner)
+	op(post, "/users/:id/role", d.userRole, owner)
+	op(post, "/users/:id/deactivate", d.userDeactivate, owner)
+	op(post, "/users/:id/reactivate", d.userReactivate, owner)
+	op(get, "/event-types", d.eventTypes, viewer)
+	op(get, "/event-types/new", d.eventTypeNewForm, admin)
+	op(post, "/event-types", d.eventTypeCreate, admin)
+	op(get, "/event-types/:name", d.eventTypeEditForm, admin)
+	op(post, "/event-types/:name", d.eventTypeUpdate, admin)
+	op(post, "/event-types/:name/deprecate", d.eventTypeDeprecate, admin)
+	op(get, "/tokens", d.tokens, viewer)
+	op(post, "/tokens", d.tokenCreate, viewer)
+	op(post, "/tokens/:id/revoke", d.tokenRevoke, viewer)
 
 	// The portal: the pages a merchant session sees (a merchant key's
 	// login or a portal link's); frameable where PortalFrameAncestors says.
@@ -218,8 +303,13 @@ func (d *Dashboard) Mount(e *echo.Echo, prefix string, errs *httperr.Handler) {
 	p.GET("/open", d.portalOpenForm)
 	p.POST("/open", d.portalOpen, d.sameOrigin)
 	p.GET("/ended", d.portalEnded)
+	for _, r := range []string{"GET /open", "POST /open", "GET /ended"} {
+		method, path, _ := strings.Cut(r, " ")
+		d.needs[method+" "+prefix+"/portal"+path] = pageNeed{public: true}
+	}
 
-	m := g.Group("/m", d.portalFrame, d.authed, d.merchantOnly, d.csrf, d.writable)
+	mg := g.Group("/m", d.portalFrame, d.authed, d.merchantOnly, d.csrf, d.writable)
+	m := declaredRoutes{g: mg, needs: d.needs, prefix: prefix + "/m", need: pageNeed{merchant: true}}
 	m.GET("/", d.merchantHome)
 	m.GET("/endpoints/new", d.endpointNewForm)
 	m.POST("/endpoints", d.endpointCreate)

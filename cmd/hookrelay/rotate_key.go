@@ -47,8 +47,8 @@ func runRotateKey(ctx context.Context, args []string, getenv func(string) string
 	if err != nil {
 		return fmt.Errorf("rotate encryption key: %w", err)
 	}
-	fmt.Fprintf(stdout, "re-encrypted under the current key: %d endpoint signing secrets, %d endpoints' headers and credentials, %d carrier signing secrets, %d ops endpoint secrets, %d settings\n",
-		n.Secrets, n.Endpoints, n.CarrierSecrets, n.OpsSecrets, n.Settings)
+	fmt.Fprintf(stdout, "re-encrypted under the current key: %d endpoint signing secrets, %d endpoints' headers and credentials, %d carrier signing secrets, %d ops endpoint secrets, %d settings, %d users' TOTP secrets\n",
+		n.Secrets, n.Endpoints, n.CarrierSecrets, n.OpsSecrets, n.Settings, n.Users)
 	if n.Lost > 0 {
 		fmt.Fprintf(stdout, "left as they are: %d values sealed under a key declared lost (%s)\n", n.Lost, lostKeyIDsVar)
 	}

@@ -21,6 +21,9 @@ FROM (
     SELECT 'ops_endpoints.secret', split_part(o.secret, ':', 2), o.secret
     FROM ops_endpoints o WHERE starts_with(o.secret, @prefix::text)
     UNION ALL
+    SELECT 'users.totp_secret', split_part(u.totp_secret, ':', 2), u.totp_secret
+    FROM users u WHERE starts_with(u.totp_secret, @prefix::text)
+    UNION ALL
     SELECT 'settings.' || st.name, split_part(st.value, ':', 2), st.value
     FROM settings st WHERE st.name = ANY(sqlc.arg(settings)::text[]) AND starts_with(st.value, @prefix::text)
 ) v

@@ -23,14 +23,18 @@ func (q *Queries) DashboardSessionDeleteExpired(ctx context.Context, before time
 }
 
 const dashboardSessionGet = `-- name: DashboardSessionGet :one
-SELECT s.id, s.kind, s.merchant_id, s.last_seen_at, s.expires_at, s.read_only, s.portal
+SELECT s.id, s.kind, s.merchant_id, s.user_id, s.last_seen_at, s.expires_at, s.read_only, s.portal,
+       coalesce(u.role, '')::text AS user_role, coalesce(u.scope, '{}')::jsonb AS user_scope,
+       coalesce(u.email, '')::text AS user_email, coalesce(u.name, '')::text AS user_name
 FROM dashboard_sessions s
+LEFT JOIN users u ON u.id = s.user_id
 WHERE s.token_sha256 = $1
   AND s.revoked_at IS NULL
   AND s.expires_at > $2
   AND s.credential_fp = CASE s.kind
         WHEN 'admin' THEN (SELECT substring(decode(st.value, 'hex') FROM 1 FOR 8)
                            FROM settings st WHERE st.name = 'admin_token_sha256')
+        WHEN 'user' THEN CASE WHEN u.deactivated_at IS NULL THEN s.credential_fp END
         ELSE (SELECT substring(m.api_key_hash FROM 1 FOR 8) FROM merchants m WHERE m.id = s.merchant_id)
       END
 `
@@ -44,15 +48,22 @@ type DashboardSessionGetRow struct {
 	ID         int64
 	Kind       string
 	MerchantID *int64
+	UserID     *int64
 	LastSeenAt time.Time
 	ExpiresAt  time.Time
 	ReadOnly   bool
 	Portal     bool
+	UserRole   string
+	UserScope  []byte
+	UserEmail  string
+	UserName   string
 }
 
 // A session is valid while it is neither revoked nor expired and the
 // credential that opened it is still the current one: the stored admin token
-// hash, or the merchant's key hash. The last check also covers a login that
+// hash, or the merchant's key hash; a user's session while the user is
+// not deactivated (its role and scope are read here, so a change takes
+// effect at the next request). The credential check also covers a login that
 // raced a rotation and stored its row after the rotation revoked the others.
 func (q *Queries) DashboardSessionGet(ctx context.Context, arg DashboardSessionGetParams) (DashboardSessionGetRow, error) {
 	row := q.db.QueryRow(ctx, dashboardSessionGet, arg.TokenSHA256, arg.Now)
@@ -61,18 +72,23 @@ func (q *Queries) DashboardSessionGet(ctx context.Context, arg DashboardSessionG
 		&i.ID,
 		&i.Kind,
 		&i.MerchantID,
+		&i.UserID,
 		&i.LastSeenAt,
 		&i.ExpiresAt,
 		&i.ReadOnly,
 		&i.Portal,
+		&i.UserRole,
+		&i.UserScope,
+		&i.UserEmail,
+		&i.UserName,
 	)
 	return i, err
 }
 
 const dashboardSessionInsert = `-- name: DashboardSessionInsert :one
-INSERT INTO dashboard_sessions (token_sha256, kind, merchant_id, credential_fp, created_at, last_seen_at,
+INSERT INTO dashboard_sessions (token_sha256, kind, merchant_id, user_id, credential_fp, created_at, last_seen_at,
                                 expires_at, user_agent, client_addr)
-VALUES ($1, $2, $3, $4, $5, $5, $6, $7, $8)
+VALUES ($1, $2, $3, $4, $5, $6, $6, $7, $8, $9)
 RETURNING id
 `
 
@@ -80,6 +96,7 @@ type DashboardSessionInsertParams struct {
 	TokenSHA256  []byte
 	Kind         string
 	MerchantID   *int64
+	UserID       *int64
 	CredentialFp []byte
 	Now          time.Time
 	ExpiresAt    time.Time
@@ -92,6 +109,7 @@ func (q *Queries) DashboardSessionInsert(ctx context.Context, arg DashboardSessi
 		arg.TokenSHA256,
 		arg.Kind,
 		arg.MerchantID,
+		arg.UserID,
 		arg.CredentialFp,
 		arg.Now,
 		arg.ExpiresAt,
@@ -104,7 +122,7 @@ func (q *Queries) DashboardSessionInsert(ctx context.Context, arg DashboardSessi
 }
 
 const dashboardSessionList = `-- name: DashboardSessionList :many
-SELECT id, kind, merchant_id, created_at, last_seen_at, expires_at, user_agent, client_addr, portal, read_only
+SELECT id, kind, merchant_id, user_id, created_at, last_seen_at, expires_at, user_agent, client_addr, portal, read_only
 FROM dashboard_sessions
 WHERE revoked_at IS NULL AND expires_at > $1
   AND ($2::bigint = 0 OR id < $2::bigint)
@@ -122,6 +140,7 @@ type DashboardSessionListRow struct {
 	ID         int64
 	Kind       string
 	MerchantID *int64
+	UserID     *int64
 	CreatedAt  time.Time
 	LastSeenAt time.Time
 	ExpiresAt  time.Time
@@ -145,6 +164,7 @@ func (q *Queries) DashboardSessionList(ctx context.Context, arg DashboardSession
 			&i.ID,
 			&i.Kind,
 			&i.MerchantID,
+			&i.UserID,
 			&i.CreatedAt,
 			&i.LastSeenAt,
 			&i.ExpiresAt,

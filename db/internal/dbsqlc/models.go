@@ -8,6 +8,20 @@ import (
 	"time"
 )
 
+type APIToken struct {
+	ID          int64
+	TokenSHA256 []byte
+	Prefix      string
+	Name        string
+	UserID      *int64
+	Role        string
+	Scope       []byte
+	CreatedAt   time.Time
+	ExpiresAt   *time.Time
+	LastUsedAt  *time.Time
+	RevokedAt   *time.Time
+}
+
 type AuditHead struct {
 	One        bool
 	LastID     int64
@@ -107,6 +121,7 @@ type DashboardSession struct {
 	ClientAddr   string
 	ReadOnly     bool
 	Portal       bool
+	UserID       *int64
 }
 
 type DeadLetter struct {
@@ -353,4 +368,30 @@ type Setting struct {
 type StatSample struct {
 	SampledAt time.Time
 	Data      []byte
+}
+
+type User struct {
+	ID            int64
+	Email         string
+	Name          string
+	Role          string
+	Scope         []byte
+	PasswordHash  string
+	TotpSecret    string
+	TotpLastStep  int64
+	AuthSource    string
+	DeactivatedAt *time.Time
+	LastLoginAt   *time.Time
+	CreatedAt     time.Time
+}
+
+type UserInvite struct {
+	ID          int64
+	TokenSHA256 []byte
+	Email       string
+	Role        string
+	Scope       []byte
+	CreatedAt   time.Time
+	ExpiresAt   time.Time
+	UsedAt      *time.Time
 }
