@@ -22,11 +22,14 @@ SELECT nextval('messages_id_seq')::bigint AS id FROM unnest(array_fill(0, ARRAY[
 -- trip per group commit. @traceparents is empty unless tracing is on (it is
 -- unnested in step with the others, so an empty array gives every message a
 -- NULL traceparent); when given it has one entry per message, '' for none.
+-- @adapter_versions, @canonical_types, @canonical_events and @adapter_errors
+-- go the same way: empty unless a message of the batch ran an adapter (0,
+-- '' and NULL for none).
 WITH input AS MATERIALIZED (
     -- nextval in a sorted query's output runs after the sort: in input order.
     SELECT x.ord, x.received_at, x.carrier_id, x.event_type, x.ordering_key, x.merchant_ref,
            x.queue, x.idem_key, x.payload, x.payload_key, x.payload_size, x.payload_sha256, x.deliveries,
-           x.traceparent,
+           x.traceparent, x.adapter_version, x.canonical_type, x.canonical_event, x.adapter_error,
            CASE WHEN x.given_id = 0 THEN nextval('messages_id_seq') ELSE x.given_id END AS id
     FROM (SELECT unnest(@ords::integer[])                AS ord,
                  unnest(@ids::bigint[])                  AS given_id,
@@ -42,7 +45,11 @@ WITH input AS MATERIALIZED (
                  unnest(@payload_sizes::integer[])       AS payload_size,
                  unnest(@payload_sha256s::bytea[])       AS payload_sha256,
                  unnest(@delivery_counts::integer[])     AS deliveries,
-                 unnest(@traceparents::text[])           AS traceparent) AS x
+                 unnest(@traceparents::text[])           AS traceparent,
+                 unnest(@adapter_versions::integer[])    AS adapter_version,
+                 unnest(@canonical_types::text[])        AS canonical_type,
+                 unnest(@canonical_events::bytea[])      AS canonical_event,
+                 unnest(@adapter_errors::text[])         AS adapter_error) AS x
     ORDER BY x.ord
 ), dels AS MATERIALIZED (
     SELECT y.ord, y.message_ord, y.endpoint_id, y.ordered, nextval('deliveries_id_seq') AS id
@@ -69,10 +76,12 @@ WITH input AS MATERIALIZED (
     WHERE i.idem_key = '' OR i.id IN (SELECT c.message_id FROM claimed c)
 ), inserted_messages AS (
     INSERT INTO messages (id, received_at, carrier_id, event_type, ordering_key, merchant_ref, queue,
-                          idempotency_key, payload, payload_key, payload_size, payload_sha256, deliveries, traceparent)
+                          idempotency_key, payload, payload_key, payload_size, payload_sha256, deliveries, traceparent,
+                          adapter_version, canonical_type, canonical_event, adapter_error)
     SELECT s.id, s.received_at, s.carrier_id, s.event_type, s.ordering_key, s.merchant_ref, s.queue,
            nullif(s.idem_key, ''), s.payload, nullif(s.payload_key, ''), s.payload_size, s.payload_sha256, s.deliveries,
-           nullif(s.traceparent, '')
+           nullif(s.traceparent, ''), nullif(s.adapter_version, 0), nullif(s.canonical_type, ''), s.canonical_event,
+           nullif(s.adapter_error, '')
     FROM stored s
     RETURNING 1
 ), inserted_deliveries AS (
@@ -275,3 +284,44 @@ JOIN messages m ON m.id = c.id AND m.received_at = c.received_at
 WHERE (sqlc.narg(carrier_id)::bigint IS NULL OR m.carrier_id = sqlc.narg(carrier_id)::bigint)
   AND (sqlc.narg(event_type)::text IS NULL OR m.event_type = sqlc.narg(event_type)::text)
 ORDER BY m.id DESC;
+
+-- name: MessageCarrierRecent :many
+-- The carrier's last @lim callbacks received since @since, newest first (the
+-- primary key walked backwards: ids are taken in arrival order).
+SELECT m.id, m.received_at, m.event_type, m.ordering_key, m.merchant_ref, m.payload, m.payload_key,
+       m.adapter_version, m.canonical_type, m.canonical_event, m.adapter_error
+FROM messages m
+WHERE m.carrier_id = @carrier_id AND m.received_at >= @since
+ORDER BY m.id DESC
+LIMIT @lim;
+
+-- name: MessageParkedList :many
+-- The carrier's parked callbacks (messages_parked_idx), oldest first, after
+-- (received_at, id) = (@after_at, @after_id).
+SELECT m.id, m.received_at, m.event_type, m.ordering_key, m.merchant_ref, m.queue, m.payload, m.payload_key,
+       m.adapter_version, m.adapter_error
+FROM messages m
+WHERE m.carrier_id = @carrier_id AND m.adapter_error IS NOT NULL
+  AND (m.received_at, m.id) > (@after_at::timestamptz, @after_id::bigint)
+ORDER BY m.received_at, m.id
+LIMIT @lim;
+
+-- name: MessageUnpark :one
+-- Gives a parked message the event its adapter now makes, and one unordered
+-- delivery to each of @endpoint_ids (the canonical endpoints it reaches), in
+-- one statement. Nothing happens to a message that is no longer parked.
+WITH u AS (
+    UPDATE messages msg SET adapter_version = @adapter_version::integer, canonical_type = @canonical_type::text,
+                        canonical_event = @canonical_event::bytea, adapter_error = NULL,
+                        deliveries = msg.deliveries + cardinality(@endpoint_ids::bigint[])
+    WHERE msg.id = @id::bigint AND msg.received_at = @received_at::timestamptz AND msg.adapter_error IS NOT NULL
+    RETURNING msg.id AS message_id, msg.received_at AS message_received_at, msg.queue AS message_queue,
+              msg.ordering_key AS message_ordering_key
+), d AS (
+    INSERT INTO deliveries (queue, endpoint_id, ordering_key, ordered, message_id, message_received_at,
+                            attempt, visible_at)
+    SELECT u.message_queue, e.endpoint_id, u.message_ordering_key, false, u.message_id, u.message_received_at, 0, now()
+    FROM u, unnest(@endpoint_ids::bigint[]) AS e(endpoint_id)
+    RETURNING 1
+)
+SELECT u.message_id, u.message_queue, (SELECT count(*) FROM d)::integer AS deliveries FROM u;

@@ -24,6 +24,16 @@ type Carrier struct {
 	DisabledAt       *time.Time
 	DeletedAt        *time.Time
 	UpdatedAt        time.Time
+	AdapterVersion   *int32
+	AdapterOnFailure string
+}
+
+type CarrierAdapter struct {
+	CarrierID int64
+	Version   int32
+	Source    string
+	Note      string
+	CreatedAt time.Time
 }
 
 type CarrierPreviousKey struct {
@@ -161,6 +171,7 @@ type Endpoint struct {
 	Type            string
 	BatchMaxEvents  int32
 	BatchMaxWaitMs  int32
+	Format          string
 }
 
 type EndpointHealth struct {
@@ -226,6 +237,10 @@ type Message struct {
 	PayloadSHA256  []byte
 	Deliveries     int32
 	Traceparent    *string
+	AdapterVersion *int32
+	CanonicalType  *string
+	CanonicalEvent []byte
+	AdapterError   *string
 }
 
 type OpsDelivery struct {
