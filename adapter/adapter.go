@@ -1,0 +1,132 @@
+// Package adapter turns one carrier callback into one canonical event by
+// running the carrier's adapter: a small JavaScript program (goja, a pure-Go
+// engine) with a transform(callback) function. A Program is compiled once
+// per adapter version and runs on pooled runtimes, each call with a clean
+// global state, no IO, a time limit, bounded output and guarded allocations
+// (docs/adapters.md; the engine was chosen in
+// docs/decisions/015-adapter-engine.md).
+//
+// The package holds no state of its own and touches no database.
+package adapter
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"time"
+)
+
+// Input is one callback as the carrier sent it.
+type Input struct {
+	Body       []byte
+	Headers    http.Header
+	Carrier    string    // the carrier's name/code
+	ReceivedAt time.Time // also what the adapter's Date.now() and new Date() return
+}
+
+// Event is the canonical event an adapter makes of a callback.
+type Event struct {
+	Type        string          // e.g. "tracking.updated"; never empty
+	OrderingKey string          // optional; empty = the carrier's own ordering key rule applies
+	Merchant    string          // optional; a merchant name or id the event is for (narrows routing)
+	OccurredAt  time.Time       // optional; zero when the adapter gave none
+	Data        json.RawMessage // the event's data object (what the event type's JSON Schema validates)
+}
+
+// Field limits of an Event, checked on every Run.
+const (
+	MaxTypeLength        = 128  // bytes of Event.Type
+	MaxOrderingKeyLength = 1024 // bytes of Event.OrderingKey
+	MaxMerchantLength    = 256  // bytes of Event.Merchant
+)
+
+// Limits bounds one Run of a Program. A zero field takes its default
+// (WithDefaults); docs/adapters.md says what each one bounds and what it
+// does not.
+type Limits struct {
+	// CPUTime is the time one call may run: the transform and the
+	// conversion of its result. It is measured on the wall clock from the
+	// start of the call (a call never uses more CPU than that), and checked
+	// between JavaScript instructions, so a single built-in call (a sort, a
+	// JSON.parse) finishes before the call stops. Default 100 ms.
+	CPUTime time.Duration
+	// MaxMemoryBytes bounds how far the process's Go heap may grow during
+	// a call that runs longer than a few milliseconds (sampled every
+	// memorySampleEvery; a call is stopped at the next instruction after a
+	// sample over the bound). Default 64 MiB.
+	MaxMemoryBytes int64
+	// MaxOutputBytes bounds the event's data as JSON. Default 256 KiB.
+	MaxOutputBytes int
+	// MaxStringLength bounds the strings String.prototype.repeat, padStart
+	// and padEnd may make, in UTF-16 code units. Default 4 Mi.
+	MaxStringLength int
+	// MaxArrayLength bounds the length of an array the Array constructor
+	// makes and of an array (or array-like) an Array method works on.
+	// Default 1 Mi.
+	MaxArrayLength int
+	// MaxCallDepth bounds the JavaScript call stack. Default 256.
+	MaxCallDepth int
+	// MaxInputDepth bounds the nesting of a JSON body (objects and arrays)
+	// before it is parsed; a deeper body is refused. Default 256.
+	MaxInputDepth int
+}
+
+// Defaults of Limits.
+const (
+	DefaultCPUTime         = 100 * time.Millisecond
+	DefaultMaxMemoryBytes  = 64 << 20
+	DefaultMaxOutputBytes  = 256 << 10
+	DefaultMaxStringLength = 4 << 20
+	DefaultMaxArrayLength  = 1 << 20
+	DefaultMaxCallDepth    = 256
+	DefaultMaxInputDepth   = 256
+)
+
+// WithDefaults returns l with each zero (or negative) field set to its
+// default.
+func (l Limits) WithDefaults() Limits {
+	if l.CPUTime <= 0 {
+		l.CPUTime = DefaultCPUTime
+	}
+	if l.MaxMemoryBytes <= 0 {
+		l.MaxMemoryBytes = DefaultMaxMemoryBytes
+	}
+	if l.MaxOutputBytes <= 0 {
+		l.MaxOutputBytes = DefaultMaxOutputBytes
+	}
+	if l.MaxStringLength <= 0 {
+		l.MaxStringLength = DefaultMaxStringLength
+	}
+	if l.MaxArrayLength <= 0 {
+		l.MaxArrayLength = DefaultMaxArrayLength
+	}
+	if l.MaxCallDepth <= 0 {
+		l.MaxCallDepth = DefaultMaxCallDepth
+	}
+	if l.MaxInputDepth <= 0 {
+		l.MaxInputDepth = DefaultMaxInputDepth
+	}
+	return l
+}
+
+// Run runs the adapter on one callback. It returns the event, or drop true
+// when the adapter returned null (the callback makes no event), or an error:
+// an *hookrelay.Error (EINVALID) wrapping a *LimitError (errors.Is(err,
+// ErrLimit)) when the call went over a limit, a *ScriptError when the
+// adapter threw or returned something that is not an event, or EINVALID
+// for a body deeper than MaxInputDepth; ETIMEOUT wrapping ctx's error when
+// ctx ended first. An error concerns this call only: the next Run works.
+func (p *Program) Run(ctx context.Context, in Input) (ev Event, drop bool, err error) {
+	if err := ctx.Err(); err != nil {
+		return Event{}, false, ctxError(err)
+	}
+	vm, err := p.get()
+	if err != nil {
+		return Event{}, false, err
+	}
+	ev, drop, err, clean := vm.run(ctx, in)
+	if clean {
+		p.put(vm)
+	}
+	return ev, drop, err
+}

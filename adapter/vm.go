@@ -1,0 +1,305 @@
+package adapter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/metrics"
+	"sync"
+	"time"
+
+	"github.com/dop251/goja"
+	"github.com/dop251/goja/parser"
+
+	"github.com/hookrelay/hookrelay"
+)
+
+// memorySampleEvery is how often a running call's watchdog wakes to check
+// its time and the memory allocated since it started. A call shorter than
+// that (nearly every call) never wakes it.
+const memorySampleEvery = 2 * time.Millisecond
+
+// allocsMetric is the process's cumulative heap allocation.
+const allocsMetric = "/gc/heap/allocs:bytes"
+
+// vm is one runtime of a Program, used by one call at a time.
+type vm struct {
+	p         *Program
+	rt        *goja.Runtime
+	factory   goja.Callable // returns a fresh transform
+	jsonParse goja.Callable
+	stringify goja.Callable
+	now       time.Time // what Date.now() returns during the call
+	sample    []metrics.Sample
+	timer     *time.Timer
+
+	mu sync.Mutex // guards the fields below, shared with the watchdog
+	// running reports whether a call is in progress (the watchdog acts
+	// only then).
+	running  bool
+	gen      uint64 // counts calls, so that a late cancel of one misses the next
+	start    time.Time
+	allocs0  uint64      // the process's allocations when the call started
+	stopped  *LimitError // the limit that stopped the call, if any
+	canceled error       // the context error that stopped the call, if any
+}
+
+// newVM makes a runtime ready for calls: helpers installed, built-ins
+// guarded and frozen, the adapter's factory loaded.
+func (p *Program) newVM() (*vm, error) {
+	v := &vm{p: p, rt: goja.New(), now: time.Unix(0, 0).UTC()}
+	v.sample = []metrics.Sample{{Name: allocsMetric}}
+	v.timer = time.AfterFunc(time.Hour, v.tick)
+	v.timer.Stop()
+	rt := v.rt
+	rt.SetParserOptions(parser.WithDisableSourceMaps)
+	rt.SetMaxCallStackSize(p.lim.MaxCallDepth)
+	rt.SetTimeSource(func() time.Time { return v.now })
+	if err := installHelpers(rt); err != nil {
+		return nil, hookrelay.WrapError(hookrelay.EINTERNAL, "adapter runtime helpers", err)
+	}
+	json := rt.Get("JSON").ToObject(rt)
+	v.jsonParse, _ = goja.AssertFunction(json.Get("parse"))
+	v.stringify, _ = goja.AssertFunction(json.Get("stringify"))
+	setupVal, err := rt.RunProgram(setupProgram)
+	if err != nil {
+		return nil, hookrelay.WrapError(hookrelay.EINTERNAL, "adapter runtime setup", err)
+	}
+	setup, _ := goja.AssertFunction(setupVal)
+	limit := rt.ToValue(func(call goja.FunctionCall) goja.Value {
+		v.limit(Limit(call.Argument(0).String()), call.Argument(1).String())
+		panic(rt.NewTypeError(call.Argument(1).String()))
+	})
+	if _, err := setup(goja.Undefined(), limit, rt.ToValue(p.lim.MaxStringLength), rt.ToValue(p.lim.MaxArrayLength)); err != nil {
+		return nil, hookrelay.WrapError(hookrelay.EINTERNAL, "adapter runtime setup", err)
+	}
+	f, err := rt.RunProgram(p.prog)
+	if err != nil {
+		return nil, hookrelay.WrapError(hookrelay.EINTERNAL, "adapter factory", err)
+	}
+	v.factory, _ = goja.AssertFunction(f)
+	return v, nil
+}
+
+// limit stops the running call over l: the interrupt is taken at the next
+// instruction, so not even a catch block of the adapter runs.
+func (v *vm) limit(l Limit, detail string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.stopped == nil && v.canceled == nil {
+		v.stopped = &LimitError{Limit: l, Detail: detail}
+		v.rt.Interrupt(v.stopped)
+	}
+}
+
+// tick is the watchdog: it stops a call that ran out of time or allocated
+// too much, or sets itself to look again.
+func (v *vm) tick() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if !v.running || v.stopped != nil || v.canceled != nil {
+		return
+	}
+	lim := v.p.lim
+	elapsed := time.Since(v.start)
+	if elapsed >= lim.CPUTime {
+		v.stopped = &LimitError{Limit: LimitTime, Detail: fmt.Sprintf("ran longer than %v", lim.CPUTime)}
+		v.rt.Interrupt(v.stopped)
+		return
+	}
+	if a := v.allocs(); a > v.allocs0 && a-v.allocs0 > uint64(lim.MaxMemoryBytes) {
+		v.stopped = &LimitError{Limit: LimitMemory, Detail: fmt.Sprintf("allocated more than %d bytes", lim.MaxMemoryBytes)}
+		v.rt.Interrupt(v.stopped)
+		return
+	}
+	v.timer.Reset(min(memorySampleEvery, lim.CPUTime-elapsed))
+}
+
+// allocs reads the process's cumulative heap allocation.
+func (v *vm) allocs() uint64 {
+	metrics.Read(v.sample)
+	if v.sample[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return v.sample[0].Value.Uint64()
+}
+
+// begin starts the watchdog of a call and returns the call's number.
+func (v *vm) begin() uint64 {
+	v.mu.Lock()
+	v.running = true
+	v.gen++
+	v.start = time.Now()
+	v.allocs0 = v.allocs()
+	v.stopped, v.canceled = nil, nil
+	gen := v.gen
+	v.mu.Unlock()
+	v.timer.Reset(min(memorySampleEvery, v.p.lim.CPUTime))
+	return gen
+}
+
+// end stops the watchdog; after it no interrupt can reach the runtime.
+func (v *vm) end() {
+	v.timer.Stop()
+	v.mu.Lock()
+	v.running = false
+	v.mu.Unlock()
+}
+
+// cancel stops call gen because its context ended.
+func (v *vm) cancel(gen uint64, err error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.running && v.gen == gen && v.stopped == nil && v.canceled == nil {
+		v.canceled = err
+		v.rt.Interrupt(err)
+	}
+}
+
+// run runs one call. clean reports whether the runtime may be reused: a
+// runtime a call was stopped in (an interrupt, a stack overflow, a panic)
+// is dropped.
+func (v *vm) run(ctx context.Context, in Input) (ev Event, drop bool, err error, clean bool) {
+	v.now = in.ReceivedAt
+	if v.now.IsZero() {
+		v.now = time.Unix(0, 0).UTC()
+	}
+	if err := checkDepth(in.Body, v.p.lim.MaxInputDepth); err != nil {
+		return Event{}, false, err, true
+	}
+	gen := v.begin()
+	stopCtx := func() bool { return false }
+	if ctx.Done() != nil {
+		stopCtx = context.AfterFunc(ctx, func() { v.cancel(gen, ctx.Err()) })
+	}
+	ev, drop, err = v.call(in)
+	stopCtx()
+	v.end()
+	clean = true
+	switch {
+	case v.stopped != nil:
+		ev, drop, err, clean = Event{}, false, wrapLimit(v.stopped), false
+	case v.canceled != nil:
+		ev, drop, err, clean = Event{}, false, ctxError(v.canceled), false
+	case err != nil:
+		var so *goja.StackOverflowError
+		var ie *goja.InterruptedError
+		var internal *hookrelay.Error
+		switch {
+		case errors.As(err, &so):
+			err, clean = limitError(LimitStack, "call stack deeper than %d", v.p.lim.MaxCallDepth), false
+		case errors.As(err, &ie):
+			err, clean = hookrelay.WrapError(hookrelay.EINTERNAL, "adapter interrupted", err), false
+		case errors.As(err, &internal) && internal.Code == hookrelay.EINTERNAL:
+			clean = false
+		}
+	}
+	v.rt.ClearInterrupt()
+	return ev, drop, err, clean
+}
+
+// call runs the transform on in and converts its result, all under the
+// watchdog (converting runs adapter code too: getters, toJSON, toString).
+// A Go panic in the engine becomes an EINTERNAL error.
+func (v *vm) call(in Input) (ev Event, drop bool, err error) {
+	defer func() {
+		if x := recover(); x != nil {
+			if e, ok := x.(error); ok {
+				var so *goja.StackOverflowError
+				var ie *goja.InterruptedError
+				if errors.As(e, &so) || errors.As(e, &ie) {
+					ev, drop, err = Event{}, false, e
+					return
+				}
+			}
+			ev, drop, err = Event{}, false, hookrelay.WrapError(hookrelay.EINTERNAL, "adapter engine failure", fmt.Errorf("panic: %v", x))
+		}
+	}()
+	cb := v.callback(in)
+	transform, err := v.factory(goja.Undefined())
+	if err != nil {
+		return Event{}, false, v.thrown(err)
+	}
+	fn, ok := goja.AssertFunction(transform)
+	if !ok {
+		return Event{}, false, resultError("the adapter defines no transform function")
+	}
+	res, err := fn(goja.Undefined(), cb)
+	if err != nil {
+		return Event{}, false, v.thrown(err)
+	}
+	return v.event(res)
+}
+
+// checkTransform runs the factory once (the adapter's top level) and
+// reports whether it gives a transform function.
+func (v *vm) checkTransform() error {
+	v.begin()
+	var transform goja.Value
+	err := func() (err error) {
+		defer func() {
+			if x := recover(); x != nil {
+				err = fmt.Errorf("panic: %v", x)
+			}
+		}()
+		transform, err = v.factory(goja.Undefined())
+		return err
+	}()
+	v.end()
+	switch {
+	case v.stopped != nil:
+		return wrapLimit(v.stopped)
+	case err != nil:
+		var so *goja.StackOverflowError
+		if errors.As(err, &so) {
+			return limitError(LimitStack, "call stack deeper than %d", v.p.lim.MaxCallDepth)
+		}
+		return v.thrown(err)
+	}
+	if _, ok := goja.AssertFunction(transform); !ok {
+		return compileError(&CompileError{Message: "the adapter defines no function transform(callback)"})
+	}
+	return nil
+}
+
+// thrown converts what a call of adapter code returned as an error: a
+// JavaScript exception becomes a *ScriptError; the engine's own stops
+// (interrupts, stack overflow) pass through for run to classify.
+func (v *vm) thrown(err error) error {
+	var ex *goja.Exception
+	if !errors.As(err, &ex) {
+		return err
+	}
+	var so *goja.StackOverflowError
+	var ie *goja.InterruptedError
+	if errors.As(err, &so) || errors.As(err, &ie) {
+		return err
+	}
+	se := &ScriptError{Message: exceptionMessage(ex)}
+	for _, f := range ex.Stack() {
+		if f.SrcName() != "adapter.js" {
+			continue
+		}
+		pos := f.Position()
+		line, col := sourcePosition(pos.Line, pos.Column)
+		if se.Line == 0 {
+			se.Line, se.Column = line, col
+		}
+		se.Stack += fmt.Sprintf("    at %s (line %d, column %d)\n", f.FuncName(), line, col)
+	}
+	return scriptError(se)
+}
+
+// exceptionMessage is the text of a thrown value: "Name: message" for an
+// Error, the value as a string otherwise, cut to 1,000 bytes.
+func exceptionMessage(ex *goja.Exception) string {
+	val := ex.Value()
+	s := "undefined"
+	if val != nil {
+		s = val.String()
+	}
+	if len(s) > 1000 {
+		s = s[:1000] + "…"
+	}
+	return s
+}
