@@ -26,6 +26,15 @@ type CallbackResponse struct {
 	MessageID  string `json:"message_id"`
 	Deliveries int    `json:"deliveries"`
 	Duplicate  bool   `json:"duplicate"`
+	// AdapterVersion is the carrier's adapter version that ran on it
+	// (omitted: none); EventType the type of the canonical event it made
+	// (omitted: none, the adapter dropped it or failed).
+	AdapterVersion int    `json:"adapter_version,omitempty"`
+	EventType      string `json:"event_type,omitempty"`
+	// Parked is the adapter's error when the carrier parks the callbacks
+	// its adapter fails on: accepted, delivered to raw endpoints only, and
+	// kept for an operator (GET /v1/carriers/{id}/parked).
+	Parked string `json:"parked,omitempty"`
 }
 
 // maxIdempotencyKey bounds the Idempotency-Key header.
@@ -108,19 +117,20 @@ func (s *Server) acceptCallback(c echo.Context) (_ CallbackResponse, _ int, err 
 	if err != nil {
 		return CallbackResponse{}, 0, err
 	}
-	routed, err := ingest.Route(snap, carrier, req.Header, body)
+	received := time.Now()
+	routed, err := ingest.Route(ctx, snap, carrier, ingest.Callback{Header: req.Header, Body: body, ReceivedAt: received})
 	if err != nil {
 		return CallbackResponse{}, 0, err
 	}
 	orderingKey, eventType, merchantRef := routed.OrderingKey, routed.EventType, routed.MerchantRef
 
-	received := time.Now()
 	sum := sha256.Sum256(body)
 	msg := db.NewMessage{
 		ReceivedAt: received, CarrierID: carrier.ID, EventType: eventType, OrderingKey: orderingKey,
 		MerchantRef: merchantRef, Queue: hookrelay.QueueFor(orderingKey, s.cfg.Queues),
 		IdempotencyKey: idem, PayloadSize: len(body), PayloadSHA256: sum[:],
-		EndpointIDs: routed.EndpointIDs,
+		EndpointIDs: routed.EndpointIDs, AdapterVersion: routed.Adapter.Version,
+		CanonicalType: routed.CanonicalType, CanonicalEvent: routed.CanonicalEvent, AdapterError: routed.Parked,
 	}
 	msg.Unordered = snap.Orderings(msg.EndpointIDs)
 	if s.tracing {
@@ -154,7 +164,8 @@ func (s *Server) acceptCallback(c echo.Context) (_ CallbackResponse, _ int, err 
 	} else {
 		s.metrics.callbacks.Inc()
 	}
-	return CallbackResponse{MessageID: strconv.FormatInt(stored.ID, 10), Deliveries: stored.Deliveries, Duplicate: stored.Duplicate}, status, nil
+	return CallbackResponse{MessageID: strconv.FormatInt(stored.ID, 10), Deliveries: stored.Deliveries, Duplicate: stored.Duplicate,
+		AdapterVersion: routed.Adapter.Version, EventType: routed.CanonicalType, Parked: routed.Parked}, status, nil
 }
 
 // offload writes the payload to the S3 store under the message's own id

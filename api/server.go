@@ -86,6 +86,9 @@ type Config struct {
 	// carriers' allowed source addresses. Default none: the TCP peer is
 	// the client.
 	TrustedProxies []netip.Prefix
+	// EventValidator checks the canonical events of the carriers' adapters
+	// against their types' JSON Schemas at ingest. Default nil: no check.
+	EventValidator ingest.EventValidator
 }
 
 // WithDefaults returns c with every zero field set to its default. New
@@ -144,6 +147,7 @@ func New(logger *slog.Logger, cfg Config, store *db.DB, payloads *storage.Store,
 		tracing: tracing.Records(cfg.Tracer),
 		watch:   ingest.NewWatch(cfg.Watch, store, logger, reg),
 	}
+	s.routes.SetValidator(cfg.EventValidator)
 	s.pull = &pullSignal{db: store, logger: logger}
 	stored := cfg.Batcher.OnStored
 	cfg.Batcher.OnStored = func(n int, queues []int) {

@@ -235,7 +235,7 @@ func (d *Dispatcher) attemptBatch(ctx context.Context, rows []db.ClaimedDelivery
 			items[i] = ackItem{res: res, circuitNeutral: true}
 			continue
 		}
-		payload, err := d.payload(ctx, r, cfg.PayloadMode)
+		payload, err := d.payload(ctx, r, cfg)
 		if err != nil {
 			if ctx.Err() != nil {
 				return d.releaseAll(rows, 0)
@@ -247,7 +247,7 @@ func (d *Dispatcher) attemptBatch(ctx context.Context, rows []db.ClaimedDelivery
 			continue
 		}
 		meta, err := json.Marshal(batchEvent{ID: webhookID(r.MessageID), DeliveryID: strconv.FormatInt(r.ID, 10),
-			EventType: r.EventType, Carrier: r.CarrierName, OrderingKey: r.OrderingKey,
+			EventType: eventTypeFor(r, cfg), Carrier: r.CarrierName, OrderingKey: r.OrderingKey,
 			Timestamp: r.MessageReceivedAt.UTC(), Attempt: r.Attempt + 1})
 		if err != nil {
 			res.Kind, res.Outcome, res.Error = db.AckDead, OutcomeFailed, "request cannot be built: "+err.Error()

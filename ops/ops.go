@@ -65,6 +65,10 @@ type Config struct {
 	// Queues is the number of logical queues (HOOKRELAY_QUEUES), for the
 	// queue TryCallback names. Default hookrelay.DefaultQueues.
 	Queues int
+	// EventValidator checks canonical events against their types' JSON
+	// Schemas in tries and dry runs, as ingest does (api.Config). Default
+	// nil: no check.
+	EventValidator ingest.EventValidator
 }
 
 // WithDefaults returns c with every zero field set to its default. New
@@ -90,5 +94,7 @@ type Service struct {
 
 // New returns the actions on store, with the URL policy and pinger of cfg.
 func New(store *db.DB, cfg Config) *Service {
-	return &Service{cfg: cfg.WithDefaults(), db: store, now: time.Now, routes: ingest.NewRoutes(store, ingest.DefaultCacheTTL)}
+	s := &Service{cfg: cfg.WithDefaults(), db: store, now: time.Now, routes: ingest.NewRoutes(store, ingest.DefaultCacheTTL)}
+	s.routes.SetValidator(cfg.EventValidator)
+	return s
 }
