@@ -384,7 +384,7 @@ func EndpointFieldsOf(ep Endpoint) EndpointFields {
 		Type: ep.Type, URL: ep.URL, Description: ep.Description, CarrierIDs: ep.CarrierIDs, EventTypes: ep.EventTypes,
 		MaxInFlight: ep.MaxInFlight, RateLimitPerSec: ep.RateLimitPerSec, PayloadMode: ep.PayloadMode,
 		RetrySchedule: ep.RetrySchedule, Timeout: ep.Timeout, Ordering: ep.Ordering, OmitTraceparent: ep.OmitTraceparent,
-		Headers: ep.Headers, Auth: ep.Auth, Filter: ep.Filter, Signature: ep.Signature, Batch: ep.Batch,
+		Headers: ep.Headers, Auth: ep.Auth, Filter: ep.Filter, Signature: ep.Signature, Batch: ep.Batch, Format: ep.Format,
 		KeepHeaders: ep.Unreadable != nil && len(ep.Unreadable.Headers) > 0,
 		KeepAuth:    ep.Unreadable != nil && ep.Unreadable.Auth,
 	}

@@ -31,6 +31,9 @@ type Routed struct {
 	// EndpointIDs are the endpoints it fans out to (Snapshot.FanOut and,
 	// with an event, Snapshot.FanOutCanonical), ascending.
 	EndpointIDs []int64
+	// CanonicalEndpointIDs are those of EndpointIDs that take canonical
+	// events, ascending.
+	CanonicalEndpointIDs []int64
 	// Adapter is what the carrier's active adapter made of it (Version 0:
 	// the carrier has none). With an event, CanonicalType and
 	// CanonicalEvent are its type and envelope (Envelope), what canonical
@@ -145,6 +148,7 @@ func Route(ctx context.Context, snap *Snapshot, carrier db.Carrier, cb Callback)
 		}
 	}
 	if canon := snap.FanOutCanonical(carrier.ID, ev.Type, r.MerchantRef, evVals); len(canon) > 0 {
+		r.CanonicalEndpointIDs = canon
 		r.EndpointIDs = append(r.EndpointIDs, canon...)
 		slices.Sort(r.EndpointIDs)
 	}

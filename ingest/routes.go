@@ -393,3 +393,11 @@ func (c *Routes) Watch(ctx context.Context, logger *slog.Logger) {
 		retry.Reset(pause)
 	}
 }
+
+// Validator returns the schema validator of canonical events the snapshots
+// check them with (nil: none).
+func (c *Routes) Validator() EventValidator {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.validator
+}

@@ -69,6 +69,14 @@ type Config struct {
 	// Schemas in tries and dry runs, as ingest does (api.Config). Default
 	// nil: no check.
 	EventValidator ingest.EventValidator
+	// Payloads reads the bodies offloaded to the S3 store, for dry runs and
+	// parked callbacks. Default nil: such callbacks fail to load.
+	Payloads PayloadReader
+}
+
+// PayloadReader is the part of storage.Store that reads offloaded bodies.
+type PayloadReader interface {
+	Get(ctx context.Context, key string) ([]byte, error)
 }
 
 // WithDefaults returns c with every zero field set to its default. New

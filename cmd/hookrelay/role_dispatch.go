@@ -31,6 +31,7 @@ func (s *service) operations() *ops.Service {
 	s.opsOnce.Do(func() {
 		cfg := s.cfg.Ops
 		cfg.Pinger = s.dispatcher()
+		cfg.Payloads = s.store
 		s.ops = ops.New(s.db, cfg)
 	})
 	return s.ops

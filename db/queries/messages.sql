@@ -311,7 +311,7 @@ LIMIT @lim;
 -- delivery to each of @endpoint_ids (the canonical endpoints it reaches), in
 -- one statement. Nothing happens to a message that is no longer parked.
 WITH u AS (
-    UPDATE messages msg SET adapter_version = @adapter_version::integer, canonical_type = @canonical_type::text,
+    UPDATE messages msg SET adapter_version = @adapter_version::integer, canonical_type = nullif(@canonical_type::text, ''),
                         canonical_event = @canonical_event::bytea, adapter_error = NULL,
                         deliveries = msg.deliveries + cardinality(@endpoint_ids::bigint[])
     WHERE msg.id = @id::bigint AND msg.received_at = @received_at::timestamptz AND msg.adapter_error IS NOT NULL

@@ -805,7 +805,7 @@ func (q *Queries) MessageSummariesList(ctx context.Context, arg MessageSummaries
 
 const messageUnpark = `-- name: MessageUnpark :one
 WITH u AS (
-    UPDATE messages msg SET adapter_version = $1::integer, canonical_type = $2::text,
+    UPDATE messages msg SET adapter_version = $1::integer, canonical_type = nullif($2::text, ''),
                         canonical_event = $3::bytea, adapter_error = NULL,
                         deliveries = msg.deliveries + cardinality($4::bigint[])
     WHERE msg.id = $5::bigint AND msg.received_at = $6::timestamptz AND msg.adapter_error IS NOT NULL
