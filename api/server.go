@@ -266,6 +266,14 @@ func (s *Server) Register(e *echo.Echo) {
 	route(http.MethodGet, "/v1/carriers/:id/refusals", s.listCarrierRefusals, admin)
 	route(http.MethodGet, "/v1/carriers/:id/health", s.carrierHealth, admin)
 	route(http.MethodPost, "/v1/carriers/:id/try", s.tryCarrierCallback, admin)
+	route(http.MethodPost, "/v1/carriers/:id/adapters", s.createAdapter, admin)
+	route(http.MethodGet, "/v1/carriers/:id/adapters", s.listAdapters, admin)
+	route(http.MethodPost, "/v1/carriers/:id/adapters/deactivate", s.deactivateAdapter, admin)
+	route(http.MethodGet, "/v1/carriers/:id/adapters/:version", s.getAdapter, admin)
+	route(http.MethodPost, "/v1/carriers/:id/adapters/:version/dry-run", s.dryRunAdapter, admin)
+	route(http.MethodPost, "/v1/carriers/:id/adapters/:version/activate", s.activateAdapter, admin)
+	route(http.MethodGet, "/v1/carriers/:id/parked", s.listParked, admin)
+	route(http.MethodPost, "/v1/carriers/:id/parked/unpark", s.unparkCallbacks, admin)
 
 	// The carriers' watch (watchCallbacks) sees every answer, the
 	// authentication's refusals included.

@@ -18,7 +18,7 @@ const MaxParkedPage = 1000
 // (its adapter failed on them and it parks such callbacks), oldest first,
 // after the one at (afterAt, afterID). Operators only.
 func (s *Service) ParkedCallbacks(ctx context.Context, carrierID int64, afterAt time.Time, afterID int64, limit int) ([]db.StoredCallback, error) {
-	if limit < 1 || limit > MaxParkedPage {
+	if limit < 1 || limit > MaxParkedPage+1 { // one more: whether a next page exists
 		return nil, hookrelay.Errorf(hookrelay.EINVALID, "limit must be 1 to %d", MaxParkedPage)
 	}
 	if _, err := s.db.CarrierGet(ctx, carrierID); err != nil {
