@@ -13,6 +13,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"runtime"
 	"time"
 )
 
@@ -44,16 +45,21 @@ const (
 // (WithDefaults); docs/adapters.md says what each one bounds and what it
 // does not.
 type Limits struct {
-	// CPUTime is the time one call may run: the transform and the
-	// conversion of its result. It is measured on the wall clock from the
-	// start of the call (a call never uses more CPU than that), and checked
-	// between JavaScript instructions, so a single built-in call (a sort, a
-	// JSON.parse) finishes before the call stops. Default 100 ms.
+	// CPUTime is the CPU time one call may use: the transform and the
+	// conversion of its result. On Linux it is the CPU clock of the thread
+	// the call runs on (locked to it); elsewhere, wall-clock time. A call is also
+	// stopped after 10 × CPUTime (at least 1 s) of wall-clock time,
+	// whatever CPU it used. Checked every 2 ms between JavaScript
+	// instructions, so a single built-in call (a sort, a JSON.stringify)
+	// finishes before the call stops. Default 100 ms.
 	CPUTime time.Duration
-	// MaxMemoryBytes bounds how far the process's Go heap may grow during
-	// a call that runs longer than a few milliseconds (sampled every
-	// memorySampleEvery; a call is stopped at the next instruction after a
-	// sample over the bound). Default 64 MiB.
+	// MaxMemoryBytes bounds the heap a call may allocate, checked for
+	// calls that run longer than memorySampleEvery (2 ms), at each tick:
+	// Go counts allocation only for the whole process, so a long call is
+	// charged an equal share, among the calls running that long, of what
+	// the process allocated meanwhile; a call over the bound is stopped at
+	// its next instruction. An emergency brake against a runaway adapter
+	// (a string doubled in a loop), not an exact account. Default 128 MiB.
 	MaxMemoryBytes int64
 	// MaxOutputBytes bounds the event's data as JSON. Default 256 KiB.
 	MaxOutputBytes int
@@ -74,7 +80,7 @@ type Limits struct {
 // Defaults of Limits.
 const (
 	DefaultCPUTime         = 100 * time.Millisecond
-	DefaultMaxMemoryBytes  = 64 << 20
+	DefaultMaxMemoryBytes  = 128 << 20
 	DefaultMaxOutputBytes  = 256 << 10
 	DefaultMaxStringLength = 4 << 20
 	DefaultMaxArrayLength  = 1 << 20
@@ -124,6 +130,10 @@ func (p *Program) Run(ctx context.Context, in Input) (ev Event, drop bool, err e
 	if err != nil {
 		return Event{}, false, err
 	}
+	// The call stays on this thread, so that the thread's CPU clock is the
+	// call's (Limits.CPUTime).
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	ev, drop, err, clean := vm.run(ctx, in)
 	if clean {
 		p.put(vm)

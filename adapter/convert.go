@@ -11,19 +11,20 @@ import (
 	"github.com/hookrelay/hookrelay"
 )
 
-// callback builds the transform's argument from in.
-func (v *vm) callback(in Input) goja.Value {
+// callback builds the transform's argument from in; its error is a body
+// nested deeper than MaxInputDepth.
+func (v *vm) callback(in Input) (goja.Value, error) {
 	rt := v.rt
 	cb := rt.NewObject()
 	raw := rt.ToValue(string(in.Body))
 	body := raw
 	if looksJSON(in.Body) {
-		parsed, err := v.jsonParse(goja.Undefined(), raw)
+		parsed, err := parseJSON(rt, in.Body, v.p.lim.MaxInputDepth)
 		switch {
 		case err == nil:
 			body = parsed
-		case isUncatchable(err):
-			panic(err)
+		case err != errNotJSON:
+			return nil, err
 		}
 	}
 	headers := rt.NewObject()
@@ -51,7 +52,7 @@ func (v *vm) callback(in Input) goja.Value {
 	_ = cb.Set("headers", headers)
 	_ = cb.Set("carrier", in.Carrier)
 	_ = cb.Set("received_at", receivedAt)
-	return cb
+	return cb, nil
 }
 
 func isUncatchable(err error) bool {
@@ -76,38 +77,6 @@ func looksJSON(body []byte) bool {
 		return false
 	}
 	return false
-}
-
-// checkDepth refuses a JSON body nested deeper than max (the parser
-// recurses once per level, on the Go stack).
-func checkDepth(body []byte, max int) error {
-	if !looksJSON(body) {
-		return nil
-	}
-	depth, inString, escaped := 0, false, false
-	for _, c := range body {
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == '{' || c == '[':
-			depth++
-			if depth > max {
-				return limitError(LimitInput, "body nested deeper than %d levels", max)
-			}
-		case c == '}' || c == ']':
-			depth--
-		}
-	}
-	return nil
 }
 
 // eventFields are the fields an event object may have.
@@ -179,6 +148,12 @@ func timeField(obj *goja.Object, name string) (time.Time, error) {
 	if val == nil || goja.IsUndefined(val) || goja.IsNull(val) {
 		return time.Time{}, nil
 	}
+	if o, ok := val.(*goja.Object); ok && o.ClassName() == "Date" {
+		if t, ok := o.Export().(time.Time); ok && !t.IsZero() {
+			return t.UTC(), nil
+		}
+		return time.Time{}, resultError("the event's %s is an invalid Date", name)
+	}
 	switch x := val.Export().(type) {
 	case string:
 		t, err := time.Parse(time.RFC3339Nano, x)
@@ -186,11 +161,6 @@ func timeField(obj *goja.Object, name string) (time.Time, error) {
 			return time.Time{}, resultError("the event's %s %q is not an RFC 3339 time with an offset (hookrelay.localTime converts local times)", name, cut(x, 64))
 		}
 		return t, nil
-	case time.Time:
-		if x.IsZero() {
-			return time.Time{}, resultError("the event's %s is an invalid Date", name)
-		}
-		return x.UTC(), nil
 	}
 	return time.Time{}, resultError("the event's %s is %s, not an RFC 3339 string or a Date", name, describe(val))
 }

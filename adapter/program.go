@@ -3,7 +3,9 @@ package adapter
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/dop251/goja"
 	"github.com/dop251/goja/parser"
@@ -48,7 +50,7 @@ func Compile(source string, lim Limits) (*Program, error) {
 	wrapped := sourcePrefix + source + sourceSuffix
 	ast, err := parser.ParseFile(nil, "adapter.js", wrapped, 0, parser.WithDisableSourceMaps)
 	if err != nil {
-		return nil, compileError(parseError(err))
+		return nil, compileError(parseError(err).clamp(source))
 	}
 	gp, err := goja.CompileAST(ast, true)
 	if err != nil {
@@ -61,7 +63,7 @@ func Compile(source string, lim Limits) (*Program, error) {
 				ce.Line, ce.Column = sourcePosition(pos.Line, pos.Column)
 			}
 		}
-		return nil, compileError(ce)
+		return nil, compileError(ce.clamp(source))
 	}
 	p := &Program{lim: lim.WithDefaults(), prog: gp}
 	// A trial runtime: it runs the top level once (under the limits) and
@@ -110,9 +112,19 @@ func parseError(err error) *CompileError {
 	return &CompileError{Message: err.Error()}
 }
 
+// clamp moves a position past the source's end (in the suffix the source
+// is wrapped in: an unclosed block, say) to its end.
+func (e *CompileError) clamp(source string) *CompileError {
+	lines := strings.Split(source, "\n")
+	if e.Line > len(lines) {
+		e.Line = len(lines)
+		e.Column = utf8.RuneCountInString(lines[len(lines)-1]) + 1
+	}
+	return e
+}
+
 // sourcePosition maps a position in the wrapped source to the author's:
 // the same line, the column shifted back by the prefix on the first line.
-// A position in the suffix (an unclosed block, say) is the source's end.
 func sourcePosition(line, col int) (int, int) {
 	if line == 1 {
 		col -= len(sourcePrefix)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime/metrics"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dop251/goja"
@@ -22,12 +23,18 @@ const memorySampleEvery = 2 * time.Millisecond
 // allocsMetric is the process's cumulative heap allocation.
 const allocsMetric = "/gc/heap/allocs:bytes"
 
+// longCalls counts the calls (of every Program) running longer than
+// memorySampleEvery. The heap allocated while calls run is only known for
+// the whole process, so each long call is charged an equal share of it:
+// a call that allocates nothing beside one that allocates without bound is
+// charged half of it, not all.
+var longCalls atomic.Int64
+
 // vm is one runtime of a Program, used by one call at a time.
 type vm struct {
 	p         *Program
 	rt        *goja.Runtime
 	factory   goja.Callable // returns a fresh transform
-	jsonParse goja.Callable
 	stringify goja.Callable
 	now       time.Time // what Date.now() returns during the call
 	sample    []metrics.Sample
@@ -39,9 +46,14 @@ type vm struct {
 	running  bool
 	gen      uint64 // counts calls, so that a late cancel of one misses the next
 	start    time.Time
-	allocs0  uint64      // the process's allocations when the call started
-	stopped  *LimitError // the limit that stopped the call, if any
-	canceled error       // the context error that stopped the call, if any
+	clock    int32 // the CPU clock of the call's thread, when clockOK
+	clockOK  bool
+	cpu0     time.Duration // the clock at the call's start
+	allocs0  uint64        // the process's allocations at the call's start or last tick
+	long     bool          // the call is counted in longCalls
+	charged  uint64        // the call's share of the allocations since it started
+	stopped  *LimitError   // the limit that stopped the call, if any
+	canceled error         // the context error that stopped the call, if any
 }
 
 // newVM makes a runtime ready for calls: helpers installed, built-ins
@@ -59,7 +71,6 @@ func (p *Program) newVM() (*vm, error) {
 		return nil, hookrelay.WrapError(hookrelay.EINTERNAL, "adapter runtime helpers", err)
 	}
 	json := rt.Get("JSON").ToObject(rt)
-	v.jsonParse, _ = goja.AssertFunction(json.Get("parse"))
 	v.stringify, _ = goja.AssertFunction(json.Get("stringify"))
 	setupVal, err := rt.RunProgram(setupProgram)
 	if err != nil {
@@ -101,19 +112,38 @@ func (v *vm) tick() {
 		return
 	}
 	lim := v.p.lim
-	elapsed := time.Since(v.start)
-	if elapsed >= lim.CPUTime {
+	wall := time.Since(v.start)
+	used := wall
+	if v.clockOK {
+		if c, ok := readCPU(v.clock); ok {
+			used = c - v.cpu0
+		}
+	}
+	if used >= lim.CPUTime || wall >= wallBound(lim.CPUTime) {
 		v.stopped = &LimitError{Limit: LimitTime, Detail: fmt.Sprintf("ran longer than %v", lim.CPUTime)}
 		v.rt.Interrupt(v.stopped)
 		return
 	}
-	if a := v.allocs(); a > v.allocs0 && a-v.allocs0 > uint64(lim.MaxMemoryBytes) {
+	if !v.long {
+		v.long = true
+		longCalls.Add(1)
+	}
+	if a := v.allocs(); a > v.allocs0 {
+		v.charged += (a - v.allocs0) / uint64(max(1, longCalls.Load()))
+		v.allocs0 = a
+	}
+	if v.charged > uint64(lim.MaxMemoryBytes) {
 		v.stopped = &LimitError{Limit: LimitMemory, Detail: fmt.Sprintf("allocated more than %d bytes", lim.MaxMemoryBytes)}
 		v.rt.Interrupt(v.stopped)
 		return
 	}
-	v.timer.Reset(min(memorySampleEvery, lim.CPUTime-elapsed))
+	v.timer.Reset(min(memorySampleEvery, lim.CPUTime-used))
 }
+
+// wallBound is the wall-clock time after which a call is stopped whatever
+// CPU time it used (a call that waits for the CPU that long is stopped
+// too; the caller's context may stop it sooner).
+func wallBound(cpu time.Duration) time.Duration { return max(10*cpu, time.Second) }
 
 // allocs reads the process's cumulative heap allocation.
 func (v *vm) allocs() uint64 {
@@ -130,7 +160,12 @@ func (v *vm) begin() uint64 {
 	v.running = true
 	v.gen++
 	v.start = time.Now()
+	v.clock, v.clockOK = threadCPU()
+	if v.clockOK {
+		v.cpu0, v.clockOK = readCPU(v.clock)
+	}
 	v.allocs0 = v.allocs()
+	v.charged = 0
 	v.stopped, v.canceled = nil, nil
 	gen := v.gen
 	v.mu.Unlock()
@@ -143,6 +178,10 @@ func (v *vm) end() {
 	v.timer.Stop()
 	v.mu.Lock()
 	v.running = false
+	if v.long {
+		v.long = false
+		longCalls.Add(-1)
+	}
 	v.mu.Unlock()
 }
 
@@ -163,9 +202,6 @@ func (v *vm) run(ctx context.Context, in Input) (ev Event, drop bool, err error,
 	v.now = in.ReceivedAt
 	if v.now.IsZero() {
 		v.now = time.Unix(0, 0).UTC()
-	}
-	if err := checkDepth(in.Body, v.p.lim.MaxInputDepth); err != nil {
-		return Event{}, false, err, true
 	}
 	gen := v.begin()
 	stopCtx := func() bool { return false }
@@ -215,7 +251,10 @@ func (v *vm) call(in Input) (ev Event, drop bool, err error) {
 			ev, drop, err = Event{}, false, hookrelay.WrapError(hookrelay.EINTERNAL, "adapter engine failure", fmt.Errorf("panic: %v", x))
 		}
 	}()
-	cb := v.callback(in)
+	cb, err := v.callback(in)
+	if err != nil {
+		return Event{}, false, err
+	}
 	transform, err := v.factory(goja.Undefined())
 	if err != nil {
 		return Event{}, false, v.thrown(err)
