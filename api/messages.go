@@ -53,11 +53,9 @@ type MessageDetailJSON struct {
 	PayloadSHA256    string  `json:"payload_sha256"`
 	// AdapterVersion is the carrier's adapter version that ran on the
 	// callback (omitted: none); Event the canonical event it made, what
-	// canonical endpoints receive (omitted: none); AdapterError why it is
-	// parked.
+	// canonical endpoints receive (omitted: none).
 	AdapterVersion int     `json:"adapter_version,omitempty"`
 	Event          jsonRaw `json:"event,omitempty"`
-	AdapterError   string  `json:"adapter_error,omitempty"`
 }
 
 // jsonRaw is a JSON value written as it is.
@@ -245,7 +243,7 @@ func (s *Server) getMessage(c echo.Context) error {
 			Deliveries: rec.DeliveryList,
 		}),
 		PayloadSHA256:  hex.EncodeToString(m.PayloadSHA256),
-		AdapterVersion: m.AdapterVersion, AdapterError: m.AdapterError,
+		AdapterVersion: m.AdapterVersion,
 	}
 	if m.CanonicalEvent != nil {
 		out.Event = jsonRaw(m.CanonicalEvent)

@@ -2191,9 +2191,6 @@ type MessageDeliveryStatus string
 
 // MessageDetail The message with every attempt of each delivery, and the payload: inline as JSON (payload) or as base64 (payload_base64) when it is not JSON, or, when offloaded, a presigned link (payload_url).
 type MessageDetail struct {
-	// AdapterError Why the adapter failed on it: the callback is parked (GET /v1/carriers/{id}/parked).
-	AdapterError *string `json:"adapter_error,omitempty"`
-
 	// AdapterVersion The carrier's adapter version that ran on the callback; absent when none did.
 	AdapterVersion *int `json:"adapter_version,omitempty"`
 

@@ -149,7 +149,7 @@ func (db *DB) MessageCarrierRecent(ctx context.Context, carrierID int64, since t
 	for i, r := range rows {
 		out[i] = StoredCallback{ID: r.ID, ReceivedAt: r.ReceivedAt, EventType: r.EventType, OrderingKey: r.OrderingKey,
 			MerchantRef: r.MerchantRef, Payload: r.Payload, PayloadKey: deref(r.PayloadKey), AdapterVersion: int(deref(r.AdapterVersion)),
-			CanonicalType: deref(r.CanonicalType), CanonicalEvent: r.CanonicalEvent, AdapterError: deref(r.AdapterError)}
+			CanonicalType: deref(r.CanonicalType), CanonicalEvent: r.CanonicalEvent}
 	}
 	return out, nil
 }
@@ -165,7 +165,7 @@ func (db *DB) MessageParkedList(ctx context.Context, carrierID int64, afterAt ti
 	for i, r := range rows {
 		out[i] = StoredCallback{ID: r.ID, ReceivedAt: r.ReceivedAt, EventType: r.EventType, OrderingKey: r.OrderingKey,
 			MerchantRef: r.MerchantRef, Queue: int(r.Queue), Payload: r.Payload, PayloadKey: deref(r.PayloadKey),
-			AdapterVersion: int(deref(r.AdapterVersion)), AdapterError: deref(r.AdapterError)}
+			AdapterVersion: int(r.AdapterVersion), AdapterError: r.Error}
 	}
 	return out, nil
 }

@@ -45,8 +45,8 @@ type NewMessage struct {
 	// AdapterVersion is the version of the carrier's adapter that ran on
 	// the callback (0: none). CanonicalType and CanonicalEvent are the event
 	// it made (the body canonical endpoints receive); none when it dropped
-	// the callback or failed. AdapterError is why the callback is parked
-	// ("": it is not).
+	// the callback or failed. AdapterError, when not "", parks the callback
+	// (parked_callbacks) with this error.
 	AdapterVersion int
 	CanonicalType  string
 	CanonicalEvent []byte
@@ -317,12 +317,11 @@ type Message struct {
 	PayloadSize    int
 	PayloadSHA256  []byte
 	Deliveries     int
-	// AdapterVersion, CanonicalType, CanonicalEvent and AdapterError are
-	// as in NewMessage.
+	// AdapterVersion, CanonicalType and CanonicalEvent are as in
+	// NewMessage.
 	AdapterVersion int
 	CanonicalType  string
 	CanonicalEvent []byte
-	AdapterError   string
 }
 
 func messageFrom(r dbsqlc.Message) Message {
@@ -331,7 +330,6 @@ func messageFrom(r dbsqlc.Message) Message {
 		OrderingKey: r.OrderingKey, MerchantRef: r.MerchantRef, Queue: int(r.Queue), Payload: r.Payload,
 		PayloadSize: int(r.PayloadSize), PayloadSHA256: r.PayloadSHA256, Deliveries: int(r.Deliveries),
 		AdapterVersion: int(deref(r.AdapterVersion)), CanonicalType: deref(r.CanonicalType), CanonicalEvent: r.CanonicalEvent,
-		AdapterError: deref(r.AdapterError),
 	}
 	if r.IdempotencyKey != nil {
 		m.IdempotencyKey = *r.IdempotencyKey

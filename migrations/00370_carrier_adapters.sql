@@ -11,9 +11,12 @@
 --     the error).
 --   messages: the adapter version that ran on the callback, the canonical
 --     event it made (the envelope canonical endpoints receive, built once
---     at ingest) and its type; adapter_error holds the error of a parked
---     callback (NULL otherwise). The original body (payload / payload_key)
---     never changes.
+--     at ingest) and its type. The original body (payload / payload_key)
+--     never changes. NULL without an adapter: no default, no rewrite.
+--   parked_callbacks: the callbacks of carriers that park them which their
+--     adapter failed on, with the error, until an operator unparks them
+--     (few rows; retention drops a message's partition, and the list skips
+--     rows whose message is gone).
 --   endpoints.format: 'raw' (the carrier's body as it came; every endpoint
 --     made before this migration) or 'canonical' (the canonical event).
 CREATE TABLE carrier_adapters (
@@ -35,21 +38,32 @@ ALTER TABLE carriers
 ALTER TABLE messages
     ADD COLUMN adapter_version integer,
     ADD COLUMN canonical_type  text,
-    ADD COLUMN canonical_event bytea,
-    ADD COLUMN adapter_error   text;
+    ADD COLUMN canonical_event bytea;
+-- Coarse statistics, like every column of the history (migration 00080);
+-- this reaches the existing day partitions, hookrelay_ensure_partitions
+-- sets it on the new ones.
+ALTER TABLE messages
+    ALTER COLUMN adapter_version SET STATISTICS 10,
+    ALTER COLUMN canonical_type SET STATISTICS 10,
+    ALTER COLUMN canonical_event SET STATISTICS 10;
 
--- The parked callbacks of a carrier, for the operator (few rows).
-CREATE INDEX messages_parked_idx ON messages (carrier_id, received_at)
-    WHERE adapter_error IS NOT NULL;
+CREATE TABLE parked_callbacks (
+    message_id          bigint NOT NULL,
+    message_received_at timestamptz NOT NULL,
+    carrier_id          bigint NOT NULL,
+    adapter_version     integer NOT NULL,
+    error               text NOT NULL,
+    PRIMARY KEY (message_id, message_received_at)
+);
+CREATE INDEX parked_callbacks_carrier_idx ON parked_callbacks (carrier_id, message_received_at, message_id);
 
 ALTER TABLE endpoints
     ADD COLUMN format text NOT NULL DEFAULT 'raw' CHECK (format IN ('raw', 'canonical'));
 
 -- +goose Down
 ALTER TABLE endpoints DROP COLUMN format;
-DROP INDEX messages_parked_idx;
+DROP TABLE parked_callbacks;
 ALTER TABLE messages
-    DROP COLUMN adapter_error,
     DROP COLUMN canonical_event,
     DROP COLUMN canonical_type,
     DROP COLUMN adapter_version;

@@ -24,7 +24,8 @@ SELECT nextval('messages_id_seq')::bigint AS id FROM unnest(array_fill(0, ARRAY[
 -- NULL traceparent); when given it has one entry per message, '' for none.
 -- @adapter_versions, @canonical_types, @canonical_events and @adapter_errors
 -- go the same way: empty unless a message of the batch ran an adapter (0,
--- '' and NULL for none).
+-- '' and NULL for none); a message with an adapter error is parked
+-- (parked_callbacks).
 WITH input AS MATERIALIZED (
     -- nextval in a sorted query's output runs after the sort: in input order.
     SELECT x.ord, x.received_at, x.carrier_id, x.event_type, x.ordering_key, x.merchant_ref,
@@ -77,12 +78,17 @@ WITH input AS MATERIALIZED (
 ), inserted_messages AS (
     INSERT INTO messages (id, received_at, carrier_id, event_type, ordering_key, merchant_ref, queue,
                           idempotency_key, payload, payload_key, payload_size, payload_sha256, deliveries, traceparent,
-                          adapter_version, canonical_type, canonical_event, adapter_error)
+                          adapter_version, canonical_type, canonical_event)
     SELECT s.id, s.received_at, s.carrier_id, s.event_type, s.ordering_key, s.merchant_ref, s.queue,
            nullif(s.idem_key, ''), s.payload, nullif(s.payload_key, ''), s.payload_size, s.payload_sha256, s.deliveries,
-           nullif(s.traceparent, ''), nullif(s.adapter_version, 0), nullif(s.canonical_type, ''), s.canonical_event,
-           nullif(s.adapter_error, '')
+           nullif(s.traceparent, ''), nullif(s.adapter_version, 0), nullif(s.canonical_type, ''), s.canonical_event
     FROM stored s
+    RETURNING 1
+), inserted_parked AS (
+    INSERT INTO parked_callbacks (message_id, message_received_at, carrier_id, adapter_version, error)
+    SELECT s.id, s.received_at, s.carrier_id, s.adapter_version, s.adapter_error
+    FROM stored s
+    WHERE s.adapter_error <> ''
     RETURNING 1
 ), inserted_deliveries AS (
     INSERT INTO deliveries (id, queue, endpoint_id, ordering_key, ordered, message_id, message_received_at)
@@ -289,32 +295,40 @@ ORDER BY m.id DESC;
 -- The carrier's last @lim callbacks received since @since, newest first (the
 -- primary key walked backwards: ids are taken in arrival order).
 SELECT m.id, m.received_at, m.event_type, m.ordering_key, m.merchant_ref, m.payload, m.payload_key,
-       m.adapter_version, m.canonical_type, m.canonical_event, m.adapter_error
+       m.adapter_version, m.canonical_type, m.canonical_event
 FROM messages m
 WHERE m.carrier_id = @carrier_id AND m.received_at >= @since
 ORDER BY m.id DESC
 LIMIT @lim;
 
 -- name: MessageParkedList :many
--- The carrier's parked callbacks (messages_parked_idx), oldest first, after
--- (received_at, id) = (@after_at, @after_id).
+-- The carrier's parked callbacks, oldest first, after (received_at, id) =
+-- (@after_at, @after_id); those whose message is gone (retention) are
+-- skipped.
 SELECT m.id, m.received_at, m.event_type, m.ordering_key, m.merchant_ref, m.queue, m.payload, m.payload_key,
-       m.adapter_version, m.adapter_error
-FROM messages m
-WHERE m.carrier_id = @carrier_id AND m.adapter_error IS NOT NULL
-  AND (m.received_at, m.id) > (@after_at::timestamptz, @after_id::bigint)
-ORDER BY m.received_at, m.id
+       p.adapter_version, p.error
+FROM parked_callbacks p
+JOIN messages m ON m.id = p.message_id AND m.received_at = p.message_received_at
+WHERE p.carrier_id = @carrier_id
+  AND (p.message_received_at, p.message_id) > (@after_at::timestamptz, @after_id::bigint)
+ORDER BY p.message_received_at, p.message_id
 LIMIT @lim;
 
 -- name: MessageUnpark :one
 -- Gives a parked message the event its adapter now makes, and one unordered
 -- delivery to each of @endpoint_ids (the canonical endpoints it reaches), in
 -- one statement. Nothing happens to a message that is no longer parked.
-WITH u AS (
-    UPDATE messages msg SET adapter_version = @adapter_version::integer, canonical_type = nullif(@canonical_type::text, ''),
-                        canonical_event = @canonical_event::bytea, adapter_error = NULL,
+WITH p AS (
+    DELETE FROM parked_callbacks pc
+    WHERE pc.message_id = @id::bigint AND pc.message_received_at = @received_at::timestamptz
+    RETURNING pc.message_id, pc.message_received_at
+), u AS (
+    UPDATE messages msg SET adapter_version = @adapter_version::integer,
+                        canonical_type = nullif(@canonical_type::text, ''),
+                        canonical_event = @canonical_event::bytea,
                         deliveries = msg.deliveries + cardinality(@endpoint_ids::bigint[])
-    WHERE msg.id = @id::bigint AND msg.received_at = @received_at::timestamptz AND msg.adapter_error IS NOT NULL
+    FROM p
+    WHERE msg.id = p.message_id AND msg.received_at = p.message_received_at
     RETURNING msg.id AS message_id, msg.received_at AS message_received_at, msg.queue AS message_queue,
               msg.ordering_key AS message_ordering_key
 ), d AS (

@@ -135,7 +135,7 @@ func (q *Queries) MessageCandidatesList(ctx context.Context, arg MessageCandidat
 
 const messageCarrierRecent = `-- name: MessageCarrierRecent :many
 SELECT m.id, m.received_at, m.event_type, m.ordering_key, m.merchant_ref, m.payload, m.payload_key,
-       m.adapter_version, m.canonical_type, m.canonical_event, m.adapter_error
+       m.adapter_version, m.canonical_type, m.canonical_event
 FROM messages m
 WHERE m.carrier_id = $1 AND m.received_at >= $2
 ORDER BY m.id DESC
@@ -159,7 +159,6 @@ type MessageCarrierRecentRow struct {
 	AdapterVersion *int32
 	CanonicalType  *string
 	CanonicalEvent []byte
-	AdapterError   *string
 }
 
 // The carrier's last @lim callbacks received since @since, newest first (the
@@ -184,7 +183,6 @@ func (q *Queries) MessageCarrierRecent(ctx context.Context, arg MessageCarrierRe
 			&i.AdapterVersion,
 			&i.CanonicalType,
 			&i.CanonicalEvent,
-			&i.AdapterError,
 		); err != nil {
 			return nil, err
 		}
@@ -386,12 +384,17 @@ WITH input AS MATERIALIZED (
 ), inserted_messages AS (
     INSERT INTO messages (id, received_at, carrier_id, event_type, ordering_key, merchant_ref, queue,
                           idempotency_key, payload, payload_key, payload_size, payload_sha256, deliveries, traceparent,
-                          adapter_version, canonical_type, canonical_event, adapter_error)
+                          adapter_version, canonical_type, canonical_event)
     SELECT s.id, s.received_at, s.carrier_id, s.event_type, s.ordering_key, s.merchant_ref, s.queue,
            nullif(s.idem_key, ''), s.payload, nullif(s.payload_key, ''), s.payload_size, s.payload_sha256, s.deliveries,
-           nullif(s.traceparent, ''), nullif(s.adapter_version, 0), nullif(s.canonical_type, ''), s.canonical_event,
-           nullif(s.adapter_error, '')
+           nullif(s.traceparent, ''), nullif(s.adapter_version, 0), nullif(s.canonical_type, ''), s.canonical_event
     FROM stored s
+    RETURNING 1
+), inserted_parked AS (
+    INSERT INTO parked_callbacks (message_id, message_received_at, carrier_id, adapter_version, error)
+    SELECT s.id, s.received_at, s.carrier_id, s.adapter_version, s.adapter_error
+    FROM stored s
+    WHERE s.adapter_error <> ''
     RETURNING 1
 ), inserted_deliveries AS (
     INSERT INTO deliveries (id, queue, endpoint_id, ordering_key, ordered, message_id, message_received_at)
@@ -456,7 +459,8 @@ type MessageInsertManyRow struct {
 // NULL traceparent); when given it has one entry per message, ” for none.
 // @adapter_versions, @canonical_types, @canonical_events and @adapter_errors
 // go the same way: empty unless a message of the batch ran an adapter (0,
-// ” and NULL for none).
+// ” and NULL for none); a message with an adapter error is parked
+// (parked_callbacks).
 func (q *Queries) MessageInsertMany(ctx context.Context, arg MessageInsertManyParams) ([]MessageInsertManyRow, error) {
 	rows, err := q.db.Query(ctx, messageInsertMany,
 		arg.Ords,
@@ -502,7 +506,7 @@ func (q *Queries) MessageInsertMany(ctx context.Context, arg MessageInsertManyPa
 }
 
 const messageLookup = `-- name: MessageLookup :one
-SELECT id, received_at, carrier_id, event_type, ordering_key, merchant_ref, queue, idempotency_key, payload, payload_key, payload_size, payload_sha256, deliveries, traceparent, adapter_version, canonical_type, canonical_event, adapter_error FROM messages
+SELECT id, received_at, carrier_id, event_type, ordering_key, merchant_ref, queue, idempotency_key, payload, payload_key, payload_size, payload_sha256, deliveries, traceparent, adapter_version, canonical_type, canonical_event FROM messages
 WHERE id = $1
   AND ($2::timestamptz IS NULL OR received_at = $2::timestamptz)
 ORDER BY received_at DESC LIMIT 1
@@ -535,18 +539,18 @@ func (q *Queries) MessageLookup(ctx context.Context, arg MessageLookupParams) (M
 		&i.AdapterVersion,
 		&i.CanonicalType,
 		&i.CanonicalEvent,
-		&i.AdapterError,
 	)
 	return i, err
 }
 
 const messageParkedList = `-- name: MessageParkedList :many
 SELECT m.id, m.received_at, m.event_type, m.ordering_key, m.merchant_ref, m.queue, m.payload, m.payload_key,
-       m.adapter_version, m.adapter_error
-FROM messages m
-WHERE m.carrier_id = $1 AND m.adapter_error IS NOT NULL
-  AND (m.received_at, m.id) > ($2::timestamptz, $3::bigint)
-ORDER BY m.received_at, m.id
+       p.adapter_version, p.error
+FROM parked_callbacks p
+JOIN messages m ON m.id = p.message_id AND m.received_at = p.message_received_at
+WHERE p.carrier_id = $1
+  AND (p.message_received_at, p.message_id) > ($2::timestamptz, $3::bigint)
+ORDER BY p.message_received_at, p.message_id
 LIMIT $4
 `
 
@@ -566,12 +570,13 @@ type MessageParkedListRow struct {
 	Queue          int16
 	Payload        []byte
 	PayloadKey     *string
-	AdapterVersion *int32
-	AdapterError   *string
+	AdapterVersion int32
+	Error          string
 }
 
-// The carrier's parked callbacks (messages_parked_idx), oldest first, after
-// (received_at, id) = (@after_at, @after_id).
+// The carrier's parked callbacks, oldest first, after (received_at, id) =
+// (@after_at, @after_id); those whose message is gone (retention) are
+// skipped.
 func (q *Queries) MessageParkedList(ctx context.Context, arg MessageParkedListParams) ([]MessageParkedListRow, error) {
 	rows, err := q.db.Query(ctx, messageParkedList,
 		arg.CarrierID,
@@ -596,7 +601,7 @@ func (q *Queries) MessageParkedList(ctx context.Context, arg MessageParkedListPa
 			&i.Payload,
 			&i.PayloadKey,
 			&i.AdapterVersion,
-			&i.AdapterError,
+			&i.Error,
 		); err != nil {
 			return nil, err
 		}
@@ -804,30 +809,36 @@ func (q *Queries) MessageSummariesList(ctx context.Context, arg MessageSummaries
 }
 
 const messageUnpark = `-- name: MessageUnpark :one
-WITH u AS (
-    UPDATE messages msg SET adapter_version = $1::integer, canonical_type = nullif($2::text, ''),
-                        canonical_event = $3::bytea, adapter_error = NULL,
-                        deliveries = msg.deliveries + cardinality($4::bigint[])
-    WHERE msg.id = $5::bigint AND msg.received_at = $6::timestamptz AND msg.adapter_error IS NOT NULL
+WITH p AS (
+    DELETE FROM parked_callbacks pc
+    WHERE pc.message_id = $1::bigint AND pc.message_received_at = $2::timestamptz
+    RETURNING pc.message_id, pc.message_received_at
+), u AS (
+    UPDATE messages msg SET adapter_version = $3::integer,
+                        canonical_type = nullif($4::text, ''),
+                        canonical_event = $5::bytea,
+                        deliveries = msg.deliveries + cardinality($6::bigint[])
+    FROM p
+    WHERE msg.id = p.message_id AND msg.received_at = p.message_received_at
     RETURNING msg.id AS message_id, msg.received_at AS message_received_at, msg.queue AS message_queue,
               msg.ordering_key AS message_ordering_key
 ), d AS (
     INSERT INTO deliveries (queue, endpoint_id, ordering_key, ordered, message_id, message_received_at,
                             attempt, visible_at)
     SELECT u.message_queue, e.endpoint_id, u.message_ordering_key, false, u.message_id, u.message_received_at, 0, now()
-    FROM u, unnest($4::bigint[]) AS e(endpoint_id)
+    FROM u, unnest($6::bigint[]) AS e(endpoint_id)
     RETURNING 1
 )
 SELECT u.message_id, u.message_queue, (SELECT count(*) FROM d)::integer AS deliveries FROM u
 `
 
 type MessageUnparkParams struct {
+	ID             int64
+	ReceivedAt     time.Time
 	AdapterVersion int32
 	CanonicalType  string
 	CanonicalEvent []byte
 	EndpointIDs    []int64
-	ID             int64
-	ReceivedAt     time.Time
 }
 
 type MessageUnparkRow struct {
@@ -841,12 +852,12 @@ type MessageUnparkRow struct {
 // one statement. Nothing happens to a message that is no longer parked.
 func (q *Queries) MessageUnpark(ctx context.Context, arg MessageUnparkParams) (MessageUnparkRow, error) {
 	row := q.db.QueryRow(ctx, messageUnpark,
+		arg.ID,
+		arg.ReceivedAt,
 		arg.AdapterVersion,
 		arg.CanonicalType,
 		arg.CanonicalEvent,
 		arg.EndpointIDs,
-		arg.ID,
-		arg.ReceivedAt,
 	)
 	var i MessageUnparkRow
 	err := row.Scan(&i.MessageID, &i.MessageQueue, &i.Deliveries)

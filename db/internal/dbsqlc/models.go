@@ -240,7 +240,6 @@ type Message struct {
 	AdapterVersion *int32
 	CanonicalType  *string
 	CanonicalEvent []byte
-	AdapterError   *string
 }
 
 type OpsDelivery struct {
@@ -270,6 +269,14 @@ type OpsEvent struct {
 	Count      int32
 	Data       []byte
 	CreatedAt  time.Time
+}
+
+type ParkedCallback struct {
+	MessageID         int64
+	MessageReceivedAt time.Time
+	CarrierID         int64
+	AdapterVersion    int32
+	Error             string
 }
 
 type PortalLink struct {
