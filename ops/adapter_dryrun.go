@@ -248,3 +248,59 @@ func sameRun(a, b AdapterRun) bool {
 	}
 	return reflect.DeepEqual(dx, dy)
 }
+
+// StoredSamples returns the carrier's last n stored callbacks (ids and
+// times, newest first) for a test pane to pick from.
+func (s *Service) StoredSamples(ctx context.Context, carrierID int64, n int) ([]db.StoredCallback, error) {
+	return s.db.MessageCarrierRecent(ctx, carrierID, s.now().Add(-dryRunWindows[len(dryRunWindows)-1]), n)
+}
+
+// AdapterTest is a source to try on one callback: a pasted body (with
+// headers), or a stored callback of the carrier (MessageID).
+type AdapterTest struct {
+	Source    string
+	Body      []byte
+	Header    map[string][]string
+	MessageID int64
+}
+
+// TestAdapter compiles a source that need not be stored and runs it on one
+// callback, with the schema check of ingest: the event, the drop or the
+// error (a source that does not compile is a failed run naming the line).
+// It stores nothing. Operators only.
+func (s *Service) TestAdapter(ctx context.Context, carrierID int64, in AdapterTest) (AdapterRun, error) {
+	car, err := s.db.CarrierGet(ctx, carrierID)
+	if err != nil {
+		return AdapterRun{}, err
+	}
+	m := db.StoredCallback{ReceivedAt: s.now(), Payload: in.Body}
+	if in.MessageID != 0 {
+		recent, err := s.StoredSamples(ctx, carrierID, MaxDryRunLimit)
+		if err != nil {
+			return AdapterRun{}, err
+		}
+		found := false
+		for _, r := range recent {
+			if r.ID == in.MessageID {
+				m, found = r, true
+				break
+			}
+		}
+		if !found {
+			return AdapterRun{}, hookrelay.Errorf(hookrelay.ENOTFOUND, "stored callback %d of this carrier not found", in.MessageID)
+		}
+		in.Header = nil
+	}
+	body, err := s.storedBody(ctx, m)
+	if err != nil {
+		return AdapterRun{}, err
+	}
+	prog, err := adapter.Compile(in.Source, ingest.AdapterLimits)
+	if err != nil {
+		return AdapterRun{Outcome: OutcomeFailed, Reason: hookrelay.ReasonAdapterFailed, Error: "does not compile: " + hookrelay.ErrorMessage(err)}, nil
+	}
+	if in.Header == nil {
+		in.Header = map[string][]string{}
+	}
+	return runOnce(ctx, prog, 0, s.routes.Validator(), adapter.Input{Body: body, Headers: in.Header, Carrier: car.Name, ReceivedAt: m.ReceivedAt}, car, m)
+}

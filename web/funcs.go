@@ -16,15 +16,16 @@ import (
 )
 
 var funcs = template.FuncMap{
-	"when":   when,
-	"whenp":  whenPtr,
-	"ago":    ago,
-	"bytes":  humanBytes,
-	"ibytes": func(n int) string { return humanBytes(int64(n)) },
-	"pct":    func(f float64) string { return strconv.FormatFloat(f*100, 'f', 1, 64) + " %" },
-	"ms":     func(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) + " ms" },
-	"num":    humanInt,
-	"hexs":   func(b []byte) string { return hex.EncodeToString(b) },
+	"when":       when,
+	"whenp":      whenPtr,
+	"ago":        ago,
+	"bytes":      humanBytes,
+	"ibytes":     func(n int) string { return humanBytes(int64(n)) },
+	"pct":        func(f float64) string { return strconv.FormatFloat(f*100, 'f', 1, 64) + " %" },
+	"ms":         func(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) + " ms" },
+	"num":        humanInt,
+	"hexs":       func(b []byte) string { return hex.EncodeToString(b) },
+	"prettyjson": func(b []byte) string { s, _ := prettyJSON(b); return s },
 	"deref": func(p *int) string {
 		if p == nil {
 			return "—"
