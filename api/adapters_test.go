@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -361,4 +362,44 @@ func TestRunawayAdapterRefusedAlone(t *testing.T) {
 	// The service is up and the adapter works for the next callback.
 	st, out := sendCallback(t, r, key, courierBody("R-after", 60, ""))
 	require.Equal(t, http.StatusAccepted, st, "%v", out)
+}
+
+// A carrier with an adapter may post forms: the worked Dongfang example's
+// form callback becomes its event for the canonical endpoint (the raw one,
+// which is sent JSON, gets nothing); without an adapter the form is 415.
+func TestAdapterFormCallback(t *testing.T) {
+	t.Parallel()
+	r := startAdapterRelay(t, trackingValidator(t))
+	s := newSink(t)
+	carrierID, key := courierCarrier(t, r, "dongfang")
+	m := r.mustCreate(t, "/v1/merchants", adminToken, map[string]any{"name": "HZ-TMALL-0815"})
+	mkey := m["api_key"].(string)
+	r.mustCreate(t, "/v1/endpoints", mkey, map[string]any{"url": s.URL + "/raw"})
+	r.mustCreate(t, "/v1/endpoints", mkey, map[string]any{"url": s.URL + "/canonical", "format": "canonical"})
+	form, err := os.ReadFile("../docs/examples/adapters/dongfang/callback.form")
+	require.NoError(t, err)
+	want, err := os.ReadFile("../docs/examples/adapters/dongfang/event.json")
+	require.NoError(t, err)
+	formType := []string{"Content-Type", "application/x-www-form-urlencoded"}
+
+	st, out := r.call(t, http.MethodPost, "/v1/callbacks", key, form, formType...)
+	require.Equal(t, http.StatusUnsupportedMediaType, st, "%v", out)
+
+	source, err := os.ReadFile("../docs/examples/adapters/dongfang/adapter.js")
+	require.NoError(t, err)
+	activate(t, r, carrierID, createAdapter(t, r, carrierID, string(source)))
+	st, out = r.call(t, http.MethodPost, "/v1/callbacks", key, form, formType...)
+	require.Equal(t, http.StatusAccepted, st, "%v", out)
+	require.Equal(t, 1.0, out["deliveries"], "the canonical endpoint only")
+
+	got := s.waitFor(t, "/canonical", 1)
+	var ev, exp map[string]any
+	require.NoError(t, json.Unmarshal(got[0].Body, &ev))
+	require.NoError(t, json.Unmarshal(want, &exp))
+	require.Equal(t, exp["type"], ev["type"])
+	require.Equal(t, exp["ordering_key"], ev["ordering_key"])
+	require.Equal(t, exp["merchant"], ev["merchant"])
+	require.Equal(t, exp["data"], ev["data"])
+	require.Equal(t, "2026-12-04T00:15:00Z", ev["timestamp"])
+	require.Empty(t, s.at("/raw"))
 }

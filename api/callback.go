@@ -86,7 +86,8 @@ func (s *Server) acceptCallback(c echo.Context) (_ CallbackResponse, _ int, err 
 		return CallbackResponse{}, 0, httperr.WithRetryAfter(hookrelay.Errorf(hookrelay.ERATELIMIT,
 			"carrier over its rate limit of %d callbacks/s", carrier.RateLimitPerSec), wait)
 	}
-	if !isJSON(req.Header.Get("Content-Type")) {
+	if !isJSON(req.Header.Get("Content-Type")) && !s.adapted(ctx, carrier.ID) {
+		// A carrier with an adapter may send any body: the adapter reads it.
 		return CallbackResponse{}, 0, hookrelay.Errorf(hookrelay.EUNSUPPORTED, "Content-Type must be application/json")
 	}
 	var rb ingest.Body
@@ -166,6 +167,16 @@ func (s *Server) acceptCallback(c echo.Context) (_ CallbackResponse, _ int, err 
 	}
 	return CallbackResponse{MessageID: strconv.FormatInt(stored.ID, 10), Deliveries: stored.Deliveries, Duplicate: stored.Duplicate,
 		AdapterVersion: routed.Adapter.Version, EventType: routed.CanonicalType, Parked: routed.Parked}, status, nil
+}
+
+// adapted reports whether the carrier has an active adapter.
+func (s *Server) adapted(ctx context.Context, carrierID int64) bool {
+	snap, err := s.routes.Snapshot(ctx)
+	if err != nil {
+		return false
+	}
+	v, _, _ := snap.Adapter(carrierID)
+	return v != 0
 }
 
 // offload writes the payload to the S3 store under the message's own id

@@ -2620,6 +2620,10 @@ type PathID = string
 // ErrorResponse defines model for Error.
 type ErrorResponse = Error
 
+// CallbackCreateFormdataBody defines parameters for CallbackCreate.
+type CallbackCreateFormdataBody = struct {
+}
+
 // CallbackCreateParams defines parameters for CallbackCreate.
 type CallbackCreateParams struct {
 	// IdempotencyKey At most 255 bytes; the same key from the same carrier within 24 h is a duplicate.
@@ -2794,6 +2798,9 @@ type SessionListParams struct {
 
 // CallbackCreateJSONRequestBody defines body for CallbackCreate for application/json ContentType.
 type CallbackCreateJSONRequestBody = CallbackBody
+
+// CallbackCreateFormdataRequestBody defines body for CallbackCreate for application/x-www-form-urlencoded ContentType.
+type CallbackCreateFormdataRequestBody = CallbackCreateFormdataBody
 
 // CarrierCreateJSONRequestBody defines body for CarrierCreate for application/json ContentType.
 type CarrierCreateJSONRequestBody = CarrierCreate
@@ -4063,6 +4070,13 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/callbacks (the `CallbackCreate` operationId).
 	CallbackCreate(ctx context.Context, params *CallbackCreateParams, body CallbackCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// CallbackCreateWithFormdataBody Send a callback; answered once it is durably stored.
+	//
+	// Takes a body of the `application/x-www-form-urlencoded` content type.
+	//
+	// Corresponds with POST /v1/callbacks (the `CallbackCreate` operationId).
+	CallbackCreateWithFormdataBody(ctx context.Context, params *CallbackCreateParams, body CallbackCreateFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// CarrierList List carriers by id.
 	//
 	// Corresponds with GET /v1/carriers (the `CarrierList` operationId).
@@ -4522,6 +4536,23 @@ func (c *Client) CallbackCreateWithBody(ctx context.Context, params *CallbackCre
 // Corresponds with POST /v1/callbacks (the `CallbackCreate` operationId).
 func (c *Client) CallbackCreate(ctx context.Context, params *CallbackCreateParams, body CallbackCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCallbackCreateRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CallbackCreateWithFormdataBody Send a callback; answered once it is durably stored.
+//
+// Takes a body of the `application/x-www-form-urlencoded` content type.
+//
+// Corresponds with POST /v1/callbacks (the `CallbackCreate` operationId).
+func (c *Client) CallbackCreateWithFormdataBody(ctx context.Context, params *CallbackCreateParams, body CallbackCreateFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCallbackCreateRequestWithFormdataBody(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5677,6 +5708,17 @@ func NewCallbackCreateRequest(server string, params *CallbackCreateParams, body 
 	}
 	bodyReader = bytes.NewReader(buf)
 	return NewCallbackCreateRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCallbackCreateRequestWithFormdataBody calls the generic CallbackCreate builder with application/x-www-form-urlencoded body
+func NewCallbackCreateRequestWithFormdataBody(server string, params *CallbackCreateParams, body CallbackCreateFormdataRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	bodyStr, err := runtime.MarshalForm(body, nil)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = strings.NewReader(bodyStr.Encode())
+	return NewCallbackCreateRequestWithBody(server, params, "application/x-www-form-urlencoded", bodyReader)
 }
 
 // NewCallbackCreateRequestWithBody constructs an http.Request for the CallbackCreate method, with any body, and a specified content type
@@ -8407,6 +8449,13 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/callbacks (the `CallbackCreate` operationId).
 	CallbackCreateWithResponse(ctx context.Context, params *CallbackCreateParams, body CallbackCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*CallbackCreateResponse, error)
+
+	// CallbackCreateWithFormdataBodyWithResponse Send a callback; answered once it is durably stored.
+	//
+	// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/callbacks (the `CallbackCreate` operationId).
+	CallbackCreateWithFormdataBodyWithResponse(ctx context.Context, params *CallbackCreateParams, body CallbackCreateFormdataRequestBody, reqEditors ...RequestEditorFn) (*CallbackCreateResponse, error)
 
 	// CarrierListWithResponse List carriers by id.
 	//
@@ -11830,6 +11879,19 @@ func (c *ClientWithResponses) CallbackCreateWithBodyWithResponse(ctx context.Con
 // Corresponds with POST /v1/callbacks (the `CallbackCreate` operationId).
 func (c *ClientWithResponses) CallbackCreateWithResponse(ctx context.Context, params *CallbackCreateParams, body CallbackCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*CallbackCreateResponse, error) {
 	rsp, err := c.CallbackCreate(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCallbackCreateResponse(rsp)
+}
+
+// CallbackCreateWithFormdataBodyWithResponse Send a callback; answered once it is durably stored.
+//
+// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/callbacks (the `CallbackCreate` operationId).
+func (c *ClientWithResponses) CallbackCreateWithFormdataBodyWithResponse(ctx context.Context, params *CallbackCreateParams, body CallbackCreateFormdataRequestBody, reqEditors ...RequestEditorFn) (*CallbackCreateResponse, error) {
+	rsp, err := c.CallbackCreateWithFormdataBody(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}

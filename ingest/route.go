@@ -105,8 +105,15 @@ func Route(ctx context.Context, snap *Snapshot, carrier db.Carrier, cb Callback)
 			vals = vals[3:]
 		}
 	}
-	if err != nil {
-		return Routed{}, errParse
+	// A body that is not one JSON object is taken only for the carrier's
+	// adapter (a form post, XML...): it has no routing values of its own
+	// and goes to canonical endpoints only (raw endpoints are sent JSON).
+	notJSON := err != nil
+	if notJSON {
+		if r.Adapter.Version == 0 {
+			return Routed{}, errParse
+		}
+		fields, vals = make([]Field, 3), make([]filter.Value, len(filterPaths))
 	}
 	r.OrderingKey = headerOr(cb.Header, "X-Ordering-Key", fields[0])
 	r.EventType = headerOr(cb.Header, "X-Event-Type", fields[1])
@@ -117,15 +124,25 @@ func Route(ctx context.Context, snap *Snapshot, carrier db.Carrier, cb Callback)
 	if ev != nil && ev.Merchant != "" {
 		r.MerchantRef = ev.Merchant
 	}
-	if r.OrderingKey == "" {
+	switch {
+	case r.OrderingKey == "" && notJSON && ev == nil:
+		// Dropped or parked, and nothing to deliver: stored for support
+		// (and unparking) without an ordering key.
+	case r.OrderingKey == "" && notJSON:
+		return Routed{}, hookrelay.WithReason(hookrelay.Errorf(hookrelay.EINVALID,
+			"missing ordering key: the body is not JSON and the adapter's event sets no ordering_key (or send X-Ordering-Key)"),
+			hookrelay.ReasonMissingOrderingKey)
+	case r.OrderingKey == "":
 		return Routed{}, hookrelay.WithReason(hookrelay.Errorf(hookrelay.EINVALID,
 			"missing ordering key: send X-Ordering-Key or a string or number at %q", carrier.OrderingKeyField),
 			hookrelay.ReasonMissingOrderingKey)
 	}
-	if err := checkRouting(cb.Header, carrier, r.OrderingKey, r.EventType, r.MerchantRef); err != nil {
+	if err := checkRouting(cb.Header, carrier, r.OrderingKey, r.EventType, r.MerchantRef); err != nil && r.OrderingKey != "" {
 		return Routed{}, hookrelay.WithReason(err, hookrelay.ReasonInvalidField)
 	}
-	r.EndpointIDs = snap.FanOut(carrier.ID, r.EventType, r.MerchantRef, vals)
+	if !notJSON {
+		r.EndpointIDs = snap.FanOut(carrier.ID, r.EventType, r.MerchantRef, vals)
+	}
 	if ev == nil {
 		return r, nil
 	}
