@@ -47,14 +47,18 @@ const (
 type Limits struct {
 	// CPUTime is the CPU time one call may use: the transform and the
 	// conversion of its result. On Linux it is the CPU clock of the thread
-	// the call runs on (locked to it); elsewhere, wall-clock time. A call is also
+	// the call runs on (locked to it), read from the first 2 ms check on
+	// (the time before it counts as at most 2 ms); elsewhere, wall-clock
+	// time. A call is also
 	// stopped after 10 × CPUTime (at least 1 s) of wall-clock time,
 	// whatever CPU it used. Checked every 2 ms between JavaScript
 	// instructions, so a single built-in call (a sort, a JSON.stringify)
 	// finishes before the call stops. Default 100 ms.
 	CPUTime time.Duration
 	// MaxMemoryBytes bounds the heap a call may allocate, checked for
-	// calls that run longer than memorySampleEvery (2 ms), at each tick:
+	// calls that run longer than memorySampleEvery (2 ms), at each tick
+	// from the first (what a call allocates in its first 2 ms is not
+	// counted):
 	// Go counts allocation only for the whole process, so a long call is
 	// charged an equal share, among the calls running that long, of what
 	// the process allocated meanwhile; a call over the bound is stopped at

@@ -48,15 +48,15 @@ type vm struct {
 	start    time.Time
 	clock    int32 // the CPU clock of the call's thread, when clockOK
 	clockOK  bool
-	cpu0     time.Duration // the clock at the call's start
-	allocs0  uint64        // the process's allocations at the call's start or last tick
+	cpu0     time.Duration // the clock at the first tick, less the wall time before it (at most memorySampleEvery)
+	allocs0  uint64        // the process's allocations at the last tick
 	long     bool          // the call is counted in longCalls
 	charged  uint64        // the call's share of the allocations since it started
 	stopped  *LimitError   // the limit that stopped the call, if any
 	canceled error         // the context error that stopped the call, if any
 }
 
-// newVM makes a runtime ready for calls: helpers installed, built-ins
+// newVM makes a runtime ready for calls: the hookrelay object installed, built-ins
 // guarded and frozen, the adapter's factory loaded.
 func (p *Program) newVM() (*vm, error) {
 	v := &vm{p: p, rt: goja.New(), now: time.Unix(0, 0).UTC()}
@@ -67,8 +67,8 @@ func (p *Program) newVM() (*vm, error) {
 	rt.SetParserOptions(parser.WithDisableSourceMaps)
 	rt.SetMaxCallStackSize(p.lim.MaxCallDepth)
 	rt.SetTimeSource(func() time.Time { return v.now })
-	if err := installHelpers(rt); err != nil {
-		return nil, hookrelay.WrapError(hookrelay.EINTERNAL, "adapter runtime helpers", err)
+	if err := installHookrelayObject(rt); err != nil {
+		return nil, hookrelay.WrapError(hookrelay.EINTERNAL, "adapter runtime: the hookrelay object", err)
 	}
 	json := rt.Get("JSON").ToObject(rt)
 	v.stringify, _ = goja.AssertFunction(json.Get("stringify"))
@@ -115,7 +115,14 @@ func (v *vm) tick() {
 	wall := time.Since(v.start)
 	used := wall
 	if v.clockOK {
+		// Calls shorter than a tick (nearly all) read no clock: the first
+		// tick takes the thread's clock and counts the time before it as
+		// at most one tick of CPU (a late timer does not count against
+		// the call).
 		if c, ok := readCPU(v.clock); ok {
+			if !v.long {
+				v.cpu0 = c - min(wall, memorySampleEvery)
+			}
 			used = c - v.cpu0
 		}
 	}
@@ -125,8 +132,10 @@ func (v *vm) tick() {
 		return
 	}
 	if !v.long {
+		// Allocation too is counted from the first tick.
 		v.long = true
 		longCalls.Add(1)
+		v.allocs0 = v.allocs()
 	}
 	if a := v.allocs(); a > v.allocs0 {
 		v.charged += (a - v.allocs0) / uint64(max(1, longCalls.Load()))
@@ -161,10 +170,6 @@ func (v *vm) begin() uint64 {
 	v.gen++
 	v.start = time.Now()
 	v.clock, v.clockOK = threadCPU()
-	if v.clockOK {
-		v.cpu0, v.clockOK = readCPU(v.clock)
-	}
-	v.allocs0 = v.allocs()
 	v.charged = 0
 	v.stopped, v.canceled = nil, nil
 	gen := v.gen

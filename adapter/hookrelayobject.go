@@ -13,8 +13,8 @@ import (
 	"github.com/dop251/goja"
 )
 
-// The helpers an adapter finds in the global object hookrelay
-// (docs/adapters.md#helpers). They are pure: the same arguments give the
+// The functions an adapter finds in the global object hookrelay
+// (docs/adapters.md#the-hookrelay-object). They are pure: the same arguments give the
 // same result on every host.
 
 // localLayouts are the local date-time forms hookrelay.localTime reads;
@@ -83,9 +83,9 @@ func localTime(text, zone string) (string, error) {
 	return "", fmt.Errorf("%q is not a local date-time like 2026-12-04 08:15:00", text)
 }
 
-// installHelpers sets the global object hookrelay of rt (before setup
+// installHookrelayObject sets the global object hookrelay of rt (before setup
 // freezes it).
-func installHelpers(rt *goja.Runtime) error {
+func installHookrelayObject(rt *goja.Runtime) error {
 	h := rt.NewObject()
 	if err := h.Set("localTime", func(call goja.FunctionCall) goja.Value {
 		text, zone := call.Argument(0), call.Argument(1)
