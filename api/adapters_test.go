@@ -196,6 +196,7 @@ func TestAdapterFormatsEndToEnd(t *testing.T) {
 		"filter": `data.status == "delivered"`})
 	r.mustCreate(t, "/v1/endpoints", mkey, map[string]any{"url": s.URL + "/other-type", "format": "canonical",
 		"event_types": []string{"parcel.weighed"}})
+	poll := r.mustCreate(t, "/v1/endpoints", mkey, map[string]any{"type": "poll", "format": "canonical"})
 	st, out := r.call(t, http.MethodPost, "/v1/endpoints", mkey, map[string]any{"url": s.URL + "/x", "format": "xml"})
 	require.Equal(t, http.StatusBadRequest, st, "%v", out)
 
@@ -204,7 +205,7 @@ func TestAdapterFormatsEndToEnd(t *testing.T) {
 	body := courierBody("YD1", 60, "")
 	st, out = sendCallback(t, r, key, body)
 	require.Equal(t, http.StatusAccepted, st, "%v", out)
-	require.Equal(t, 3.0, out["deliveries"], "raw, canonical, delivered-only")
+	require.Equal(t, 4.0, out["deliveries"], "raw, canonical, delivered-only, poll")
 	msgID := "msg_" + out["message_id"].(string)
 	// A heartbeat: dropped by the adapter, relayed to the raw endpoint.
 	st, out = sendCallback(t, r, key, []byte(`{"kind":"heartbeat","waybill":{"no":"HB1"}}`))
@@ -213,7 +214,7 @@ func TestAdapterFormatsEndToEnd(t *testing.T) {
 	// In transit: not for the delivered-only endpoint.
 	st, out = sendCallback(t, r, key, courierBody("YD2", 30, ""))
 	require.Equal(t, http.StatusAccepted, st, "%v", out)
-	require.Equal(t, 2.0, out["deliveries"])
+	require.Equal(t, 3.0, out["deliveries"])
 
 	// Each endpoint's deliveries of different ordering keys go in any
 	// order: pick those of the first callback by its webhook id.
@@ -251,6 +252,17 @@ func TestAdapterFormatsEndToEnd(t *testing.T) {
 	require.Equal(t, 1.0, ev["adapter_version"])
 	require.Equal(t, map[string]any{"tracking_number": "YD1", "carrier": "yd", "status": "delivered", "status_text": "派送中",
 		"occurred_at": "2026-12-04T08:15:00+08:00"}, ev["data"])
+
+	// A pull of a canonical poll endpoint serves the same body.
+	st, page := r.call(t, http.MethodGet, "/v1/endpoints/"+poll["id"].(string)+"/events?limit=10", mkey, nil)
+	require.Equal(t, http.StatusOK, st, "%v", page)
+	items := page["items"].([]any)
+	require.Len(t, items, 2, "YD1 and YD2, not the heartbeat")
+	first := items[0].(map[string]any)
+	require.Equal(t, msgID, first["id"])
+	require.Equal(t, "tracking.updated", first["event_type"])
+	pulled, _ := json.Marshal(first["body"])
+	require.JSONEq(t, string(canonical.Body), string(pulled))
 }
 
 // A callback the adapter fails on, or whose event fails its schema, is

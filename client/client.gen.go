@@ -2337,7 +2337,7 @@ type PullEvent struct {
 	// Attempt How many times the event was served, this one included.
 	Attempt int `json:"attempt"`
 
-	// Body The callback's JSON, byte for byte as received (fetched from the payload store when offloaded); null when its message is past retention.
+	// Body The callback's JSON, byte for byte as received (fetched from the payload store when offloaded), or for a canonical endpoint the event (CanonicalEvent); null when its message is past retention.
 	Body json.RawMessage `json:"body"`
 
 	// Cursor Covers this event and every one served before it: acknowledge with it, or pull after it.
