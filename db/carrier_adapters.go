@@ -38,9 +38,11 @@ func carrierAdapterFrom(r dbsqlc.CarrierAdapter) CarrierAdapter {
 // CarrierAdapterCreate stores a new version of the carrier's adapter, the
 // one after its last. An unknown carrier is hookrelay.ENOTFOUND.
 func (db *DB) CarrierAdapterCreate(ctx context.Context, carrierID int64, source, note string) (CarrierAdapter, error) {
+	// Each failure means another insert for the carrier committed (it held
+	// the carrier's lock): a creator fails at most once per concurrent one.
 	for try := 0; ; try++ {
 		r, err := db.q.CarrierAdapterInsert(ctx, dbsqlc.CarrierAdapterInsertParams{CarrierID: carrierID, Source: source, Note: note})
-		if isCode(err, "23505") && try < 5 {
+		if isCode(err, "23505") && try < 50 {
 			continue // a concurrent insert took the number
 		}
 		if err != nil {
