@@ -23,8 +23,10 @@ var AdapterLimits = adapter.Limits{MaxOutputBytes: MaxEventDataBytes}.WithDefaul
 
 // EventValidator checks the data of a canonical event against the JSON
 // Schema of its type. It returns the schema version that accepted it, or
-// an error naming why not; hookrelay.EUNAVAILABLE means it could not tell
-// (the callback is answered 503, not refused).
+// a hookrelay.EINVALID error naming why not (an unknown type, data that
+// does not match); any other error means it could not tell, and the
+// callback is answered with it (503 for hookrelay.EUNAVAILABLE), not
+// refused as the carrier's fault.
 type EventValidator interface {
 	Validate(ctx context.Context, eventType string, data []byte) (version int, err error)
 }
@@ -125,7 +127,9 @@ func RunAdapter(ctx context.Context, prog *adapter.Program, version int, v Event
 	if v != nil {
 		sv, err := v.Validate(ctx, ev.Type, ev.Data)
 		if err != nil {
-			if c := hookrelay.CodeOf(err); c == hookrelay.EUNAVAILABLE || c == hookrelay.ETIMEOUT {
+			if c := hookrelay.CodeOf(err); c != hookrelay.EINVALID {
+				// Not the event's fault: the catalog could not tell (it is
+				// unavailable, or a stored schema does not compile).
 				return out, err
 			}
 			out.Err = unprocessable(hookrelay.ReasonSchemaInvalid,
