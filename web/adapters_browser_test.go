@@ -9,6 +9,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
+
+	"github.com/hookrelay/hookrelay/internal/testenv"
 )
 
 // browserAdapter maps a fictional courier's callback to tracking.updated.
@@ -35,15 +37,18 @@ func TestAdapterPageBrowser(t *testing.T) {
 	}
 	require.Equal(t, http.StatusCreated, apiDo(t, http.DefaultClient, http.MethodPost, f.URL+"/v1/carriers", testAdminToken,
 		map[string]any{"name": "kestrel", "ordering_key_field": "waybill.no"}, &carrier).StatusCode)
-	send := func(waybill string, code int) string {
+	type sent struct {
+		MessageID      string `json:"message_id"`
+		AdapterVersion int    `json:"adapter_version"`
+	}
+	sendOne := func(waybill string, code int) sent {
 		t.Helper()
-		var out struct {
-			MessageID string `json:"message_id"`
-		}
+		var out sent
 		body := json.RawMessage(fmt.Sprintf(`{"waybill":{"no":%q},"scan":{"code":%d,"text":"派送中"}}`, waybill, code))
 		require.Equal(t, http.StatusAccepted, apiDo(t, http.DefaultClient, http.MethodPost, f.URL+"/v1/callbacks", carrier.APIKey, body, &out).StatusCode)
-		return out.MessageID
+		return out
 	}
+	send := func(waybill string, code int) string { return sendOne(waybill, code).MessageID }
 	first := send("KX1", 10)
 	send("KX2", 30)
 
@@ -80,7 +85,14 @@ func TestAdapterPageBrowser(t *testing.T) {
 	)
 	require.True(t, strings.HasPrefix(value(t, b, chromedp.Location()), page))
 
-	msg := send("KX3", 60)
+	// The dashboard's activation reaches the API's routing snapshot at its
+	// next reload (the fixture runs no configuration LISTEN).
+	var msg string
+	testenv.Eventually(t, waitLimit, "a callback through the adapter", func() bool {
+		s := sendOne("KX3", 60)
+		msg = s.MessageID
+		return s.AdapterVersion == 1
+	})
 	browse(t, b,
 		chromedp.Navigate(f.URL+"/ui/messages/"+msg),
 		chromedp.WaitVisible(chromedp.CSS("#event")),
