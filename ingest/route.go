@@ -72,24 +72,8 @@ func Route(ctx context.Context, snap *Snapshot, carrier db.Carrier, cb Callback)
 		cb.ReceivedAt = time.Now()
 	}
 	var r Routed
-	if version, prog, cerr := snap.Adapter(carrier.ID); version != 0 {
-		if cerr != nil {
-			r.Adapter = AdapterOutcome{Version: version, Err: unprocessable(hookrelay.ReasonAdapterFailed,
-				fmt.Sprintf("adapter version %d does not compile: %s", version, hookrelay.ErrorMessage(cerr)), cerr)}
-		} else {
-			out, err := RunAdapter(ctx, prog, version, snap.Validator(), adapter.Input{
-				Body: cb.Body, Headers: cb.Header, Carrier: carrier.Name, ReceivedAt: cb.ReceivedAt})
-			if err != nil {
-				return Routed{}, err
-			}
-			r.Adapter = out
-		}
-		if err := r.Adapter.Err; err != nil {
-			if carrier.AdapterOnFailure != db.AdapterPark {
-				return Routed{}, err
-			}
-			r.Parked = hookrelay.ErrorMessage(err)
-		}
+	if err := r.adapt(ctx, snap, carrier, cb); err != nil {
+		return Routed{}, err
 	}
 	ev := r.Adapter.Event
 	var fields []Field
@@ -146,21 +130,60 @@ func Route(ctx context.Context, snap *Snapshot, carrier db.Carrier, cb Callback)
 	if ev == nil {
 		return r, nil
 	}
+	if err := r.fanOutEvent(snap, carrier, cb.ReceivedAt); err != nil {
+		return Routed{}, err
+	}
+	return r, nil
+}
+
+// adapt runs the carrier's active adapter (none: nothing to do) and keeps
+// what it made in r.Adapter; a failure is the error to refuse the callback
+// with, unless the carrier parks such callbacks (r.Parked).
+func (r *Routed) adapt(ctx context.Context, snap *Snapshot, carrier db.Carrier, cb Callback) error {
+	version, prog, cerr := snap.Adapter(carrier.ID)
+	if version == 0 {
+		return nil
+	}
+	if cerr != nil {
+		r.Adapter = AdapterOutcome{Version: version, Err: unprocessable(hookrelay.ReasonAdapterFailed,
+			fmt.Sprintf("adapter version %d does not compile: %s", version, hookrelay.ErrorMessage(cerr)), cerr)}
+	} else {
+		out, err := RunAdapter(ctx, prog, version, snap.Validator(), adapter.Input{
+			Body: cb.Body, Headers: cb.Header, Carrier: carrier.Name, ReceivedAt: cb.ReceivedAt})
+		if err != nil {
+			return err
+		}
+		r.Adapter = out
+	}
+	if err := r.Adapter.Err; err != nil {
+		if carrier.AdapterOnFailure != db.AdapterPark {
+			return err
+		}
+		r.Parked = hookrelay.ErrorMessage(err)
+	}
+	return nil
+}
+
+// fanOutEvent builds the envelope of r's event and adds the canonical
+// endpoints it reaches (their filters read the envelope) to r.EndpointIDs.
+func (r *Routed) fanOutEvent(snap *Snapshot, carrier db.Carrier, receivedAt time.Time) error {
+	ev := r.Adapter.Event
 	if err := hookrelay.CheckHeaderValue("event type", ev.Type); err != nil {
 		// Sent as X-Hookrelay-Event-Type to canonical endpoints.
-		return Routed{}, unprocessable(hookrelay.ReasonAdapterFailed,
+		return unprocessable(hookrelay.ReasonAdapterFailed,
 			fmt.Sprintf("adapter version %d: %s", r.Adapter.Version, hookrelay.ErrorMessage(err)), err)
 	}
+	var err error
 	r.CanonicalType = ev.Type
-	r.CanonicalEvent, err = EnvelopeOf(ev, r.Adapter.Version, carrier.Name, r.OrderingKey, ev.Merchant, cb.ReceivedAt)
+	r.CanonicalEvent, err = EnvelopeOf(ev, r.Adapter.Version, carrier.Name, r.OrderingKey, ev.Merchant, receivedAt)
 	if err != nil {
-		return Routed{}, unprocessable(hookrelay.ReasonAdapterFailed,
+		return unprocessable(hookrelay.ReasonAdapterFailed,
 			fmt.Sprintf("adapter version %d: the event cannot be encoded", r.Adapter.Version), err)
 	}
 	var evVals []filter.Value
-	if len(filterPaths) > 0 {
+	if filterPaths := snap.FilterPaths(); len(filterPaths) > 0 {
 		if _, evVals, err = ParseCallbackValues(r.CanonicalEvent, filterPaths...); err != nil {
-			return Routed{}, unprocessable(hookrelay.ReasonAdapterFailed,
+			return unprocessable(hookrelay.ReasonAdapterFailed,
 				fmt.Sprintf("adapter version %d: the event cannot be read", r.Adapter.Version), err)
 		}
 	}
@@ -169,7 +192,7 @@ func Route(ctx context.Context, snap *Snapshot, carrier db.Carrier, cb Callback)
 		r.EndpointIDs = append(r.EndpointIDs, canon...)
 		slices.Sort(r.EndpointIDs)
 	}
-	return r, nil
+	return nil
 }
 
 var errParse = hookrelay.WithReason(hookrelay.Errorf(hookrelay.EINVALID, "body must be one valid JSON object"), hookrelay.ReasonParse)
