@@ -257,8 +257,14 @@ func (d *Dispatcher) attemptBatch(ctx context.Context, rows []db.ClaimedDelivery
 		if len(sent) > 0 {
 			body.WriteByte(',')
 		}
-		// The payload is the callback's JSON (ingest takes nothing else),
-		// written byte for byte.
+		// The payload is the callback's JSON (ingest takes nothing else
+		// without an adapter), or the canonical event, written byte for
+		// byte. A body that is not JSON (taken for a carrier's adapter, and
+		// stored for canonical endpoints, sent raw to an endpoint that was
+		// canonical when it was stored) goes as a JSON string.
+		if r.CanonicalEvent != nil && !canonical(r, cfg) && !json.Valid(payload) {
+			payload, _ = json.Marshal(string(payload))
+		}
 		body.Write(meta[:len(meta)-1])
 		body.WriteString(`,"body":`)
 		body.Write(payload)
