@@ -9,10 +9,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookrelay/hookrelay/dispatch"
+	"github.com/hookrelay/hookrelay/internal/testenv"
 )
 
 // courierCarrier makes a carrier whose raw ordering key is waybill.no and
@@ -197,6 +199,8 @@ func TestAdapterFormatsEndToEnd(t *testing.T) {
 	r.mustCreate(t, "/v1/endpoints", mkey, map[string]any{"url": s.URL + "/other-type", "format": "canonical",
 		"event_types": []string{"parcel.weighed"}})
 	poll := r.mustCreate(t, "/v1/endpoints", mkey, map[string]any{"type": "poll", "format": "canonical"})
+	r.mustCreate(t, "/v1/endpoints", mkey, map[string]any{"url": s.URL + "/batch", "format": "canonical",
+		"batch": map[string]any{"max_events": 10, "max_wait": "0s"}})
 	st, out := r.call(t, http.MethodPost, "/v1/endpoints", mkey, map[string]any{"url": s.URL + "/x", "format": "xml"})
 	require.Equal(t, http.StatusBadRequest, st, "%v", out)
 
@@ -205,7 +209,7 @@ func TestAdapterFormatsEndToEnd(t *testing.T) {
 	body := courierBody("YD1", 60, "")
 	st, out = sendCallback(t, r, key, body)
 	require.Equal(t, http.StatusAccepted, st, "%v", out)
-	require.Equal(t, 4.0, out["deliveries"], "raw, canonical, delivered-only, poll")
+	require.Equal(t, 5.0, out["deliveries"], "raw, canonical, delivered-only, poll, batch")
 	msgID := "msg_" + out["message_id"].(string)
 	// A heartbeat: dropped by the adapter, relayed to the raw endpoint.
 	st, out = sendCallback(t, r, key, []byte(`{"kind":"heartbeat","waybill":{"no":"HB1"}}`))
@@ -214,7 +218,7 @@ func TestAdapterFormatsEndToEnd(t *testing.T) {
 	// In transit: not for the delivered-only endpoint.
 	st, out = sendCallback(t, r, key, courierBody("YD2", 30, ""))
 	require.Equal(t, http.StatusAccepted, st, "%v", out)
-	require.Equal(t, 3.0, out["deliveries"])
+	require.Equal(t, 4.0, out["deliveries"])
 
 	// Each endpoint's deliveries of different ordering keys go in any
 	// order: pick those of the first callback by its webhook id.
@@ -252,6 +256,22 @@ func TestAdapterFormatsEndToEnd(t *testing.T) {
 	require.Equal(t, 1.0, ev["adapter_version"])
 	require.Equal(t, map[string]any{"tracking_number": "YD1", "carrier": "yd", "status": "delivered", "status_text": "派送中",
 		"occurred_at": "2026-12-04T08:15:00+08:00"}, ev["data"])
+
+	// A canonical batch endpoint gets the events in its arrays.
+	var batched []map[string]any
+	testenv.Eventually(t, 15*time.Second, "two batched events", func() bool {
+		batched = nil
+		for _, rc := range s.at("/batch") {
+			var items []map[string]any
+			require.NoError(t, json.Unmarshal(rc.Body, &items))
+			batched = append(batched, items...)
+		}
+		return len(batched) == 2
+	})
+	for _, it := range batched {
+		require.Equal(t, "tracking.updated", it["event_type"])
+		require.Equal(t, "tracking.updated", it["body"].(map[string]any)["type"])
+	}
 
 	// A pull of a canonical poll endpoint serves the same body.
 	st, page := r.call(t, http.MethodGet, "/v1/endpoints/"+poll["id"].(string)+"/events?limit=10", mkey, nil)
