@@ -209,3 +209,13 @@ func deref[T any](p *T) T {
 	}
 	return *p
 }
+
+// ParkedCallbackPurgeGone forgets the carrier's parked callbacks whose
+// message is past retention, and returns how many.
+func (db *DB) ParkedCallbackPurgeGone(ctx context.Context, carrierID int64) (int64, error) {
+	n, err := db.q.ParkedCallbackPurgeGone(ctx, carrierID)
+	if err != nil {
+		return 0, fmt.Errorf("purge parked callbacks of carrier %d: %w", carrierID, unavailable(err))
+	}
+	return n, nil
+}

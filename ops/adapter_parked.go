@@ -61,6 +61,10 @@ func (s *Service) UnparkCallbacks(ctx context.Context, carrierID int64, limit in
 		return UnparkResult{}, hookrelay.Errorf(hookrelay.EPRECONDITION, "the carrier has no active adapter")
 	}
 	car.AdapterOnFailure = db.AdapterRefuse // a failure is an error here
+	// Those past retention go first: there is nothing left to unpark.
+	if _, err := s.db.ParkedCallbackPurgeGone(ctx, carrierID); err != nil {
+		return UnparkResult{}, err
+	}
 	msgs, err := s.db.MessageParkedList(ctx, carrierID, time.Time{}, 0, limit)
 	if err != nil {
 		return UnparkResult{}, err

@@ -339,3 +339,10 @@ WITH p AS (
     RETURNING 1
 )
 SELECT u.message_id, u.message_queue, (SELECT count(*) FROM d)::integer AS deliveries FROM u;
+
+-- name: ParkedCallbackPurgeGone :execrows
+-- Forgets the carrier's parked callbacks whose message is gone (its day
+-- partition dropped by retention).
+DELETE FROM parked_callbacks p
+WHERE p.carrier_id = @carrier_id
+  AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = p.message_id AND m.received_at = p.message_received_at);

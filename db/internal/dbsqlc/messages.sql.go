@@ -863,3 +863,19 @@ func (q *Queries) MessageUnpark(ctx context.Context, arg MessageUnparkParams) (M
 	err := row.Scan(&i.MessageID, &i.MessageQueue, &i.Deliveries)
 	return i, err
 }
+
+const parkedCallbackPurgeGone = `-- name: ParkedCallbackPurgeGone :execrows
+DELETE FROM parked_callbacks p
+WHERE p.carrier_id = $1
+  AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = p.message_id AND m.received_at = p.message_received_at)
+`
+
+// Forgets the carrier's parked callbacks whose message is gone (its day
+// partition dropped by retention).
+func (q *Queries) ParkedCallbackPurgeGone(ctx context.Context, carrierID int64) (int64, error) {
+	result, err := q.db.Exec(ctx, parkedCallbackPurgeGone, carrierID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
