@@ -58,6 +58,8 @@ func TestCompileErrors(t *testing.T) {
 		{name: "strict mode", src: "function transform(c) { with (c) { return null; } }", line: 1, message: "Strict mode"},
 		{name: "top level throws", src: "\nthrow new Error('boom');\nfunction transform(c) { return null; }", message: "Error: boom", scriptLine: 2},
 		{name: "top level loops", src: "for (;;) {}\nfunction transform(c) { return null; }", limit: adapter.LimitTime},
+		{name: "top level throws a looping toString", src: "throw {toString() { for (;;) {} }};\nfunction transform(c) { return null; }", limit: adapter.LimitTime},
+		{name: "top level recurses", src: "const f = () => f();\nf();\nfunction transform(c) { return null; }", limit: adapter.LimitStack},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -155,7 +157,11 @@ func TestEventResult(t *testing.T) {
 		{name: "ordering key with NUL", ret: `{type: "t", ordering_key: "a\u0000b", data: {}}`, err: "NUL"},
 		{name: "local time string", ret: `{type: "t", occurred_at: "2026-12-04 08:15:00", data: {}}`, err: "not an RFC 3339 time"},
 		{name: "invalid date", ret: `{type: "t", occurred_at: new Date("nope"), data: {}}`, err: "invalid Date"},
-		{name: "cyclic data", ret: `(() => { const d = {}; d.self = d; return {type: "t", data: d}; })()`, err: "TypeError"},
+		{name: "cyclic data", ret: `(() => { const d = {}; d.self = d; return {type: "t", data: d}; })()`, err: "refers to itself"},
+		{name: "deep data", ret: `(() => { let d = {}; for (let i = 0; i < 2000; i++) { d = {a: d}; } return {type: "t", data: d}; })()`, err: "nested deeper than 64"},
+		{name: "data by JSON.stringify rules", ret: `{type: "t", data: {u: undefined, f() {}, n: NaN, i: -Infinity, d: new Date(0), a: [undefined, () => 1, 1.5e21, 0.1],
+			s: new String("x"), b: new Boolean(false), nested: {toJSON(key) { return "key " + key; }}, q: "\"\\\n\u0001é😀"}}`,
+			want: adapter.Event{Type: "t", Data: json.RawMessage(`{"n":null,"i":null,"d":"1970-01-01T00:00:00.000Z","a":[null,null,1.5e+21,0.1],"s":"x","b":false,"nested":"key nested","q":"\"\\\n\u0001é😀"}`)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -178,6 +184,28 @@ func TestEventResult(t *testing.T) {
 			}
 			require.Equal(t, tc.want, ev)
 		})
+	}
+}
+
+func TestThrownValues(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ throw, want string }{
+		{`"plain text"`, "plain text"},
+		{`42`, "42"},
+		{`{toString() { return "custom"; }}`, "custom"},
+		{`{toString() { throw {toString() { throw new Error("again"); }}; }}`, "an exception whose toString failed"},
+		{`{toString() { for (;;) {} }}`, ""},
+	} {
+		p := compile(t, "function transform(c) {\n  throw "+tc.throw+";\n}", adapter.Limits{CPUTime: 50 * time.Millisecond})
+		_, _, err := p.Run(context.Background(), input(`{}`))
+		require.Error(t, err)
+		if tc.want == "" {
+			require.ErrorIs(t, err, adapter.ErrLimit, "a toString that loops is stopped")
+			continue
+		}
+		var se *adapter.ScriptError
+		require.ErrorAs(t, err, &se, err.Error())
+		require.Equal(t, tc.want, se.Message)
 	}
 }
 
@@ -227,8 +255,10 @@ func TestLimits(t *testing.T) {
 		{name: "huge array by length", runaway: `const a = []; a.length = 1e8; a.fill(1);`, limit: adapter.LimitArray},
 		{name: "huge array from", runaway: `Array.from({length: 1e8});`, limit: adapter.LimitArray},
 		{name: "array pushed forever", runaway: `const a = []; for (;;) { a.push(1); }`, limit: adapter.LimitArray},
+		{name: "backtracking regexp", runaway: `if (/^(a|a)*\1b$/.test("a".repeat(40))) { return null; } for (;;) {}`, limit: adapter.LimitTime},
 		{name: "deep recursion", runaway: `const f = (n) => f(n + 1) + 1; f(0);`, limit: adapter.LimitStack},
 		{name: "deep recursion caught", runaway: `const f = (n) => { try { return f(n + 1); } catch (e) { return f(n + 1); } }; f(0);`, limit: adapter.LimitStack},
+		{name: "deep JSON.stringify", runaway: `let d = {}; for (let i = 0; i < 2000; i++) { d = {a: d}; } JSON.stringify(d);`, limit: adapter.LimitOutput},
 		{name: "output too large", runaway: `return {type: 't', data: {s: 'x'.repeat(2000)}};`, limit: adapter.LimitOutput},
 		{name: "deep body", runaway: ``, body: strings.Repeat(`[`, 50) + strings.Repeat(`]`, 50), limit: adapter.LimitInput},
 	} {

@@ -19,7 +19,7 @@ func (v *vm) callback(in Input) (goja.Value, error) {
 	raw := rt.ToValue(string(in.Body))
 	body := raw
 	if looksJSON(in.Body) {
-		parsed, err := parseJSON(rt, in.Body, v.p.lim.MaxInputDepth)
+		parsed, err := parseJSON(rt, in.Body, v.p.lim.MaxInputDepth, v.keys)
 		switch {
 		case err == nil:
 			body = parsed
@@ -53,14 +53,6 @@ func (v *vm) callback(in Input) (goja.Value, error) {
 	_ = cb.Set("carrier", in.Carrier)
 	_ = cb.Set("received_at", receivedAt)
 	return cb, nil
-}
-
-func isUncatchable(err error) bool {
-	switch err.(type) {
-	case *goja.InterruptedError, *goja.StackOverflowError:
-		return true
-	}
-	return false
 }
 
 // looksJSON reports whether body is meant as a JSON object or array (its
@@ -132,7 +124,11 @@ func stringField(obj *goja.Object, name string, max int) (string, error) {
 	if val == nil || goja.IsUndefined(val) || goja.IsNull(val) {
 		return "", nil
 	}
-	s, ok := val.Export().(string)
+	var s string
+	ok := false
+	if _, isObj := val.(*goja.Object); !isObj { // exporting an object would read all of it
+		s, ok = val.Export().(string)
+	}
 	if !ok {
 		return "", resultError("the event's %s is %s, not a string", name, describe(val))
 	}
@@ -154,6 +150,9 @@ func timeField(obj *goja.Object, name string) (time.Time, error) {
 		}
 		return time.Time{}, resultError("the event's %s is an invalid Date", name)
 	}
+	if _, isObj := val.(*goja.Object); isObj {
+		return time.Time{}, resultError("the event's %s is %s, not an RFC 3339 string or a Date", name, describe(val))
+	}
 	switch x := val.Export().(type) {
 	case string:
 		t, err := time.Parse(time.RFC3339Nano, x)
@@ -174,18 +173,7 @@ func (v *vm) data(val goja.Value) ([]byte, error) {
 	if !ok || obj.ClassName() != "Object" {
 		return nil, resultError("the event's data is %s, not an object", describe(val))
 	}
-	out, err := v.stringify(goja.Undefined(), obj)
-	if err != nil {
-		if isUncatchable(err) {
-			panic(err)
-		}
-		return nil, v.thrown(err)
-	}
-	s := out.String()
-	if len(s) > v.p.lim.MaxOutputBytes {
-		return nil, limitError(LimitOutput, "the event's data is %d bytes of JSON, over %d", len(s), v.p.lim.MaxOutputBytes)
-	}
-	return []byte(s), nil
+	return v.writeData(obj)
 }
 
 // describe names a value's kind for an error message.

@@ -63,6 +63,9 @@ func FuzzRun(f *testing.F) {
 			}
 			return
 		}
+		if !drop && !json.Valid(ev.Data) {
+			t.Fatalf("event data is not JSON: %q", ev.Data)
+		}
 		if drop || ev.Type != "json" {
 			return
 		}

@@ -10,8 +10,18 @@ import (
 	"time"
 	_ "time/tzdata" // zones for hookrelay.localTime on hosts without a zone database
 
+	"github.com/dlclark/regexp2"
 	"github.com/dop251/goja"
 )
+
+// regexpMatchTimeout bounds one match of a regular expression that goja
+// runs on its backtracking engine (regexp2: patterns with backreferences
+// or lookaround; the others run on Go's linear-time regexp). A match that
+// runs out finds nothing. regexp2 takes it from a package variable when a
+// pattern is compiled, and goja is its only user here.
+const regexpMatchTimeout = 100 * time.Millisecond
+
+func init() { regexp2.DefaultMatchTimeout = regexpMatchTimeout }
 
 // The functions an adapter finds in the global object hookrelay
 // (docs/adapters.md#the-hookrelay-object). They are pure: the same arguments give the

@@ -29,14 +29,18 @@ type jsonParser struct {
 	depth    int
 	maxDepth int
 	tooDeep  bool
-	buf      []byte // scratch for strings with escapes
+	buf      []byte            // scratch for strings with escapes
+	keys     map[string]string // object keys seen before (the runtime's own: a carrier's keys repeat)
 }
+
+// maxInternedKeys bounds a runtime's map of object keys.
+const maxInternedKeys = 512
 
 // parseJSON parses body into a value of rt. It returns errNotJSON for a
 // body that is not JSON and a LimitInput error for one nested deeper than
 // maxDepth.
-func parseJSON(rt *goja.Runtime, body []byte, maxDepth int) (goja.Value, error) {
-	p := &jsonParser{rt: rt, s: body, maxDepth: maxDepth}
+func parseJSON(rt *goja.Runtime, body []byte, maxDepth int, keys map[string]string) (goja.Value, error) {
+	p := &jsonParser{rt: rt, s: body, maxDepth: maxDepth, keys: keys}
 	p.space()
 	v, ok := p.value()
 	if ok {
@@ -124,7 +128,7 @@ func (p *jsonParser) object() (goja.Value, bool) {
 		if p.i >= len(p.s) || p.s[p.i] != '"' {
 			return nil, false
 		}
-		key, ok := p.string()
+		key, ok := p.key()
 		if !ok {
 			return nil, false
 		}
@@ -196,6 +200,31 @@ func (p *jsonParser) array() (goja.Value, bool) {
 			return nil, false
 		}
 	}
+}
+
+// key reads an object's key: a string, the same string as last time for a
+// key without escapes seen before.
+func (p *jsonParser) key() (string, bool) {
+	start := p.i + 1
+	for i := start; i < len(p.s); i++ {
+		c := p.s[i]
+		if c == '"' {
+			raw := p.s[start:i]
+			if k, ok := p.keys[string(raw)]; ok {
+				p.i = i + 1
+				return k, true
+			}
+			break
+		}
+		if c == '\\' || c < 0x20 || c >= utf8.RuneSelf {
+			break
+		}
+	}
+	k, ok := p.string()
+	if ok && p.keys != nil && len(p.keys) < maxInternedKeys && len(k) <= 32 {
+		p.keys[k] = k
+	}
+	return k, ok
 }
 
 // string reads a JSON string at p.i (its opening quote).

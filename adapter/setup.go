@@ -11,7 +11,7 @@ import "github.com/dop251/goja"
 // call's own, see sourcePrefix).
 //
 // limit(kind, detail) stops the call over a limit (it does not return).
-const setupSource = `(function (limit, maxString, maxArray) {
+const setupSource = `(function (limit, maxString, maxArray, maxDepth) {
 "use strict";
 const apply = Reflect.apply, construct = Reflect.construct, define = Object.defineProperty;
 const G = globalThis;
@@ -89,6 +89,27 @@ method(GuardedArray, "of", OrigArray.of);
 method(GuardedArray, "isArray", OrigArray.isArray);
 method(AP, "constructor", GuardedArray);
 method(G, "Array", GuardedArray);
+
+// JSON.stringify looks for cycles by comparing each object with all those
+// above it: quadratic in the nesting, in one uninterruptible call. The
+// nesting is bounded first (by a walk that is interruptible).
+const origStringify = JSON.stringify;
+const keys = Object.keys;
+const checkDepth = (v, depth) => {
+	if (typeof v !== "object" || v === null) {
+		return;
+	}
+	if (depth >= maxDepth) {
+		limit("output", "JSON.stringify of a value nested deeper than " + maxDepth + " levels (or that refers to itself)");
+	}
+	for (const k of keys(v)) {
+		checkDepth(v[k], depth + 1);
+	}
+};
+method(JSON, "stringify", {stringify(...args) {
+	checkDepth(args[0], 0);
+	return apply(origStringify, this, args);
+}}.stringify);
 
 // Nothing reachable from here may change any more.
 const seen = new Set();

@@ -32,13 +32,13 @@ var longCalls atomic.Int64
 
 // vm is one runtime of a Program, used by one call at a time.
 type vm struct {
-	p         *Program
-	rt        *goja.Runtime
-	factory   goja.Callable // returns a fresh transform
-	stringify goja.Callable
-	now       time.Time // what Date.now() returns during the call
-	sample    []metrics.Sample
-	timer     *time.Timer
+	p       *Program
+	rt      *goja.Runtime
+	factory goja.Callable     // returns a fresh transform
+	now     time.Time         // what Date.now() returns during the call
+	keys    map[string]string // the body parser's interned object keys
+	sample  []metrics.Sample
+	timer   *time.Timer
 
 	mu sync.Mutex // guards the fields below, shared with the watchdog
 	// running reports whether a call is in progress (the watchdog acts
@@ -59,7 +59,7 @@ type vm struct {
 // newVM makes a runtime ready for calls: the hookrelay object installed, built-ins
 // guarded and frozen, the adapter's factory loaded.
 func (p *Program) newVM() (*vm, error) {
-	v := &vm{p: p, rt: goja.New(), now: time.Unix(0, 0).UTC()}
+	v := &vm{p: p, rt: goja.New(), now: time.Unix(0, 0).UTC(), keys: make(map[string]string)}
 	v.sample = []metrics.Sample{{Name: allocsMetric}}
 	v.timer = time.AfterFunc(time.Hour, v.tick)
 	v.timer.Stop()
@@ -70,8 +70,6 @@ func (p *Program) newVM() (*vm, error) {
 	if err := installHookrelayObject(rt); err != nil {
 		return nil, hookrelay.WrapError(hookrelay.EINTERNAL, "adapter runtime: the hookrelay object", err)
 	}
-	json := rt.Get("JSON").ToObject(rt)
-	v.stringify, _ = goja.AssertFunction(json.Get("stringify"))
 	setupVal, err := rt.RunProgram(setupProgram)
 	if err != nil {
 		return nil, hookrelay.WrapError(hookrelay.EINTERNAL, "adapter runtime setup", err)
@@ -81,7 +79,7 @@ func (p *Program) newVM() (*vm, error) {
 		v.limit(Limit(call.Argument(0).String()), call.Argument(1).String())
 		panic(rt.NewTypeError(call.Argument(1).String()))
 	})
-	if _, err := setup(goja.Undefined(), limit, rt.ToValue(p.lim.MaxStringLength), rt.ToValue(p.lim.MaxArrayLength)); err != nil {
+	if _, err := setup(goja.Undefined(), limit, rt.ToValue(p.lim.MaxStringLength), rt.ToValue(p.lim.MaxArrayLength), rt.ToValue(maxDataDepth)); err != nil {
 		return nil, hookrelay.WrapError(hookrelay.EINTERNAL, "adapter runtime setup", err)
 	}
 	f, err := rt.RunProgram(p.prog)
@@ -252,6 +250,11 @@ func (v *vm) call(in Input) (ev Event, drop bool, err error) {
 					ev, drop, err = Event{}, false, e
 					return
 				}
+				var ex *goja.Exception
+				if errors.As(e, &ex) { // thrown by adapter code Go called: a getter, toJSON
+					ev, drop, err = Event{}, false, v.thrown(ex)
+					return
+				}
 			}
 			ev, drop, err = Event{}, false, hookrelay.WrapError(hookrelay.EINTERNAL, "adapter engine failure", fmt.Errorf("panic: %v", x))
 		}
@@ -287,9 +290,13 @@ func (v *vm) checkTransform() error {
 			}
 		}()
 		transform, err = v.factory(goja.Undefined())
+		if err != nil {
+			err = v.thrown(err) // under the watchdog: it may run the value's toString
+		}
 		return err
 	}()
 	v.end()
+	v.rt.ClearInterrupt()
 	switch {
 	case v.stopped != nil:
 		return wrapLimit(v.stopped)
@@ -298,7 +305,7 @@ func (v *vm) checkTransform() error {
 		if errors.As(err, &so) {
 			return limitError(LimitStack, "call stack deeper than %d", v.p.lim.MaxCallDepth)
 		}
-		return v.thrown(err)
+		return err
 	}
 	if _, ok := goja.AssertFunction(transform); !ok {
 		return compileError(&CompileError{Message: "the adapter defines no function transform(callback)"})
@@ -336,9 +343,16 @@ func (v *vm) thrown(err error) error {
 
 // exceptionMessage is the text of a thrown value: "Name: message" for an
 // Error, the value as a string otherwise, cut to 1,000 bytes.
-func exceptionMessage(ex *goja.Exception) string {
+func exceptionMessage(ex *goja.Exception) (s string) {
+	// String() runs the value's toString, adapter code that may throw in
+	// turn (or be stopped): the text is then a fixed one, never a panic.
+	defer func() {
+		if recover() != nil {
+			s = "an exception whose toString failed"
+		}
+	}()
 	val := ex.Value()
-	s := "undefined"
+	s = "undefined"
 	if val != nil {
 		s = val.String()
 	}
