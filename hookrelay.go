@@ -31,6 +31,10 @@ const (
 	EGONE         ErrorCode = "gone"              // the object was deleted
 	EPRECONDITION ErrorCode = "precondition"      // the request conflicts with current state
 	EBADSIGNATURE ErrorCode = "invalid_signature" // an HMAC that does not verify
+	// EUNPROCESSABLE is a well-formed request whose content cannot be
+	// used: a callback its carrier's adapter fails on, or whose canonical
+	// event fails its type's schema (422).
+	EUNPROCESSABLE ErrorCode = "unprocessable"
 	// EMETHOD is a route asked with a method it does not serve (echo's own
 	// 405; no handler returns it).
 	EMETHOD ErrorCode = "method_not_allowed"

@@ -18,6 +18,9 @@ const (
 	ReasonParse              Reason = "parse"                // not one valid JSON object
 	ReasonMissingOrderingKey Reason = "missing_ordering_key" // no ordering key in header or body
 	ReasonInvalidField       Reason = "invalid_field"        // a value hookrelay cannot store or send
+	ReasonAdapterFailed      Reason = "adapter_failed"       // the carrier's adapter threw or returned no event shape
+	ReasonAdapterLimit       Reason = "adapter_limit"        // the carrier's adapter went over one of its limits
+	ReasonSchemaInvalid      Reason = "schema_invalid"       // the canonical event does not match its type's schema
 	ReasonRateLimited        Reason = "rate_limited"         // over the carrier's rate (or too many failed keys)
 	ReasonQuota              Reason = "quota"                // over the carrier's share of a saturated intake
 	ReasonUnavailable        Reason = "unavailable"          // the database, the S3 store or memory cannot take it now
@@ -28,7 +31,8 @@ const (
 // Reasons lists every reason, in the order the dashboard shows them.
 var Reasons = []Reason{
 	ReasonAuth, ReasonSignature, ReasonAddress, ReasonDisabled, ReasonContentType, ReasonTooLarge,
-	ReasonParse, ReasonMissingOrderingKey, ReasonInvalidField, ReasonRateLimited, ReasonQuota,
+	ReasonParse, ReasonMissingOrderingKey, ReasonInvalidField, ReasonAdapterFailed, ReasonAdapterLimit,
+	ReasonSchemaInvalid, ReasonRateLimited, ReasonQuota,
 	ReasonUnavailable, ReasonForbidden, ReasonInternal,
 }
 
@@ -63,15 +67,16 @@ func WithReason(err error, r Reason) error {
 
 // reasonOfCode is the reason of an error that names none.
 var reasonOfCode = map[ErrorCode]Reason{
-	EUNAUTHORIZED: ReasonAuth,
-	EBADSIGNATURE: ReasonSignature,
-	EFORBIDDEN:    ReasonForbidden,
-	EUNSUPPORTED:  ReasonContentType,
-	ETOOLARGE:     ReasonTooLarge,
-	EINVALID:      ReasonInvalidField,
-	ERATELIMIT:    ReasonRateLimited,
-	EUNAVAILABLE:  ReasonUnavailable,
-	ETIMEOUT:      ReasonUnavailable,
+	EUNAUTHORIZED:  ReasonAuth,
+	EBADSIGNATURE:  ReasonSignature,
+	EFORBIDDEN:     ReasonForbidden,
+	EUNSUPPORTED:   ReasonContentType,
+	ETOOLARGE:      ReasonTooLarge,
+	EINVALID:       ReasonInvalidField,
+	EUNPROCESSABLE: ReasonAdapterFailed,
+	ERATELIMIT:     ReasonRateLimited,
+	EUNAVAILABLE:   ReasonUnavailable,
+	ETIMEOUT:       ReasonUnavailable,
 }
 
 // ReasonOf returns the reason of a refusal: the one attached by WithReason

@@ -22,7 +22,9 @@ import (
 // acknowledged callback is a committed message and delivery. The figure to
 // read is callbacks/s. BENCH_FLUSHERS overrides the concurrent batches,
 // BENCH_CLIENTS the concurrent requests (default 128); BENCH_TRACING=1
-// traces every callback (spans batched to an exporter that drops them).
+// traces every callback (spans batched to an exporter that drops them);
+// BENCH_ADAPTER=1 gives the carrier an adapter (benchAdapter) and the
+// endpoint the canonical format, for the side by side with adapters off.
 func BenchmarkIngestCallbacks(b *testing.B) {
 	cfg := privateOK()
 	if v, err := strconv.Atoi(os.Getenv("BENCH_FLUSHERS")); err == nil {
@@ -36,7 +38,16 @@ func BenchmarkIngestCallbacks(b *testing.B) {
 	bd := setup(b, cfg)
 	w := bd.mustCreate(b, "/v1/carriers", adminToken, map[string]any{"name": "bench"})
 	m := bd.mustCreate(b, "/v1/merchants", adminToken, map[string]any{"name": "bench"})
-	bd.mustCreate(b, "/v1/endpoints", m["api_key"].(string), map[string]any{"url": "http://127.0.0.1:9/hook"})
+	ep := map[string]any{"url": "http://127.0.0.1:9/hook"}
+	if os.Getenv("BENCH_ADAPTER") == "1" {
+		bd.mustCreate(b, "/v1/carriers/"+w["id"].(string)+"/adapters", adminToken, map[string]any{"source": benchAdapter})
+		st, out := bd.call(b, http.MethodPost, "/v1/carriers/"+w["id"].(string)+"/adapters/1/activate", adminToken, nil)
+		if st != http.StatusOK {
+			b.Fatalf("activate: %d %v", st, out)
+		}
+		ep["format"] = "canonical"
+	}
+	bd.mustCreate(b, "/v1/endpoints", m["api_key"].(string), ep)
 	key := w["api_key"].(string)
 	clients := 128 // concurrent requests: batches can only be as big as this
 	if v, err := strconv.Atoi(os.Getenv("BENCH_CLIENTS")); err == nil && v > 0 {
@@ -92,3 +103,23 @@ func postParallel(b *testing.B, url, key string, clients, want int, body func() 
 	})
 	return float64(b.N) / time.Since(start).Seconds()
 }
+
+// benchAdapter maps the benchmark's callbacks to tracking.updated events.
+const benchAdapter = `const STATUS = {in_transit: "in_transit", delivered: "delivered"};
+function transform(cb) {
+  const b = cb.body;
+  const last = b.events[b.events.length - 1];
+  return {
+    type: "tracking.updated",
+    ordering_key: b.tracking_no,
+    merchant: b.merchant_id,
+    occurred_at: last.at,
+    data: {
+      tracking_number: b.tracking_no,
+      carrier: cb.carrier,
+      status: STATUS[b.status] || "exception",
+      occurred_at: last.at,
+      location: {city: last.where},
+    },
+  };
+}`

@@ -26,6 +26,15 @@ type CallbackResponse struct {
 	MessageID  string `json:"message_id"`
 	Deliveries int    `json:"deliveries"`
 	Duplicate  bool   `json:"duplicate"`
+	// AdapterVersion is the carrier's adapter version that ran on it
+	// (omitted: none); EventType the type of the canonical event it made
+	// (omitted: none, the adapter dropped it or failed).
+	AdapterVersion int    `json:"adapter_version,omitempty"`
+	EventType      string `json:"event_type,omitempty"`
+	// Parked is the adapter's error when the carrier parks the callbacks
+	// its adapter fails on: accepted, delivered to raw endpoints only, and
+	// kept for an operator (GET /v1/carriers/{id}/parked).
+	Parked string `json:"parked,omitempty"`
 }
 
 // maxIdempotencyKey bounds the Idempotency-Key header.
@@ -77,7 +86,8 @@ func (s *Server) acceptCallback(c echo.Context) (_ CallbackResponse, _ int, err 
 		return CallbackResponse{}, 0, httperr.WithRetryAfter(hookrelay.Errorf(hookrelay.ERATELIMIT,
 			"carrier over its rate limit of %d callbacks/s", carrier.RateLimitPerSec), wait)
 	}
-	if !isJSON(req.Header.Get("Content-Type")) {
+	if !isJSON(req.Header.Get("Content-Type")) && !s.adapted(ctx, carrier.ID) {
+		// A carrier with an adapter may send any body: the adapter reads it.
 		return CallbackResponse{}, 0, hookrelay.Errorf(hookrelay.EUNSUPPORTED, "Content-Type must be application/json")
 	}
 	var rb ingest.Body
@@ -108,19 +118,20 @@ func (s *Server) acceptCallback(c echo.Context) (_ CallbackResponse, _ int, err 
 	if err != nil {
 		return CallbackResponse{}, 0, err
 	}
-	routed, err := ingest.Route(snap, carrier, req.Header, body)
+	received := time.Now()
+	routed, err := ingest.Route(ctx, snap, carrier, ingest.Callback{Header: req.Header, Body: body, ReceivedAt: received})
 	if err != nil {
 		return CallbackResponse{}, 0, err
 	}
 	orderingKey, eventType, merchantRef := routed.OrderingKey, routed.EventType, routed.MerchantRef
 
-	received := time.Now()
 	sum := sha256.Sum256(body)
 	msg := db.NewMessage{
 		ReceivedAt: received, CarrierID: carrier.ID, EventType: eventType, OrderingKey: orderingKey,
 		MerchantRef: merchantRef, Queue: hookrelay.QueueFor(orderingKey, s.cfg.Queues),
 		IdempotencyKey: idem, PayloadSize: len(body), PayloadSHA256: sum[:],
-		EndpointIDs: routed.EndpointIDs,
+		EndpointIDs: routed.EndpointIDs, AdapterVersion: routed.Adapter.Version,
+		CanonicalType: routed.CanonicalType, CanonicalEvent: routed.CanonicalEvent, AdapterError: routed.Parked,
 	}
 	msg.Unordered = snap.Orderings(msg.EndpointIDs)
 	if s.tracing {
@@ -154,7 +165,18 @@ func (s *Server) acceptCallback(c echo.Context) (_ CallbackResponse, _ int, err 
 	} else {
 		s.metrics.callbacks.Inc()
 	}
-	return CallbackResponse{MessageID: strconv.FormatInt(stored.ID, 10), Deliveries: stored.Deliveries, Duplicate: stored.Duplicate}, status, nil
+	return CallbackResponse{MessageID: strconv.FormatInt(stored.ID, 10), Deliveries: stored.Deliveries, Duplicate: stored.Duplicate,
+		AdapterVersion: routed.Adapter.Version, EventType: routed.CanonicalType, Parked: routed.Parked}, status, nil
+}
+
+// adapted reports whether the carrier has an active adapter.
+func (s *Server) adapted(ctx context.Context, carrierID int64) bool {
+	snap, err := s.routes.Snapshot(ctx)
+	if err != nil {
+		return false
+	}
+	v, _, _ := snap.Adapter(carrierID)
+	return v != 0
 }
 
 // offload writes the payload to the S3 store under the message's own id

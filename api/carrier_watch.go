@@ -168,6 +168,19 @@ type TryJSON struct {
 	Queue         *int              `json:"queue,omitempty"`
 	EndpointCount int               `json:"endpoint_count"`
 	Endpoints     []TryEndpointJSON `json:"endpoints"`
+	// Adapter is what the carrier's active adapter made of the sample
+	// (omitted: it has none).
+	Adapter *TryAdapterJSON `json:"adapter,omitempty"`
+}
+
+// TryAdapterJSON is what a carrier's adapter made of a sample: the
+// canonical event (the body canonical endpoints would receive), or that it
+// dropped it, or the error it is parked with.
+type TryAdapterJSON struct {
+	Version int             `json:"version"`
+	Event   json.RawMessage `json:"event,omitempty"`
+	Dropped bool            `json:"dropped"`
+	Parked  string          `json:"parked,omitempty"`
 }
 
 // TryRefusalJSON is a sample's refusal as the carrier would get it.
@@ -235,6 +248,9 @@ func tryJSON(res ops.TryResult) TryJSON {
 	q := res.Queue
 	out.Accepted, out.OrderingKey, out.EventType, out.Merchant, out.Queue = true, res.OrderingKey, res.EventType, res.MerchantRef, &q
 	out.EndpointCount = res.EndpointCount
+	if res.AdapterVersion != 0 {
+		out.Adapter = &TryAdapterJSON{Version: res.AdapterVersion, Event: res.CanonicalEvent, Dropped: res.Dropped, Parked: res.Parked}
+	}
 	for _, ep := range res.Endpoints {
 		out.Endpoints = append(out.Endpoints, TryEndpointJSON{
 			ID: ID(ep.ID), MerchantID: ID(ep.MerchantID), URL: ep.URL, Description: ep.Description, Status: ep.Status,

@@ -30,9 +30,15 @@ type CarrierJSON struct {
 	Signature       hookrelay.InboundSignature `json:"signature"`
 	AllowedCIDRs    []string                   `json:"allowed_cidrs"`
 	RateLimitPerSec int                        `json:"rate_limit_per_sec"`
-	DisabledAt      *time.Time                 `json:"disabled_at"`
-	CreatedAt       time.Time                  `json:"created_at"`
-	UpdatedAt       time.Time                  `json:"updated_at"`
+	// AdapterVersion is the adapter version its callbacks go through, null
+	// when none; AdapterOnFailure what a callback the adapter fails on (or
+	// whose event fails its schema) becomes: "refuse" (422, in the refusal
+	// log) or "park" (accepted for raw endpoints, kept for an operator).
+	AdapterVersion   *int       `json:"adapter_version"`
+	AdapterOnFailure string     `json:"adapter_on_failure"`
+	DisabledAt       *time.Time `json:"disabled_at"`
+	CreatedAt        time.Time  `json:"created_at"`
+	UpdatedAt        time.Time  `json:"updated_at"`
 }
 
 func carrierJSON(c db.Carrier) CarrierJSON {
@@ -41,6 +47,10 @@ func carrierJSON(c db.Carrier) CarrierJSON {
 		OrderingKeyField: c.OrderingKeyField, EventTypeField: c.EventTypeField, MerchantField: c.MerchantField,
 		Signed: c.Signature.Signed(), Signature: c.Signature, AllowedCIDRs: make([]string, len(c.AllowedCIDRs)),
 		RateLimitPerSec: c.RateLimitPerSec, DisabledAt: c.DisabledAt, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
+	}
+	out.AdapterOnFailure = c.AdapterOnFailure
+	if v := c.AdapterVersion; v != 0 {
+		out.AdapterVersion = &v
 	}
 	for i, p := range c.AllowedCIDRs {
 		out.AllowedCIDRs[i] = p.String()
@@ -114,6 +124,8 @@ type patchCarrierRequest struct {
 	AllowedCIDRs     *[]string                   `json:"allowed_cidrs"`
 	RateLimitPerSec  *int                        `json:"rate_limit_per_sec"`
 	Status           *string                     `json:"status"`
+	// AdapterOnFailure is "refuse" or "park" (see CarrierJSON).
+	AdapterOnFailure *string `json:"adapter_on_failure"`
 }
 
 func (s *Server) patchCarrier(c echo.Context) error {
@@ -126,6 +138,12 @@ func (s *Server) patchCarrier(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
+	if req.AdapterOnFailure != nil {
+		// First: a refused value changes nothing else.
+		if _, err := s.ops.SetAdapterOnFailure(ctx, id, *req.AdapterOnFailure); err != nil {
+			return err
+		}
+	}
 	car, err := s.ops.UpdateCarrier(ctx, id, ops.CarrierUpdate{
 		Name: req.Name, OrderingKeyField: req.OrderingKeyField, EventTypeField: req.EventTypeField,
 		MerchantField: req.MerchantField, SigningSecret: req.SigningSecret, Signature: req.Signature,

@@ -31,16 +31,19 @@ type EndpointJSON struct {
 	Carriers []string `json:"carriers"`
 	// CarrierNames are the names of the endpoint's carriers, in the order
 	// of their ids, whatever the caller wrote.
-	CarrierNames    []string  `json:"carrier_names"`
-	EventTypes      []string  `json:"event_types"`
-	Status          string    `json:"status"`
-	DisabledReason  string    `json:"disabled_reason,omitempty"`
-	MaxInFlight     int       `json:"max_in_flight"`
-	RateLimitPerSec int       `json:"rate_limit_per_sec"`
-	PayloadMode     string    `json:"payload_mode"`
-	RetrySchedule   []string  `json:"retry_schedule"`
-	Timeout         string    `json:"timeout"`
-	Ordering        string    `json:"ordering"`
+	CarrierNames    []string `json:"carrier_names"`
+	EventTypes      []string `json:"event_types"`
+	Status          string   `json:"status"`
+	DisabledReason  string   `json:"disabled_reason,omitempty"`
+	MaxInFlight     int      `json:"max_in_flight"`
+	RateLimitPerSec int      `json:"rate_limit_per_sec"`
+	PayloadMode     string   `json:"payload_mode"`
+	RetrySchedule   []string `json:"retry_schedule"`
+	Timeout         string   `json:"timeout"`
+	Ordering        string   `json:"ordering"`
+	// Format is "raw" (the carrier's body) or "canonical" (the event of
+	// the carrier's adapter).
+	Format          string    `json:"format"`
 	SendTraceparent bool      `json:"send_traceparent"`
 	Secret          string    `json:"secret,omitempty"`
 	CreatedAt       time.Time `json:"created_at"`
@@ -111,7 +114,7 @@ func endpointJSON(ep db.Endpoint, names map[int64]string) EndpointJSON {
 		Carriers: make([]string, len(ep.CarrierIDs)), CarrierNames: make([]string, len(ep.CarrierIDs)), EventTypes: ep.EventTypes, Status: ep.Status,
 		DisabledReason: ep.DisabledReason, MaxInFlight: ep.MaxInFlight, RateLimitPerSec: ep.RateLimitPerSec,
 		PayloadMode: ep.PayloadMode, RetrySchedule: make([]string, len(ep.RetrySchedule)),
-		Timeout: ep.Timeout.String(), Ordering: ep.Ordering, SendTraceparent: !ep.OmitTraceparent, CreatedAt: ep.CreatedAt, UpdatedAt: ep.UpdatedAt,
+		Timeout: ep.Timeout.String(), Ordering: ep.Ordering, Format: ep.Format, SendTraceparent: !ep.OmitTraceparent, CreatedAt: ep.CreatedAt, UpdatedAt: ep.UpdatedAt,
 		Headers: headersJSON(ep.Headers), Auth: authJSON(ep.Auth), Filter: ep.Filter,
 		Signature: ep.Signature, PublicKey: ep.PublicKey, Unreadable: unreadableJSON(ep.Unreadable),
 		Batch: batchJSON(ep.Batch),
@@ -144,6 +147,7 @@ type endpointRequest struct {
 	RetrySchedule   []string          `json:"retry_schedule"`
 	Timeout         *string           `json:"timeout"`
 	Ordering        *string           `json:"ordering"`
+	Format          *string           `json:"format"`
 	SendTraceparent *bool             `json:"send_traceparent"`
 
 	// Headers: a name with a value sets it, with null removes it (PATCH
@@ -189,6 +193,7 @@ func (req endpointRequest) input(body map[string]json.RawMessage) (ops.EndpointI
 	}
 	in.Type = req.Type
 	in.Ordering = req.Ordering
+	in.Format = req.Format
 	in.SendTraceparent = req.SendTraceparent
 	in.Headers = req.Headers
 	if hasKey(body, "auth") {

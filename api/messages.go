@@ -51,6 +51,11 @@ type MessageDetailJSON struct {
 	PayloadURL       string  `json:"payload_url,omitempty"`
 	PayloadURLExpiry string  `json:"payload_url_expires_at,omitempty"`
 	PayloadSHA256    string  `json:"payload_sha256"`
+	// AdapterVersion is the carrier's adapter version that ran on the
+	// callback (omitted: none); Event the canonical event it made, what
+	// canonical endpoints receive (omitted: none).
+	AdapterVersion int     `json:"adapter_version,omitempty"`
+	Event          jsonRaw `json:"event,omitempty"`
 }
 
 // jsonRaw is a JSON value written as it is.
@@ -237,7 +242,11 @@ func (s *Server) getMessage(c echo.Context) error {
 			OrderingKey: m.OrderingKey, PayloadSize: m.PayloadSize, Offloaded: m.PayloadKey != "",
 			Deliveries: rec.DeliveryList,
 		}),
-		PayloadSHA256: hex.EncodeToString(m.PayloadSHA256),
+		PayloadSHA256:  hex.EncodeToString(m.PayloadSHA256),
+		AdapterVersion: m.AdapterVersion,
+	}
+	if m.CanonicalEvent != nil {
+		out.Event = jsonRaw(m.CanonicalEvent)
 	}
 	for i, d := range rec.DeliveryList {
 		out.Deliveries[i].AttemptList = make([]AttemptJSON, len(d.AttemptList))

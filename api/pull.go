@@ -222,8 +222,10 @@ func (s *Server) events(ctx context.Context, ep db.Endpoint, rows []db.PulledDel
 	now := time.Now()
 	out := make([]EventJSON, len(rows))
 	for i, r := range rows {
-		body := r.Payload
-		if r.PayloadKey != "" {
+		body, eventType := r.Payload, r.EventType
+		if ep.Format == db.FormatCanonical && r.CanonicalEvent != nil {
+			body, eventType = r.CanonicalEvent, r.CanonicalType
+		} else if r.PayloadKey != "" {
 			if body, err = s.payloads.Get(ctx, r.PayloadKey); err != nil {
 				return nil, hookrelay.WrapError(hookrelay.EUNAVAILABLE, "the payload store cannot be read; try again", err)
 			}
@@ -239,7 +241,7 @@ func (s *Server) events(ctx context.Context, ep db.Endpoint, rows []db.PulledDel
 			"Idempotency-Key":          msgID,
 			"Content-Type":             "application/json",
 			"X-Hookrelay-Carrier":      r.CarrierName,
-			"X-Hookrelay-Event-Type":   r.EventType,
+			"X-Hookrelay-Event-Type":   eventType,
 			"X-Hookrelay-Ordering-Key": r.OrderingKey,
 			"X-Hookrelay-Attempt":      strconv.Itoa(r.Attempt),
 		}
@@ -247,7 +249,7 @@ func (s *Server) events(ctx context.Context, ep db.Endpoint, rows []db.PulledDel
 			h["Webhook-Signature"] = dispatch.Sign(secrets, msgID, ts, body)
 		}
 		out[i] = EventJSON{
-			ID: msgID, DeliveryID: ID(r.ID), EventType: r.EventType, OrderingKey: r.OrderingKey,
+			ID: msgID, DeliveryID: ID(r.ID), EventType: eventType, OrderingKey: r.OrderingKey,
 			Timestamp: r.MessageReceivedAt.UTC(), Attempt: r.Attempt, Headers: h, Body: body,
 			Cursor: pullCursor{EndpointID: ep.ID, At: r.At}.encode(),
 		}

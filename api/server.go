@@ -88,6 +88,13 @@ type Config struct {
 	// carriers' allowed source addresses. Default none: the TCP peer is
 	// the client.
 	TrustedProxies []netip.Prefix
+	// EventTypes is the event type catalog: the API's event type routes
+	// serve it, and the canonical events of the carriers' adapters are
+	// checked against its schemas at ingest (an event of a type not in it
+	// is refused). The server runs it (and, with Announce, its LISTEN
+	// watch), so a process may share it with its operations
+	// (ops.Config.EventValidator). Default a catalog of the server's own.
+	EventTypes *eventtype.Catalog
 }
 
 // WithDefaults returns c with every zero field set to its default. New
@@ -152,9 +159,13 @@ func New(logger *slog.Logger, cfg Config, store *db.DB, payloads *storage.Store,
 		bodies:     ingest.NewBodyMemory(int64(cfg.MemoryBytes), reg),
 		tracing:    tracing.Records(cfg.Tracer),
 		watch:      ingest.NewWatch(cfg.Watch, store, logger, reg),
-		eventTypes: eventtype.NewCatalog(store, eventtype.Config{TTL: cfg.CacheTTL, Logger: logger}),
+		eventTypes: cfg.EventTypes,
 		needs:      map[string]need{},
 	}
+	if s.eventTypes == nil {
+		s.eventTypes = eventtype.NewCatalog(store, eventtype.Config{TTL: cfg.CacheTTL, Logger: logger})
+	}
+	s.routes.SetValidator(s.eventTypes)
 	s.pull = &pullSignal{db: store, logger: logger}
 	stored := cfg.Batcher.OnStored
 	cfg.Batcher.OnStored = func(n int, queues []int) {
@@ -312,6 +323,17 @@ func (s *Server) Register(e *echo.Echo) {
 	route(http.MethodGet, "/v1/tokens", s.listTokens, viewer)
 	route(http.MethodPost, "/v1/tokens", s.createToken, viewer)
 	route(http.MethodDelete, "/v1/tokens/:id", s.revokeToken, viewer)
+
+	// Adapters: the operator writes and activates them; a dry run reads
+	// stored callbacks; parked callbacks carry bodies.
+	route(http.MethodPost, "/v1/carriers/:id/adapters", s.createAdapter, admin)
+	route(http.MethodGet, "/v1/carriers/:id/adapters", s.listAdapters, viewer)
+	route(http.MethodPost, "/v1/carriers/:id/adapters/deactivate", s.deactivateAdapter, admin)
+	route(http.MethodGet, "/v1/carriers/:id/adapters/:version", s.getAdapter, viewer)
+	route(http.MethodPost, "/v1/carriers/:id/adapters/:version/dry-run", s.dryRunAdapter, admin)
+	route(http.MethodPost, "/v1/carriers/:id/adapters/:version/activate", s.activateAdapter, admin)
+	route(http.MethodGet, "/v1/carriers/:id/parked", s.listParked, support)
+	route(http.MethodPost, "/v1/carriers/:id/parked/unpark", s.unparkCallbacks, operator)
 
 	// The carriers' watch (watchCallbacks) sees every answer, the
 	// authentication's refusals included.

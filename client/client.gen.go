@@ -17,6 +17,66 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
+// Defines values for AdapterOnFailure.
+const (
+	Park   AdapterOnFailure = "park"
+	Refuse AdapterOnFailure = "refuse"
+)
+
+// Valid indicates whether the value is a known member of the AdapterOnFailure enum.
+func (e AdapterOnFailure) Valid() bool {
+	switch e {
+	case Park:
+		return true
+	case Refuse:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AdapterRunOutcome.
+const (
+	AdapterRunOutcomeDropped AdapterRunOutcome = "dropped"
+	AdapterRunOutcomeEvent   AdapterRunOutcome = "event"
+	AdapterRunOutcomeFailed  AdapterRunOutcome = "failed"
+)
+
+// Valid indicates whether the value is a known member of the AdapterRunOutcome enum.
+func (e AdapterRunOutcome) Valid() bool {
+	switch e {
+	case AdapterRunOutcomeDropped:
+		return true
+	case AdapterRunOutcomeEvent:
+		return true
+	case AdapterRunOutcomeFailed:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AdapterRunReason.
+const (
+	AdapterRunReasonAdapterFailed AdapterRunReason = "adapter_failed"
+	AdapterRunReasonAdapterLimit  AdapterRunReason = "adapter_limit"
+	AdapterRunReasonSchemaInvalid AdapterRunReason = "schema_invalid"
+)
+
+// Valid indicates whether the value is a known member of the AdapterRunReason enum.
+func (e AdapterRunReason) Valid() bool {
+	switch e {
+	case AdapterRunReasonAdapterFailed:
+		return true
+	case AdapterRunReasonAdapterLimit:
+		return true
+	case AdapterRunReasonSchemaInvalid:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for AuditActorKind.
 const (
 	AuditActorKindBreakGlass AuditActorKind = "break_glass"
@@ -125,6 +185,24 @@ func (e DeliveryStatus) Valid() bool {
 	}
 }
 
+// Defines values for DryRunItemsDiff.
+const (
+	Changed DryRunItemsDiff = "changed"
+	Same    DryRunItemsDiff = "same"
+)
+
+// Valid indicates whether the value is a known member of the DryRunItemsDiff enum.
+func (e DryRunItemsDiff) Valid() bool {
+	switch e {
+	case Changed:
+		return true
+	case Same:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for EndpointAuthType.
 const (
 	EndpointAuthTypeBasic  EndpointAuthType = "basic"
@@ -137,6 +215,24 @@ func (e EndpointAuthType) Valid() bool {
 	case EndpointAuthTypeBasic:
 		return true
 	case EndpointAuthTypeBearer:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for EndpointFormat.
+const (
+	EndpointFormatCanonical EndpointFormat = "canonical"
+	EndpointFormatRaw       EndpointFormat = "raw"
+)
+
+// Valid indicates whether the value is a known member of the EndpointFormat enum.
+func (e EndpointFormat) Valid() bool {
+	switch e {
+	case EndpointFormatCanonical:
+		return true
+	case EndpointFormatRaw:
 		return true
 	default:
 		return false
@@ -272,6 +368,24 @@ func (e EndpointUnreadableFields) Valid() bool {
 	}
 }
 
+// Defines values for EndpointCreateFormat.
+const (
+	EndpointCreateFormatCanonical EndpointCreateFormat = "canonical"
+	EndpointCreateFormatRaw       EndpointCreateFormat = "raw"
+)
+
+// Valid indicates whether the value is a known member of the EndpointCreateFormat enum.
+func (e EndpointCreateFormat) Valid() bool {
+	switch e {
+	case EndpointCreateFormatCanonical:
+		return true
+	case EndpointCreateFormatRaw:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for EndpointCreateOrdering.
 const (
 	EndpointCreateOrderingKey  EndpointCreateOrdering = "key"
@@ -338,6 +452,24 @@ func (e EndpointCreateType) Valid() bool {
 	case EndpointCreateTypePoll:
 		return true
 	case EndpointCreateTypePush:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for EndpointFieldsFormat.
+const (
+	EndpointFieldsFormatCanonical EndpointFieldsFormat = "canonical"
+	EndpointFieldsFormatRaw       EndpointFieldsFormat = "raw"
+)
+
+// Valid indicates whether the value is a known member of the EndpointFieldsFormat enum.
+func (e EndpointFieldsFormat) Valid() bool {
+	switch e {
+	case EndpointFieldsFormatCanonical:
+		return true
+	case EndpointFieldsFormatRaw:
 		return true
 	default:
 		return false
@@ -428,6 +560,24 @@ func (e EndpointWithSecretAuthType) Valid() bool {
 	case EndpointWithSecretAuthTypeBasic:
 		return true
 	case EndpointWithSecretAuthTypeBearer:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for EndpointWithSecretFormat.
+const (
+	EndpointWithSecretFormatCanonical EndpointWithSecretFormat = "canonical"
+	EndpointWithSecretFormatRaw       EndpointWithSecretFormat = "raw"
+)
+
+// Valid indicates whether the value is a known member of the EndpointWithSecretFormat enum.
+func (e EndpointWithSecretFormat) Valid() bool {
+	switch e {
+	case EndpointWithSecretFormatCanonical:
+		return true
+	case EndpointWithSecretFormatRaw:
 		return true
 	default:
 		return false
@@ -580,6 +730,7 @@ const (
 	ErrorErrorCodeTooLarge         ErrorErrorCode = "too_large"
 	ErrorErrorCodeUnauthorized     ErrorErrorCode = "unauthorized"
 	ErrorErrorCodeUnavailable      ErrorErrorCode = "unavailable"
+	ErrorErrorCodeUnprocessable    ErrorErrorCode = "unprocessable"
 	ErrorErrorCodeUnsupported      ErrorErrorCode = "unsupported"
 )
 
@@ -615,6 +766,8 @@ func (e ErrorErrorCode) Valid() bool {
 	case ErrorErrorCodeUnauthorized:
 		return true
 	case ErrorErrorCodeUnavailable:
+		return true
+	case ErrorErrorCodeUnprocessable:
 		return true
 	case ErrorErrorCodeUnsupported:
 		return true
@@ -859,6 +1012,8 @@ func (e OpsEvent) Valid() bool {
 
 // Defines values for RefusalReason.
 const (
+	RefusalReasonAdapterFailed      RefusalReason = "adapter_failed"
+	RefusalReasonAdapterLimit       RefusalReason = "adapter_limit"
 	RefusalReasonAddress            RefusalReason = "address"
 	RefusalReasonAuth               RefusalReason = "auth"
 	RefusalReasonContentType        RefusalReason = "content_type"
@@ -870,6 +1025,7 @@ const (
 	RefusalReasonParse              RefusalReason = "parse"
 	RefusalReasonQuota              RefusalReason = "quota"
 	RefusalReasonRateLimited        RefusalReason = "rate_limited"
+	RefusalReasonSchemaInvalid      RefusalReason = "schema_invalid"
 	RefusalReasonSignature          RefusalReason = "signature"
 	RefusalReasonTooLarge           RefusalReason = "too_large"
 	RefusalReasonUnavailable        RefusalReason = "unavailable"
@@ -878,6 +1034,10 @@ const (
 // Valid indicates whether the value is a known member of the RefusalReason enum.
 func (e RefusalReason) Valid() bool {
 	switch e {
+	case RefusalReasonAdapterFailed:
+		return true
+	case RefusalReasonAdapterLimit:
+		return true
 	case RefusalReasonAddress:
 		return true
 	case RefusalReasonAuth:
@@ -899,6 +1059,8 @@ func (e RefusalReason) Valid() bool {
 	case RefusalReasonQuota:
 		return true
 	case RefusalReasonRateLimited:
+		return true
+	case RefusalReasonSchemaInvalid:
 		return true
 	case RefusalReasonSignature:
 		return true
@@ -1061,6 +1223,60 @@ func (e DeliveryListParamsStatus) Valid() bool {
 	}
 }
 
+// Adapter defines model for Adapter.
+type Adapter struct {
+	// Active Whether the carrier's callbacks go through this version.
+	Active bool `json:"active"`
+
+	// CarrierId A 64-bit id written as a decimal string.
+	CarrierId ID     `json:"carrier_id"`
+	CreatedAt Time   `json:"created_at"`
+	Note      string `json:"note"`
+
+	// Source GET of one version and POST only.
+	Source     *string `json:"source,omitempty"`
+	SourceSize int     `json:"source_size"`
+	Version    int     `json:"version"`
+}
+
+// AdapterCreate defines model for AdapterCreate.
+type AdapterCreate struct {
+	// Note What changed in this version.
+	Note *string `json:"note,omitempty"`
+
+	// Source The JavaScript program: a transform(callback) function returning {type, ordering_key?, merchant?, occurred_at?, data} or null (docs/adapters.md). Required.
+	Source *string `json:"source,omitempty"`
+}
+
+// AdapterList defines model for AdapterList.
+type AdapterList struct {
+	// ActiveVersion The version the carrier's callbacks go through; null when none.
+	ActiveVersion *int      `json:"active_version"`
+	Items         []Adapter `json:"items"`
+
+	// OnFailure What a callback the carrier's adapter fails on (it threw, went over a limit, or its event does not match its type's schema) becomes: refuse (default): 422 naming the error, recorded in the carrier's refusals; park: accepted, stored and delivered to raw endpoints, kept in GET /v1/carriers/{id}/parked with the error until unparked.
+	OnFailure AdapterOnFailure `json:"on_failure"`
+}
+
+// AdapterOnFailure What a callback the carrier's adapter fails on (it threw, went over a limit, or its event does not match its type's schema) becomes: refuse (default): 422 naming the error, recorded in the carrier's refusals; park: accepted, stored and delivered to raw endpoints, kept in GET /v1/carriers/{id}/parked with the error until unparked.
+type AdapterOnFailure string
+
+// AdapterRun defines model for AdapterRun.
+type AdapterRun struct {
+	Error *string `json:"error,omitempty"`
+
+	// Event What a canonical endpoint receives: the event of the carrier's adapter in the shape of a Standard Webhooks payload (the message id is the Webhook-Id header).
+	Event   *CanonicalEvent   `json:"event,omitempty"`
+	Outcome AdapterRunOutcome `json:"outcome"`
+	Reason  *AdapterRunReason `json:"reason,omitempty"`
+}
+
+// AdapterRunOutcome defines model for AdapterRun.Outcome.
+type AdapterRunOutcome string
+
+// AdapterRunReason defines model for AdapterRun.Reason.
+type AdapterRunReason string
+
 // AllowedCIDRs The source addresses the carrier's callbacks may come from: CIDR prefixes or single addresses, IPv4 or IPv6 ("203.0.113.0/24", "2001:db8::/32"). Empty: any. A callback from elsewhere gets 403. The client address is the TCP peer, or behind the proxies of HOOKRELAY_TRUSTED_PROXIES the rightmost untrusted X-Forwarded-For address.
 type AllowedCIDRs = []string
 
@@ -1127,18 +1343,52 @@ type AuditEntry struct {
 
 // CallbackAnswer defines model for CallbackAnswer.
 type CallbackAnswer struct {
-	Deliveries int  `json:"deliveries"`
-	Duplicate  bool `json:"duplicate"`
+	// AdapterVersion The carrier's adapter version that ran on it; absent when it has none.
+	AdapterVersion *int `json:"adapter_version,omitempty"`
+	Deliveries     int  `json:"deliveries"`
+	Duplicate      bool `json:"duplicate"`
+
+	// EventType The type of the canonical event it made; absent when none (dropped, parked).
+	EventType *string `json:"event_type,omitempty"`
 
 	// MessageId A 64-bit id written as a decimal string.
 	MessageId ID `json:"message_id"`
+
+	// Parked The adapter's error: the callback is accepted for raw endpoints and parked for an operator.
+	Parked *string `json:"parked,omitempty"`
 }
 
 // CallbackBody The carrier's JSON object.
 type CallbackBody = map[string]interface{}
 
+// CanonicalEvent What a canonical endpoint receives: the event of the carrier's adapter in the shape of a Standard Webhooks payload (the message id is the Webhook-Id header).
+type CanonicalEvent struct {
+	// AdapterVersion The carrier's adapter version that made it.
+	AdapterVersion int `json:"adapter_version"`
+
+	// Carrier The carrier's name.
+	Carrier string `json:"carrier"`
+
+	// Data The event's data, as its type's JSON Schema describes it.
+	Data json.RawMessage `json:"data"`
+
+	// Merchant The merchant the adapter named, when it named one.
+	Merchant    *string `json:"merchant,omitempty"`
+	OrderingKey string  `json:"ordering_key"`
+	Timestamp   Time    `json:"timestamp"`
+
+	// Type The event type, e.g. tracking.updated.
+	Type string `json:"type"`
+}
+
 // Carrier defines model for Carrier.
 type Carrier struct {
+	// AdapterOnFailure What a callback the carrier's adapter fails on (it threw, went over a limit, or its event does not match its type's schema) becomes: refuse (default): 422 naming the error, recorded in the carrier's refusals; park: accepted, stored and delivered to raw endpoints, kept in GET /v1/carriers/{id}/parked with the error until unparked.
+	AdapterOnFailure AdapterOnFailure `json:"adapter_on_failure"`
+
+	// AdapterVersion The adapter version its callbacks go through; null when none.
+	AdapterVersion *int `json:"adapter_version"`
+
 	// AllowedCidrs Empty: any address.
 	AllowedCidrs []string `json:"allowed_cidrs"`
 
@@ -1199,6 +1449,12 @@ type CarrierCreate struct {
 
 // CarrierCreated defines model for CarrierCreated.
 type CarrierCreated struct {
+	// AdapterOnFailure What a callback the carrier's adapter fails on (it threw, went over a limit, or its event does not match its type's schema) becomes: refuse (default): 422 naming the error, recorded in the carrier's refusals; park: accepted, stored and delivered to raw endpoints, kept in GET /v1/carriers/{id}/parked with the error until unparked.
+	AdapterOnFailure AdapterOnFailure `json:"adapter_on_failure"`
+
+	// AdapterVersion The adapter version its callbacks go through; null when none.
+	AdapterVersion *int `json:"adapter_version"`
+
 	// AllowedCidrs Empty: any address.
 	AllowedCidrs []string `json:"allowed_cidrs"`
 
@@ -1290,6 +1546,9 @@ type CarrierRotateKey struct {
 
 // CarrierUpdate defines model for CarrierUpdate.
 type CarrierUpdate struct {
+	// AdapterOnFailure What a callback the carrier's adapter fails on (it threw, went over a limit, or its event does not match its type's schema) becomes: refuse (default): 422 naming the error, recorded in the carrier's refusals; park: accepted, stored and delivered to raw endpoints, kept in GET /v1/carriers/{id}/parked with the error until unparked.
+	AdapterOnFailure *AdapterOnFailure `json:"adapter_on_failure,omitempty"`
+
 	// AllowedCidrs The source addresses the carrier's callbacks may come from: CIDR prefixes or single addresses, IPv4 or IPv6 ("203.0.113.0/24", "2001:db8::/32"). Empty: any. A callback from elsewhere gets 403. The client address is the TCP peer, or behind the proxies of HOOKRELAY_TRUSTED_PROXIES the rightmost untrusted X-Forwarded-For address.
 	AllowedCidrs   *AllowedCIDRs `json:"allowed_cidrs,omitempty"`
 	EventTypeField *string       `json:"event_type_field,omitempty"`
@@ -1419,6 +1678,56 @@ type DeliveryRetried struct {
 	Status interface{} `json:"status"`
 }
 
+// DryRun defines model for DryRun.
+type DryRun struct {
+	// ActiveVersion The version compared with; null when the carrier has none, or it is the version that ran.
+	ActiveVersion *int `json:"active_version"`
+	Items         []struct {
+		Active *AdapterRun `json:"active,omitempty"`
+
+		// Diff Against the active version; absent without one.
+		Diff *DryRunItemsDiff `json:"diff,omitempty"`
+
+		// MessageId A 64-bit id written as a decimal string.
+		MessageId  ID         `json:"message_id"`
+		ReceivedAt Time       `json:"received_at"`
+		Result     AdapterRun `json:"result"`
+	} `json:"items"`
+	Summary struct {
+		Callbacks int `json:"callbacks"`
+
+		// Changed Results that differ from the active version's.
+		Changed int `json:"changed"`
+		Dropped int `json:"dropped"`
+		Failed  int `json:"failed"`
+
+		// LimitFailed Failures over a limit (time, memory, output...).
+		LimitFailed int `json:"limit_failed"`
+
+		// Ok Callbacks it made an event of.
+		Ok int `json:"ok"`
+
+		// Same Results the same as the active version's.
+		Same int `json:"same"`
+
+		// SchemaFailed Failures whose event did not match its type's schema.
+		SchemaFailed int `json:"schema_failed"`
+	} `json:"summary"`
+
+	// Truncated The run's time budget (30 s) ran out: the items stop there.
+	Truncated bool `json:"truncated"`
+	Version   int  `json:"version"`
+}
+
+// DryRunItemsDiff Against the active version; absent without one.
+type DryRunItemsDiff string
+
+// DryRunRequest defines model for DryRunRequest.
+type DryRunRequest struct {
+	// Limit How many of the carrier's last callbacks to run over (those of the last 31 days).
+	Limit *int `json:"limit,omitempty"`
+}
+
 // Endpoint defines model for Endpoint.
 type Endpoint struct {
 	// Auth The credentials' type and, for basic, the username; never a password or token.
@@ -1441,7 +1750,8 @@ type Endpoint struct {
 	EventTypes     []string `json:"event_types"`
 
 	// Filter The content filter; "" when none.
-	Filter string `json:"filter"`
+	Filter string         `json:"filter"`
+	Format EndpointFormat `json:"format"`
 
 	// Headers Custom header names; every value is shown as ******** (values are write-only).
 	Headers map[string]EndpointHeaders `json:"headers"`
@@ -1489,6 +1799,9 @@ type Endpoint struct {
 
 // EndpointAuthType defines model for Endpoint.Auth.Type.
 type EndpointAuthType string
+
+// EndpointFormat defines model for Endpoint.Format.
+type EndpointFormat string
 
 // EndpointHeaders defines model for Endpoint.Headers.
 type EndpointHeaders string
@@ -1544,6 +1857,9 @@ type EndpointCreate struct {
 	// Filter Content filter over the callback's JSON (docs/api.md, "Content filters"), such as status == "DELIVERED" && weight > 2; "" removes it.
 	Filter *string `json:"filter,omitempty"`
 
+	// Format raw: the carrier's callback body as it came; canonical: the event its carrier's adapter made (CanonicalEvent); callbacks without one (no adapter, dropped, parked) are not sent to it. A change applies to callbacks accepted after it.
+	Format *EndpointCreateFormat `json:"format,omitempty"`
+
 	// Headers Custom request headers sent on every delivery, stored encrypted. A string sets the header, null removes it (PATCH merges into the current headers). Names are HTTP tokens; hop-by-hop headers (Connection, Keep-Alive, TE, Trailer, Transfer-Encoding, Upgrade, Proxy-*), Host, Content-Length, Content-Type, Content-Encoding, Expect, Authorization (use auth), Idempotency-Key, User-Agent, Traceparent (see send_traceparent), webhook-* and X-Hookrelay-* are refused.
 	Headers     *map[string]*string `json:"headers,omitempty"`
 	MaxInFlight *int                `json:"max_in_flight,omitempty"`
@@ -1593,6 +1909,9 @@ type EndpointCreateAuth1 struct {
 type EndpointCreate_Auth struct {
 	union json.RawMessage
 }
+
+// EndpointCreateFormat raw: the carrier's callback body as it came; canonical: the event its carrier's adapter made (CanonicalEvent); callbacks without one (no adapter, dropped, parked) are not sent to it. A change applies to callbacks accepted after it.
+type EndpointCreateFormat string
 
 // EndpointCreateOrdering key: one ordering key's callbacks are delivered one after another; none: they go at once, in any order. A change applies to callbacks accepted after it.
 type EndpointCreateOrdering string
@@ -1648,6 +1967,9 @@ type EndpointFields struct {
 	// Filter Content filter over the callback's JSON (docs/api.md, "Content filters"), such as status == "DELIVERED" && weight > 2; "" removes it.
 	Filter *string `json:"filter,omitempty"`
 
+	// Format raw: the carrier's callback body as it came; canonical: the event its carrier's adapter made (CanonicalEvent); callbacks without one (no adapter, dropped, parked) are not sent to it. A change applies to callbacks accepted after it.
+	Format *EndpointFieldsFormat `json:"format,omitempty"`
+
 	// Headers Custom request headers sent on every delivery, stored encrypted. A string sets the header, null removes it (PATCH merges into the current headers). Names are HTTP tokens; hop-by-hop headers (Connection, Keep-Alive, TE, Trailer, Transfer-Encoding, Upgrade, Proxy-*), Host, Content-Length, Content-Type, Content-Encoding, Expect, Authorization (use auth), Idempotency-Key, User-Agent, Traceparent (see send_traceparent), webhook-* and X-Hookrelay-* are refused.
 	Headers     *map[string]*string `json:"headers,omitempty"`
 	MaxInFlight *int                `json:"max_in_flight,omitempty"`
@@ -1697,6 +2019,9 @@ type EndpointFields_Auth struct {
 	union json.RawMessage
 }
 
+// EndpointFieldsFormat raw: the carrier's callback body as it came; canonical: the event its carrier's adapter made (CanonicalEvent); callbacks without one (no adapter, dropped, parked) are not sent to it. A change applies to callbacks accepted after it.
+type EndpointFieldsFormat string
+
 // EndpointFieldsOrdering key: one ordering key's callbacks are delivered one after another; none: they go at once, in any order. A change applies to callbacks accepted after it.
 type EndpointFieldsOrdering string
 
@@ -1739,7 +2064,8 @@ type EndpointWithSecret struct {
 	EventTypes     []string `json:"event_types"`
 
 	// Filter The content filter; "" when none.
-	Filter string `json:"filter"`
+	Filter string                   `json:"filter"`
+	Format EndpointWithSecretFormat `json:"format"`
 
 	// Headers Custom header names; every value is shown as ******** (values are write-only).
 	Headers map[string]EndpointWithSecretHeaders `json:"headers"`
@@ -1788,6 +2114,9 @@ type EndpointWithSecret struct {
 
 // EndpointWithSecretAuthType defines model for EndpointWithSecret.Auth.Type.
 type EndpointWithSecretAuthType string
+
+// EndpointWithSecretFormat defines model for EndpointWithSecret.Format.
+type EndpointWithSecretFormat string
 
 // EndpointWithSecretHeaders defines model for EndpointWithSecret.Headers.
 type EndpointWithSecretHeaders string
@@ -2054,10 +2383,16 @@ type MessageDeliveryStatus string
 
 // MessageDetail The message with every attempt of each delivery, and the payload: inline as JSON (payload) or as base64 (payload_base64) when it is not JSON, or, when offloaded, a presigned link (payload_url).
 type MessageDetail struct {
+	// AdapterVersion The carrier's adapter version that ran on the callback; absent when none did.
+	AdapterVersion *int `json:"adapter_version,omitempty"`
+
 	// CarrierId A 64-bit id written as a decimal string.
 	CarrierId  ID                `json:"carrier_id"`
 	Deliveries []MessageDelivery `json:"deliveries"`
-	EventType  string            `json:"event_type"`
+
+	// Event What a canonical endpoint receives: the event of the carrier's adapter in the shape of a Standard Webhooks payload (the message id is the Webhook-Id header).
+	Event     *CanonicalEvent `json:"event,omitempty"`
+	EventType string          `json:"event_type"`
 
 	// Id A 64-bit id written as a decimal string.
 	Id          ID     `json:"id"`
@@ -2130,6 +2465,24 @@ type OpsEndpointList struct {
 // OpsEvent defines model for OpsEvent.
 type OpsEvent string
 
+// ParkedList defines model for ParkedList.
+type ParkedList struct {
+	Items []struct {
+		AdapterVersion int `json:"adapter_version"`
+
+		// Error Why the adapter failed on it.
+		Error string `json:"error"`
+
+		// MessageId A 64-bit id written as a decimal string.
+		MessageId   ID     `json:"message_id"`
+		OrderingKey string `json:"ordering_key"`
+		ReceivedAt  Time   `json:"received_at"`
+	} `json:"items"`
+
+	// NextCursor Pass as ?cursor= for the next page; empty on the last page.
+	NextCursor Cursor `json:"next_cursor"`
+}
+
 // PingResult defines model for PingResult.
 type PingResult struct {
 	Error           *string `json:"error,omitempty"`
@@ -2176,7 +2529,7 @@ type PullEvent struct {
 	// Attempt How many times the event was served, this one included.
 	Attempt int `json:"attempt"`
 
-	// Body The callback's JSON, byte for byte as received (fetched from the payload store when offloaded); null when its message is past retention.
+	// Body The callback's JSON, byte for byte as received (fetched from the payload store when offloaded), or for a canonical endpoint the event (CanonicalEvent); null when its message is past retention.
 	Body json.RawMessage `json:"body"`
 
 	// Cursor Covers this event and every one served before it: acknowledge with it, or pull after it.
@@ -2447,8 +2800,21 @@ type TryRequest struct {
 
 // TryResult defines model for TryResult.
 type TryResult struct {
-	Accepted      bool `json:"accepted"`
-	EndpointCount int  `json:"endpoint_count"`
+	Accepted bool `json:"accepted"`
+
+	// Adapter What the carrier's active adapter made of the sample; absent when it has none.
+	Adapter *struct {
+		// Dropped It returned null: no event, nothing for canonical endpoints.
+		Dropped bool `json:"dropped"`
+
+		// Event What a canonical endpoint receives: the event of the carrier's adapter in the shape of a Standard Webhooks payload (the message id is the Webhook-Id header).
+		Event *CanonicalEvent `json:"event,omitempty"`
+
+		// Parked The adapter's error, when the carrier parks such callbacks.
+		Parked  *string `json:"parked,omitempty"`
+		Version int     `json:"version"`
+	} `json:"adapter,omitempty"`
+	EndpointCount int `json:"endpoint_count"`
 
 	// Endpoints The endpoints it would reach after their filters (the first 100).
 	Endpoints []struct {
@@ -2475,6 +2841,22 @@ type TryResult struct {
 		Reason  RefusalReason `json:"reason"`
 		Status  int           `json:"status"`
 	} `json:"refusal,omitempty"`
+}
+
+// UnparkRequest defines model for UnparkRequest.
+type UnparkRequest struct {
+	Limit *int `json:"limit,omitempty"`
+}
+
+// UnparkResult defines model for UnparkResult.
+type UnparkResult struct {
+	// Deliveries Deliveries made to canonical endpoints.
+	Deliveries int `json:"deliveries"`
+
+	// Failed Still failing: left parked.
+	Failed    int     `json:"failed"`
+	LastError *string `json:"last_error,omitempty"`
+	Unparked  int     `json:"unparked"`
 }
 
 // User defines model for User.
@@ -2533,6 +2915,9 @@ type UserPatch struct {
 	Scope *Scope `json:"scope,omitempty"`
 }
 
+// AdapterVersion defines model for AdapterVersion.
+type AdapterVersion = int
+
 // CursorParameter defines model for Cursor.
 type CursorParameter = string
 
@@ -2568,6 +2953,10 @@ type AuditLogExportParams struct {
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
 }
 
+// CallbackCreateFormdataBody defines parameters for CallbackCreate.
+type CallbackCreateFormdataBody = struct {
+}
+
 // CallbackCreateParams defines parameters for CallbackCreate.
 type CallbackCreateParams struct {
 	// IdempotencyKey At most 255 bytes; the same key from the same carrier within 24 h is a duplicate.
@@ -2599,6 +2988,24 @@ type CarrierListParams struct {
 type CarrierDeleteParams struct {
 	// Force Delete even while callbacks it sent are undelivered (they are still delivered).
 	Force *bool `form:"force,omitempty" json:"force,omitempty"`
+}
+
+// CarrierAdapterCreateTextBody defines parameters for CarrierAdapterCreate.
+type CarrierAdapterCreateTextBody = string
+
+// CarrierAdapterCreateParams defines parameters for CarrierAdapterCreate.
+type CarrierAdapterCreateParams struct {
+	// Note The version's note, when the body is the source itself.
+	Note *string `form:"note,omitempty" json:"note,omitempty"`
+}
+
+// CarrierParkedListParams defines parameters for CarrierParkedList.
+type CarrierParkedListParams struct {
+	// Limit Page size.
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The next_cursor of the previous page; opaque.
+	Cursor *CursorParameter `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // CarrierRefusalListParams defines parameters for CarrierRefusalList.
@@ -2758,11 +3165,26 @@ type UserListParams struct {
 // CallbackCreateJSONRequestBody defines body for CallbackCreate for application/json ContentType.
 type CallbackCreateJSONRequestBody = CallbackBody
 
+// CallbackCreateFormdataRequestBody defines body for CallbackCreate for application/x-www-form-urlencoded ContentType.
+type CallbackCreateFormdataRequestBody = CallbackCreateFormdataBody
+
 // CarrierCreateJSONRequestBody defines body for CarrierCreate for application/json ContentType.
 type CarrierCreateJSONRequestBody = CarrierCreate
 
 // CarrierUpdateJSONRequestBody defines body for CarrierUpdate for application/json ContentType.
 type CarrierUpdateJSONRequestBody = CarrierUpdate
+
+// CarrierAdapterCreateJSONRequestBody defines body for CarrierAdapterCreate for application/json ContentType.
+type CarrierAdapterCreateJSONRequestBody = AdapterCreate
+
+// CarrierAdapterCreateTextRequestBody defines body for CarrierAdapterCreate for text/plain ContentType.
+type CarrierAdapterCreateTextRequestBody = CarrierAdapterCreateTextBody
+
+// CarrierAdapterDryRunJSONRequestBody defines body for CarrierAdapterDryRun for application/json ContentType.
+type CarrierAdapterDryRunJSONRequestBody = DryRunRequest
+
+// CarrierParkedUnparkJSONRequestBody defines body for CarrierParkedUnpark for application/json ContentType.
+type CarrierParkedUnparkJSONRequestBody = UnparkRequest
 
 // CarrierRotateKeyJSONRequestBody defines body for CarrierRotateKey for application/json ContentType.
 type CarrierRotateKeyJSONRequestBody = CarrierRotateKey
@@ -2922,6 +3344,13 @@ func (t EndpointCreate) MarshalJSON() ([]byte, error) {
 		}
 	}
 
+	if t.Format != nil {
+		object["format"], err = json.Marshal(t.Format)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'format': %w", err)
+		}
+	}
+
 	if t.Headers != nil {
 		object["headers"], err = json.Marshal(t.Headers)
 		if err != nil {
@@ -3059,6 +3488,13 @@ func (t *EndpointCreate) UnmarshalJSON(b []byte) error {
 		err = json.Unmarshal(raw, &t.Filter)
 		if err != nil {
 			return fmt.Errorf("error reading 'filter': %w", err)
+		}
+	}
+
+	if raw, found := object["format"]; found {
+		err = json.Unmarshal(raw, &t.Format)
+		if err != nil {
+			return fmt.Errorf("error reading 'format': %w", err)
 		}
 	}
 
@@ -3393,6 +3829,11 @@ func (t EndpointWithSecret) MarshalJSON() ([]byte, error) {
 		return nil, fmt.Errorf("error marshaling 'filter': %w", err)
 	}
 
+	object["format"], err = json.Marshal(t.Format)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'format': %w", err)
+	}
+
 	if t.Headers != nil {
 		object["headers"], err = json.Marshal(t.Headers)
 		if err != nil {
@@ -3575,6 +4016,13 @@ func (t *EndpointWithSecret) UnmarshalJSON(b []byte) error {
 		err = json.Unmarshal(raw, &t.Filter)
 		if err != nil {
 			return fmt.Errorf("error reading 'filter': %w", err)
+		}
+	}
+
+	if raw, found := object["format"]; found {
+		err = json.Unmarshal(raw, &t.Format)
+		if err != nil {
+			return fmt.Errorf("error reading 'format': %w", err)
 		}
 	}
 
@@ -4010,6 +4458,13 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/callbacks (the `CallbackCreate` operationId).
 	CallbackCreate(ctx context.Context, params *CallbackCreateParams, body CallbackCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// CallbackCreateWithFormdataBody Send a callback; answered once it is durably stored.
+	//
+	// Takes a body of the `application/x-www-form-urlencoded` content type.
+	//
+	// Corresponds with POST /v1/callbacks (the `CallbackCreate` operationId).
+	CallbackCreateWithFormdataBody(ctx context.Context, params *CallbackCreateParams, body CallbackCreateFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// CarrierList List carriers by id.
 	//
 	// Corresponds with GET /v1/carriers (the `CarrierList` operationId).
@@ -4053,6 +4508,61 @@ type ClientInterface interface {
 	// Corresponds with PATCH /v1/carriers/{id} (the `CarrierUpdate` operationId).
 	CarrierUpdate(ctx context.Context, id PathID, body CarrierUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// CarrierAdapterList The carrier's adapter versions, newest first, the active one and what a callback it fails on becomes.
+	//
+	// Corresponds with GET /v1/carriers/{id}/adapters (the `CarrierAdapterList` operationId).
+	CarrierAdapterList(ctx context.Context, id PathID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CarrierAdapterCreateWithBody A new version of the carrier's adapter (docs/adapters.md), inactive until activated. The body is {"source", "note"}, or the JavaScript source itself with another content type (e.g. application/javascript; ?note= then names it). An empty source, or one that does not compile, is 400 naming the line.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/carriers/{id}/adapters (the `CarrierAdapterCreate` operationId).
+	CarrierAdapterCreateWithBody(ctx context.Context, id PathID, params *CarrierAdapterCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CarrierAdapterCreate A new version of the carrier's adapter (docs/adapters.md), inactive until activated. The body is {"source", "note"}, or the JavaScript source itself with another content type (e.g. application/javascript; ?note= then names it). An empty source, or one that does not compile, is 400 naming the line.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/carriers/{id}/adapters (the `CarrierAdapterCreate` operationId).
+	CarrierAdapterCreate(ctx context.Context, id PathID, params *CarrierAdapterCreateParams, body CarrierAdapterCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CarrierAdapterCreateWithTextBody A new version of the carrier's adapter (docs/adapters.md), inactive until activated. The body is {"source", "note"}, or the JavaScript source itself with another content type (e.g. application/javascript; ?note= then names it). An empty source, or one that does not compile, is 400 naming the line.
+	//
+	// Takes a body of the `text/plain` content type.
+	//
+	// Corresponds with POST /v1/carriers/{id}/adapters (the `CarrierAdapterCreate` operationId).
+	CarrierAdapterCreateWithTextBody(ctx context.Context, id PathID, params *CarrierAdapterCreateParams, body CarrierAdapterCreateTextRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CarrierAdapterDeactivate Turns the carrier's adapter off: its callbacks are relayed as they are, and canonical endpoints receive none of them.
+	//
+	// Corresponds with POST /v1/carriers/{id}/adapters/deactivate (the `CarrierAdapterDeactivate` operationId).
+	CarrierAdapterDeactivate(ctx context.Context, id PathID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CarrierAdapterGet One version of the carrier's adapter, with its source.
+	//
+	// Corresponds with GET /v1/carriers/{id}/adapters/{version} (the `CarrierAdapterGet` operationId).
+	CarrierAdapterGet(ctx context.Context, id PathID, version AdapterVersion, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CarrierAdapterActivate Makes the version the one the carrier's callbacks go through from now on (every API process within its configuration reload). Rolling back is activating an older version.
+	//
+	// Corresponds with POST /v1/carriers/{id}/adapters/{version}/activate (the `CarrierAdapterActivate` operationId).
+	CarrierAdapterActivate(ctx context.Context, id PathID, version AdapterVersion, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CarrierAdapterDryRunWithBody Runs the version over the carrier's last stored callbacks (their original bodies, offloaded ones read from the payload store; without their headers, which are not stored), with the schema check of ingest, and compares each result with the active version's. Stores and delivers nothing.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/carriers/{id}/adapters/{version}/dry-run (the `CarrierAdapterDryRun` operationId).
+	CarrierAdapterDryRunWithBody(ctx context.Context, id PathID, version AdapterVersion, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CarrierAdapterDryRun Runs the version over the carrier's last stored callbacks (their original bodies, offloaded ones read from the payload store; without their headers, which are not stored), with the schema check of ingest, and compares each result with the active version's. Stores and delivers nothing.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/carriers/{id}/adapters/{version}/dry-run (the `CarrierAdapterDryRun` operationId).
+	CarrierAdapterDryRun(ctx context.Context, id PathID, version AdapterVersion, body CarrierAdapterDryRunJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// CarrierDisable Disable a carrier: its callbacks get 403 (forbidden, "carrier disabled") until it is enabled; nothing else changes.
 	//
 	// Corresponds with POST /v1/carriers/{id}/disable (the `CarrierDisable` operationId).
@@ -4067,6 +4577,25 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/carriers/{id}/health (the `CarrierHealth` operationId).
 	CarrierHealth(ctx context.Context, id PathID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CarrierParkedList The carrier's parked callbacks, oldest first: accepted although its adapter failed on them (adapter_on_failure park), delivered to raw endpoints, not yet to canonical ones.
+	//
+	// Corresponds with GET /v1/carriers/{id}/parked (the `CarrierParkedList` operationId).
+	CarrierParkedList(ctx context.Context, id PathID, params *CarrierParkedListParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CarrierParkedUnparkWithBody Runs the active adapter again over up to limit parked callbacks, oldest first: those it now makes an event of get it, delivered (unordered) to the canonical endpoints they reach; those it drops leave the list; those that still fail stay.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/carriers/{id}/parked/unpark (the `CarrierParkedUnpark` operationId).
+	CarrierParkedUnparkWithBody(ctx context.Context, id PathID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CarrierParkedUnpark Runs the active adapter again over up to limit parked callbacks, oldest first: those it now makes an event of get it, delivered (unordered) to the canonical endpoints they reach; those it drops leave the list; those that still fail stay.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/carriers/{id}/parked/unpark (the `CarrierParkedUnpark` operationId).
+	CarrierParkedUnpark(ctx context.Context, id PathID, body CarrierParkedUnparkJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CarrierRefusalList A carrier's refused callbacks, newest first: reason, status, message and an excerpt of the request (headers without credentials, the first 2 KB of the body). At most 20 a minute and 1,000 a day are stored per carrier; the refusals beyond are counted in one entry per reason and minute (dropped > 0). Kept 7 days.
 	//
@@ -4527,6 +5056,23 @@ func (c *Client) CallbackCreate(ctx context.Context, params *CallbackCreateParam
 	return c.Client.Do(req)
 }
 
+// CallbackCreateWithFormdataBody Send a callback; answered once it is durably stored.
+//
+// Takes a body of the `application/x-www-form-urlencoded` content type.
+//
+// Corresponds with POST /v1/callbacks (the `CallbackCreate` operationId).
+func (c *Client) CallbackCreateWithFormdataBody(ctx context.Context, params *CallbackCreateParams, body CallbackCreateFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCallbackCreateRequestWithFormdataBody(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // CarrierList List carriers by id.
 //
 // Corresponds with GET /v1/carriers (the `CarrierList` operationId).
@@ -4640,6 +5186,151 @@ func (c *Client) CarrierUpdate(ctx context.Context, id PathID, body CarrierUpdat
 	return c.Client.Do(req)
 }
 
+// CarrierAdapterList The carrier's adapter versions, newest first, the active one and what a callback it fails on becomes.
+//
+// Corresponds with GET /v1/carriers/{id}/adapters (the `CarrierAdapterList` operationId).
+func (c *Client) CarrierAdapterList(ctx context.Context, id PathID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCarrierAdapterListRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CarrierAdapterCreateWithBody A new version of the carrier's adapter (docs/adapters.md), inactive until activated. The body is {"source", "note"}, or the JavaScript source itself with another content type (e.g. application/javascript; ?note= then names it). An empty source, or one that does not compile, is 400 naming the line.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/carriers/{id}/adapters (the `CarrierAdapterCreate` operationId).
+func (c *Client) CarrierAdapterCreateWithBody(ctx context.Context, id PathID, params *CarrierAdapterCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCarrierAdapterCreateRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CarrierAdapterCreate A new version of the carrier's adapter (docs/adapters.md), inactive until activated. The body is {"source", "note"}, or the JavaScript source itself with another content type (e.g. application/javascript; ?note= then names it). An empty source, or one that does not compile, is 400 naming the line.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/carriers/{id}/adapters (the `CarrierAdapterCreate` operationId).
+func (c *Client) CarrierAdapterCreate(ctx context.Context, id PathID, params *CarrierAdapterCreateParams, body CarrierAdapterCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCarrierAdapterCreateRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CarrierAdapterCreateWithTextBody A new version of the carrier's adapter (docs/adapters.md), inactive until activated. The body is {"source", "note"}, or the JavaScript source itself with another content type (e.g. application/javascript; ?note= then names it). An empty source, or one that does not compile, is 400 naming the line.
+//
+// Takes a body of the `text/plain` content type.
+//
+// Corresponds with POST /v1/carriers/{id}/adapters (the `CarrierAdapterCreate` operationId).
+func (c *Client) CarrierAdapterCreateWithTextBody(ctx context.Context, id PathID, params *CarrierAdapterCreateParams, body CarrierAdapterCreateTextRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCarrierAdapterCreateRequestWithTextBody(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CarrierAdapterDeactivate Turns the carrier's adapter off: its callbacks are relayed as they are, and canonical endpoints receive none of them.
+//
+// Corresponds with POST /v1/carriers/{id}/adapters/deactivate (the `CarrierAdapterDeactivate` operationId).
+func (c *Client) CarrierAdapterDeactivate(ctx context.Context, id PathID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCarrierAdapterDeactivateRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CarrierAdapterGet One version of the carrier's adapter, with its source.
+//
+// Corresponds with GET /v1/carriers/{id}/adapters/{version} (the `CarrierAdapterGet` operationId).
+func (c *Client) CarrierAdapterGet(ctx context.Context, id PathID, version AdapterVersion, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCarrierAdapterGetRequest(c.Server, id, version)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CarrierAdapterActivate Makes the version the one the carrier's callbacks go through from now on (every API process within its configuration reload). Rolling back is activating an older version.
+//
+// Corresponds with POST /v1/carriers/{id}/adapters/{version}/activate (the `CarrierAdapterActivate` operationId).
+func (c *Client) CarrierAdapterActivate(ctx context.Context, id PathID, version AdapterVersion, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCarrierAdapterActivateRequest(c.Server, id, version)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CarrierAdapterDryRunWithBody Runs the version over the carrier's last stored callbacks (their original bodies, offloaded ones read from the payload store; without their headers, which are not stored), with the schema check of ingest, and compares each result with the active version's. Stores and delivers nothing.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/carriers/{id}/adapters/{version}/dry-run (the `CarrierAdapterDryRun` operationId).
+func (c *Client) CarrierAdapterDryRunWithBody(ctx context.Context, id PathID, version AdapterVersion, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCarrierAdapterDryRunRequestWithBody(c.Server, id, version, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CarrierAdapterDryRun Runs the version over the carrier's last stored callbacks (their original bodies, offloaded ones read from the payload store; without their headers, which are not stored), with the schema check of ingest, and compares each result with the active version's. Stores and delivers nothing.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/carriers/{id}/adapters/{version}/dry-run (the `CarrierAdapterDryRun` operationId).
+func (c *Client) CarrierAdapterDryRun(ctx context.Context, id PathID, version AdapterVersion, body CarrierAdapterDryRunJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCarrierAdapterDryRunRequest(c.Server, id, version, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // CarrierDisable Disable a carrier: its callbacks get 403 (forbidden, "carrier disabled") until it is enabled; nothing else changes.
 //
 // Corresponds with POST /v1/carriers/{id}/disable (the `CarrierDisable` operationId).
@@ -4675,6 +5366,55 @@ func (c *Client) CarrierEnable(ctx context.Context, id PathID, reqEditors ...Req
 // Corresponds with GET /v1/carriers/{id}/health (the `CarrierHealth` operationId).
 func (c *Client) CarrierHealth(ctx context.Context, id PathID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCarrierHealthRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CarrierParkedList The carrier's parked callbacks, oldest first: accepted although its adapter failed on them (adapter_on_failure park), delivered to raw endpoints, not yet to canonical ones.
+//
+// Corresponds with GET /v1/carriers/{id}/parked (the `CarrierParkedList` operationId).
+func (c *Client) CarrierParkedList(ctx context.Context, id PathID, params *CarrierParkedListParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCarrierParkedListRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CarrierParkedUnparkWithBody Runs the active adapter again over up to limit parked callbacks, oldest first: those it now makes an event of get it, delivered (unordered) to the canonical endpoints they reach; those it drops leave the list; those that still fail stay.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/carriers/{id}/parked/unpark (the `CarrierParkedUnpark` operationId).
+func (c *Client) CarrierParkedUnparkWithBody(ctx context.Context, id PathID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCarrierParkedUnparkRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CarrierParkedUnpark Runs the active adapter again over up to limit parked callbacks, oldest first: those it now makes an event of get it, delivered (unordered) to the canonical endpoints they reach; those it drops leave the list; those that still fail stay.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/carriers/{id}/parked/unpark (the `CarrierParkedUnpark` operationId).
+func (c *Client) CarrierParkedUnpark(ctx context.Context, id PathID, body CarrierParkedUnparkJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCarrierParkedUnparkRequest(c.Server, id, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5893,6 +6633,17 @@ func NewCallbackCreateRequest(server string, params *CallbackCreateParams, body 
 	return NewCallbackCreateRequestWithBody(server, params, "application/json", bodyReader)
 }
 
+// NewCallbackCreateRequestWithFormdataBody calls the generic CallbackCreate builder with application/x-www-form-urlencoded body
+func NewCallbackCreateRequestWithFormdataBody(server string, params *CallbackCreateParams, body CallbackCreateFormdataRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	bodyStr, err := runtime.MarshalForm(body, nil)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = strings.NewReader(bodyStr.Encode())
+	return NewCallbackCreateRequestWithBody(server, params, "application/x-www-form-urlencoded", bodyReader)
+}
+
 // NewCallbackCreateRequestWithBody constructs an http.Request for the CallbackCreate method, with any body, and a specified content type
 func NewCallbackCreateRequestWithBody(server string, params *CallbackCreateParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
@@ -6229,6 +6980,295 @@ func NewCarrierUpdateRequestWithBody(server string, id PathID, contentType strin
 	return req, nil
 }
 
+// NewCarrierAdapterListRequest constructs an http.Request for the CarrierAdapterList method
+func NewCarrierAdapterListRequest(server string, id PathID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/carriers/%s/adapters", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCarrierAdapterCreateRequest calls the generic CarrierAdapterCreate builder with application/json body
+func NewCarrierAdapterCreateRequest(server string, id PathID, params *CarrierAdapterCreateParams, body CarrierAdapterCreateJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCarrierAdapterCreateRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewCarrierAdapterCreateRequestWithTextBody calls the generic CarrierAdapterCreate builder with text/plain body
+func NewCarrierAdapterCreateRequestWithTextBody(server string, id PathID, params *CarrierAdapterCreateParams, body CarrierAdapterCreateTextRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	if stringer, ok := interface{}(body).(fmt.Stringer); ok {
+		bodyReader = strings.NewReader(stringer.String())
+	} else {
+		bodyReader = strings.NewReader(fmt.Sprint(body))
+	}
+	return NewCarrierAdapterCreateRequestWithBody(server, id, params, "text/plain", bodyReader)
+}
+
+// NewCarrierAdapterCreateRequestWithBody constructs an http.Request for the CarrierAdapterCreate method, with any body, and a specified content type
+func NewCarrierAdapterCreateRequestWithBody(server string, id PathID, params *CarrierAdapterCreateParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/carriers/%s/adapters", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Note != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "note", *params.Note, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewCarrierAdapterDeactivateRequest constructs an http.Request for the CarrierAdapterDeactivate method
+func NewCarrierAdapterDeactivateRequest(server string, id PathID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/carriers/%s/adapters/deactivate", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCarrierAdapterGetRequest constructs an http.Request for the CarrierAdapterGet method
+func NewCarrierAdapterGetRequest(server string, id PathID, version AdapterVersion) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "version", version, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/carriers/%s/adapters/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCarrierAdapterActivateRequest constructs an http.Request for the CarrierAdapterActivate method
+func NewCarrierAdapterActivateRequest(server string, id PathID, version AdapterVersion) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "version", version, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/carriers/%s/adapters/%s/activate", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCarrierAdapterDryRunRequest calls the generic CarrierAdapterDryRun builder with application/json body
+func NewCarrierAdapterDryRunRequest(server string, id PathID, version AdapterVersion, body CarrierAdapterDryRunJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCarrierAdapterDryRunRequestWithBody(server, id, version, "application/json", bodyReader)
+}
+
+// NewCarrierAdapterDryRunRequestWithBody constructs an http.Request for the CarrierAdapterDryRun method, with any body, and a specified content type
+func NewCarrierAdapterDryRunRequestWithBody(server string, id PathID, version AdapterVersion, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "version", version, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/carriers/%s/adapters/%s/dry-run", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewCarrierDisableRequest constructs an http.Request for the CarrierDisable method
 func NewCarrierDisableRequest(server string, id PathID) (*http.Request, error) {
 	var err error
@@ -6327,6 +7367,126 @@ func NewCarrierHealthRequest(server string, id PathID) (*http.Request, error) {
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewCarrierParkedListRequest constructs an http.Request for the CarrierParkedList method
+func NewCarrierParkedListRequest(server string, id PathID, params *CarrierParkedListParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/carriers/%s/parked", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCarrierParkedUnparkRequest calls the generic CarrierParkedUnpark builder with application/json body
+func NewCarrierParkedUnparkRequest(server string, id PathID, body CarrierParkedUnparkJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCarrierParkedUnparkRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewCarrierParkedUnparkRequestWithBody constructs an http.Request for the CarrierParkedUnpark method, with any body, and a specified content type
+func NewCarrierParkedUnparkRequestWithBody(server string, id PathID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/carriers/%s/parked/unpark", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -8797,6 +9957,13 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/callbacks (the `CallbackCreate` operationId).
 	CallbackCreateWithResponse(ctx context.Context, params *CallbackCreateParams, body CallbackCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*CallbackCreateResponse, error)
 
+	// CallbackCreateWithFormdataBodyWithResponse Send a callback; answered once it is durably stored.
+	//
+	// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/callbacks (the `CallbackCreate` operationId).
+	CallbackCreateWithFormdataBodyWithResponse(ctx context.Context, params *CallbackCreateParams, body CallbackCreateFormdataRequestBody, reqEditors ...RequestEditorFn) (*CallbackCreateResponse, error)
+
 	// CarrierListWithResponse List carriers by id.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -8846,6 +10013,69 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with PATCH /v1/carriers/{id} (the `CarrierUpdate` operationId).
 	CarrierUpdateWithResponse(ctx context.Context, id PathID, body CarrierUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*CarrierUpdateResponse, error)
 
+	// CarrierAdapterListWithResponse The carrier's adapter versions, newest first, the active one and what a callback it fails on becomes.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/carriers/{id}/adapters (the `CarrierAdapterList` operationId).
+	CarrierAdapterListWithResponse(ctx context.Context, id PathID, reqEditors ...RequestEditorFn) (*CarrierAdapterListResponse, error)
+
+	// CarrierAdapterCreateWithBodyWithResponse A new version of the carrier's adapter (docs/adapters.md), inactive until activated. The body is {"source", "note"}, or the JavaScript source itself with another content type (e.g. application/javascript; ?note= then names it). An empty source, or one that does not compile, is 400 naming the line.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/carriers/{id}/adapters (the `CarrierAdapterCreate` operationId).
+	CarrierAdapterCreateWithBodyWithResponse(ctx context.Context, id PathID, params *CarrierAdapterCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CarrierAdapterCreateResponse, error)
+
+	// CarrierAdapterCreateWithResponse A new version of the carrier's adapter (docs/adapters.md), inactive until activated. The body is {"source", "note"}, or the JavaScript source itself with another content type (e.g. application/javascript; ?note= then names it). An empty source, or one that does not compile, is 400 naming the line.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/carriers/{id}/adapters (the `CarrierAdapterCreate` operationId).
+	CarrierAdapterCreateWithResponse(ctx context.Context, id PathID, params *CarrierAdapterCreateParams, body CarrierAdapterCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*CarrierAdapterCreateResponse, error)
+
+	// CarrierAdapterCreateWithTextBodyWithResponse A new version of the carrier's adapter (docs/adapters.md), inactive until activated. The body is {"source", "note"}, or the JavaScript source itself with another content type (e.g. application/javascript; ?note= then names it). An empty source, or one that does not compile, is 400 naming the line.
+	//
+	// Takes a body of the `text/plain` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/carriers/{id}/adapters (the `CarrierAdapterCreate` operationId).
+	CarrierAdapterCreateWithTextBodyWithResponse(ctx context.Context, id PathID, params *CarrierAdapterCreateParams, body CarrierAdapterCreateTextRequestBody, reqEditors ...RequestEditorFn) (*CarrierAdapterCreateResponse, error)
+
+	// CarrierAdapterDeactivateWithResponse Turns the carrier's adapter off: its callbacks are relayed as they are, and canonical endpoints receive none of them.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/carriers/{id}/adapters/deactivate (the `CarrierAdapterDeactivate` operationId).
+	CarrierAdapterDeactivateWithResponse(ctx context.Context, id PathID, reqEditors ...RequestEditorFn) (*CarrierAdapterDeactivateResponse, error)
+
+	// CarrierAdapterGetWithResponse One version of the carrier's adapter, with its source.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/carriers/{id}/adapters/{version} (the `CarrierAdapterGet` operationId).
+	CarrierAdapterGetWithResponse(ctx context.Context, id PathID, version AdapterVersion, reqEditors ...RequestEditorFn) (*CarrierAdapterGetResponse, error)
+
+	// CarrierAdapterActivateWithResponse Makes the version the one the carrier's callbacks go through from now on (every API process within its configuration reload). Rolling back is activating an older version.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/carriers/{id}/adapters/{version}/activate (the `CarrierAdapterActivate` operationId).
+	CarrierAdapterActivateWithResponse(ctx context.Context, id PathID, version AdapterVersion, reqEditors ...RequestEditorFn) (*CarrierAdapterActivateResponse, error)
+
+	// CarrierAdapterDryRunWithBodyWithResponse Runs the version over the carrier's last stored callbacks (their original bodies, offloaded ones read from the payload store; without their headers, which are not stored), with the schema check of ingest, and compares each result with the active version's. Stores and delivers nothing.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/carriers/{id}/adapters/{version}/dry-run (the `CarrierAdapterDryRun` operationId).
+	CarrierAdapterDryRunWithBodyWithResponse(ctx context.Context, id PathID, version AdapterVersion, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CarrierAdapterDryRunResponse, error)
+
+	// CarrierAdapterDryRunWithResponse Runs the version over the carrier's last stored callbacks (their original bodies, offloaded ones read from the payload store; without their headers, which are not stored), with the schema check of ingest, and compares each result with the active version's. Stores and delivers nothing.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/carriers/{id}/adapters/{version}/dry-run (the `CarrierAdapterDryRun` operationId).
+	CarrierAdapterDryRunWithResponse(ctx context.Context, id PathID, version AdapterVersion, body CarrierAdapterDryRunJSONRequestBody, reqEditors ...RequestEditorFn) (*CarrierAdapterDryRunResponse, error)
+
 	// CarrierDisableWithResponse Disable a carrier: its callbacks get 403 (forbidden, "carrier disabled") until it is enabled; nothing else changes.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -8866,6 +10096,27 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/carriers/{id}/health (the `CarrierHealth` operationId).
 	CarrierHealthWithResponse(ctx context.Context, id PathID, reqEditors ...RequestEditorFn) (*CarrierHealthResponse, error)
+
+	// CarrierParkedListWithResponse The carrier's parked callbacks, oldest first: accepted although its adapter failed on them (adapter_on_failure park), delivered to raw endpoints, not yet to canonical ones.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/carriers/{id}/parked (the `CarrierParkedList` operationId).
+	CarrierParkedListWithResponse(ctx context.Context, id PathID, params *CarrierParkedListParams, reqEditors ...RequestEditorFn) (*CarrierParkedListResponse, error)
+
+	// CarrierParkedUnparkWithBodyWithResponse Runs the active adapter again over up to limit parked callbacks, oldest first: those it now makes an event of get it, delivered (unordered) to the canonical endpoints they reach; those it drops leave the list; those that still fail stay.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/carriers/{id}/parked/unpark (the `CarrierParkedUnpark` operationId).
+	CarrierParkedUnparkWithBodyWithResponse(ctx context.Context, id PathID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CarrierParkedUnparkResponse, error)
+
+	// CarrierParkedUnparkWithResponse Runs the active adapter again over up to limit parked callbacks, oldest first: those it now makes an event of get it, delivered (unordered) to the canonical endpoints they reach; those it drops leave the list; those that still fail stay.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/carriers/{id}/parked/unpark (the `CarrierParkedUnpark` operationId).
+	CarrierParkedUnparkWithResponse(ctx context.Context, id PathID, body CarrierParkedUnparkJSONRequestBody, reqEditors ...RequestEditorFn) (*CarrierParkedUnparkResponse, error)
 
 	// CarrierRefusalListWithResponse A carrier's refused callbacks, newest first: reason, status, message and an excerpt of the request (headers without credentials, the first 2 KB of the body). At most 20 a minute and 1,000 a day are stored per carrier; the refusals beyond are counted in one entry per reason and minute (dropped > 0). Kept 7 days.
 	//
@@ -9746,6 +10997,336 @@ func (r CarrierUpdateResponse) ContentType() string {
 	return ""
 }
 
+// CarrierAdapterListResponseDefaultHeaders the declared response headers of an HTTP default response for CarrierAdapterList
+type CarrierAdapterListResponseDefaultHeaders struct {
+	RetryAfter *string
+}
+
+type CarrierAdapterListResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AdapterList
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorResponse
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *CarrierAdapterListResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CarrierAdapterListResponse) GetJSON200() *AdapterList {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r CarrierAdapterListResponse) GetJSONDefault() *ErrorResponse {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r CarrierAdapterListResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CarrierAdapterListResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CarrierAdapterListResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CarrierAdapterListResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CarrierAdapterCreateResponseDefaultHeaders the declared response headers of an HTTP default response for CarrierAdapterCreate
+type CarrierAdapterCreateResponseDefaultHeaders struct {
+	RetryAfter *string
+}
+
+type CarrierAdapterCreateResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Adapter
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorResponse
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *CarrierAdapterCreateResponseDefaultHeaders
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CarrierAdapterCreateResponse) GetJSON201() *Adapter {
+	return r.JSON201
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r CarrierAdapterCreateResponse) GetJSONDefault() *ErrorResponse {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r CarrierAdapterCreateResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CarrierAdapterCreateResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CarrierAdapterCreateResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CarrierAdapterCreateResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CarrierAdapterDeactivateResponseDefaultHeaders the declared response headers of an HTTP default response for CarrierAdapterDeactivate
+type CarrierAdapterDeactivateResponseDefaultHeaders struct {
+	RetryAfter *string
+}
+
+type CarrierAdapterDeactivateResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AdapterList
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorResponse
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *CarrierAdapterDeactivateResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CarrierAdapterDeactivateResponse) GetJSON200() *AdapterList {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r CarrierAdapterDeactivateResponse) GetJSONDefault() *ErrorResponse {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r CarrierAdapterDeactivateResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CarrierAdapterDeactivateResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CarrierAdapterDeactivateResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CarrierAdapterDeactivateResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CarrierAdapterGetResponseDefaultHeaders the declared response headers of an HTTP default response for CarrierAdapterGet
+type CarrierAdapterGetResponseDefaultHeaders struct {
+	RetryAfter *string
+}
+
+type CarrierAdapterGetResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Adapter
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorResponse
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *CarrierAdapterGetResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CarrierAdapterGetResponse) GetJSON200() *Adapter {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r CarrierAdapterGetResponse) GetJSONDefault() *ErrorResponse {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r CarrierAdapterGetResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CarrierAdapterGetResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CarrierAdapterGetResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CarrierAdapterGetResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CarrierAdapterActivateResponseDefaultHeaders the declared response headers of an HTTP default response for CarrierAdapterActivate
+type CarrierAdapterActivateResponseDefaultHeaders struct {
+	RetryAfter *string
+}
+
+type CarrierAdapterActivateResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AdapterList
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorResponse
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *CarrierAdapterActivateResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CarrierAdapterActivateResponse) GetJSON200() *AdapterList {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r CarrierAdapterActivateResponse) GetJSONDefault() *ErrorResponse {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r CarrierAdapterActivateResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CarrierAdapterActivateResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CarrierAdapterActivateResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CarrierAdapterActivateResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CarrierAdapterDryRunResponseDefaultHeaders the declared response headers of an HTTP default response for CarrierAdapterDryRun
+type CarrierAdapterDryRunResponseDefaultHeaders struct {
+	RetryAfter *string
+}
+
+type CarrierAdapterDryRunResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *DryRun
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorResponse
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *CarrierAdapterDryRunResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CarrierAdapterDryRunResponse) GetJSON200() *DryRun {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r CarrierAdapterDryRunResponse) GetJSONDefault() *ErrorResponse {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r CarrierAdapterDryRunResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CarrierAdapterDryRunResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CarrierAdapterDryRunResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CarrierAdapterDryRunResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // CarrierDisableResponseDefaultHeaders the declared response headers of an HTTP default response for CarrierDisable
 type CarrierDisableResponseDefaultHeaders struct {
 	RetryAfter *string
@@ -9905,6 +11486,116 @@ func (r CarrierHealthResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r CarrierHealthResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CarrierParkedListResponseDefaultHeaders the declared response headers of an HTTP default response for CarrierParkedList
+type CarrierParkedListResponseDefaultHeaders struct {
+	RetryAfter *string
+}
+
+type CarrierParkedListResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ParkedList
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorResponse
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *CarrierParkedListResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CarrierParkedListResponse) GetJSON200() *ParkedList {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r CarrierParkedListResponse) GetJSONDefault() *ErrorResponse {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r CarrierParkedListResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CarrierParkedListResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CarrierParkedListResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CarrierParkedListResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CarrierParkedUnparkResponseDefaultHeaders the declared response headers of an HTTP default response for CarrierParkedUnpark
+type CarrierParkedUnparkResponseDefaultHeaders struct {
+	RetryAfter *string
+}
+
+type CarrierParkedUnparkResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *UnparkResult
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorResponse
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *CarrierParkedUnparkResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CarrierParkedUnparkResponse) GetJSON200() *UnparkResult {
+	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r CarrierParkedUnparkResponse) GetJSONDefault() *ErrorResponse {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r CarrierParkedUnparkResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CarrierParkedUnparkResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CarrierParkedUnparkResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CarrierParkedUnparkResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -12536,6 +14227,19 @@ func (c *ClientWithResponses) CallbackCreateWithResponse(ctx context.Context, pa
 	return ParseCallbackCreateResponse(rsp)
 }
 
+// CallbackCreateWithFormdataBodyWithResponse Send a callback; answered once it is durably stored.
+//
+// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/callbacks (the `CallbackCreate` operationId).
+func (c *ClientWithResponses) CallbackCreateWithFormdataBodyWithResponse(ctx context.Context, params *CallbackCreateParams, body CallbackCreateFormdataRequestBody, reqEditors ...RequestEditorFn) (*CallbackCreateResponse, error) {
+	rsp, err := c.CallbackCreateWithFormdataBody(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCallbackCreateResponse(rsp)
+}
+
 // CarrierListWithResponse List carriers by id.
 //
 // Returns a wrapper object for the known response body format(s).
@@ -12627,6 +14331,123 @@ func (c *ClientWithResponses) CarrierUpdateWithResponse(ctx context.Context, id 
 	return ParseCarrierUpdateResponse(rsp)
 }
 
+// CarrierAdapterListWithResponse The carrier's adapter versions, newest first, the active one and what a callback it fails on becomes.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/carriers/{id}/adapters (the `CarrierAdapterList` operationId).
+func (c *ClientWithResponses) CarrierAdapterListWithResponse(ctx context.Context, id PathID, reqEditors ...RequestEditorFn) (*CarrierAdapterListResponse, error) {
+	rsp, err := c.CarrierAdapterList(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCarrierAdapterListResponse(rsp)
+}
+
+// CarrierAdapterCreateWithBodyWithResponse A new version of the carrier's adapter (docs/adapters.md), inactive until activated. The body is {"source", "note"}, or the JavaScript source itself with another content type (e.g. application/javascript; ?note= then names it). An empty source, or one that does not compile, is 400 naming the line.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/carriers/{id}/adapters (the `CarrierAdapterCreate` operationId).
+func (c *ClientWithResponses) CarrierAdapterCreateWithBodyWithResponse(ctx context.Context, id PathID, params *CarrierAdapterCreateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CarrierAdapterCreateResponse, error) {
+	rsp, err := c.CarrierAdapterCreateWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCarrierAdapterCreateResponse(rsp)
+}
+
+// CarrierAdapterCreateWithResponse A new version of the carrier's adapter (docs/adapters.md), inactive until activated. The body is {"source", "note"}, or the JavaScript source itself with another content type (e.g. application/javascript; ?note= then names it). An empty source, or one that does not compile, is 400 naming the line.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/carriers/{id}/adapters (the `CarrierAdapterCreate` operationId).
+func (c *ClientWithResponses) CarrierAdapterCreateWithResponse(ctx context.Context, id PathID, params *CarrierAdapterCreateParams, body CarrierAdapterCreateJSONRequestBody, reqEditors ...RequestEditorFn) (*CarrierAdapterCreateResponse, error) {
+	rsp, err := c.CarrierAdapterCreate(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCarrierAdapterCreateResponse(rsp)
+}
+
+// CarrierAdapterCreateWithTextBodyWithResponse A new version of the carrier's adapter (docs/adapters.md), inactive until activated. The body is {"source", "note"}, or the JavaScript source itself with another content type (e.g. application/javascript; ?note= then names it). An empty source, or one that does not compile, is 400 naming the line.
+//
+// Takes a body of the `text/plain` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/carriers/{id}/adapters (the `CarrierAdapterCreate` operationId).
+func (c *ClientWithResponses) CarrierAdapterCreateWithTextBodyWithResponse(ctx context.Context, id PathID, params *CarrierAdapterCreateParams, body CarrierAdapterCreateTextRequestBody, reqEditors ...RequestEditorFn) (*CarrierAdapterCreateResponse, error) {
+	rsp, err := c.CarrierAdapterCreateWithTextBody(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCarrierAdapterCreateResponse(rsp)
+}
+
+// CarrierAdapterDeactivateWithResponse Turns the carrier's adapter off: its callbacks are relayed as they are, and canonical endpoints receive none of them.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/carriers/{id}/adapters/deactivate (the `CarrierAdapterDeactivate` operationId).
+func (c *ClientWithResponses) CarrierAdapterDeactivateWithResponse(ctx context.Context, id PathID, reqEditors ...RequestEditorFn) (*CarrierAdapterDeactivateResponse, error) {
+	rsp, err := c.CarrierAdapterDeactivate(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCarrierAdapterDeactivateResponse(rsp)
+}
+
+// CarrierAdapterGetWithResponse One version of the carrier's adapter, with its source.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/carriers/{id}/adapters/{version} (the `CarrierAdapterGet` operationId).
+func (c *ClientWithResponses) CarrierAdapterGetWithResponse(ctx context.Context, id PathID, version AdapterVersion, reqEditors ...RequestEditorFn) (*CarrierAdapterGetResponse, error) {
+	rsp, err := c.CarrierAdapterGet(ctx, id, version, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCarrierAdapterGetResponse(rsp)
+}
+
+// CarrierAdapterActivateWithResponse Makes the version the one the carrier's callbacks go through from now on (every API process within its configuration reload). Rolling back is activating an older version.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/carriers/{id}/adapters/{version}/activate (the `CarrierAdapterActivate` operationId).
+func (c *ClientWithResponses) CarrierAdapterActivateWithResponse(ctx context.Context, id PathID, version AdapterVersion, reqEditors ...RequestEditorFn) (*CarrierAdapterActivateResponse, error) {
+	rsp, err := c.CarrierAdapterActivate(ctx, id, version, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCarrierAdapterActivateResponse(rsp)
+}
+
+// CarrierAdapterDryRunWithBodyWithResponse Runs the version over the carrier's last stored callbacks (their original bodies, offloaded ones read from the payload store; without their headers, which are not stored), with the schema check of ingest, and compares each result with the active version's. Stores and delivers nothing.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/carriers/{id}/adapters/{version}/dry-run (the `CarrierAdapterDryRun` operationId).
+func (c *ClientWithResponses) CarrierAdapterDryRunWithBodyWithResponse(ctx context.Context, id PathID, version AdapterVersion, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CarrierAdapterDryRunResponse, error) {
+	rsp, err := c.CarrierAdapterDryRunWithBody(ctx, id, version, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCarrierAdapterDryRunResponse(rsp)
+}
+
+// CarrierAdapterDryRunWithResponse Runs the version over the carrier's last stored callbacks (their original bodies, offloaded ones read from the payload store; without their headers, which are not stored), with the schema check of ingest, and compares each result with the active version's. Stores and delivers nothing.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/carriers/{id}/adapters/{version}/dry-run (the `CarrierAdapterDryRun` operationId).
+func (c *ClientWithResponses) CarrierAdapterDryRunWithResponse(ctx context.Context, id PathID, version AdapterVersion, body CarrierAdapterDryRunJSONRequestBody, reqEditors ...RequestEditorFn) (*CarrierAdapterDryRunResponse, error) {
+	rsp, err := c.CarrierAdapterDryRun(ctx, id, version, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCarrierAdapterDryRunResponse(rsp)
+}
+
 // CarrierDisableWithResponse Disable a carrier: its callbacks get 403 (forbidden, "carrier disabled") until it is enabled; nothing else changes.
 //
 // Returns a wrapper object for the known response body format(s).
@@ -12664,6 +14485,45 @@ func (c *ClientWithResponses) CarrierHealthWithResponse(ctx context.Context, id 
 		return nil, err
 	}
 	return ParseCarrierHealthResponse(rsp)
+}
+
+// CarrierParkedListWithResponse The carrier's parked callbacks, oldest first: accepted although its adapter failed on them (adapter_on_failure park), delivered to raw endpoints, not yet to canonical ones.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/carriers/{id}/parked (the `CarrierParkedList` operationId).
+func (c *ClientWithResponses) CarrierParkedListWithResponse(ctx context.Context, id PathID, params *CarrierParkedListParams, reqEditors ...RequestEditorFn) (*CarrierParkedListResponse, error) {
+	rsp, err := c.CarrierParkedList(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCarrierParkedListResponse(rsp)
+}
+
+// CarrierParkedUnparkWithBodyWithResponse Runs the active adapter again over up to limit parked callbacks, oldest first: those it now makes an event of get it, delivered (unordered) to the canonical endpoints they reach; those it drops leave the list; those that still fail stay.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/carriers/{id}/parked/unpark (the `CarrierParkedUnpark` operationId).
+func (c *ClientWithResponses) CarrierParkedUnparkWithBodyWithResponse(ctx context.Context, id PathID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CarrierParkedUnparkResponse, error) {
+	rsp, err := c.CarrierParkedUnparkWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCarrierParkedUnparkResponse(rsp)
+}
+
+// CarrierParkedUnparkWithResponse Runs the active adapter again over up to limit parked callbacks, oldest first: those it now makes an event of get it, delivered (unordered) to the canonical endpoints they reach; those it drops leave the list; those that still fail stay.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/carriers/{id}/parked/unpark (the `CarrierParkedUnpark` operationId).
+func (c *ClientWithResponses) CarrierParkedUnparkWithResponse(ctx context.Context, id PathID, body CarrierParkedUnparkJSONRequestBody, reqEditors ...RequestEditorFn) (*CarrierParkedUnparkResponse, error) {
+	rsp, err := c.CarrierParkedUnpark(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCarrierParkedUnparkResponse(rsp)
 }
 
 // CarrierRefusalListWithResponse A carrier's refused callbacks, newest first: reason, status, message and an excerpt of the request (headers without credentials, the first 2 KB of the body). At most 20 a minute and 1,000 a day are stored per carrier; the refusals beyond are counted in one entry per reason and minute (dropped > 0). Kept 7 days.
@@ -13850,6 +15710,282 @@ func ParseCarrierUpdateResponse(rsp *http.Response) (*CarrierUpdateResponse, err
 	return response, nil
 }
 
+// ParseCarrierAdapterListResponse parses an HTTP response from a CarrierAdapterListWithResponse call
+func ParseCarrierAdapterListResponse(rsp *http.Response) (*CarrierAdapterListResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CarrierAdapterListResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AdapterList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers CarrierAdapterListResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCarrierAdapterCreateResponse parses an HTTP response from a CarrierAdapterCreateWithResponse call
+func ParseCarrierAdapterCreateResponse(rsp *http.Response) (*CarrierAdapterCreateResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CarrierAdapterCreateResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Adapter
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers CarrierAdapterCreateResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCarrierAdapterDeactivateResponse parses an HTTP response from a CarrierAdapterDeactivateWithResponse call
+func ParseCarrierAdapterDeactivateResponse(rsp *http.Response) (*CarrierAdapterDeactivateResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CarrierAdapterDeactivateResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AdapterList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers CarrierAdapterDeactivateResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCarrierAdapterGetResponse parses an HTTP response from a CarrierAdapterGetWithResponse call
+func ParseCarrierAdapterGetResponse(rsp *http.Response) (*CarrierAdapterGetResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CarrierAdapterGetResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Adapter
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers CarrierAdapterGetResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCarrierAdapterActivateResponse parses an HTTP response from a CarrierAdapterActivateWithResponse call
+func ParseCarrierAdapterActivateResponse(rsp *http.Response) (*CarrierAdapterActivateResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CarrierAdapterActivateResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AdapterList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers CarrierAdapterActivateResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCarrierAdapterDryRunResponse parses an HTTP response from a CarrierAdapterDryRunWithResponse call
+func ParseCarrierAdapterDryRunResponse(rsp *http.Response) (*CarrierAdapterDryRunResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CarrierAdapterDryRunResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DryRun
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers CarrierAdapterDryRunResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
 // ParseCarrierDisableResponse parses an HTTP response from a CarrierDisableWithResponse call
 func ParseCarrierDisableResponse(rsp *http.Response) (*CarrierDisableResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -13975,6 +16111,98 @@ func ParseCarrierHealthResponse(rsp *http.Response) (*CarrierHealthResponse, err
 	switch {
 	case true:
 		var headers CarrierHealthResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCarrierParkedListResponse parses an HTTP response from a CarrierParkedListWithResponse call
+func ParseCarrierParkedListResponse(rsp *http.Response) (*CarrierParkedListResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CarrierParkedListResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ParkedList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers CarrierParkedListResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCarrierParkedUnparkResponse parses an HTTP response from a CarrierParkedUnparkWithResponse call
+func ParseCarrierParkedUnparkResponse(rsp *http.Response) (*CarrierParkedUnparkResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CarrierParkedUnparkResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest UnparkResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers CarrierParkedUnparkResponseDefaultHeaders
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

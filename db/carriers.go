@@ -30,8 +30,13 @@ type Carrier struct {
 	AllowedCIDRs    []netip.Prefix
 	RateLimitPerSec int        // 0 = unlimited
 	DisabledAt      *time.Time // set while disabled
-	CreatedAt       time.Time
-	UpdatedAt       time.Time
+	// AdapterVersion is the adapter version its callbacks go through (0:
+	// none); AdapterOnFailure what one the adapter fails on becomes
+	// (AdapterRefuse or AdapterPark).
+	AdapterVersion   int
+	AdapterOnFailure string
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
 }
 
 // Disabled reports whether the carrier's callbacks are refused.
@@ -62,6 +67,7 @@ func (db *DB) carrierFrom(r dbsqlc.Carrier) (Carrier, error) {
 		OrderingKeyField: r.OrderingKeyField, EventTypeField: r.EventTypeField,
 		MerchantField: r.MerchantField, RateLimitPerSec: int(r.RateLimitPerSec), CreatedAt: r.CreatedAt,
 		DisabledAt: r.DisabledAt, UpdatedAt: r.UpdatedAt,
+		AdapterVersion: int(deref(r.AdapterVersion)), AdapterOnFailure: r.AdapterOnFailure,
 	}
 	var secret string
 	if r.SigningSecret != nil {

@@ -43,6 +43,11 @@ type ClaimedDelivery struct {
 	// Traceparent is the trace context the message was stored with
 	// (NewMessage.Traceparent), "" when none.
 	Traceparent string
+	// CanonicalType and CanonicalEvent are the canonical event of the
+	// message (NewMessage), what a canonical endpoint receives; nil when
+	// it has none.
+	CanonicalType  string
+	CanonicalEvent []byte
 }
 
 // defaultClaimPeek is the claim's small-queue bound: a logical queue with
@@ -138,6 +143,7 @@ func (db *DB) DeliveryClaim(ctx context.Context, p ClaimParams) ([]ClaimedDelive
 		if r.Traceparent != nil {
 			out[i].Traceparent = *r.Traceparent
 		}
+		out[i].CanonicalType, out[i].CanonicalEvent = deref(r.CanonicalType), r.CanonicalEvent
 		out[i].OrderingKey, _ = hookrelay.ChainKey(r.OrderingKey)
 		if r.MessageOrderingKey != nil {
 			out[i].OrderingKey = *r.MessageOrderingKey

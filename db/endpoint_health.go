@@ -33,6 +33,8 @@ type EndpointConfig struct {
 	OmitTraceparent bool
 	// Batch is the batched-push setting (zero: one delivery per request).
 	Batch EndpointBatch
+	// Format is FormatRaw or FormatCanonical.
+	Format string
 	// Unreadable is why its newest signing secret, a header value or its
 	// credentials cannot be opened ("" when all of them open): the endpoint
 	// cannot be delivered to as configured, and its deliveries are parked.
@@ -70,7 +72,8 @@ func (db *DB) EndpointConfigLoad(ctx context.Context, ids []int64) ([]EndpointCo
 			RetrySchedule: sched, Timeout: time.Duration(r.TimeoutMs) * time.Millisecond,
 			Secrets: secrets, Headers: headers, Auth: auth, ConsecutiveFailures: int(r.ConsecutiveFailures), CircuitState: r.CircuitState,
 			OmitTraceparent: !r.SendTraceparent, UnreadableMarked: r.UnreadableMarked,
-			Batch: EndpointBatch{MaxEvents: int(r.BatchMaxEvents), MaxWait: time.Duration(r.BatchMaxWaitMs) * time.Millisecond},
+			Batch:  EndpointBatch{MaxEvents: int(r.BatchMaxEvents), MaxWait: time.Duration(r.BatchMaxWaitMs) * time.Millisecond},
+			Format: r.Format,
 		}
 		if u != nil {
 			out[i].Unreadable = u.String()

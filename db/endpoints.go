@@ -68,7 +68,10 @@ type Endpoint struct {
 	// header even when tracing is on (the API's send_traceparent false).
 	OmitTraceparent bool
 	// Batch is the batched-push setting (zero: one delivery per request).
-	Batch     EndpointBatch
+	Batch EndpointBatch
+	// Format is FormatRaw (the carrier's body) or FormatCanonical (the
+	// canonical event its carrier's adapter makes).
+	Format    string
 	CreatedAt time.Time
 	UpdatedAt time.Time
 
@@ -109,6 +112,7 @@ type EndpointFields struct {
 	Ordering        string          // default key
 	OmitTraceparent bool            // default false: send it
 	Batch           EndpointBatch   // default zero: no batching
+	Format          string          // default FormatRaw
 	Headers         map[string]string
 	Auth            *EndpointAuth
 	Filter          string
@@ -134,6 +138,9 @@ func (f EndpointFields) withDefaults() EndpointFields {
 	}
 	if f.Timeout == 0 {
 		f.Timeout = 15 * time.Second
+	}
+	if f.Format == "" {
+		f.Format = FormatRaw
 	}
 	if f.Ordering == "" {
 		f.Ordering = OrderingKey
@@ -179,6 +186,7 @@ func (db *DB) endpointFrom(r dbsqlc.Endpoint) (Endpoint, error) {
 		Ordering: r.Ordering, OmitTraceparent: !r.SendTraceparent, Headers: headers, Auth: auth, Filter: r.Filter,
 		Signature: r.Signature, PublicKey: r.PublicKey,
 		Batch:     EndpointBatch{MaxEvents: int(r.BatchMaxEvents), MaxWait: time.Duration(r.BatchMaxWaitMs) * time.Millisecond},
+		Format:    r.Format,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Unreadable: unreadable,
 	}, nil
 }
@@ -228,7 +236,7 @@ func (db *DB) EndpointCreate(ctx context.Context, merchantID int64, f EndpointFi
 			Ordering: f.Ordering, SendTraceparent: !f.OmitTraceparent,
 			Headers: sf.headers, Auth: sf.auth, Filter: f.Filter,
 			Signature: f.Signature, PublicKey: hookrelay.PublicKeyOf(secret), Type: f.Type,
-			BatchMaxEvents: int32(f.Batch.MaxEvents), BatchMaxWaitMs: int32(f.Batch.MaxWait.Milliseconds()),
+			BatchMaxEvents: int32(f.Batch.MaxEvents), BatchMaxWaitMs: int32(f.Batch.MaxWait.Milliseconds()), Format: f.Format,
 		})
 		if err != nil {
 			return unavailable(err)
@@ -290,7 +298,17 @@ type EndpointRoute struct {
 	// deliveries are stored unordered.
 	Unordered bool
 	Filter    string // "" = every callback
+	// Canonical reports whether it takes canonical events (FormatCanonical).
+	Canonical bool
 }
+
+// Endpoint formats: what an endpoint receives.
+const (
+	// FormatRaw is the carrier's callback body as it came.
+	FormatRaw = "raw"
+	// FormatCanonical is the canonical event the carrier's adapter made.
+	FormatCanonical = "canonical"
+)
 
 // EndpointRoutes returns every endpoint that is not deleted.
 func (db *DB) EndpointRoutes(ctx context.Context) ([]EndpointRoute, error) {
@@ -301,7 +319,7 @@ func (db *DB) EndpointRoutes(ctx context.Context) ([]EndpointRoute, error) {
 	out := make([]EndpointRoute, len(rows))
 	for i, r := range rows {
 		out[i] = EndpointRoute{ID: r.ID, MerchantID: r.MerchantID, CarrierIDs: r.CarrierIDs, EventTypes: r.EventTypes, Status: r.Status,
-			Unordered: r.Ordering == OrderingNone, Filter: r.Filter}
+			Unordered: r.Ordering == OrderingNone, Filter: r.Filter, Canonical: r.Format == FormatCanonical}
 	}
 	return out, nil
 }
@@ -322,7 +340,7 @@ func (db *DB) EndpointUpdate(ctx context.Context, id int64, f EndpointFields, ne
 		RetryScheduleMs: msList(f.RetrySchedule), TimeoutMs: int32(f.Timeout.Milliseconds()),
 		Ordering: f.Ordering, SendTraceparent: !f.OmitTraceparent, Filter: f.Filter,
 		Signature:      f.Signature,
-		BatchMaxEvents: int32(f.Batch.MaxEvents), BatchMaxWaitMs: int32(f.Batch.MaxWait.Milliseconds()),
+		BatchMaxEvents: int32(f.Batch.MaxEvents), BatchMaxWaitMs: int32(f.Batch.MaxWait.Milliseconds()), Format: f.Format,
 	}
 	if !f.KeepHeaders {
 		p.Headers = sf.headers
@@ -366,7 +384,7 @@ func EndpointFieldsOf(ep Endpoint) EndpointFields {
 		Type: ep.Type, URL: ep.URL, Description: ep.Description, CarrierIDs: ep.CarrierIDs, EventTypes: ep.EventTypes,
 		MaxInFlight: ep.MaxInFlight, RateLimitPerSec: ep.RateLimitPerSec, PayloadMode: ep.PayloadMode,
 		RetrySchedule: ep.RetrySchedule, Timeout: ep.Timeout, Ordering: ep.Ordering, OmitTraceparent: ep.OmitTraceparent,
-		Headers: ep.Headers, Auth: ep.Auth, Filter: ep.Filter, Signature: ep.Signature, Batch: ep.Batch,
+		Headers: ep.Headers, Auth: ep.Auth, Filter: ep.Filter, Signature: ep.Signature, Batch: ep.Batch, Format: ep.Format,
 		KeepHeaders: ep.Unreadable != nil && len(ep.Unreadable.Headers) > 0,
 		KeepAuth:    ep.Unreadable != nil && ep.Unreadable.Auth,
 	}

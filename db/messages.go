@@ -42,6 +42,15 @@ type NewMessage struct {
 	// message (tracing on), so its deliveries' spans are children of that
 	// request's; "" stores none (NULL).
 	Traceparent string
+	// AdapterVersion is the version of the carrier's adapter that ran on
+	// the callback (0: none). CanonicalType and CanonicalEvent are the event
+	// it made (the body canonical endpoints receive); none when it dropped
+	// the callback or failed. AdapterError, when not "", parks the callback
+	// (parked_callbacks) with this error.
+	AdapterVersion int
+	CanonicalType  string
+	CanonicalEvent []byte
+	AdapterError   string
 }
 
 // StoredMessage reports what MessageInsertMany did with one NewMessage.
@@ -154,12 +163,10 @@ func (db *DB) MessageInsertMany(ctx context.Context, msgs []NewMessage) ([]Store
 	var sent []int // msgs index of each message sent, by its place in the input
 	// Traceparents go only when some message has one (tracing on): an empty
 	// array stores NULL for every message.
-	traced := false
+	traced, adapted := false, false
 	for _, m := range msgs {
-		if m.Traceparent != "" {
-			traced = true
-			break
-		}
+		traced = traced || m.Traceparent != ""
+		adapted = adapted || m.AdapterVersion != 0
 	}
 	for i, m := range msgs {
 		if dupOf[i] >= 0 {
@@ -192,6 +199,12 @@ func (db *DB) MessageInsertMany(ctx context.Context, msgs []NewMessage) ([]Store
 		p.DeliveryCounts = append(p.DeliveryCounts, int32(len(m.EndpointIDs)))
 		if traced {
 			p.Traceparents = append(p.Traceparents, m.Traceparent)
+		}
+		if adapted {
+			p.AdapterVersions = append(p.AdapterVersions, int32(m.AdapterVersion))
+			p.CanonicalTypes = append(p.CanonicalTypes, m.CanonicalType)
+			p.CanonicalEvents = append(p.CanonicalEvents, m.CanonicalEvent)
+			p.AdapterErrors = append(p.AdapterErrors, m.AdapterError)
 		}
 		for k, ep := range m.EndpointIDs {
 			p.DeliveryOrds = append(p.DeliveryOrds, int32(len(p.DeliveryOrds)+1))
@@ -304,6 +317,11 @@ type Message struct {
 	PayloadSize    int
 	PayloadSHA256  []byte
 	Deliveries     int
+	// AdapterVersion, CanonicalType and CanonicalEvent are as in
+	// NewMessage.
+	AdapterVersion int
+	CanonicalType  string
+	CanonicalEvent []byte
 }
 
 func messageFrom(r dbsqlc.Message) Message {
@@ -311,6 +329,7 @@ func messageFrom(r dbsqlc.Message) Message {
 		ID: r.ID, ReceivedAt: r.ReceivedAt, CarrierID: r.CarrierID, EventType: r.EventType,
 		OrderingKey: r.OrderingKey, MerchantRef: r.MerchantRef, Queue: int(r.Queue), Payload: r.Payload,
 		PayloadSize: int(r.PayloadSize), PayloadSHA256: r.PayloadSHA256, Deliveries: int(r.Deliveries),
+		AdapterVersion: int(deref(r.AdapterVersion)), CanonicalType: deref(r.CanonicalType), CanonicalEvent: r.CanonicalEvent,
 	}
 	if r.IdempotencyKey != nil {
 		m.IdempotencyKey = *r.IdempotencyKey

@@ -59,12 +59,12 @@ func TestHistoryPartitionsAnalyzeSmallSamples(t *testing.T) {
 	require.Empty(t, wrong, "history columns without statistics target 10")
 	for _, d := range []time.Time{later.Add(-24 * time.Hour), later} {
 		sfx := "_p" + d.Format("20060102")
-		require.Equal(t, 14, tables["messages"+sfx], "columns of messages%s", sfx)
+		require.Equal(t, 17, tables["messages"+sfx], "columns of messages%s", sfx)
 		require.Equal(t, 12, tables["delivery_attempts"+sfx], "columns of delivery_attempts%s", sfx)
 		require.Equal(t, 7, tables["idempotency_keys"+sfx], "columns of idempotency_keys%s", sfx)
 		require.Equal(t, 10, tables["carrier_refusals"+sfx], "columns of carrier_refusals%s", sfx)
 	}
-	require.Equal(t, 14, tables["messages"])
+	require.Equal(t, 17, tables["messages"])
 
 	day := time.Now().UTC().Truncate(24 * time.Hour).Add(24 * time.Hour)
 	part := "messages_p" + day.Format("20060102")

@@ -34,6 +34,10 @@ type PulledDelivery struct {
 	CarrierName string
 	Payload     []byte // nil when offloaded
 	PayloadKey  string // S3 object key when offloaded
+	// CanonicalType and CanonicalEvent are the message's canonical event
+	// (nil: none).
+	CanonicalType  string
+	CanonicalEvent []byte
 	// MessageFound is false when the message row is gone (its partition
 	// was dropped).
 	MessageFound bool
@@ -74,6 +78,7 @@ func (db *DB) DeliveryPull(ctx context.Context, endpointID int64, after PullPosi
 			if r.PayloadKey != nil {
 				out[i].PayloadKey = *r.PayloadKey
 			}
+			out[i].CanonicalType, out[i].CanonicalEvent = deref(r.CanonicalType), r.CanonicalEvent
 		}
 		return nil
 	})

@@ -235,7 +235,7 @@ func (d *Dispatcher) attemptBatch(ctx context.Context, rows []db.ClaimedDelivery
 			items[i] = ackItem{res: res, circuitNeutral: true}
 			continue
 		}
-		payload, err := d.payload(ctx, r, cfg.PayloadMode)
+		payload, err := d.payload(ctx, r, cfg)
 		if err != nil {
 			if ctx.Err() != nil {
 				return d.releaseAll(rows, 0)
@@ -247,7 +247,7 @@ func (d *Dispatcher) attemptBatch(ctx context.Context, rows []db.ClaimedDelivery
 			continue
 		}
 		meta, err := json.Marshal(batchEvent{ID: webhookID(r.MessageID), DeliveryID: strconv.FormatInt(r.ID, 10),
-			EventType: r.EventType, Carrier: r.CarrierName, OrderingKey: r.OrderingKey,
+			EventType: eventTypeFor(r, cfg), Carrier: r.CarrierName, OrderingKey: r.OrderingKey,
 			Timestamp: r.MessageReceivedAt.UTC(), Attempt: r.Attempt + 1})
 		if err != nil {
 			res.Kind, res.Outcome, res.Error = db.AckDead, OutcomeFailed, "request cannot be built: "+err.Error()
@@ -257,8 +257,14 @@ func (d *Dispatcher) attemptBatch(ctx context.Context, rows []db.ClaimedDelivery
 		if len(sent) > 0 {
 			body.WriteByte(',')
 		}
-		// The payload is the callback's JSON (ingest takes nothing else),
-		// written byte for byte.
+		// The payload is the callback's JSON (ingest takes nothing else
+		// without an adapter), or the canonical event, written byte for
+		// byte. A body that is not JSON (taken for a carrier's adapter, and
+		// stored for canonical endpoints, sent raw to an endpoint that was
+		// canonical when it was stored) goes as a JSON string.
+		if r.CanonicalEvent != nil && !canonical(r, cfg) && !json.Valid(payload) {
+			payload, _ = json.Marshal(string(payload))
+		}
 		body.Write(meta[:len(meta)-1])
 		body.WriteString(`,"body":`)
 		body.Write(payload)

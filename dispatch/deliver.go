@@ -100,7 +100,7 @@ func (d *Dispatcher) attempt(ctx context.Context, r db.ClaimedDelivery, cfg db.E
 		d.metrics.deliveries.WithLabelValues("dead").Inc()
 		return ackItem{res: res, circuitNeutral: true}
 	}
-	body, err := d.payload(ctx, r, cfg.PayloadMode)
+	body, err := d.payload(ctx, r, cfg)
 	if err != nil {
 		if ctx.Err() != nil {
 			return d.releaseItem(r, 0)
@@ -116,7 +116,7 @@ func (d *Dispatcher) attempt(ctx context.Context, r db.ClaimedDelivery, cfg db.E
 	msgID := webhookID(r.MessageID)
 	h := d.headers(msgID, attemptedAt, body, cfg)
 	h.Set("X-Hookrelay-Carrier", r.CarrierName)
-	h.Set("X-Hookrelay-Event-Type", r.EventType)
+	h.Set("X-Hookrelay-Event-Type", eventTypeFor(r, cfg))
 	h.Set("X-Hookrelay-Ordering-Key", r.OrderingKey)
 	h.Set("X-Hookrelay-Attempt", strconv.Itoa(r.Attempt+1))
 	if traceparent != "" {
@@ -224,9 +224,30 @@ type referenceBody struct {
 	SHA256 string `json:"sha256"`
 }
 
-// payload returns the body to send: the stored bytes, the offloaded object
-// (inline mode) or the presigned-URL envelope (reference mode).
-func (d *Dispatcher) payload(ctx context.Context, r db.ClaimedDelivery, mode string) ([]byte, error) {
+// canonical reports whether r goes to ep as its canonical event: ep takes
+// canonical events and the message has one. A delivery without one (stored
+// while the endpoint was raw) goes as the carrier's body.
+func canonical(r db.ClaimedDelivery, ep db.EndpointConfig) bool {
+	return ep.Format == db.FormatCanonical && r.CanonicalEvent != nil
+}
+
+// eventTypeFor is the event type a delivery of r to ep names: the canonical
+// event's when it goes as that, else the callback's.
+func eventTypeFor(r db.ClaimedDelivery, ep db.EndpointConfig) string {
+	if canonical(r, ep) {
+		return r.CanonicalType
+	}
+	return r.EventType
+}
+
+// payload returns the body to send: the canonical event (canonical
+// endpoints), or the stored bytes, the offloaded object (inline mode) or the
+// presigned-URL envelope (reference mode).
+func (d *Dispatcher) payload(ctx context.Context, r db.ClaimedDelivery, ep db.EndpointConfig) ([]byte, error) {
+	if canonical(r, ep) {
+		return r.CanonicalEvent, nil
+	}
+	mode := ep.PayloadMode
 	if r.PayloadKey == "" {
 		return r.Payload, nil
 	}

@@ -52,6 +52,7 @@ var codeOfStatus = map[int]hookrelay.ErrorCode{
 	http.StatusMethodNotAllowed:      hookrelay.EMETHOD,
 	http.StatusRequestEntityTooLarge: hookrelay.ETOOLARGE,
 	http.StatusUnsupportedMediaType:  hookrelay.EUNSUPPORTED,
+	http.StatusUnprocessableEntity:   hookrelay.EUNPROCESSABLE,
 	http.StatusTooManyRequests:       hookrelay.ERATELIMIT,
 	http.StatusServiceUnavailable:    hookrelay.EUNAVAILABLE,
 }

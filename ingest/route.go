@@ -1,10 +1,14 @@
 package ingest
 
 import (
+	"context"
 	"fmt"
 	"net/http"
+	"slices"
+	"time"
 
 	"github.com/hookrelay/hookrelay"
+	"github.com/hookrelay/hookrelay/adapter"
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/filter"
 )
@@ -17,53 +21,178 @@ const MaxIdempotencyKey = 255
 const MaxRoutingValue = 1024
 
 // Routed is what the intake makes of a callback's body and headers: its
-// routing values and the endpoints it goes to.
+// routing values, its canonical event and the endpoints it goes to.
 type Routed struct {
 	OrderingKey string
+	// EventType is the callback's own event type (header or body field);
+	// the canonical event's is CanonicalType.
 	EventType   string
 	MerchantRef string
-	// EndpointIDs are the endpoints it fans out to (Snapshot.FanOut).
+	// EndpointIDs are the endpoints it fans out to (Snapshot.FanOut and,
+	// with an event, Snapshot.FanOutCanonical), ascending.
 	EndpointIDs []int64
+	// CanonicalEndpointIDs are those of EndpointIDs that take canonical
+	// events, ascending.
+	CanonicalEndpointIDs []int64
+	// Adapter is what the carrier's active adapter made of it (Version 0:
+	// the carrier has none). With an event, CanonicalType and
+	// CanonicalEvent are its type and envelope (Envelope), what canonical
+	// endpoints receive. Parked is the adapter's error when the carrier
+	// parks such callbacks ("" otherwise): the callback is stored for
+	// the raw endpoints and an operator.
+	Adapter        AdapterOutcome
+	CanonicalType  string
+	CanonicalEvent []byte
+	Parked         string
+}
+
+// Callback is a callback as Route reads it.
+type Callback struct {
+	Header http.Header
+	Body   []byte
+	// ReceivedAt is when it arrived (the adapter's clock). Zero: now.
+	ReceivedAt time.Time
 }
 
 // Route reads a callback of carrier (its headers and body, already
-// authenticated) as the intake does: the routing values from the headers
-// (X-Ordering-Key, X-Event-Type, X-Merchant-Id) or else from the carrier's
-// body fields, their checks, and the fan-out of snap. It is the one
-// implementation of these rules, for POST /v1/callbacks and for trying a
-// sample (ops.Service.TryCallback). A refusal names its reason
-// (hookrelay.ReasonOf): parse, missing_ordering_key or invalid_field.
-func Route(snap *Snapshot, carrier db.Carrier, header http.Header, body []byte) (Routed, error) {
+// authenticated) as the intake does: the carrier's active adapter first,
+// when it has one (its event, its schema check), then the routing values
+// from the headers (X-Ordering-Key, X-Event-Type, X-Merchant-Id) or else
+// from the carrier's body fields — the event's ordering key and merchant,
+// when it sets them, take their place — their checks, and the fan-out of
+// snap: raw endpoints by the callback's values, canonical ones by the
+// event's (none without an event). It is the one implementation of these
+// rules, for POST /v1/callbacks and for trying a sample
+// (ops.Service.TryCallback). A refusal names its reason
+// (hookrelay.ReasonOf): parse, missing_ordering_key, invalid_field, or
+// adapter_failed, adapter_limit, schema_invalid (422) when the carrier
+// refuses callbacks its adapter fails on.
+func Route(ctx context.Context, snap *Snapshot, carrier db.Carrier, cb Callback) (Routed, error) {
+	if cb.ReceivedAt.IsZero() {
+		cb.ReceivedAt = time.Now()
+	}
+	var r Routed
+	if err := r.adapt(ctx, snap, carrier, cb); err != nil {
+		return Routed{}, err
+	}
+	ev := r.Adapter.Event
 	var fields []Field
 	var vals []filter.Value
 	var err error
-	if filterPaths := snap.FilterPaths(); len(filterPaths) == 0 {
-		fields, err = ParseCallback(body, carrier.OrderingKeyField, carrier.EventTypeField, carrier.MerchantField)
+	filterPaths := snap.FilterPaths()
+	if len(filterPaths) == 0 {
+		fields, err = ParseCallback(cb.Body, carrier.OrderingKeyField, carrier.EventTypeField, carrier.MerchantField)
 	} else {
 		paths := append([]string{carrier.OrderingKeyField, carrier.EventTypeField, carrier.MerchantField}, filterPaths...)
-		fields, vals, err = ParseCallbackValues(body, paths...)
+		fields, vals, err = ParseCallbackValues(cb.Body, paths...)
 		if err == nil {
 			vals = vals[3:]
 		}
 	}
-	if err != nil {
-		return Routed{}, errParse
+	// A body that is not one JSON object is taken only for the carrier's
+	// adapter (a form post, XML...): it has no routing values of its own
+	// and goes to canonical endpoints only (raw endpoints are sent JSON).
+	notJSON := err != nil
+	if notJSON {
+		if r.Adapter.Version == 0 {
+			return Routed{}, errParse
+		}
+		fields, vals = make([]Field, 3), make([]filter.Value, len(filterPaths))
 	}
-	r := Routed{
-		OrderingKey: headerOr(header, "X-Ordering-Key", fields[0]),
-		EventType:   headerOr(header, "X-Event-Type", fields[1]),
-		MerchantRef: headerOr(header, "X-Merchant-Id", fields[2]),
+	r.OrderingKey = headerOr(cb.Header, "X-Ordering-Key", fields[0])
+	r.EventType = headerOr(cb.Header, "X-Event-Type", fields[1])
+	r.MerchantRef = headerOr(cb.Header, "X-Merchant-Id", fields[2])
+	if ev != nil && ev.OrderingKey != "" {
+		r.OrderingKey = ev.OrderingKey
 	}
-	if r.OrderingKey == "" {
+	if ev != nil && ev.Merchant != "" {
+		r.MerchantRef = ev.Merchant
+	}
+	switch {
+	case r.OrderingKey == "" && notJSON && ev == nil:
+		// Dropped or parked, and nothing to deliver: stored for support
+		// (and unparking) without an ordering key.
+	case r.OrderingKey == "" && notJSON:
+		return Routed{}, hookrelay.WithReason(hookrelay.Errorf(hookrelay.EINVALID,
+			"missing ordering key: the body is not JSON and the adapter's event sets no ordering_key (or send X-Ordering-Key)"),
+			hookrelay.ReasonMissingOrderingKey)
+	case r.OrderingKey == "":
 		return Routed{}, hookrelay.WithReason(hookrelay.Errorf(hookrelay.EINVALID,
 			"missing ordering key: send X-Ordering-Key or a string or number at %q", carrier.OrderingKeyField),
 			hookrelay.ReasonMissingOrderingKey)
 	}
-	if err := checkRouting(header, carrier, r.OrderingKey, r.EventType, r.MerchantRef); err != nil {
+	if err := checkRouting(cb.Header, carrier, r.OrderingKey, r.EventType, r.MerchantRef); err != nil && r.OrderingKey != "" {
 		return Routed{}, hookrelay.WithReason(err, hookrelay.ReasonInvalidField)
 	}
-	r.EndpointIDs = snap.FanOut(carrier.ID, r.EventType, r.MerchantRef, vals)
+	if !notJSON {
+		r.EndpointIDs = snap.FanOut(carrier.ID, r.EventType, r.MerchantRef, vals)
+	}
+	if ev == nil {
+		return r, nil
+	}
+	if err := r.fanOutEvent(snap, carrier, cb.ReceivedAt); err != nil {
+		return Routed{}, err
+	}
 	return r, nil
+}
+
+// adapt runs the carrier's active adapter (none: nothing to do) and keeps
+// what it made in r.Adapter; a failure is the error to refuse the callback
+// with, unless the carrier parks such callbacks (r.Parked).
+func (r *Routed) adapt(ctx context.Context, snap *Snapshot, carrier db.Carrier, cb Callback) error {
+	version, prog, cerr := snap.Adapter(carrier.ID)
+	if version == 0 {
+		return nil
+	}
+	if cerr != nil {
+		r.Adapter = AdapterOutcome{Version: version, Err: unprocessable(hookrelay.ReasonAdapterFailed,
+			fmt.Sprintf("adapter version %d does not compile: %s", version, hookrelay.ErrorMessage(cerr)), cerr)}
+	} else {
+		out, err := RunAdapter(ctx, prog, version, snap.Validator(), adapter.Input{
+			Body: cb.Body, Headers: cb.Header, Carrier: carrier.Name, ReceivedAt: cb.ReceivedAt})
+		if err != nil {
+			return err
+		}
+		r.Adapter = out
+	}
+	if err := r.Adapter.Err; err != nil {
+		if carrier.AdapterOnFailure != db.AdapterPark {
+			return err
+		}
+		r.Parked = hookrelay.ErrorMessage(err)
+	}
+	return nil
+}
+
+// fanOutEvent builds the envelope of r's event and adds the canonical
+// endpoints it reaches (their filters read the envelope) to r.EndpointIDs.
+func (r *Routed) fanOutEvent(snap *Snapshot, carrier db.Carrier, receivedAt time.Time) error {
+	ev := r.Adapter.Event
+	if err := hookrelay.CheckHeaderValue("event type", ev.Type); err != nil {
+		// Sent as X-Hookrelay-Event-Type to canonical endpoints.
+		return unprocessable(hookrelay.ReasonAdapterFailed,
+			fmt.Sprintf("adapter version %d: %s", r.Adapter.Version, hookrelay.ErrorMessage(err)), err)
+	}
+	var err error
+	r.CanonicalType = ev.Type
+	r.CanonicalEvent, err = EnvelopeOf(ev, r.Adapter.Version, carrier.Name, r.OrderingKey, ev.Merchant, receivedAt)
+	if err != nil {
+		return unprocessable(hookrelay.ReasonAdapterFailed,
+			fmt.Sprintf("adapter version %d: the event cannot be encoded", r.Adapter.Version), err)
+	}
+	var evVals []filter.Value
+	if filterPaths := snap.FilterPaths(); len(filterPaths) > 0 {
+		if _, evVals, err = ParseCallbackValues(r.CanonicalEvent, filterPaths...); err != nil {
+			return unprocessable(hookrelay.ReasonAdapterFailed,
+				fmt.Sprintf("adapter version %d: the event cannot be read", r.Adapter.Version), err)
+		}
+	}
+	if canon := snap.FanOutCanonical(carrier.ID, ev.Type, r.MerchantRef, evVals); len(canon) > 0 {
+		r.CanonicalEndpointIDs = canon
+		r.EndpointIDs = append(r.EndpointIDs, canon...)
+		slices.Sort(r.EndpointIDs)
+	}
+	return nil
 }
 
 var errParse = hookrelay.WithReason(hookrelay.Errorf(hookrelay.EINVALID, "body must be one valid JSON object"), hookrelay.ReasonParse)

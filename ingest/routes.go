@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hookrelay/hookrelay/adapter"
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/filter"
 )
@@ -34,6 +35,11 @@ type Snapshot struct {
 	routesByCarrier    map[int64][]route // endpoints whose carrier filter names the carrier
 	routesAll          []route           // endpoints with no carrier filter
 	unordered          map[int64]bool    // endpoints whose ordering is "none"
+	// adapters are the carriers' active adapters, compiled, by carrier id.
+	adapters map[int64]*compiledAdapter
+	// validator checks canonical events against their types' schemas (nil:
+	// no check).
+	validator EventValidator
 	// filterPaths are the paths every endpoint's content filter reads
 	// together: the intake extracts them in the pass that reads the body
 	// for the routing fields, so a filter never parses a body again.
@@ -69,15 +75,28 @@ func (r *route) match(vals []filter.Value) bool {
 // TTL bounds what a missed notification costs (the tables are small, one
 // read of each per refresh).
 type Routes struct {
-	store *db.DB
-	ttl   time.Duration
-	cur   atomic.Pointer[Snapshot]
-	mu    sync.Mutex // serialises loads
+	store     *db.DB
+	ttl       time.Duration
+	validator EventValidator
+	cur       atomic.Pointer[Snapshot]
+	mu        sync.Mutex // serialises loads; guards compiled
+	// compiled are the adapter versions compiled by earlier loads: each
+	// version is compiled once, when it becomes active.
+	compiled map[adapterKey]*compiledAdapter
 }
 
 // NewRoutes returns the routes of store, reloaded every ttl once Run runs.
 func NewRoutes(store *db.DB, ttl time.Duration) *Routes {
-	return &Routes{store: store, ttl: ttl}
+	return &Routes{store: store, ttl: ttl, compiled: map[adapterKey]*compiledAdapter{}}
+}
+
+// SetValidator has the snapshots loaded from now on check canonical events
+// with v (nil: no check). Call it before the routes are used.
+func (c *Routes) SetValidator(v EventValidator) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.validator = v
+	c.cur.Store(nil)
 }
 
 // Snapshot returns the current snapshot, loading it when none is loaded or
@@ -135,6 +154,10 @@ func (c *Routes) load(ctx context.Context) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
+	active, err := c.store.CarrierAdapterActiveAll(ctx)
+	if err != nil {
+		return nil, err
+	}
 	s := &Snapshot{
 		loadedAt:           start,
 		carrierByHash:      make(map[string]db.Carrier, len(carriers)),
@@ -143,6 +166,8 @@ func (c *Routes) load(ctx context.Context) (*Snapshot, error) {
 		carrierByKeyPrefix: make(map[string]int64, len(carriers)),
 		merchantByName:     make(map[string]int64, len(merchants)),
 		routesByCarrier:    map[int64][]route{},
+		adapters:           compileAdapters(active, c.compiled),
+		validator:          c.validator,
 	}
 	pathIndex := map[string]int{}
 	if len(prev) > 0 {
@@ -259,11 +284,35 @@ func (s *Snapshot) Orderings(endpoints []int64) []bool {
 	return out
 }
 
-// FanOut returns the endpoints a callback of carrierID with eventType goes
-// to; merchantRef, when not empty, restricts them to one merchant (by id, or
-// else by name); vals, the callback's values at FilterPaths, must pass an
-// endpoint's content filter.
+// FanOut returns the raw endpoints a callback of carrierID with eventType
+// goes to; merchantRef, when not empty, restricts them to one merchant (by
+// id, or else by name); vals, the callback's values at FilterPaths, must
+// pass an endpoint's content filter.
 func (s *Snapshot) FanOut(carrierID int64, eventType, merchantRef string, vals []filter.Value) []int64 {
+	return s.fanOut(carrierID, eventType, merchantRef, vals, false)
+}
+
+// FanOutCanonical is FanOut for the canonical endpoints, with the event's
+// type and vals its envelope's values at FilterPaths.
+func (s *Snapshot) FanOutCanonical(carrierID int64, eventType, merchantRef string, vals []filter.Value) []int64 {
+	return s.fanOut(carrierID, eventType, merchantRef, vals, true)
+}
+
+// Adapter returns the carrier's active adapter version and its program; 0
+// when it has none. A nil program with a version is a stored source that
+// does not compile (err says why).
+func (s *Snapshot) Adapter(carrierID int64) (version int, prog *adapter.Program, err error) {
+	a := s.adapters[carrierID]
+	if a == nil {
+		return 0, nil, nil
+	}
+	return a.version, a.program, a.err
+}
+
+// Validator returns the schema validator of canonical events (nil: none).
+func (s *Snapshot) Validator() EventValidator { return s.validator }
+
+func (s *Snapshot) fanOut(carrierID int64, eventType, merchantRef string, vals []filter.Value, canonical bool) []int64 {
 	merchantID := int64(-1)
 	if merchantRef != "" {
 		if id, err := strconv.ParseInt(merchantRef, 10, 64); err == nil {
@@ -279,6 +328,9 @@ func (s *Snapshot) FanOut(carrierID int64, eventType, merchantRef string, vals [
 		for i := range rs {
 			r := &rs[i]
 			if merchantID >= 0 && r.MerchantID != merchantID {
+				continue
+			}
+			if r.Canonical != canonical {
 				continue
 			}
 			if len(r.EventTypes) > 0 && !slices.Contains(r.EventTypes, eventType) {
@@ -340,4 +392,12 @@ func (c *Routes) Watch(ctx context.Context, logger *slog.Logger) {
 		logger.Warn("LISTEN session for configuration changes lost", "error", err, "retry", pause)
 		retry.Reset(pause)
 	}
+}
+
+// Validator returns the schema validator of canonical events the snapshots
+// check them with (nil: none).
+func (c *Routes) Validator() EventValidator {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.validator
 }

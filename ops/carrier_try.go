@@ -34,6 +34,15 @@ type TryResult struct {
 	Queue         int
 	EndpointCount int
 	Endpoints     []db.Endpoint
+	// AdapterVersion is the carrier's active adapter version that ran (0:
+	// none); CanonicalType and CanonicalEvent the event it made (the body
+	// canonical endpoints would receive), Dropped whether it made none,
+	// Parked its error when the carrier parks such callbacks.
+	AdapterVersion int
+	CanonicalType  string
+	CanonicalEvent []byte
+	Dropped        bool
+	Parked         string
 }
 
 // TryRefusal is a refusal as the carrier would get it.
@@ -69,7 +78,7 @@ func (s *Service) TryCallback(ctx context.Context, carrierID int64, sample Sampl
 	if err := hookrelay.CheckText("Idempotency-Key", sample.Header.Get("Idempotency-Key"), ingest.MaxIdempotencyKey); err != nil {
 		return refused(hookrelay.WithReason(err, hookrelay.ReasonInvalidField))
 	}
-	r, err := ingest.Route(snap, car, sample.Header, sample.Body)
+	r, err := ingest.Route(ctx, snap, car, ingest.Callback{Header: sample.Header, Body: sample.Body})
 	if err != nil {
 		if hookrelay.HTTPStatus(err) >= 500 {
 			return TryResult{}, err
@@ -79,6 +88,8 @@ func (s *Service) TryCallback(ctx context.Context, carrierID int64, sample Sampl
 	out := TryResult{
 		OrderingKey: r.OrderingKey, EventType: r.EventType, MerchantRef: r.MerchantRef,
 		Queue: hookrelay.QueueFor(r.OrderingKey, s.cfg.Queues), EndpointCount: len(r.EndpointIDs),
+		AdapterVersion: r.Adapter.Version, Dropped: r.Adapter.Dropped, Parked: r.Parked,
+		CanonicalType: r.CanonicalType, CanonicalEvent: r.CanonicalEvent,
 	}
 	for _, id := range r.EndpointIDs[:min(len(r.EndpointIDs), maxTryEndpoints)] {
 		ep, err := s.db.EndpointGet(ctx, id)

@@ -41,6 +41,7 @@ const (
 	fieldOrdering    = "ordering"
 	fieldSignature   = "signature"
 	fieldBatch       = "batch"
+	fieldFormat      = "format"
 	// MaxBatchEvents bounds an endpoint's batch.max_events.
 	MaxBatchEvents = 100
 	// MaxBatchWait bounds an endpoint's batch.max_wait.
@@ -95,6 +96,10 @@ type EndpointInput struct {
 	// leaves it.
 	Batch       *BatchInput
 	RemoveBatch bool
+	// Format is what the endpoint receives: db.FormatRaw (default, the
+	// carrier's body as it came) or db.FormatCanonical (the canonical
+	// event of the carrier's adapter; callbacks without one are not sent).
+	Format *string
 }
 
 // BatchInput is an endpoint's batched-push setting as a caller gives it:
@@ -223,6 +228,12 @@ func (s *Service) ApplyEndpoint(ctx context.Context, in EndpointInput, f *db.End
 	}
 	if in.SendTraceparent != nil {
 		f.OmitTraceparent = !*in.SendTraceparent
+	}
+	if in.Format != nil {
+		if *in.Format != db.FormatRaw && *in.Format != db.FormatCanonical {
+			return fieldErrorf(fieldFormat, `format must be "raw" (the carrier's callback as it came) or "canonical" (the event of the carrier's adapter)`)
+		}
+		f.Format = *in.Format
 	}
 	if err := applyBatch(in, f); err != nil {
 		return err

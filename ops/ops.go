@@ -95,6 +95,18 @@ type Config struct {
 	// of a message body, in the audit log (*audit.Log). Default nil:
 	// nothing is recorded (tests of other parts).
 	Audit Auditor
+	// EventValidator checks canonical events against their types' JSON
+	// Schemas in tries and dry runs, as ingest does (api.Config). Default
+	// nil: no check.
+	EventValidator ingest.EventValidator
+	// Payloads reads the bodies offloaded to the S3 store, for dry runs and
+	// parked callbacks. Default nil: such callbacks fail to load.
+	Payloads PayloadReader
+}
+
+// PayloadReader is the part of storage.Store that reads offloaded bodies.
+type PayloadReader interface {
+	Get(ctx context.Context, key string) ([]byte, error)
 }
 
 // WithDefaults returns c with every zero field set to its default. New
@@ -120,5 +132,7 @@ type Service struct {
 
 // New returns the actions on store, with the URL policy and pinger of cfg.
 func New(store *db.DB, cfg Config) *Service {
-	return &Service{cfg: cfg.WithDefaults(), db: store, now: time.Now, routes: ingest.NewRoutes(store, ingest.DefaultCacheTTL)}
+	s := &Service{cfg: cfg.WithDefaults(), db: store, now: time.Now, routes: ingest.NewRoutes(store, ingest.DefaultCacheTTL)}
+	s.routes.SetValidator(cfg.EventValidator)
+	return s
 }

@@ -148,6 +148,13 @@ var endpointForm = []formField{
 		},
 		Value: func(ep db.Endpoint, _ formChoices) []string { return one(ep.PayloadMode) },
 		Set:   func(in *ops.EndpointInput, v []string) { in.PayloadMode = optional(v) }},
+	{Name: "format", Label: "Format", Kind: inputSelect,
+		Hint: "raw: each carrier's callback as it came; canonical: one event shape for every carrier (tracking.updated), made by the carrier's adapter — callbacks without one are not sent.",
+		Options: func(formChoices) []formOption {
+			return []formOption{{db.FormatRaw, "raw (the carrier's callback)"}, {db.FormatCanonical, "canonical (the event)"}}
+		},
+		Value: func(ep db.Endpoint, _ formChoices) []string { return one(ep.Format) },
+		Set:   func(in *ops.EndpointInput, v []string) { in.Format = optional(v) }},
 	{Name: "ordering", Label: "Ordering", Kind: inputSelect,
 		Hint: "key: callbacks of one tracking number arrive in order, one at a time; none: in any order, in parallel.",
 		Options: func(formChoices) []formOption {

@@ -26,6 +26,7 @@ var funcs = template.FuncMap{
 	"ms":           func(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) + " ms" },
 	"num":          humanInt,
 	"hexs":         func(b []byte) string { return hex.EncodeToString(b) },
+	"prettyjson":   func(b []byte) string { s, _ := prettyJSON(b); return s },
 	"deref": func(p *int) string {
 		if p == nil {
 			return "—"

@@ -13,6 +13,7 @@ import (
 	"github.com/hookrelay/hookrelay/audit"
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/dispatch"
+	"github.com/hookrelay/hookrelay/eventtype"
 	"github.com/hookrelay/hookrelay/httperr"
 	"github.com/hookrelay/hookrelay/ingest"
 	"github.com/hookrelay/hookrelay/internal/logtest"
@@ -67,8 +68,10 @@ func startWebFixture(t *testing.T, o fixtureOpts) webFixture {
 	// the circuit's threshold.
 	d := dispatch.New(logger, dispatch.Config{AllowPrivateTargets: true, IdlePoll: 20 * time.Millisecond, DrainTimeout: time.Second,
 		QuickRetries: []time.Duration{}}, store, payloads, nil)
-	operations := ops.New(store, ops.Config{Pinger: d, AllowPrivateTargets: true, Audit: audit.New(store, audit.Config{})})
-	apiSrv := api.New(logger, api.Config{OffloadBytes: o.OffloadBytes,
+	catalog := eventtype.NewCatalog(store, eventtype.Config{})
+	operations := ops.New(store, ops.Config{Pinger: d, AllowPrivateTargets: true, Audit: audit.New(store, audit.Config{}),
+		EventValidator: catalog, Payloads: payloads})
+	apiSrv := api.New(logger, api.Config{OffloadBytes: o.OffloadBytes, EventTypes: catalog,
 		// The carriers' page shows refusals and health within moments.
 		Watch:   ingest.WatchConfig{FlushInterval: 20 * time.Millisecond, StatsInterval: 50 * time.Millisecond},
 		Batcher: ingest.BatcherConfig{OnStored: func(_ int, queues []int) { d.WakeQueues(queues) }}}, store, payloads, nil, operations)

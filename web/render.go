@@ -136,6 +136,13 @@ func flashText(code, n string) string {
 		return "Carrier enabled: its callbacks are taken again."
 	case "carrier-disabled":
 		return "Carrier disabled: its callbacks are refused (403) until it is enabled."
+	case "adapter-saved":
+		return "Adapter version " + num() + " saved (inactive until activated)."
+	case "adapter-activated":
+		if n == "0" {
+			return "Adapter turned off: the carrier's callbacks are relayed as they are."
+		}
+		return "Adapter version " + num() + " is active: the carrier's callbacks go through it."
 	case "carrier-saved":
 		return "Carrier saved."
 	case "eventtype-created":

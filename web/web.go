@@ -296,6 +296,13 @@ func (d *Dashboard) Mount(e *echo.Echo, prefix string, errs *httperr.Handler) {
 	op(get, "/tokens", d.tokens, viewer)
 	op(post, "/tokens", d.tokenCreate, viewer)
 	op(post, "/tokens/:id/revoke", d.tokenRevoke, viewer)
+	op(get, "/carriers/:id/adapters", d.carrierAdapters, viewer)
+	op(post, "/carriers/:id/adapters", d.carrierAdapterSave, admin)
+	op(post, "/carriers/:id/adapters/test", d.carrierAdapterTest, support)
+	op(post, "/carriers/:id/adapters/on-failure", d.carrierAdapterOnFailure, admin)
+	op(post, "/carriers/:id/adapters/deactivate", d.carrierAdapterActivate, admin)
+	op(post, "/carriers/:id/adapters/:version/dry-run", d.carrierAdapterDryRun, admin)
+	op(post, "/carriers/:id/adapters/:version/activate", d.carrierAdapterActivate, admin)
 
 	// The portal: the pages a merchant session sees (a merchant key's
 	// login or a portal link's); frameable where PortalFrameAncestors says.

@@ -22,6 +22,7 @@ func startAPI(ctx context.Context, s *service) (func(ctx context.Context) error,
 		d := s.dispatcher()
 		cfg.Batcher.OnStored = d.Stored
 	}
+	cfg.EventTypes = s.eventTypes()
 	srv := api.New(s.logger, cfg, s.db, s.store, s.registry, s.operations())
 	srv.Register(s.echo)
 	return srv.Run, nil

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"github.com/hookrelay/hookrelay/eventtype"
 
 	"github.com/hookrelay/hookrelay/audit"
 	"github.com/hookrelay/hookrelay/dispatch"
@@ -33,9 +34,20 @@ func (s *service) operations() *ops.Service {
 		cfg := s.cfg.Ops
 		cfg.Pinger = s.dispatcher()
 		cfg.Audit = s.auditLog()
+		cfg.Payloads = s.store
+		cfg.EventValidator = s.eventTypes()
 		s.ops = ops.New(s.db, cfg)
 	})
 	return s.ops
+}
+
+// eventTypes returns the process's event type catalog: the API serves and
+// runs it, ingest and the operations' tries and dry runs validate against it.
+func (s *service) eventTypes() *eventtype.Catalog {
+	s.eventTypesOnce.Do(func() {
+		s.eventTypeCatalog = eventtype.NewCatalog(s.db, eventtype.Config{TTL: s.cfg.API.CacheTTL, Logger: s.logger})
+	})
+	return s.eventTypeCatalog
 }
 
 // auditLog returns the process's audit log, which the operations record

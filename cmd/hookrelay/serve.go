@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/hookrelay/hookrelay/eventtype"
 	"io"
 	"log/slog"
 	"net"
@@ -57,6 +58,9 @@ type service struct {
 	ops          *ops.Service // see service.operations
 	auditOnce    sync.Once
 	audit        *audit.Log // see service.auditLog
+	// eventTypeCatalog: see service.eventTypes.
+	eventTypesOnce   sync.Once
+	eventTypeCatalog *eventtype.Catalog
 	// throttle delays authentication from client addresses that failed too
 	// often; the API and the dashboard share it.
 	throttle *throttle.Throttle

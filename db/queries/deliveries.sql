@@ -230,7 +230,7 @@ SELECT u.id, u.queue, u.endpoint_id, u.ordering_key, u.ordered, u.message_id,
        m.payload, m.payload_key, coalesce(m.payload_size, 0)::integer AS payload_size,
        coalesce(m.payload_sha256, ''::bytea)::bytea AS payload_sha256,
        (m.id IS NOT NULL)::boolean AS message_found,
-       m.traceparent,
+       m.traceparent, m.canonical_type, m.canonical_event,
        coalesce(c.name, '')::text AS carrier_name,
        -- How long the server has been at it, near the end: since its
        -- transaction began, at the receipt of the Bind message (locks,

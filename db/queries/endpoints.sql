@@ -2,11 +2,11 @@
 INSERT INTO endpoints (merchant_id, url, description, carrier_ids, event_types, max_in_flight,
                        rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, ordering,
                        headers, auth, filter, signature, public_key, send_traceparent, type,
-                       batch_max_events, batch_max_wait_ms)
+                       batch_max_events, batch_max_wait_ms, format)
 VALUES (@merchant_id, @url, @description, @carrier_ids, @event_types, @max_in_flight,
         @rate_limit_per_sec, @payload_mode, @retry_schedule_ms, @timeout_ms, @ordering,
         @headers, @auth, @filter, @signature, @public_key, @send_traceparent, @type,
-        @batch_max_events, @batch_max_wait_ms)
+        @batch_max_events, @batch_max_wait_ms, @format)
 RETURNING *;
 
 -- name: EndpointGet :one
@@ -39,7 +39,7 @@ ORDER BY e.id LIMIT @lim;
 -- Every endpoint that can receive deliveries (enabled or disabled): the ingest
 -- fan-out cache (ordering: whether its deliveries are stored ordered; filter:
 -- the content filter).
-SELECT id, merchant_id, carrier_ids, event_types, status, ordering, filter FROM endpoints
+SELECT id, merchant_id, carrier_ids, event_types, status, ordering, filter, format FROM endpoints
 WHERE status <> 'deleted' ORDER BY id;
 
 -- name: EndpointListForDispatch :many
@@ -47,7 +47,7 @@ WHERE status <> 'deleted' ORDER BY id;
 -- every secret that may sign now (newest first) and the circuit state.
 SELECT e.id, e.url, e.status, e.max_in_flight, e.rate_limit_per_sec, e.payload_mode,
        e.retry_schedule_ms, e.timeout_ms, e.headers, e.auth, e.send_traceparent,
-       e.batch_max_events, e.batch_max_wait_ms,
+       e.batch_max_events, e.batch_max_wait_ms, e.format,
        coalesce((SELECT array_agg(s.secret ORDER BY s.id DESC) FROM endpoint_secrets s
                  WHERE s.endpoint_id = e.id AND (s.expires_at IS NULL OR s.expires_at > now())),
                 '{}')::text[] AS secrets,
@@ -81,6 +81,7 @@ UPDATE endpoints SET
     send_traceparent   = @send_traceparent,
     batch_max_events   = @batch_max_events,
     batch_max_wait_ms  = @batch_max_wait_ms,
+    format             = @format,
     updated_at         = now()
 WHERE id = @id AND status <> 'deleted'
 RETURNING *;

@@ -22,11 +22,15 @@ SELECT nextval('messages_id_seq')::bigint AS id FROM unnest(array_fill(0, ARRAY[
 -- trip per group commit. @traceparents is empty unless tracing is on (it is
 -- unnested in step with the others, so an empty array gives every message a
 -- NULL traceparent); when given it has one entry per message, '' for none.
+-- @adapter_versions, @canonical_types, @canonical_events and @adapter_errors
+-- go the same way: empty unless a message of the batch ran an adapter (0,
+-- '' and NULL for none); a message with an adapter error is parked
+-- (parked_callbacks).
 WITH input AS MATERIALIZED (
     -- nextval in a sorted query's output runs after the sort: in input order.
     SELECT x.ord, x.received_at, x.carrier_id, x.event_type, x.ordering_key, x.merchant_ref,
            x.queue, x.idem_key, x.payload, x.payload_key, x.payload_size, x.payload_sha256, x.deliveries,
-           x.traceparent,
+           x.traceparent, x.adapter_version, x.canonical_type, x.canonical_event, x.adapter_error,
            CASE WHEN x.given_id = 0 THEN nextval('messages_id_seq') ELSE x.given_id END AS id
     FROM (SELECT unnest(@ords::integer[])                AS ord,
                  unnest(@ids::bigint[])                  AS given_id,
@@ -42,7 +46,11 @@ WITH input AS MATERIALIZED (
                  unnest(@payload_sizes::integer[])       AS payload_size,
                  unnest(@payload_sha256s::bytea[])       AS payload_sha256,
                  unnest(@delivery_counts::integer[])     AS deliveries,
-                 unnest(@traceparents::text[])           AS traceparent) AS x
+                 unnest(@traceparents::text[])           AS traceparent,
+                 unnest(@adapter_versions::integer[])    AS adapter_version,
+                 unnest(@canonical_types::text[])        AS canonical_type,
+                 unnest(@canonical_events::bytea[])      AS canonical_event,
+                 unnest(@adapter_errors::text[])         AS adapter_error) AS x
     ORDER BY x.ord
 ), dels AS MATERIALIZED (
     SELECT y.ord, y.message_ord, y.endpoint_id, y.ordered, nextval('deliveries_id_seq') AS id
@@ -69,11 +77,18 @@ WITH input AS MATERIALIZED (
     WHERE i.idem_key = '' OR i.id IN (SELECT c.message_id FROM claimed c)
 ), inserted_messages AS (
     INSERT INTO messages (id, received_at, carrier_id, event_type, ordering_key, merchant_ref, queue,
-                          idempotency_key, payload, payload_key, payload_size, payload_sha256, deliveries, traceparent)
+                          idempotency_key, payload, payload_key, payload_size, payload_sha256, deliveries, traceparent,
+                          adapter_version, canonical_type, canonical_event)
     SELECT s.id, s.received_at, s.carrier_id, s.event_type, s.ordering_key, s.merchant_ref, s.queue,
            nullif(s.idem_key, ''), s.payload, nullif(s.payload_key, ''), s.payload_size, s.payload_sha256, s.deliveries,
-           nullif(s.traceparent, '')
+           nullif(s.traceparent, ''), nullif(s.adapter_version, 0), nullif(s.canonical_type, ''), s.canonical_event
     FROM stored s
+    RETURNING 1
+), inserted_parked AS (
+    INSERT INTO parked_callbacks (message_id, message_received_at, carrier_id, adapter_version, error)
+    SELECT s.id, s.received_at, s.carrier_id, s.adapter_version, s.adapter_error
+    FROM stored s
+    WHERE s.adapter_error <> ''
     RETURNING 1
 ), inserted_deliveries AS (
     INSERT INTO deliveries (id, queue, endpoint_id, ordering_key, ordered, message_id, message_received_at)
@@ -275,3 +290,59 @@ JOIN messages m ON m.id = c.id AND m.received_at = c.received_at
 WHERE (sqlc.narg(carrier_id)::bigint IS NULL OR m.carrier_id = sqlc.narg(carrier_id)::bigint)
   AND (sqlc.narg(event_type)::text IS NULL OR m.event_type = sqlc.narg(event_type)::text)
 ORDER BY m.id DESC;
+
+-- name: MessageCarrierRecent :many
+-- The carrier's last @lim callbacks received since @since, newest first (the
+-- primary key walked backwards: ids are taken in arrival order).
+SELECT m.id, m.received_at, m.event_type, m.ordering_key, m.merchant_ref, m.payload, m.payload_key,
+       m.adapter_version, m.canonical_type, m.canonical_event
+FROM messages m
+WHERE m.carrier_id = @carrier_id AND m.received_at >= @since
+ORDER BY m.id DESC
+LIMIT @lim;
+
+-- name: MessageParkedList :many
+-- The carrier's parked callbacks, oldest first, after (received_at, id) =
+-- (@after_at, @after_id); those whose message is gone (retention) are
+-- skipped.
+SELECT m.id, m.received_at, m.event_type, m.ordering_key, m.merchant_ref, m.queue, m.payload, m.payload_key,
+       p.adapter_version, p.error
+FROM parked_callbacks p
+JOIN messages m ON m.id = p.message_id AND m.received_at = p.message_received_at
+WHERE p.carrier_id = @carrier_id
+  AND (p.message_received_at, p.message_id) > (@after_at::timestamptz, @after_id::bigint)
+ORDER BY p.message_received_at, p.message_id
+LIMIT @lim;
+
+-- name: MessageUnpark :one
+-- Gives a parked message the event its adapter now makes, and one unordered
+-- delivery to each of @endpoint_ids (the canonical endpoints it reaches), in
+-- one statement. Nothing happens to a message that is no longer parked.
+WITH p AS (
+    DELETE FROM parked_callbacks pc
+    WHERE pc.message_id = @id::bigint AND pc.message_received_at = @received_at::timestamptz
+    RETURNING pc.message_id, pc.message_received_at
+), u AS (
+    UPDATE messages msg SET adapter_version = @adapter_version::integer,
+                        canonical_type = nullif(@canonical_type::text, ''),
+                        canonical_event = @canonical_event::bytea,
+                        deliveries = msg.deliveries + cardinality(@endpoint_ids::bigint[])
+    FROM p
+    WHERE msg.id = p.message_id AND msg.received_at = p.message_received_at
+    RETURNING msg.id AS message_id, msg.received_at AS message_received_at, msg.queue AS message_queue,
+              msg.ordering_key AS message_ordering_key
+), d AS (
+    INSERT INTO deliveries (queue, endpoint_id, ordering_key, ordered, message_id, message_received_at,
+                            attempt, visible_at)
+    SELECT u.message_queue, e.endpoint_id, u.message_ordering_key, false, u.message_id, u.message_received_at, 0, now()
+    FROM u, unnest(@endpoint_ids::bigint[]) AS e(endpoint_id)
+    RETURNING 1
+)
+SELECT u.message_id, u.message_queue, (SELECT count(*) FROM d)::integer AS deliveries FROM u;
+
+-- name: ParkedCallbackPurgeGone :execrows
+-- Forgets the carrier's parked callbacks whose message is gone (its day
+-- partition dropped by retention).
+DELETE FROM parked_callbacks p
+WHERE p.carrier_id = @carrier_id
+  AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = p.message_id AND m.received_at = p.message_received_at);

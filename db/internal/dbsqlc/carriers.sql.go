@@ -34,7 +34,7 @@ func (q *Queries) CarrierDelete(ctx context.Context, id int64) (int64, error) {
 }
 
 const carrierGet = `-- name: CarrierGet :one
-SELECT id, name, api_key_hash, api_key_prefix, ordering_key_field, event_type_field, merchant_field, signing_secret, rate_limit_per_sec, created_at, signature, allowed_cidrs, disabled_at, deleted_at, updated_at FROM carriers WHERE id = $1 AND deleted_at IS NULL
+SELECT id, name, api_key_hash, api_key_prefix, ordering_key_field, event_type_field, merchant_field, signing_secret, rate_limit_per_sec, created_at, signature, allowed_cidrs, disabled_at, deleted_at, updated_at, adapter_version, adapter_on_failure FROM carriers WHERE id = $1 AND deleted_at IS NULL
 `
 
 func (q *Queries) CarrierGet(ctx context.Context, id int64) (Carrier, error) {
@@ -56,14 +56,16 @@ func (q *Queries) CarrierGet(ctx context.Context, id int64) (Carrier, error) {
 		&i.DisabledAt,
 		&i.DeletedAt,
 		&i.UpdatedAt,
+		&i.AdapterVersion,
+		&i.AdapterOnFailure,
 	)
 	return i, err
 }
 
 const carrierGetByKeyHash = `-- name: CarrierGetByKeyHash :one
-SELECT c.id, c.name, c.api_key_hash, c.api_key_prefix, c.ordering_key_field, c.event_type_field, c.merchant_field, c.signing_secret, c.rate_limit_per_sec, c.created_at, c.signature, c.allowed_cidrs, c.disabled_at, c.deleted_at, c.updated_at FROM carriers c WHERE c.api_key_hash = $1 AND c.deleted_at IS NULL
+SELECT c.id, c.name, c.api_key_hash, c.api_key_prefix, c.ordering_key_field, c.event_type_field, c.merchant_field, c.signing_secret, c.rate_limit_per_sec, c.created_at, c.signature, c.allowed_cidrs, c.disabled_at, c.deleted_at, c.updated_at, c.adapter_version, c.adapter_on_failure FROM carriers c WHERE c.api_key_hash = $1 AND c.deleted_at IS NULL
 UNION ALL
-SELECT c.id, c.name, c.api_key_hash, c.api_key_prefix, c.ordering_key_field, c.event_type_field, c.merchant_field, c.signing_secret, c.rate_limit_per_sec, c.created_at, c.signature, c.allowed_cidrs, c.disabled_at, c.deleted_at, c.updated_at FROM carrier_previous_keys k JOIN carriers c ON c.id = k.carrier_id
+SELECT c.id, c.name, c.api_key_hash, c.api_key_prefix, c.ordering_key_field, c.event_type_field, c.merchant_field, c.signing_secret, c.rate_limit_per_sec, c.created_at, c.signature, c.allowed_cidrs, c.disabled_at, c.deleted_at, c.updated_at, c.adapter_version, c.adapter_on_failure FROM carrier_previous_keys k JOIN carriers c ON c.id = k.carrier_id
 WHERE k.api_key_hash = $1 AND k.expires_at > now() AND c.deleted_at IS NULL
 LIMIT 1
 `
@@ -90,6 +92,8 @@ func (q *Queries) CarrierGetByKeyHash(ctx context.Context, hash []byte) (Carrier
 		&i.DisabledAt,
 		&i.DeletedAt,
 		&i.UpdatedAt,
+		&i.AdapterVersion,
+		&i.AdapterOnFailure,
 	)
 	return i, err
 }
@@ -100,7 +104,7 @@ INSERT INTO carriers (name, api_key_hash, api_key_prefix, ordering_key_field, ev
 VALUES ($1, $2, $3, $4, $5,
         $6, $7, $8, $9,
         $10::text[])
-RETURNING id, name, api_key_hash, api_key_prefix, ordering_key_field, event_type_field, merchant_field, signing_secret, rate_limit_per_sec, created_at, signature, allowed_cidrs, disabled_at, deleted_at, updated_at
+RETURNING id, name, api_key_hash, api_key_prefix, ordering_key_field, event_type_field, merchant_field, signing_secret, rate_limit_per_sec, created_at, signature, allowed_cidrs, disabled_at, deleted_at, updated_at, adapter_version, adapter_on_failure
 `
 
 type CarrierInsertParams struct {
@@ -146,6 +150,8 @@ func (q *Queries) CarrierInsert(ctx context.Context, arg CarrierInsertParams) (C
 		&i.DisabledAt,
 		&i.DeletedAt,
 		&i.UpdatedAt,
+		&i.AdapterVersion,
+		&i.AdapterOnFailure,
 	)
 	return i, err
 }
@@ -178,7 +184,7 @@ func (q *Queries) CarrierKeyReplace(ctx context.Context, arg CarrierKeyReplacePa
 }
 
 const carrierList = `-- name: CarrierList :many
-SELECT id, name, api_key_hash, api_key_prefix, ordering_key_field, event_type_field, merchant_field, signing_secret, rate_limit_per_sec, created_at, signature, allowed_cidrs, disabled_at, deleted_at, updated_at FROM carriers WHERE id > $1 AND deleted_at IS NULL ORDER BY id LIMIT $2
+SELECT id, name, api_key_hash, api_key_prefix, ordering_key_field, event_type_field, merchant_field, signing_secret, rate_limit_per_sec, created_at, signature, allowed_cidrs, disabled_at, deleted_at, updated_at, adapter_version, adapter_on_failure FROM carriers WHERE id > $1 AND deleted_at IS NULL ORDER BY id LIMIT $2
 `
 
 type CarrierListParams struct {
@@ -211,6 +217,8 @@ func (q *Queries) CarrierList(ctx context.Context, arg CarrierListParams) ([]Car
 			&i.DisabledAt,
 			&i.DeletedAt,
 			&i.UpdatedAt,
+			&i.AdapterVersion,
+			&i.AdapterOnFailure,
 		); err != nil {
 			return nil, err
 		}
@@ -223,7 +231,7 @@ func (q *Queries) CarrierList(ctx context.Context, arg CarrierListParams) ([]Car
 }
 
 const carrierListAll = `-- name: CarrierListAll :many
-SELECT id, name, api_key_hash, api_key_prefix, ordering_key_field, event_type_field, merchant_field, signing_secret, rate_limit_per_sec, created_at, signature, allowed_cidrs, disabled_at, deleted_at, updated_at FROM carriers WHERE deleted_at IS NULL ORDER BY id
+SELECT id, name, api_key_hash, api_key_prefix, ordering_key_field, event_type_field, merchant_field, signing_secret, rate_limit_per_sec, created_at, signature, allowed_cidrs, disabled_at, deleted_at, updated_at, adapter_version, adapter_on_failure FROM carriers WHERE deleted_at IS NULL ORDER BY id
 `
 
 func (q *Queries) CarrierListAll(ctx context.Context) ([]Carrier, error) {
@@ -251,6 +259,8 @@ func (q *Queries) CarrierListAll(ctx context.Context) ([]Carrier, error) {
 			&i.DisabledAt,
 			&i.DeletedAt,
 			&i.UpdatedAt,
+			&i.AdapterVersion,
+			&i.AdapterOnFailure,
 		); err != nil {
 			return nil, err
 		}
@@ -435,7 +445,7 @@ UPDATE carriers SET
     disabled_at = CASE WHEN $1::boolean THEN coalesce(disabled_at, now()) END,
     updated_at  = now()
 WHERE id = $2 AND deleted_at IS NULL
-RETURNING id, name, api_key_hash, api_key_prefix, ordering_key_field, event_type_field, merchant_field, signing_secret, rate_limit_per_sec, created_at, signature, allowed_cidrs, disabled_at, deleted_at, updated_at
+RETURNING id, name, api_key_hash, api_key_prefix, ordering_key_field, event_type_field, merchant_field, signing_secret, rate_limit_per_sec, created_at, signature, allowed_cidrs, disabled_at, deleted_at, updated_at, adapter_version, adapter_on_failure
 `
 
 type CarrierSetDisabledParams struct {
@@ -464,6 +474,8 @@ func (q *Queries) CarrierSetDisabled(ctx context.Context, arg CarrierSetDisabled
 		&i.DisabledAt,
 		&i.DeletedAt,
 		&i.UpdatedAt,
+		&i.AdapterVersion,
+		&i.AdapterOnFailure,
 	)
 	return i, err
 }
@@ -481,7 +493,7 @@ UPDATE carriers SET
     disabled_at        = CASE WHEN $9::boolean THEN $10 ELSE disabled_at END,
     updated_at         = now()
 WHERE id = $11 AND deleted_at IS NULL
-RETURNING id, name, api_key_hash, api_key_prefix, ordering_key_field, event_type_field, merchant_field, signing_secret, rate_limit_per_sec, created_at, signature, allowed_cidrs, disabled_at, deleted_at, updated_at
+RETURNING id, name, api_key_hash, api_key_prefix, ordering_key_field, event_type_field, merchant_field, signing_secret, rate_limit_per_sec, created_at, signature, allowed_cidrs, disabled_at, deleted_at, updated_at, adapter_version, adapter_on_failure
 `
 
 type CarrierUpdateParams struct {
@@ -529,6 +541,8 @@ func (q *Queries) CarrierUpdate(ctx context.Context, arg CarrierUpdateParams) (C
 		&i.DisabledAt,
 		&i.DeletedAt,
 		&i.UpdatedAt,
+		&i.AdapterVersion,
+		&i.AdapterOnFailure,
 	)
 	return i, err
 }

@@ -406,7 +406,7 @@ SELECT u.id, u.queue, u.endpoint_id, u.ordering_key, u.ordered, u.message_id,
        m.payload, m.payload_key, coalesce(m.payload_size, 0)::integer AS payload_size,
        coalesce(m.payload_sha256, ''::bytea)::bytea AS payload_sha256,
        (m.id IS NOT NULL)::boolean AS message_found,
-       m.traceparent,
+       m.traceparent, m.canonical_type, m.canonical_event,
        coalesce(c.name, '')::text AS carrier_name,
        -- How long the server has been at it, near the end: since its
        -- transaction began, at the receipt of the Bind message (locks,
@@ -457,6 +457,8 @@ type DeliveryClaimRow struct {
 	PayloadSHA256      []byte
 	MessageFound       bool
 	Traceparent        *string
+	CanonicalType      *string
+	CanonicalEvent     []byte
 	CarrierName        string
 	ServerUs           int64
 	ConfigVersion      int64
@@ -568,6 +570,8 @@ func (q *Queries) DeliveryClaim(ctx context.Context, arg DeliveryClaimParams) ([
 			&i.PayloadSHA256,
 			&i.MessageFound,
 			&i.Traceparent,
+			&i.CanonicalType,
+			&i.CanonicalEvent,
 			&i.CarrierName,
 			&i.ServerUs,
 			&i.ConfigVersion,

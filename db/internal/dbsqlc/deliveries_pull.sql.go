@@ -166,7 +166,7 @@ SELECT u.id, u.message_id, u.message_received_at, u.attempt, u.pull_token::bigin
        coalesce(m.ordering_key, '')::text AS ordering_key,
        coalesce(m.event_type, '')::text AS event_type,
        coalesce(c.name, '')::text AS carrier_name,
-       m.payload, m.payload_key,
+       m.payload, m.payload_key, m.canonical_type, m.canonical_event,
        (m.id IS NOT NULL)::boolean AS message_found
 FROM upd u
 LEFT JOIN messages m ON m.id = u.message_id AND m.received_at = u.message_received_at
@@ -193,6 +193,8 @@ type DeliveryPullServeRow struct {
 	CarrierName       string
 	Payload           []byte
 	PayloadKey        *string
+	CanonicalType     *string
+	CanonicalEvent    []byte
 	MessageFound      bool
 }
 
@@ -230,6 +232,8 @@ func (q *Queries) DeliveryPullServe(ctx context.Context, arg DeliveryPullServePa
 			&i.CarrierName,
 			&i.Payload,
 			&i.PayloadKey,
+			&i.CanonicalType,
+			&i.CanonicalEvent,
 			&i.MessageFound,
 		); err != nil {
 			return nil, err

@@ -40,7 +40,7 @@ func (q *Queries) EndpointCountByStatus(ctx context.Context) ([]EndpointCountByS
 }
 
 const endpointGet = `-- name: EndpointGet :one
-SELECT id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter, signature, public_key, send_traceparent, type, batch_max_events, batch_max_wait_ms FROM endpoints WHERE id = $1 AND status <> 'deleted'
+SELECT id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter, signature, public_key, send_traceparent, type, batch_max_events, batch_max_wait_ms, format FROM endpoints WHERE id = $1 AND status <> 'deleted'
 `
 
 func (q *Queries) EndpointGet(ctx context.Context, id int64) (Endpoint, error) {
@@ -72,6 +72,7 @@ func (q *Queries) EndpointGet(ctx context.Context, id int64) (Endpoint, error) {
 		&i.Type,
 		&i.BatchMaxEvents,
 		&i.BatchMaxWaitMs,
+		&i.Format,
 	)
 	return i, err
 }
@@ -80,12 +81,12 @@ const endpointInsert = `-- name: EndpointInsert :one
 INSERT INTO endpoints (merchant_id, url, description, carrier_ids, event_types, max_in_flight,
                        rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, ordering,
                        headers, auth, filter, signature, public_key, send_traceparent, type,
-                       batch_max_events, batch_max_wait_ms)
+                       batch_max_events, batch_max_wait_ms, format)
 VALUES ($1, $2, $3, $4, $5, $6,
         $7, $8, $9, $10, $11,
         $12, $13, $14, $15, $16, $17, $18,
-        $19, $20)
-RETURNING id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter, signature, public_key, send_traceparent, type, batch_max_events, batch_max_wait_ms
+        $19, $20, $21)
+RETURNING id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter, signature, public_key, send_traceparent, type, batch_max_events, batch_max_wait_ms, format
 `
 
 type EndpointInsertParams struct {
@@ -109,6 +110,7 @@ type EndpointInsertParams struct {
 	Type            string
 	BatchMaxEvents  int32
 	BatchMaxWaitMs  int32
+	Format          string
 }
 
 func (q *Queries) EndpointInsert(ctx context.Context, arg EndpointInsertParams) (Endpoint, error) {
@@ -133,6 +135,7 @@ func (q *Queries) EndpointInsert(ctx context.Context, arg EndpointInsertParams) 
 		arg.Type,
 		arg.BatchMaxEvents,
 		arg.BatchMaxWaitMs,
+		arg.Format,
 	)
 	var i Endpoint
 	err := row.Scan(
@@ -161,12 +164,13 @@ func (q *Queries) EndpointInsert(ctx context.Context, arg EndpointInsertParams) 
 		&i.Type,
 		&i.BatchMaxEvents,
 		&i.BatchMaxWaitMs,
+		&i.Format,
 	)
 	return i, err
 }
 
 const endpointList = `-- name: EndpointList :many
-SELECT id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter, signature, public_key, send_traceparent, type, batch_max_events, batch_max_wait_ms FROM endpoints
+SELECT id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter, signature, public_key, send_traceparent, type, batch_max_events, batch_max_wait_ms, format FROM endpoints
 WHERE status <> 'deleted'
   AND ($1::bigint = 0 OR merchant_id = $1::bigint)
   AND id > $2
@@ -214,6 +218,7 @@ func (q *Queries) EndpointList(ctx context.Context, arg EndpointListParams) ([]E
 			&i.Type,
 			&i.BatchMaxEvents,
 			&i.BatchMaxWaitMs,
+			&i.Format,
 		); err != nil {
 			return nil, err
 		}
@@ -228,7 +233,7 @@ func (q *Queries) EndpointList(ctx context.Context, arg EndpointListParams) ([]E
 const endpointListForDispatch = `-- name: EndpointListForDispatch :many
 SELECT e.id, e.url, e.status, e.max_in_flight, e.rate_limit_per_sec, e.payload_mode,
        e.retry_schedule_ms, e.timeout_ms, e.headers, e.auth, e.send_traceparent,
-       e.batch_max_events, e.batch_max_wait_ms,
+       e.batch_max_events, e.batch_max_wait_ms, e.format,
        coalesce((SELECT array_agg(s.secret ORDER BY s.id DESC) FROM endpoint_secrets s
                  WHERE s.endpoint_id = e.id AND (s.expires_at IS NULL OR s.expires_at > now())),
                 '{}')::text[] AS secrets,
@@ -254,6 +259,7 @@ type EndpointListForDispatchRow struct {
 	SendTraceparent     bool
 	BatchMaxEvents      int32
 	BatchMaxWaitMs      int32
+	Format              string
 	Secrets             []string
 	ConsecutiveFailures int32
 	CircuitState        string
@@ -285,6 +291,7 @@ func (q *Queries) EndpointListForDispatch(ctx context.Context, ids []int64) ([]E
 			&i.SendTraceparent,
 			&i.BatchMaxEvents,
 			&i.BatchMaxWaitMs,
+			&i.Format,
 			&i.Secrets,
 			&i.ConsecutiveFailures,
 			&i.CircuitState,
@@ -301,7 +308,7 @@ func (q *Queries) EndpointListForDispatch(ctx context.Context, ids []int64) ([]E
 }
 
 const endpointListLive = `-- name: EndpointListLive :many
-SELECT id, merchant_id, carrier_ids, event_types, status, ordering, filter FROM endpoints
+SELECT id, merchant_id, carrier_ids, event_types, status, ordering, filter, format FROM endpoints
 WHERE status <> 'deleted' ORDER BY id
 `
 
@@ -313,6 +320,7 @@ type EndpointListLiveRow struct {
 	Status     string
 	Ordering   string
 	Filter     string
+	Format     string
 }
 
 // Every endpoint that can receive deliveries (enabled or disabled): the ingest
@@ -335,6 +343,7 @@ func (q *Queries) EndpointListLive(ctx context.Context) ([]EndpointListLiveRow, 
 			&i.Status,
 			&i.Ordering,
 			&i.Filter,
+			&i.Format,
 		); err != nil {
 			return nil, err
 		}
@@ -513,7 +522,7 @@ func (q *Queries) EndpointResealMany(ctx context.Context, arg EndpointResealMany
 const endpointSetStatus = `-- name: EndpointSetStatus :one
 UPDATE endpoints SET status = $1, disabled_reason = $2, updated_at = now()
 WHERE id = $3 AND status <> 'deleted'
-RETURNING id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter, signature, public_key, send_traceparent, type, batch_max_events, batch_max_wait_ms
+RETURNING id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter, signature, public_key, send_traceparent, type, batch_max_events, batch_max_wait_ms, format
 `
 
 type EndpointSetStatusParams struct {
@@ -551,6 +560,7 @@ func (q *Queries) EndpointSetStatus(ctx context.Context, arg EndpointSetStatusPa
 		&i.Type,
 		&i.BatchMaxEvents,
 		&i.BatchMaxWaitMs,
+		&i.Format,
 	)
 	return i, err
 }
@@ -591,9 +601,10 @@ UPDATE endpoints SET
     send_traceparent   = $16,
     batch_max_events   = $17,
     batch_max_wait_ms  = $18,
+    format             = $19,
     updated_at         = now()
-WHERE id = $19 AND status <> 'deleted'
-RETURNING id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter, signature, public_key, send_traceparent, type, batch_max_events, batch_max_wait_ms
+WHERE id = $20 AND status <> 'deleted'
+RETURNING id, merchant_id, url, description, carrier_ids, event_types, status, disabled_reason, max_in_flight, rate_limit_per_sec, payload_mode, retry_schedule_ms, timeout_ms, created_at, updated_at, ordering, headers, auth, filter, signature, public_key, send_traceparent, type, batch_max_events, batch_max_wait_ms, format
 `
 
 type EndpointUpdateParams struct {
@@ -615,6 +626,7 @@ type EndpointUpdateParams struct {
 	SendTraceparent bool
 	BatchMaxEvents  int32
 	BatchMaxWaitMs  int32
+	Format          string
 	ID              int64
 }
 
@@ -638,6 +650,7 @@ func (q *Queries) EndpointUpdate(ctx context.Context, arg EndpointUpdateParams) 
 		arg.SendTraceparent,
 		arg.BatchMaxEvents,
 		arg.BatchMaxWaitMs,
+		arg.Format,
 		arg.ID,
 	)
 	var i Endpoint
@@ -667,6 +680,7 @@ func (q *Queries) EndpointUpdate(ctx context.Context, arg EndpointUpdateParams) 
 		&i.Type,
 		&i.BatchMaxEvents,
 		&i.BatchMaxWaitMs,
+		&i.Format,
 	)
 	return i, err
 }

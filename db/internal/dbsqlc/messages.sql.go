@@ -133,6 +133,67 @@ func (q *Queries) MessageCandidatesList(ctx context.Context, arg MessageCandidat
 	return items, nil
 }
 
+const messageCarrierRecent = `-- name: MessageCarrierRecent :many
+SELECT m.id, m.received_at, m.event_type, m.ordering_key, m.merchant_ref, m.payload, m.payload_key,
+       m.adapter_version, m.canonical_type, m.canonical_event
+FROM messages m
+WHERE m.carrier_id = $1 AND m.received_at >= $2
+ORDER BY m.id DESC
+LIMIT $3
+`
+
+type MessageCarrierRecentParams struct {
+	CarrierID int64
+	Since     time.Time
+	Lim       int32
+}
+
+type MessageCarrierRecentRow struct {
+	ID             int64
+	ReceivedAt     time.Time
+	EventType      string
+	OrderingKey    string
+	MerchantRef    string
+	Payload        []byte
+	PayloadKey     *string
+	AdapterVersion *int32
+	CanonicalType  *string
+	CanonicalEvent []byte
+}
+
+// The carrier's last @lim callbacks received since @since, newest first (the
+// primary key walked backwards: ids are taken in arrival order).
+func (q *Queries) MessageCarrierRecent(ctx context.Context, arg MessageCarrierRecentParams) ([]MessageCarrierRecentRow, error) {
+	rows, err := q.db.Query(ctx, messageCarrierRecent, arg.CarrierID, arg.Since, arg.Lim)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []MessageCarrierRecentRow
+	for rows.Next() {
+		var i MessageCarrierRecentRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.ReceivedAt,
+			&i.EventType,
+			&i.OrderingKey,
+			&i.MerchantRef,
+			&i.Payload,
+			&i.PayloadKey,
+			&i.AdapterVersion,
+			&i.CanonicalType,
+			&i.CanonicalEvent,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const messageCountSinceCapped = `-- name: MessageCountSinceCapped :one
 SELECT count(*) FROM (SELECT 1 FROM messages WHERE received_at >= $1 LIMIT $2::bigint) AS m
 `
@@ -275,7 +336,7 @@ WITH input AS MATERIALIZED (
     -- nextval in a sorted query's output runs after the sort: in input order.
     SELECT x.ord, x.received_at, x.carrier_id, x.event_type, x.ordering_key, x.merchant_ref,
            x.queue, x.idem_key, x.payload, x.payload_key, x.payload_size, x.payload_sha256, x.deliveries,
-           x.traceparent,
+           x.traceparent, x.adapter_version, x.canonical_type, x.canonical_event, x.adapter_error,
            CASE WHEN x.given_id = 0 THEN nextval('messages_id_seq') ELSE x.given_id END AS id
     FROM (SELECT unnest($1::integer[])                AS ord,
                  unnest($2::bigint[])                  AS given_id,
@@ -291,14 +352,18 @@ WITH input AS MATERIALIZED (
                  unnest($12::integer[])       AS payload_size,
                  unnest($13::bytea[])       AS payload_sha256,
                  unnest($14::integer[])     AS deliveries,
-                 unnest($15::text[])           AS traceparent) AS x
+                 unnest($15::text[])           AS traceparent,
+                 unnest($16::integer[])    AS adapter_version,
+                 unnest($17::text[])        AS canonical_type,
+                 unnest($18::bytea[])      AS canonical_event,
+                 unnest($19::text[])         AS adapter_error) AS x
     ORDER BY x.ord
 ), dels AS MATERIALIZED (
     SELECT y.ord, y.message_ord, y.endpoint_id, y.ordered, nextval('deliveries_id_seq') AS id
-    FROM (SELECT unnest($16::integer[])        AS ord,
-                 unnest($17::integer[]) AS message_ord,
-                 unnest($18::bigint[])  AS endpoint_id,
-                 unnest($19::boolean[])      AS ordered) AS y
+    FROM (SELECT unnest($20::integer[])        AS ord,
+                 unnest($21::integer[]) AS message_ord,
+                 unnest($22::bigint[])  AS endpoint_id,
+                 unnest($23::boolean[])      AS ordered) AS y
     ORDER BY y.ord
 ), claimed AS (
     INSERT INTO idempotency_keys (carrier_id, idem_key, day, message_id, message_received_at, deliveries)
@@ -314,15 +379,22 @@ WITH input AS MATERIALIZED (
     ON CONFLICT DO NOTHING
     RETURNING message_id
 ), stored AS MATERIALIZED (
-    SELECT i.ord, i.received_at, i.carrier_id, i.event_type, i.ordering_key, i.merchant_ref, i.queue, i.idem_key, i.payload, i.payload_key, i.payload_size, i.payload_sha256, i.deliveries, i.traceparent, i.id FROM input i
+    SELECT i.ord, i.received_at, i.carrier_id, i.event_type, i.ordering_key, i.merchant_ref, i.queue, i.idem_key, i.payload, i.payload_key, i.payload_size, i.payload_sha256, i.deliveries, i.traceparent, i.adapter_version, i.canonical_type, i.canonical_event, i.adapter_error, i.id FROM input i
     WHERE i.idem_key = '' OR i.id IN (SELECT c.message_id FROM claimed c)
 ), inserted_messages AS (
     INSERT INTO messages (id, received_at, carrier_id, event_type, ordering_key, merchant_ref, queue,
-                          idempotency_key, payload, payload_key, payload_size, payload_sha256, deliveries, traceparent)
+                          idempotency_key, payload, payload_key, payload_size, payload_sha256, deliveries, traceparent,
+                          adapter_version, canonical_type, canonical_event)
     SELECT s.id, s.received_at, s.carrier_id, s.event_type, s.ordering_key, s.merchant_ref, s.queue,
            nullif(s.idem_key, ''), s.payload, nullif(s.payload_key, ''), s.payload_size, s.payload_sha256, s.deliveries,
-           nullif(s.traceparent, '')
+           nullif(s.traceparent, ''), nullif(s.adapter_version, 0), nullif(s.canonical_type, ''), s.canonical_event
     FROM stored s
+    RETURNING 1
+), inserted_parked AS (
+    INSERT INTO parked_callbacks (message_id, message_received_at, carrier_id, adapter_version, error)
+    SELECT s.id, s.received_at, s.carrier_id, s.adapter_version, s.adapter_error
+    FROM stored s
+    WHERE s.adapter_error <> ''
     RETURNING 1
 ), inserted_deliveries AS (
     INSERT INTO deliveries (id, queue, endpoint_id, ordering_key, ordered, message_id, message_received_at)
@@ -354,6 +426,10 @@ type MessageInsertManyParams struct {
 	PayloadSHA256s      [][]byte
 	DeliveryCounts      []int32
 	Traceparents        []string
+	AdapterVersions     []int32
+	CanonicalTypes      []string
+	CanonicalEvents     [][]byte
+	AdapterErrors       []string
 	DeliveryOrds        []int32
 	DeliveryMessageOrds []int32
 	DeliveryEndpointIDs []int64
@@ -381,6 +457,10 @@ type MessageInsertManyRow struct {
 // trip per group commit. @traceparents is empty unless tracing is on (it is
 // unnested in step with the others, so an empty array gives every message a
 // NULL traceparent); when given it has one entry per message, ” for none.
+// @adapter_versions, @canonical_types, @canonical_events and @adapter_errors
+// go the same way: empty unless a message of the batch ran an adapter (0,
+// ” and NULL for none); a message with an adapter error is parked
+// (parked_callbacks).
 func (q *Queries) MessageInsertMany(ctx context.Context, arg MessageInsertManyParams) ([]MessageInsertManyRow, error) {
 	rows, err := q.db.Query(ctx, messageInsertMany,
 		arg.Ords,
@@ -398,6 +478,10 @@ func (q *Queries) MessageInsertMany(ctx context.Context, arg MessageInsertManyPa
 		arg.PayloadSHA256s,
 		arg.DeliveryCounts,
 		arg.Traceparents,
+		arg.AdapterVersions,
+		arg.CanonicalTypes,
+		arg.CanonicalEvents,
+		arg.AdapterErrors,
 		arg.DeliveryOrds,
 		arg.DeliveryMessageOrds,
 		arg.DeliveryEndpointIDs,
@@ -422,7 +506,7 @@ func (q *Queries) MessageInsertMany(ctx context.Context, arg MessageInsertManyPa
 }
 
 const messageLookup = `-- name: MessageLookup :one
-SELECT id, received_at, carrier_id, event_type, ordering_key, merchant_ref, queue, idempotency_key, payload, payload_key, payload_size, payload_sha256, deliveries, traceparent FROM messages
+SELECT id, received_at, carrier_id, event_type, ordering_key, merchant_ref, queue, idempotency_key, payload, payload_key, payload_size, payload_sha256, deliveries, traceparent, adapter_version, canonical_type, canonical_event FROM messages
 WHERE id = $1
   AND ($2::timestamptz IS NULL OR received_at = $2::timestamptz)
 ORDER BY received_at DESC LIMIT 1
@@ -452,8 +536,81 @@ func (q *Queries) MessageLookup(ctx context.Context, arg MessageLookupParams) (M
 		&i.PayloadSHA256,
 		&i.Deliveries,
 		&i.Traceparent,
+		&i.AdapterVersion,
+		&i.CanonicalType,
+		&i.CanonicalEvent,
 	)
 	return i, err
+}
+
+const messageParkedList = `-- name: MessageParkedList :many
+SELECT m.id, m.received_at, m.event_type, m.ordering_key, m.merchant_ref, m.queue, m.payload, m.payload_key,
+       p.adapter_version, p.error
+FROM parked_callbacks p
+JOIN messages m ON m.id = p.message_id AND m.received_at = p.message_received_at
+WHERE p.carrier_id = $1
+  AND (p.message_received_at, p.message_id) > ($2::timestamptz, $3::bigint)
+ORDER BY p.message_received_at, p.message_id
+LIMIT $4
+`
+
+type MessageParkedListParams struct {
+	CarrierID int64
+	AfterAt   time.Time
+	AfterID   int64
+	Lim       int32
+}
+
+type MessageParkedListRow struct {
+	ID             int64
+	ReceivedAt     time.Time
+	EventType      string
+	OrderingKey    string
+	MerchantRef    string
+	Queue          int16
+	Payload        []byte
+	PayloadKey     *string
+	AdapterVersion int32
+	Error          string
+}
+
+// The carrier's parked callbacks, oldest first, after (received_at, id) =
+// (@after_at, @after_id); those whose message is gone (retention) are
+// skipped.
+func (q *Queries) MessageParkedList(ctx context.Context, arg MessageParkedListParams) ([]MessageParkedListRow, error) {
+	rows, err := q.db.Query(ctx, messageParkedList,
+		arg.CarrierID,
+		arg.AfterAt,
+		arg.AfterID,
+		arg.Lim,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []MessageParkedListRow
+	for rows.Next() {
+		var i MessageParkedListRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.ReceivedAt,
+			&i.EventType,
+			&i.OrderingKey,
+			&i.MerchantRef,
+			&i.Queue,
+			&i.Payload,
+			&i.PayloadKey,
+			&i.AdapterVersion,
+			&i.Error,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const messageSearch = `-- name: MessageSearch :many
@@ -649,4 +806,76 @@ func (q *Queries) MessageSummariesList(ctx context.Context, arg MessageSummaries
 		return nil, err
 	}
 	return items, nil
+}
+
+const messageUnpark = `-- name: MessageUnpark :one
+WITH p AS (
+    DELETE FROM parked_callbacks pc
+    WHERE pc.message_id = $1::bigint AND pc.message_received_at = $2::timestamptz
+    RETURNING pc.message_id, pc.message_received_at
+), u AS (
+    UPDATE messages msg SET adapter_version = $3::integer,
+                        canonical_type = nullif($4::text, ''),
+                        canonical_event = $5::bytea,
+                        deliveries = msg.deliveries + cardinality($6::bigint[])
+    FROM p
+    WHERE msg.id = p.message_id AND msg.received_at = p.message_received_at
+    RETURNING msg.id AS message_id, msg.received_at AS message_received_at, msg.queue AS message_queue,
+              msg.ordering_key AS message_ordering_key
+), d AS (
+    INSERT INTO deliveries (queue, endpoint_id, ordering_key, ordered, message_id, message_received_at,
+                            attempt, visible_at)
+    SELECT u.message_queue, e.endpoint_id, u.message_ordering_key, false, u.message_id, u.message_received_at, 0, now()
+    FROM u, unnest($6::bigint[]) AS e(endpoint_id)
+    RETURNING 1
+)
+SELECT u.message_id, u.message_queue, (SELECT count(*) FROM d)::integer AS deliveries FROM u
+`
+
+type MessageUnparkParams struct {
+	ID             int64
+	ReceivedAt     time.Time
+	AdapterVersion int32
+	CanonicalType  string
+	CanonicalEvent []byte
+	EndpointIDs    []int64
+}
+
+type MessageUnparkRow struct {
+	MessageID    int64
+	MessageQueue int16
+	Deliveries   int32
+}
+
+// Gives a parked message the event its adapter now makes, and one unordered
+// delivery to each of @endpoint_ids (the canonical endpoints it reaches), in
+// one statement. Nothing happens to a message that is no longer parked.
+func (q *Queries) MessageUnpark(ctx context.Context, arg MessageUnparkParams) (MessageUnparkRow, error) {
+	row := q.db.QueryRow(ctx, messageUnpark,
+		arg.ID,
+		arg.ReceivedAt,
+		arg.AdapterVersion,
+		arg.CanonicalType,
+		arg.CanonicalEvent,
+		arg.EndpointIDs,
+	)
+	var i MessageUnparkRow
+	err := row.Scan(&i.MessageID, &i.MessageQueue, &i.Deliveries)
+	return i, err
+}
+
+const parkedCallbackPurgeGone = `-- name: ParkedCallbackPurgeGone :execrows
+DELETE FROM parked_callbacks p
+WHERE p.carrier_id = $1
+  AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = p.message_id AND m.received_at = p.message_received_at)
+`
+
+// Forgets the carrier's parked callbacks whose message is gone (its day
+// partition dropped by retention).
+func (q *Queries) ParkedCallbackPurgeGone(ctx context.Context, carrierID int64) (int64, error) {
+	result, err := q.db.Exec(ctx, parkedCallbackPurgeGone, carrierID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }

@@ -71,6 +71,16 @@ type Carrier struct {
 	DisabledAt       *time.Time
 	DeletedAt        *time.Time
 	UpdatedAt        time.Time
+	AdapterVersion   *int32
+	AdapterOnFailure string
+}
+
+type CarrierAdapter struct {
+	CarrierID int64
+	Version   int32
+	Source    string
+	Note      string
+	CreatedAt time.Time
 }
 
 type CarrierPreviousKey struct {
@@ -209,6 +219,7 @@ type Endpoint struct {
 	Type            string
 	BatchMaxEvents  int32
 	BatchMaxWaitMs  int32
+	Format          string
 }
 
 type EndpointHealth struct {
@@ -292,6 +303,9 @@ type Message struct {
 	PayloadSHA256  []byte
 	Deliveries     int32
 	Traceparent    *string
+	AdapterVersion *int32
+	CanonicalType  *string
+	CanonicalEvent []byte
 }
 
 type OpsDelivery struct {
@@ -321,6 +335,14 @@ type OpsEvent struct {
 	Count      int32
 	Data       []byte
 	CreatedAt  time.Time
+}
+
+type ParkedCallback struct {
+	MessageID         int64
+	MessageReceivedAt time.Time
+	CarrierID         int64
+	AdapterVersion    int32
+	Error             string
 }
 
 type PortalLink struct {
