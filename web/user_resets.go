@@ -19,6 +19,17 @@ import (
 
 var errResetUnknown = hookrelay.Errorf(hookrelay.ENOTFOUND, "This reset link is unknown, expired or used already. Ask an owner for a new one.")
 
+var errResetRefused = hookrelay.Errorf(hookrelay.ECONFLICT, "This account is deactivated or signs in through single sign-on: a reset link does not apply. Ask an owner.")
+
+// resetRefusal is errResetRefused for a user deactivated or turned to
+// single sign-on since the link was made, else nil.
+func resetRefusal(u db.User) error {
+	if !u.Active() || u.AuthSource != db.AuthPassword {
+		return errResetRefused
+	}
+	return nil
+}
+
 // userReset makes a password reset link for user id and shows it, once.
 func (d *Dashboard) userReset(c echo.Context) error {
 	id, err := idParam(c, "id")
@@ -58,6 +69,9 @@ func (d *Dashboard) renderReset(c echo.Context, status int, token, secret, msg s
 		}
 		return err
 	}
+	if err := resetRefusal(u); err != nil {
+		return err
+	}
 	csrf := randomToken(18)
 	c.SetCookie(d.sessions.cookie(loginCookie, csrf, 30*time.Minute))
 	data := map[string]any{"LoginCSRF": csrf, "Token": token, "Email": u.Email, "HadTOTP": u.TOTPSecret != "",
@@ -90,10 +104,13 @@ func (d *Dashboard) resetAccept(c echo.Context) error {
 		cred.TOTPSecret, cred.TOTPStep = secret, step
 	}
 	u, err := d.store.UserResetAccept(c.Request().Context(), ops.PortalTokenHash(token), cred)
-	if err != nil {
-		if hookrelay.CodeOf(err) == hookrelay.ENOTFOUND {
-			return errResetUnknown
-		}
+	switch hookrelay.CodeOf(err) {
+	case "":
+	case hookrelay.ENOTFOUND:
+		return errResetUnknown
+	case hookrelay.ECONFLICT:
+		return errResetRefused
+	default:
 		return err
 	}
 	if err := d.recordPasswordReset(c, u); err != nil {

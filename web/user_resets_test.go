@@ -131,8 +131,18 @@ func TestUserResetAccept(t *testing.T) {
 	require.Equal(t, http.StatusOK, st)
 	require.Equal(t, false, users["items"].([]any)[0].(map[string]any)["totp"])
 
+	// A link of a user deactivated since it was made does not apply.
+	st2, out = teamAPI(t, f.URL, http.MethodPost, "/v1/users/"+id+"/reset", testAdminToken, nil)
+	require.Equal(t, http.StatusCreated, st2, "%v", out)
+	third, err := url.Parse(out["reset_url"].(string))
+	require.NoError(t, err)
+	st2, _ = teamAPI(t, f.URL, http.MethodPost, "/v1/users/"+id+"/deactivate", testAdminToken, nil)
+	require.Equal(t, http.StatusOK, st2)
+	resp, page = newUIClient(t, f.URL).do("GET", third.RequestURI(), nil)
+	require.Equal(t, http.StatusConflict, resp.StatusCode, page)
+
 	issued := auditExport(t, f.URL, url.Values{"action": {"user.reset"}})
-	require.Len(t, issued, 2)
+	require.Len(t, issued, 3)
 	accepted := auditExport(t, f.URL, url.Values{"action": {"user.password_reset"}})
 	require.Len(t, accepted, 2)
 	for i, totp := range []bool{true, false} {
