@@ -80,6 +80,16 @@ func TestUserReset(t *testing.T) {
 	_, err = b.DB.UserResetGet(ctx, ops.PortalTokenHash(second), time.Now())
 	require.NoError(t, err, "a refused issue voids nothing")
 
+	// An owner may issue a link for themself.
+	me, err := b.DB.UserCreate(ctx, db.NewUser{Email: "owner@example.com", Role: access.Owner, PasswordHash: access.HashPassword("old password 123"),
+		AuthSource: db.AuthPassword, Now: now})
+	require.NoError(t, err)
+	_, err = b.DB.APITokenCreate(ctx, db.NewAPIToken{TokenSHA256: hookrelay.HashKey("hrt_mine"), Prefix: "hrt_mine", Name: "mine",
+		UserID: me.ID, Role: access.Owner, Now: now})
+	require.NoError(t, err)
+	st, out = b.call(t, http.MethodPost, "/v1/users/"+strconv.FormatInt(me.ID, 10)+"/reset", "hrt_mine", nil)
+	require.Equal(t, http.StatusCreated, st, "%v", out)
+
 	st, entries := b.exportLines(t, url.Values{"action": {"user.reset"}}, adminToken)
 	require.Equal(t, http.StatusOK, st)
 	var ok, refused []audit.JSONEntry
@@ -90,7 +100,7 @@ func TestUserReset(t *testing.T) {
 			refused = append(refused, e)
 		}
 	}
-	require.Len(t, ok, 2)
+	require.Len(t, ok, 3)
 	require.Equal(t, ada, ok[0].TargetID)
 	require.Contains(t, string(ok[0].After), "expires_at")
 	require.NotContains(t, string(ok[0].After), first)
