@@ -320,6 +320,7 @@ func (s *Server) Register(e *echo.Echo) {
 	route(http.MethodPatch, "/v1/users/:id", s.patchUser, owner)
 	route(http.MethodPost, "/v1/users/:id/deactivate", s.deactivateUser, owner)
 	route(http.MethodPost, "/v1/users/:id/reactivate", s.reactivateUser, owner)
+	route(http.MethodPost, "/v1/users/:id/reset", s.resetUser, owner)
 	route(http.MethodGet, "/v1/tokens", s.listTokens, viewer)
 	route(http.MethodPost, "/v1/tokens", s.createToken, viewer)
 	route(http.MethodDelete, "/v1/tokens/:id", s.revokeToken, viewer)

@@ -128,6 +128,22 @@ func (s *Server) reactivateUser(c echo.Context) error {
 	return c.JSON(http.StatusOK, userJSON(u))
 }
 
+// resetUser makes a single-use password reset link for an existing
+// password user, on the address this request came to (the dashboard
+// shares it).
+func (s *Server) resetUser(c echo.Context) error {
+	id, err := pathID(c, "user")
+	if err != nil {
+		return err
+	}
+	inv, err := s.ops.ResetUser(c.Request().Context(), who(c), id)
+	if err != nil {
+		return err
+	}
+	u := url.URL{Scheme: c.Scheme(), Host: c.Request().Host, Path: ops.ResetPath, RawQuery: url.Values{"token": {inv.Token}}.Encode()}
+	return c.JSON(http.StatusCreated, map[string]any{"reset_url": u.String(), "expires_at": inv.ExpiresAt})
+}
+
 // TokenJSON is an API token as the API shows it (never the token itself,
 // but once, at creation: Token).
 type TokenJSON struct {

@@ -2915,6 +2915,12 @@ type UserPatch struct {
 	Scope *Scope `json:"scope,omitempty"`
 }
 
+// UserReset defines model for UserReset.
+type UserReset struct {
+	ExpiresAt Time   `json:"expires_at"`
+	ResetUrl  string `json:"reset_url"`
+}
+
 // AdapterVersion defines model for AdapterVersion.
 type AdapterVersion = int
 
@@ -4988,6 +4994,11 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/users/{id}/reactivate (the `UserReactivate` operationId).
 	UserReactivate(ctx context.Context, id PathID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UserReset Issue a password reset link for an active password user (owners): single use, valid 72 hours, it sets a new password and TOTP enrolment and ends the user's dashboard sessions; their API tokens stay. A new link voids the user's earlier unused ones. A deactivated or single sign-on user is 409.
+	//
+	// Corresponds with POST /v1/users/{id}/reset (the `UserReset` operationId).
+	UserReset(ctx context.Context, id PathID, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // OpenAPIGet This document.
@@ -6447,6 +6458,21 @@ func (c *Client) UserDeactivate(ctx context.Context, id PathID, reqEditors ...Re
 // Corresponds with POST /v1/users/{id}/reactivate (the `UserReactivate` operationId).
 func (c *Client) UserReactivate(ctx context.Context, id PathID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUserReactivateRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UserReset Issue a password reset link for an active password user (owners): single use, valid 72 hours, it sets a new password and TOTP enrolment and ends the user's dashboard sessions; their API tokens stay. A new link voids the user's earlier unused ones. A deactivated or single sign-on user is 409.
+//
+// Corresponds with POST /v1/users/{id}/reset (the `UserReset` operationId).
+func (c *Client) UserReset(ctx context.Context, id PathID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUserResetRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -9883,6 +9909,40 @@ func NewUserReactivateRequest(server string, id PathID) (*http.Request, error) {
 	return req, nil
 }
 
+// NewUserResetRequest constructs an http.Request for the UserReset method
+func NewUserResetRequest(server string, id PathID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/users/%s/reset", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 func (c *Client) applyEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
 	for _, r := range c.RequestEditors {
 		if err := r(ctx, req); err != nil {
@@ -10569,6 +10629,13 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/users/{id}/reactivate (the `UserReactivate` operationId).
 	UserReactivateWithResponse(ctx context.Context, id PathID, reqEditors ...RequestEditorFn) (*UserReactivateResponse, error)
+
+	// UserResetWithResponse Issue a password reset link for an active password user (owners): single use, valid 72 hours, it sets a new password and TOTP enrolment and ends the user's dashboard sessions; their API tokens stay. A new link voids the user's earlier unused ones. A deactivated or single sign-on user is 409.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/users/{id}/reset (the `UserReset` operationId).
+	UserResetWithResponse(ctx context.Context, id PathID, reqEditors ...RequestEditorFn) (*UserResetResponse, error)
 }
 
 type OpenAPIGetResponse struct {
@@ -14173,6 +14240,61 @@ func (r UserReactivateResponse) ContentType() string {
 	return ""
 }
 
+// UserResetResponseDefaultHeaders the declared response headers of an HTTP default response for UserReset
+type UserResetResponseDefaultHeaders struct {
+	RetryAfter *string
+}
+
+type UserResetResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *UserReset
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *ErrorResponse
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *UserResetResponseDefaultHeaders
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r UserResetResponse) GetJSON201() *UserReset {
+	return r.JSON201
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r UserResetResponse) GetJSONDefault() *ErrorResponse {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r UserResetResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UserResetResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UserResetResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UserResetResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // OpenAPIGetWithResponse This document.
 //
 // Returns a wrapper object for the known response body format(s).
@@ -15360,6 +15482,19 @@ func (c *ClientWithResponses) UserReactivateWithResponse(ctx context.Context, id
 		return nil, err
 	}
 	return ParseUserReactivateResponse(rsp)
+}
+
+// UserResetWithResponse Issue a password reset link for an active password user (owners): single use, valid 72 hours, it sets a new password and TOTP enrolment and ends the user's dashboard sessions; their API tokens stay. A new link voids the user's earlier unused ones. A deactivated or single sign-on user is 409.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/users/{id}/reset (the `UserReset` operationId).
+func (c *ClientWithResponses) UserResetWithResponse(ctx context.Context, id PathID, reqEditors ...RequestEditorFn) (*UserResetResponse, error) {
+	rsp, err := c.UserReset(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUserResetResponse(rsp)
 }
 
 // ParseOpenAPIGetResponse parses an HTTP response from a OpenAPIGetWithResponse call
@@ -18360,6 +18495,52 @@ func ParseUserReactivateResponse(rsp *http.Response) (*UserReactivateResponse, e
 	switch {
 	case true:
 		var headers UserReactivateResponseDefaultHeaders
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUserResetResponse parses an HTTP response from a UserResetWithResponse call
+func ParseUserResetResponse(rsp *http.Response) (*UserResetResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UserResetResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest UserReset
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers UserResetResponseDefaultHeaders
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

@@ -208,7 +208,10 @@ type usersData struct {
 	Rows      []db.User
 	Roles     []access.Role
 	InviteURL string
-	Self      int64
+	// ResetURL is a password reset link just made, for ResetEmail.
+	ResetURL   string
+	ResetEmail string
+	Self       int64
 }
 
 func (d *Dashboard) users(c echo.Context) error {

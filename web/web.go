@@ -92,6 +92,8 @@ type Store interface {
 	UserTOTPUse(ctx context.Context, id, step int64) (bool, error)
 	UserInviteGet(ctx context.Context, tokenSHA256 []byte, now time.Time) (db.UserInvite, error)
 	UserInviteAccept(ctx context.Context, tokenSHA256 []byte, n db.NewUser) (db.User, error)
+	UserResetGet(ctx context.Context, tokenSHA256 []byte, now time.Time) (db.User, error)
+	UserResetAccept(ctx context.Context, tokenSHA256 []byte, c db.UserCredentials) (db.User, error)
 	CarrierAll(ctx context.Context) ([]db.Carrier, error)
 	EndpointList(ctx context.Context, merchantID, afterID int64, limit int) ([]db.Endpoint, error)
 }
@@ -243,6 +245,8 @@ func (d *Dashboard) Mount(e *echo.Echo, prefix string, errs *httperr.Handler) {
 		public(get, "/sso/callback", d.ssoCallback)
 	}
 	public(post, "/invite", d.inviteAccept)
+	public(get, "/reset", d.resetForm)
+	public(post, "/reset", d.resetAccept)
 	// Logout answers with a redirect only; a portal session in an iframe
 	// takes it there.
 	d.needs[post+" "+prefix+"/logout"] = pageNeed{public: true}
@@ -287,6 +291,7 @@ func (d *Dashboard) Mount(e *echo.Echo, prefix string, errs *httperr.Handler) {
 	op(post, "/users/:id/role", d.userRole, owner)
 	op(post, "/users/:id/deactivate", d.userDeactivate, owner)
 	op(post, "/users/:id/reactivate", d.userReactivate, owner)
+	op(post, "/users/:id/reset", d.userReset, owner)
 	op(get, "/event-types", d.eventTypes, viewer)
 	op(get, "/event-types/new", d.eventTypeNewForm, admin)
 	op(post, "/event-types", d.eventTypeCreate, admin)

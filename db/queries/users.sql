@@ -40,13 +40,42 @@ RETURNING id;
 
 -- name: UserInviteGet :one
 SELECT * FROM user_invites
-WHERE token_sha256 = @token_sha256 AND used_at IS NULL AND expires_at > @now;
+WHERE token_sha256 = @token_sha256 AND user_id IS NULL AND used_at IS NULL AND expires_at > @now;
 
 -- Uses an invitation; a concurrent accept of the same one waits on the
 -- row and then finds it used.
 -- name: UserInviteUse :one
 UPDATE user_invites SET used_at = @now::timestamptz
-WHERE token_sha256 = @token_sha256 AND used_at IS NULL AND expires_at > @now::timestamptz
+WHERE token_sha256 = @token_sha256 AND user_id IS NULL AND used_at IS NULL AND expires_at > @now::timestamptz
+RETURNING *;
+
+-- Voids a user's unused reset links (a new one replaces them).
+-- name: UserResetVoid :execrows
+DELETE FROM user_invites WHERE user_id = @user_id AND used_at IS NULL;
+
+-- name: UserResetInsert :one
+INSERT INTO user_invites (token_sha256, email, role, scope, user_id, created_at, expires_at)
+VALUES (@token_sha256, @email, @role, @scope, @user_id, @now, @expires_at)
+RETURNING id;
+
+-- name: UserResetGet :one
+SELECT * FROM user_invites
+WHERE token_sha256 = @token_sha256 AND user_id IS NOT NULL AND used_at IS NULL AND expires_at > @now;
+
+-- Uses a reset link; a concurrent accept of the same one waits on the row
+-- and then finds it used.
+-- name: UserResetUse :one
+UPDATE user_invites SET used_at = @now::timestamptz
+WHERE token_sha256 = @token_sha256 AND user_id IS NOT NULL AND used_at IS NULL AND expires_at > @now::timestamptz
+RETURNING *;
+
+-- Sets an active password user's password and TOTP secret (empty removes
+-- it); step is the TOTP step of the enrolment code (0 without one). No
+-- row for a deactivated or single sign-on user.
+-- name: UserSetCredentials :one
+UPDATE users SET password_hash = @password_hash, totp_secret = @totp_secret,
+    totp_last_step = GREATEST(totp_last_step, @step::bigint)
+WHERE id = @id AND deactivated_at IS NULL AND auth_source = 'password'
 RETURNING *;
 
 -- name: UserInviteDeleteExpired :execrows

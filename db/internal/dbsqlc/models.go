@@ -416,4 +416,5 @@ type UserInvite struct {
 	CreatedAt   time.Time
 	ExpiresAt   time.Time
 	UsedAt      *time.Time
+	UserID      *int64
 }

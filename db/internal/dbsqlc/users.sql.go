@@ -146,8 +146,8 @@ func (q *Queries) UserInviteDeleteExpired(ctx context.Context, before time.Time)
 }
 
 const userInviteGet = `-- name: UserInviteGet :one
-SELECT id, token_sha256, email, role, scope, created_at, expires_at, used_at FROM user_invites
-WHERE token_sha256 = $1 AND used_at IS NULL AND expires_at > $2
+SELECT id, token_sha256, email, role, scope, created_at, expires_at, used_at, user_id FROM user_invites
+WHERE token_sha256 = $1 AND user_id IS NULL AND used_at IS NULL AND expires_at > $2
 `
 
 type UserInviteGetParams struct {
@@ -167,6 +167,7 @@ func (q *Queries) UserInviteGet(ctx context.Context, arg UserInviteGetParams) (U
 		&i.CreatedAt,
 		&i.ExpiresAt,
 		&i.UsedAt,
+		&i.UserID,
 	)
 	return i, err
 }
@@ -202,8 +203,8 @@ func (q *Queries) UserInviteInsert(ctx context.Context, arg UserInviteInsertPara
 
 const userInviteUse = `-- name: UserInviteUse :one
 UPDATE user_invites SET used_at = $1::timestamptz
-WHERE token_sha256 = $2 AND used_at IS NULL AND expires_at > $1::timestamptz
-RETURNING id, token_sha256, email, role, scope, created_at, expires_at, used_at
+WHERE token_sha256 = $2 AND user_id IS NULL AND used_at IS NULL AND expires_at > $1::timestamptz
+RETURNING id, token_sha256, email, role, scope, created_at, expires_at, used_at, user_id
 `
 
 type UserInviteUseParams struct {
@@ -225,6 +226,7 @@ func (q *Queries) UserInviteUse(ctx context.Context, arg UserInviteUseParams) (U
 		&i.CreatedAt,
 		&i.ExpiresAt,
 		&i.UsedAt,
+		&i.UserID,
 	)
 	return i, err
 }
@@ -283,6 +285,149 @@ type UserLoggedInParams struct {
 func (q *Queries) UserLoggedIn(ctx context.Context, arg UserLoggedInParams) error {
 	_, err := q.db.Exec(ctx, userLoggedIn, arg.Now, arg.ID)
 	return err
+}
+
+const userResetGet = `-- name: UserResetGet :one
+SELECT id, token_sha256, email, role, scope, created_at, expires_at, used_at, user_id FROM user_invites
+WHERE token_sha256 = $1 AND user_id IS NOT NULL AND used_at IS NULL AND expires_at > $2
+`
+
+type UserResetGetParams struct {
+	TokenSHA256 []byte
+	Now         time.Time
+}
+
+func (q *Queries) UserResetGet(ctx context.Context, arg UserResetGetParams) (UserInvite, error) {
+	row := q.db.QueryRow(ctx, userResetGet, arg.TokenSHA256, arg.Now)
+	var i UserInvite
+	err := row.Scan(
+		&i.ID,
+		&i.TokenSHA256,
+		&i.Email,
+		&i.Role,
+		&i.Scope,
+		&i.CreatedAt,
+		&i.ExpiresAt,
+		&i.UsedAt,
+		&i.UserID,
+	)
+	return i, err
+}
+
+const userResetInsert = `-- name: UserResetInsert :one
+INSERT INTO user_invites (token_sha256, email, role, scope, user_id, created_at, expires_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
+RETURNING id
+`
+
+type UserResetInsertParams struct {
+	TokenSHA256 []byte
+	Email       string
+	Role        string
+	Scope       []byte
+	UserID      *int64
+	Now         time.Time
+	ExpiresAt   time.Time
+}
+
+func (q *Queries) UserResetInsert(ctx context.Context, arg UserResetInsertParams) (int64, error) {
+	row := q.db.QueryRow(ctx, userResetInsert,
+		arg.TokenSHA256,
+		arg.Email,
+		arg.Role,
+		arg.Scope,
+		arg.UserID,
+		arg.Now,
+		arg.ExpiresAt,
+	)
+	var id int64
+	err := row.Scan(&id)
+	return id, err
+}
+
+const userResetUse = `-- name: UserResetUse :one
+UPDATE user_invites SET used_at = $1::timestamptz
+WHERE token_sha256 = $2 AND user_id IS NOT NULL AND used_at IS NULL AND expires_at > $1::timestamptz
+RETURNING id, token_sha256, email, role, scope, created_at, expires_at, used_at, user_id
+`
+
+type UserResetUseParams struct {
+	Now         time.Time
+	TokenSHA256 []byte
+}
+
+// Uses a reset link; a concurrent accept of the same one waits on the row
+// and then finds it used.
+func (q *Queries) UserResetUse(ctx context.Context, arg UserResetUseParams) (UserInvite, error) {
+	row := q.db.QueryRow(ctx, userResetUse, arg.Now, arg.TokenSHA256)
+	var i UserInvite
+	err := row.Scan(
+		&i.ID,
+		&i.TokenSHA256,
+		&i.Email,
+		&i.Role,
+		&i.Scope,
+		&i.CreatedAt,
+		&i.ExpiresAt,
+		&i.UsedAt,
+		&i.UserID,
+	)
+	return i, err
+}
+
+const userResetVoid = `-- name: UserResetVoid :execrows
+DELETE FROM user_invites WHERE user_id = $1 AND used_at IS NULL
+`
+
+// Voids a user's unused reset links (a new one replaces them).
+func (q *Queries) UserResetVoid(ctx context.Context, userID *int64) (int64, error) {
+	result, err := q.db.Exec(ctx, userResetVoid, userID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const userSetCredentials = `-- name: UserSetCredentials :one
+UPDATE users SET password_hash = $1, totp_secret = $2,
+    totp_last_step = GREATEST(totp_last_step, $3::bigint)
+WHERE id = $4 AND deactivated_at IS NULL AND auth_source = 'password'
+RETURNING id, email, name, role, scope, password_hash, totp_secret, totp_last_step, auth_source, deactivated_at, last_login_at, created_at
+`
+
+type UserSetCredentialsParams struct {
+	PasswordHash string
+	TotpSecret   string
+	Step         int64
+	ID           int64
+}
+
+// Sets an active password user's password and TOTP secret (empty removes
+// it); step is the TOTP step of the enrolment code (0 without one). No
+// row for a deactivated or single sign-on user.
+func (q *Queries) UserSetCredentials(ctx context.Context, arg UserSetCredentialsParams) (User, error) {
+	row := q.db.QueryRow(ctx, userSetCredentials,
+		arg.PasswordHash,
+		arg.TotpSecret,
+		arg.Step,
+		arg.ID,
+	)
+	var i User
+	err := row.Scan(
+		&i.ID,
+		&i.Email,
+		&i.Name,
+		&i.Role,
+		&i.Scope,
+		&i.PasswordHash,
+		&i.TotpSecret,
+		&i.TotpLastStep,
+		&i.AuthSource,
+		&i.DeactivatedAt,
+		&i.LastLoginAt,
+		&i.CreatedAt,
+	)
+	return i, err
 }
 
 const userSetDeactivated = `-- name: UserSetDeactivated :one
