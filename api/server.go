@@ -219,15 +219,16 @@ func (s *Server) Run(ctx context.Context) error {
 	if s.announce != nil {
 		// The same switch as announcements: both need LISTEN/NOTIFY, which
 		// a pooler in transaction mode does not carry.
+		// One LISTEN session follows the changes for the routing
+		// snapshot and the event type catalog alike.
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s.routes.Watch(ctx, s.logger)
-		}()
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s.eventTypes.Watch(ctx)
+			s.db.FollowConfig(ctx, "hookrelay-api-config", "the routing cache and the event type catalog", s.logger,
+				func(ctx context.Context) {
+					_, _ = s.routes.Refresh(ctx)
+					_ = s.eventTypes.Refresh(ctx)
+				})
 		}()
 	}
 	s.batcher.Run(ctx)

@@ -3,9 +3,11 @@ package db
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Announcement is what DueNotify sends and DueListener.Wait receives.
@@ -122,6 +124,51 @@ func (db *DB) listen(ctx context.Context, appName string, due bool) (*DueListene
 		return nil, fmt.Errorf("listen: %w", unavailable(err))
 	}
 	return &DueListener{sess: sess}, nil
+}
+
+// FollowConfig calls reload now and at every configuration announcement
+// of any process (ListenConfig, as application appName) until ctx ends. A
+// lost session is opened again after a pause (doubling from 500 ms up to
+// 30 s), and reload is called again then, since changes made while it was
+// away were not announced to it; what names what follows the changes in
+// the log. It needs LISTEN, which a pooler in transaction mode does not
+// carry: callers also reload by a TTL.
+func (db *DB) FollowConfig(ctx context.Context, appName, what string, logger *slog.Logger, reload func(context.Context)) {
+	const first = 500 * time.Millisecond
+	pause := first
+	retry := time.NewTimer(0)
+	defer retry.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-retry.C:
+		}
+		l, err := db.ListenConfig(ctx, appName)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			logger.Warn("LISTEN for configuration changes failed; "+what+" follows them by its TTL until it is back", "error", err, "retry", pause)
+			retry.Reset(pause)
+			pause = min(2*pause, 30*time.Second)
+			continue
+		}
+		pause = first
+		reload(ctx)
+		for {
+			if _, err = l.Wait(ctx); err != nil {
+				break
+			}
+			reload(ctx)
+		}
+		l.Close()
+		if ctx.Err() != nil {
+			return
+		}
+		logger.Warn("LISTEN session for configuration changes lost; "+what+" follows them by its TTL until it is back", "error", err, "retry", pause)
+		retry.Reset(pause)
+	}
 }
 
 // Wait blocks until an announcement arrives and returns it. An error means

@@ -211,39 +211,5 @@ func (c *Catalog) Run(ctx context.Context) {
 // again with back-off (the TTL covers the gap). It needs a direct session
 // (LISTEN), which a pooler in transaction mode does not carry.
 func (c *Catalog) Watch(ctx context.Context) {
-	const first = 500 * time.Millisecond
-	pause := first
-	retry := time.NewTimer(0)
-	defer retry.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-retry.C:
-		}
-		l, err := c.store.ListenConfig(ctx, "hookrelay-event-types")
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			c.cfg.Logger.Warn("LISTEN for event type changes failed; the catalog follows them by its TTL until it is back", "error", err, "retry", pause)
-			retry.Reset(pause)
-			pause = min(2*pause, 30*time.Second)
-			continue
-		}
-		pause = first
-		_ = c.Refresh(ctx)
-		for {
-			if _, err = l.Wait(ctx); err != nil {
-				break
-			}
-			_ = c.Refresh(ctx)
-		}
-		l.Close()
-		if ctx.Err() != nil {
-			return
-		}
-		c.cfg.Logger.Warn("LISTEN session for event type changes lost", "error", err, "retry", pause)
-		retry.Reset(pause)
-	}
+	c.store.FollowConfig(ctx, "hookrelay-event-types", "the event type catalog", c.cfg.Logger, func(ctx context.Context) { _ = c.Refresh(ctx) })
 }

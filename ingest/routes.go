@@ -357,41 +357,7 @@ func (s *Snapshot) fanOut(carrierID int64, eventType, merchantRef string, vals [
 // on regardless. It needs LISTEN, which a pooler in transaction mode does
 // not carry.
 func (c *Routes) Watch(ctx context.Context, logger *slog.Logger) {
-	const first = 500 * time.Millisecond
-	pause := first
-	retry := time.NewTimer(0)
-	defer retry.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-retry.C:
-		}
-		l, err := c.store.ListenConfig(ctx, "hookrelay-api-config")
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			logger.Warn("LISTEN for configuration changes failed; the cache follows them by its TTL until it is back", "error", err, "retry", pause)
-			retry.Reset(pause)
-			pause = min(2*pause, 30*time.Second)
-			continue
-		}
-		pause = first
-		_, _ = c.Refresh(ctx)
-		for {
-			if _, err = l.Wait(ctx); err != nil {
-				break
-			}
-			_, _ = c.Refresh(ctx)
-		}
-		l.Close()
-		if ctx.Err() != nil {
-			return
-		}
-		logger.Warn("LISTEN session for configuration changes lost", "error", err, "retry", pause)
-		retry.Reset(pause)
-	}
+	c.store.FollowConfig(ctx, "hookrelay-api-config", "the routing cache", logger, func(ctx context.Context) { _, _ = c.Refresh(ctx) })
 }
 
 // Validator returns the schema validator of canonical events the snapshots
