@@ -17,10 +17,14 @@ var secretWords = []string{"secret", "password", "passwd", "token", "totp", "aut
 // secretNames are field names secret as a whole.
 var secretNames = map[string]bool{"auth": true, "key": true, "recoverycodes": true}
 
+// nameFolder drops the separators of a field's name (built once: a
+// Replacer is costly to build and safe to share).
+var nameFolder = strings.NewReplacer("_", "", "-", "")
+
 // secretField reports whether a field named name holds a secret. A key's
 // displayable prefix and a public key are not secrets.
 func secretField(name string) bool {
-	n := strings.NewReplacer("_", "", "-", "").Replace(strings.ToLower(name))
+	n := nameFolder.Replace(strings.ToLower(name))
 	if n == "apikeyprefix" || n == "keyprefix" || n == "publickey" {
 		return false
 	}
