@@ -42,7 +42,8 @@ func (d *Dashboard) recordLogin(ctx context.Context, p access.Principal, err err
 
 // recordLoginFailed records a refused login from c's client.
 func (d *Dashboard) recordLoginFailed(c echo.Context, err error) {
-	p := access.Principal{Kind: audit.KindAnonymous, Addr: throttle.ClientAddr(c.Request()), UserAgent: c.Request().UserAgent()}
+	from := clientOf(c)
+	p := access.Principal{Kind: audit.KindAnonymous, Addr: from.Addr, UserAgent: from.UserAgent}
 	if rerr := d.recordLogin(c.Request().Context(), p, err); rerr != nil {
 		d.log.Error("audit log: a failed login is not recorded", "addr", p.Addr, "error", rerr)
 	}
@@ -62,8 +63,15 @@ func (d *Dashboard) recordLogout(c echo.Context, cl claims, err error) error {
 // recordUserCreated records that user u was created by accepting an
 // invitation or by a first single sign-on; the user is its own actor.
 func (d *Dashboard) recordUserCreated(c echo.Context, u db.User) error {
-	p := access.Principal{Kind: access.KindUser, Role: u.Role, Scope: u.Scope, UserID: u.ID, Name: u.Email,
-		Addr: throttle.ClientAddr(c.Request()), UserAgent: c.Request().UserAgent()}
+	p := userPrincipal(c, u)
 	return d.cfg.Ops.Record(c.Request().Context(), audit.Entry{Action: "user.create", TargetType: "user",
 		TargetID: audit.ID(u.ID), After: u, Actor: &p})
+}
+
+// userPrincipal is user u acting from c's client before a session of
+// theirs exists (the audit log's actor of their own creation or reset).
+func userPrincipal(c echo.Context, u db.User) access.Principal {
+	from := clientOf(c)
+	return access.Principal{Kind: access.KindUser, Role: u.Role, Scope: u.Scope, UserID: u.ID, Name: u.Email,
+		Addr: from.Addr, UserAgent: from.UserAgent}
 }

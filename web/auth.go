@@ -24,8 +24,7 @@ func (d *Dashboard) authed(next echo.HandlerFunc) echo.HandlerFunc {
 			cl, err := d.sessions.check(c.Request().Context(), ck.Value)
 			if err == nil {
 				c.Set("session", cl)
-				from := client{Addr: throttle.ClientAddr(c.Request()), UserAgent: c.Request().UserAgent()}
-				c.SetRequest(c.Request().WithContext(access.WithPrincipal(c.Request().Context(), cl.principal(from))))
+				c.SetRequest(c.Request().WithContext(access.WithPrincipal(c.Request().Context(), cl.principal(clientOf(c)))))
 				return next(c)
 			}
 			if !errors.Is(err, errNoSession) {

@@ -48,19 +48,17 @@ func (v eventTypeView) PathName() string { return url.PathEscape(v.Name) }
 // merchantEvents is the portal's catalog: every event type with its
 // description, schema and examples, deprecated ones marked.
 func (d *Dashboard) merchantEvents(c echo.Context) error {
-	types, err := d.cfg.Ops.EventTypes(c.Request().Context(), "", maxEventTypesListed)
-	if err != nil {
-		return err
-	}
-	views := make([]eventTypeView, len(types))
-	for i, t := range types {
-		views[i] = eventTypeViewOf(t)
-	}
-	return d.render(c, http.StatusOK, "mevents", view{Title: "Events", Nav: "mevents", Data: views})
+	return d.renderEventTypes(c, "mevents", "Events")
 }
 
 // eventTypes lists the catalog for the operator.
 func (d *Dashboard) eventTypes(c echo.Context) error {
+	return d.renderEventTypes(c, "eventtypes", "Event types")
+}
+
+// renderEventTypes renders page (also its navigation entry) with the
+// catalog's event types.
+func (d *Dashboard) renderEventTypes(c echo.Context, page, title string) error {
 	types, err := d.cfg.Ops.EventTypes(c.Request().Context(), "", maxEventTypesListed)
 	if err != nil {
 		return err
@@ -69,7 +67,7 @@ func (d *Dashboard) eventTypes(c echo.Context) error {
 	for i, t := range types {
 		views[i] = eventTypeViewOf(t)
 	}
-	return d.render(c, http.StatusOK, "eventtypes", view{Title: "Event types", Nav: "eventtypes", Data: views})
+	return d.render(c, http.StatusOK, page, view{Title: title, Nav: page, Data: views})
 }
 
 // eventTypeForm is the create and edit form. Name is fixed once created

@@ -14,7 +14,6 @@ import (
 	"github.com/hookrelay/hookrelay/audit"
 	"github.com/hookrelay/hookrelay/db"
 	"github.com/hookrelay/hookrelay/ops"
-	"github.com/hookrelay/hookrelay/throttle"
 )
 
 var errResetUnknown = hookrelay.Errorf(hookrelay.ENOTFOUND, "This reset link is unknown, expired or used already. Ask an owner for a new one.")
@@ -123,8 +122,7 @@ func (d *Dashboard) resetAccept(c echo.Context) error {
 // link; the user is its own actor. "two_step" says whether TOTP is
 // enrolled now (a name the audit log's redaction keeps).
 func (d *Dashboard) recordPasswordReset(c echo.Context, u db.User) error {
-	p := access.Principal{Kind: access.KindUser, Role: u.Role, Scope: u.Scope, UserID: u.ID, Name: u.Email,
-		Addr: throttle.ClientAddr(c.Request()), UserAgent: c.Request().UserAgent()}
+	p := userPrincipal(c, u)
 	return d.cfg.Ops.Record(c.Request().Context(), audit.Entry{Action: "user.password_reset", TargetType: "user",
 		TargetID: audit.ID(u.ID), After: map[string]any{"two_step": u.TOTPSecret != "", "sessions_ended": true}, Actor: &p})
 }
