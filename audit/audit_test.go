@@ -329,3 +329,46 @@ func BenchmarkRecord(b *testing.B) {
 		}
 	}
 }
+
+// The append hashes each entry in PostgreSQL; Verify checks it with Sum.
+// The two agree on every field's bytes: empty fields, lengths on each side
+// of a varint's byte boundaries, multi-byte text, JSON kept as written, and
+// a time that went back along the chain (moved up to the head's).
+func TestAppendHashIsSum(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	now := time.Now().UTC()
+	_, err := b.store.AuditEnsurePartitions(ctx, now.Add(-time.Hour), 1)
+	require.NoError(t, err)
+	base := db.AuditEntry{At: now, ActorKind: "user", ActorRole: "owner", ActorUserID: 1 << 40, ActorTokenID: 2,
+		ActorSessionID: 3, ActorMerchantID: 4, ActorCarrierID: 5, ActorName: "顺丰 operator", Addr: "[2001:db8::1]:443",
+		UserAgent: "Mozilla/5.0", Action: "endpoint.update", TargetType: "endpoint", TargetID: "9",
+		Before: `{"url": "https://a.example/回调",  "n":1}`, After: `{"url":"https://b.example"}`, Result: "ok"}
+	var want []db.AuditEntry
+	for _, n := range []int{0, 1, 127, 128, 129, 16383, 16384, 16385, 1<<21 - 1, 1 << 21} {
+		e := base
+		e.Error = strings.Repeat("é", n/2) + strings.Repeat("x", n%2)
+		e.At = e.At.Add(time.Duration(len(want)) * time.Microsecond)
+		want = append(want, e)
+	}
+	empty := db.AuditEntry{At: now.Add(-time.Minute), ActorKind: "system", Action: "audit.pruned", Result: "ok"}
+	want = append(want, empty)
+	for _, e := range want {
+		require.NoError(t, b.store.AuditAppend(ctx, e, audit.Chain))
+	}
+	got, err := b.store.AuditList(ctx, db.AuditFilter{}, 0, 100)
+	require.NoError(t, err)
+	require.Len(t, got, len(want))
+	for i := range got {
+		e := &got[i]
+		require.Equal(t, want[i].Error, e.Error)
+		require.Equal(t, want[i].Before, e.Before, "JSON is kept byte for byte, as it was hashed")
+		require.Equal(t, audit.Sum(e), e.Hash, "entry %d (error of %d bytes): the database's hash is Sum", e.ID, len(e.Error))
+	}
+	last := got[len(got)-1]
+	require.Equal(t, got[len(got)-2].At, last.At, "a time before the head's is moved up to it")
+	rep := verify(t, b)
+	require.True(t, rep.OK(), rep.Problem)
+	require.EqualValues(t, len(want), rep.Count)
+}

@@ -65,7 +65,7 @@ func ID(id int64) string {
 
 // Store is the audit log's database (*db.DB).
 type Store interface {
-	AuditAppend(ctx context.Context, e db.AuditEntry, chain db.AuditChain) (db.AuditEntry, error)
+	AuditAppend(ctx context.Context, e db.AuditEntry, chain db.AuditChain) error
 	AuditEnsurePartitions(ctx context.Context, from time.Time, days int) (int, error)
 	AuditPrune(ctx context.Context, before time.Time, record func(db.AuditPruned) db.AuditEntry, chain db.AuditChain) (db.AuditPruned, error)
 	AuditHeadGet(ctx context.Context) (db.AuditHead, error)
@@ -132,7 +132,7 @@ func (l *Log) Record(ctx context.Context, e Entry) error {
 	if err := l.ensure(row.At); err != nil {
 		return hookrelay.WrapError(hookrelay.EUNAVAILABLE, "the action could not be recorded in the audit log", err)
 	}
-	if _, err := l.store.AuditAppend(ctx, row, Chain); err != nil {
+	if err := l.store.AuditAppend(ctx, row, Chain); err != nil {
 		return hookrelay.WrapError(hookrelay.EUNAVAILABLE, "the action could not be recorded in the audit log", err)
 	}
 	return nil

@@ -56,69 +56,46 @@ type AuditHead struct {
 	AnchorHash []byte
 }
 
-// AuditChain is how entries are chained and streamed (package audit).
+// AuditChain is how entries are streamed (package audit).
 type AuditChain struct {
-	// Seal returns the hash of e (its fields and PrevHash set).
-	Seal func(e *AuditEntry) []byte
 	// Event returns the data of e's audit.entry operational webhook event,
 	// written into the outbox in the append's transaction when an ops
-	// endpoint subscribes to audit.entry by name. Nil: no event.
+	// endpoint subscribes to audit.entry by name; the append sets its id,
+	// at, prev_hash and hash. Nil: no event.
 	Event func(e *AuditEntry) []byte
 }
 
-// AuditAppend appends e to the chain: it locks the head, gives e the next
-// id and the head's hash as PrevHash, moves e.At up to the head's time if
-// the clock went back (a day partition then holds a contiguous id range),
-// seals it, inserts it and moves the head, in one transaction — within a
-// unit of work (BeginUnit), the unit's, committed with the change it
-// records. The day partition of e.At must exist (AuditEnsurePartitions).
-func (db *DB) AuditAppend(ctx context.Context, e AuditEntry, chain AuditChain) (AuditEntry, error) {
-	if tx := db.unitTx(ctx); tx != nil {
-		// No savepoint: a failed append fails the unit.
-		q := dbsqlc.New(tx)
-		h, err := q.AuditHeadLock(ctx)
-		if err != nil {
-			return e, unavailable(err)
-		}
-		return e, auditAppendLocked(ctx, q, AuditHead(h), &e, chain)
+// AuditAppend appends e to the chain in one statement
+// (hookrelay_audit_append): under the head's lock it gives e the next id
+// and the head's hash as PrevHash, moves e.At up to the head's time if the
+// clock went back (a day partition then holds a contiguous id range),
+// hashes it (SHA-256 of PrevHash and the canonical encoding package audit
+// writes and verifies), inserts it and moves the head. Within a unit of
+// work (BeginUnit) it is sent with the unit's COMMIT, in the same round
+// trip, so the entry commits with the change it records and its failure is
+// the commit's; outside one, in a transaction of its own. The day
+// partition of e.At must exist (AuditEnsurePartitions).
+func (db *DB) AuditAppend(ctx context.Context, e AuditEntry, chain AuditChain) error {
+	q := db.q
+	if u := db.unitOf(ctx); u != nil {
+		q = dbsqlc.New(u.atCommit())
 	}
-	err := db.inTx(ctx, func(q *dbsqlc.Queries, _ pgx.Tx) error {
-		h, err := q.AuditHeadLock(ctx)
-		if err != nil {
-			return unavailable(err)
-		}
-		return auditAppendLocked(ctx, q, AuditHead(h), &e, chain)
-	})
-	return e, err
+	return unavailable(q.AuditAppend(ctx, auditAppendParams(&e, chain)))
 }
 
-func auditAppendLocked(ctx context.Context, q *dbsqlc.Queries, h AuditHead, e *AuditEntry, chain AuditChain) error {
-	e.ID = h.LastID + 1
+func auditAppendParams(e *AuditEntry, chain AuditChain) dbsqlc.AuditAppendParams {
 	e.At = e.At.UTC().Truncate(time.Microsecond)
-	if e.At.Before(h.LastAt) {
-		e.At = h.LastAt.UTC()
-	}
-	e.PrevHash = h.Hash
-	e.Hash = chain.Seal(e)
-	p := dbsqlc.AuditInsertParams{
-		ID: e.ID, At: e.At, ActorKind: e.ActorKind, ActorRole: e.ActorRole, ActorUserID: e.ActorUserID,
+	p := dbsqlc.AuditAppendParams{
+		At: e.At, ActorKind: e.ActorKind, ActorRole: e.ActorRole, ActorUserID: e.ActorUserID,
 		ActorTokenID: e.ActorTokenID, ActorSessionID: e.ActorSessionID, ActorMerchantID: e.ActorMerchantID,
 		ActorCarrierID: e.ActorCarrierID, ActorName: e.ActorName, Addr: e.Addr, UserAgent: e.UserAgent,
-		Action: e.Action, TargetType: e.TargetType, TargetID: e.TargetID,
-		Before: jsonOrNull(e.Before), After: jsonOrNull(e.After),
-		Result: e.Result, Error: e.Error, PrevHash: e.PrevHash, Hash: e.Hash,
+		Action: e.Action, TargetType: e.TargetType, TargetID: e.TargetID, Before: e.Before, After: e.After,
+		Result: e.Result, Error: e.Error,
 	}
 	if chain.Event != nil {
 		p.Event = chain.Event(e)
 	}
-	return unavailable(q.AuditInsert(ctx, p))
-}
-
-func jsonOrNull(s string) []byte {
-	if s == "" {
-		return nil
-	}
-	return []byte(s)
+	return p
 }
 
 // AuditHeadGet returns the chain's head.
@@ -243,7 +220,7 @@ func (db *DB) AuditPrune(ctx context.Context, before time.Time, record func(Audi
 			return unavailable(err)
 		}
 		e := record(out)
-		return auditAppendLocked(ctx, q, AuditHead(h), &e, chain)
+		return unavailable(q.AuditAppend(ctx, auditAppendParams(&e, chain)))
 	})
 	return out, err
 }

@@ -416,10 +416,11 @@ func transient(err error) bool {
 }
 
 // InTx runs fn in a transaction, committing when it returns nil; within a
-// unit of work (BeginUnit), a savepoint of its transaction.
+// unit of work (BeginUnit), in the unit's transaction, without a savepoint
+// (fn's failure fails the unit).
 func (db *DB) inTx(ctx context.Context, fn func(q *dbsqlc.Queries, tx pgx.Tx) error) error {
-	if tx := db.unitTx(ctx); tx != nil {
-		return runTx(ctx, tx, fn)
+	if u := db.unitOf(ctx); u != nil {
+		return runTx(ctx, u.tx(), fn)
 	}
 	return runTx(ctx, db.pool, fn)
 }

@@ -9,26 +9,16 @@ SELECT last_id, last_at, hash, anchor_id, anchor_hash FROM audit_head;
 -- name: AuditAnchorSet :exec
 UPDATE audit_head SET anchor_id = @anchor_id, anchor_hash = @anchor_hash;
 
--- name: AuditInsert :exec
--- Inserts an entry and moves the head to it, and adds its audit.entry
--- event to the ops outbox when an ops endpoint names audit.entry among its
--- events (an endpoint of every event type does not get the audit log: it
--- subscribes by name); one statement, under the head's lock.
-WITH ins AS (
-    INSERT INTO audit_log (id, at, actor_kind, actor_role, actor_user_id, actor_token_id, actor_session_id,
-                           actor_merchant_id, actor_carrier_id, actor_name, addr, user_agent, action,
-                           target_type, target_id, before, after, result, error, prev_hash, hash)
-    VALUES (@id, @at, @actor_kind, @actor_role, @actor_user_id, @actor_token_id, @actor_session_id,
-            @actor_merchant_id, @actor_carrier_id, @actor_name, @addr, @user_agent, @action,
-            @target_type, @target_id, sqlc.narg(before)::json, sqlc.narg(after)::json, @result, @error,
-            @prev_hash, @hash)
-), head AS (
-    UPDATE audit_head SET last_id = @id, last_at = @at, hash = @hash
-)
-INSERT INTO ops_events (type, count, data)
-SELECT 'audit.entry', 1, sqlc.narg(event)::jsonb
-WHERE sqlc.narg(event)::jsonb IS NOT NULL
-  AND EXISTS (SELECT 1 FROM ops_endpoints o WHERE 'audit.entry' = ANY(o.events));
+-- name: AuditAppend :exec
+-- Appends an entry after the head, under the head's lock, and moves the
+-- head (hookrelay_audit_append: it numbers, dates, hashes and inserts the
+-- entry and queues its audit.entry event).
+SELECT FROM hookrelay_audit_append(sqlc.arg(at)::timestamptz, sqlc.arg(actor_kind)::text, sqlc.arg(actor_role)::text,
+    sqlc.arg(actor_user_id)::bigint, sqlc.arg(actor_token_id)::bigint, sqlc.arg(actor_session_id)::bigint,
+    sqlc.arg(actor_merchant_id)::bigint, sqlc.arg(actor_carrier_id)::bigint, sqlc.arg(actor_name)::text,
+    sqlc.arg(addr)::text, sqlc.arg(user_agent)::text, sqlc.arg(action)::text, sqlc.arg(target_type)::text,
+    sqlc.arg(target_id)::text, sqlc.arg(before)::text, sqlc.arg(after)::text, sqlc.arg(result)::text,
+    sqlc.arg(error)::text, sqlc.narg(event)::jsonb);
 
 -- name: AuditList :many
 -- Entries after id after_id in chain order, those matching the filters

@@ -24,6 +24,65 @@ func (q *Queries) AuditAnchorSet(ctx context.Context, arg AuditAnchorSetParams) 
 	return err
 }
 
+const auditAppend = `-- name: AuditAppend :exec
+SELECT FROM hookrelay_audit_append($1::timestamptz, $2::text, $3::text,
+    $4::bigint, $5::bigint, $6::bigint,
+    $7::bigint, $8::bigint, $9::text,
+    $10::text, $11::text, $12::text, $13::text,
+    $14::text, $15::text, $16::text, $17::text,
+    $18::text, $19::jsonb)
+`
+
+type AuditAppendParams struct {
+	At              time.Time
+	ActorKind       string
+	ActorRole       string
+	ActorUserID     int64
+	ActorTokenID    int64
+	ActorSessionID  int64
+	ActorMerchantID int64
+	ActorCarrierID  int64
+	ActorName       string
+	Addr            string
+	UserAgent       string
+	Action          string
+	TargetType      string
+	TargetID        string
+	Before          string
+	After           string
+	Result          string
+	Error           string
+	Event           []byte
+}
+
+// Appends an entry after the head, under the head's lock, and moves the
+// head (hookrelay_audit_append: it numbers, dates, hashes and inserts the
+// entry and queues its audit.entry event).
+func (q *Queries) AuditAppend(ctx context.Context, arg AuditAppendParams) error {
+	_, err := q.db.Exec(ctx, auditAppend,
+		arg.At,
+		arg.ActorKind,
+		arg.ActorRole,
+		arg.ActorUserID,
+		arg.ActorTokenID,
+		arg.ActorSessionID,
+		arg.ActorMerchantID,
+		arg.ActorCarrierID,
+		arg.ActorName,
+		arg.Addr,
+		arg.UserAgent,
+		arg.Action,
+		arg.TargetType,
+		arg.TargetID,
+		arg.Before,
+		arg.After,
+		arg.Result,
+		arg.Error,
+		arg.Event,
+	)
+	return err
+}
+
 const auditHashOf = `-- name: AuditHashOf :one
 SELECT hash FROM audit_log WHERE id = $1
 `
@@ -85,81 +144,6 @@ func (q *Queries) AuditHeadLock(ctx context.Context) (AuditHeadLockRow, error) {
 		&i.AnchorHash,
 	)
 	return i, err
-}
-
-const auditInsert = `-- name: AuditInsert :exec
-WITH ins AS (
-    INSERT INTO audit_log (id, at, actor_kind, actor_role, actor_user_id, actor_token_id, actor_session_id,
-                           actor_merchant_id, actor_carrier_id, actor_name, addr, user_agent, action,
-                           target_type, target_id, before, after, result, error, prev_hash, hash)
-    VALUES ($2, $3, $4, $5, $6, $7, $8,
-            $9, $10, $11, $12, $13, $14,
-            $15, $16, $17::json, $18::json, $19, $20,
-            $21, $22)
-), head AS (
-    UPDATE audit_head SET last_id = $2, last_at = $3, hash = $22
-)
-INSERT INTO ops_events (type, count, data)
-SELECT 'audit.entry', 1, $1::jsonb
-WHERE $1::jsonb IS NOT NULL
-  AND EXISTS (SELECT 1 FROM ops_endpoints o WHERE 'audit.entry' = ANY(o.events))
-`
-
-type AuditInsertParams struct {
-	Event           []byte
-	ID              int64
-	At              time.Time
-	ActorKind       string
-	ActorRole       string
-	ActorUserID     int64
-	ActorTokenID    int64
-	ActorSessionID  int64
-	ActorMerchantID int64
-	ActorCarrierID  int64
-	ActorName       string
-	Addr            string
-	UserAgent       string
-	Action          string
-	TargetType      string
-	TargetID        string
-	Before          []byte
-	After           []byte
-	Result          string
-	Error           string
-	PrevHash        []byte
-	Hash            []byte
-}
-
-// Inserts an entry and moves the head to it, and adds its audit.entry
-// event to the ops outbox when an ops endpoint names audit.entry among its
-// events (an endpoint of every event type does not get the audit log: it
-// subscribes by name); one statement, under the head's lock.
-func (q *Queries) AuditInsert(ctx context.Context, arg AuditInsertParams) error {
-	_, err := q.db.Exec(ctx, auditInsert,
-		arg.Event,
-		arg.ID,
-		arg.At,
-		arg.ActorKind,
-		arg.ActorRole,
-		arg.ActorUserID,
-		arg.ActorTokenID,
-		arg.ActorSessionID,
-		arg.ActorMerchantID,
-		arg.ActorCarrierID,
-		arg.ActorName,
-		arg.Addr,
-		arg.UserAgent,
-		arg.Action,
-		arg.TargetType,
-		arg.TargetID,
-		arg.Before,
-		arg.After,
-		arg.Result,
-		arg.Error,
-		arg.PrevHash,
-		arg.Hash,
-	)
-	return err
 }
 
 const auditLastBefore = `-- name: AuditLastBefore :one
