@@ -37,10 +37,10 @@
 //
 // A change and its entry commit together: package ops runs each change in a
 // unit of work (db.BeginUnit) and appends its entry in the same
-// transaction, so an entry costs no commit of its own, and a change whose
-// entry cannot be written is rolled back and fails (hookrelay.EUNAVAILABLE,
-// "the action could not be recorded in the audit log"): nothing is done
-// unrecorded. A refused or failed action is recorded apart, after its
+// transaction, in one pipeline with its COMMIT, so an entry costs no commit
+// or round trip of its own, and a change whose entry cannot be written is
+// rolled back and fails (hookrelay.EUNAVAILABLE, "the change could not be
+// committed with its audit log entry"): nothing is done unrecorded. A refused or failed action is recorded apart, after its
 // rollback, with its result ("invalid", "not_found"...); when that entry
 // cannot be written either, the action's own error is returned. A read of
 // a message body is recorded in a transaction of its own before the body
@@ -53,7 +53,9 @@
 // SHA-256(PrevHash || the canonical encoding of its fields, Encode). Appends
 // are serialized by a one-row head (audit_head) locked in the transaction of
 // the insert, which also holds the newest id and hash, so the chain is a
-// line and ids have no gaps. Verify walks the retained log from its anchor
+// line and ids have no gaps. The append is one statement
+// (hookrelay_audit_append): it takes the head's lock and hashes the entry
+// in PostgreSQL, over the same encoding, which Verify checks with Sum. Verify walks the retained log from its anchor
 // (the last entry retention dropped, recorded in the head and in the
 // audit.pruned entry written in the drop's transaction) to the head, and
 // names the first entry that was edited, removed or re-linked.

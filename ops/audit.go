@@ -48,9 +48,9 @@ func (s *Service) record(ctx context.Context, e audit.Entry, err error) error {
 }
 
 // unit starts the unit of work of a change: the change's statements and
-// its audit entry commit in one transaction (db.BeginUnit), so the entry
-// costs no commit of its own and a change whose entry cannot be written
-// is undone. The action passes its entry and its error to the returned
+// its audit entry commit in one transaction (db.BeginUnit), the entry sent
+// with the COMMIT, so it costs no commit or round trip of its own and a
+// change whose entry cannot be written is undone. The action passes its entry and its error to the returned
 // function, which ends the unit and returns the action's error, or the
 // audit log's or the commit's; a failed action is rolled back and recorded
 // apart (record). Without Config.Audit nothing is recorded.
@@ -73,7 +73,7 @@ func (s *Service) unit(ctx context.Context) (context.Context, func(audit.Entry, 
 			return err
 		}
 		if err := u.Commit(ctx); err != nil {
-			return hookrelay.WrapError(hookrelay.EUNAVAILABLE, "the change could not be committed", err)
+			return hookrelay.WrapError(hookrelay.EUNAVAILABLE, "the change could not be committed with its audit log entry", err)
 		}
 		return nil
 	}
