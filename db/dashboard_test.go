@@ -166,3 +166,55 @@ func TestDashboardDeadLettersKeysetAndFilters(t *testing.T) {
 	require.Equal(t, epA.ID, got.EndpointID)
 	require.Equal(t, 1, got.Attempts)
 }
+
+// The id sets of a filter (an operator's scope) keep their members only: nil
+// limits nothing, an empty set matches none; the list, the count, retry and
+// discard apply them alike, by filter and by ids.
+func TestDeadLetterFilterSets(t *testing.T) {
+	t.Parallel()
+	store := dbtest.New(t)
+	ctx := context.Background()
+	epA, _ := dbtest.Endpoint(t, store, nil)
+	epB, _ := dbtest.Endpoint(t, store, nil)
+	var ids []int64
+	var carriers []int64
+	for i, ep := range []db.Endpoint{epA, epA, epB} {
+		key := fmt.Sprintf("SET-%d", i)
+		m := dbtest.Message(t, store, &dbtest.MessageOpts{EndpointIDs: []int64{ep.ID}, OrderingKey: key})
+		ids = append(ids, finish(t, store, key, db.AckDead))
+		msg, err := dbtest.MessageGetByID(ctx, store, m.ID)
+		require.NoError(t, err)
+		carriers = append(carriers, msg.CarrierID)
+	}
+	count := func(f db.DeadLetterFilter) int64 {
+		t.Helper()
+		n, err := store.DeadLetterCount(ctx, f, 100)
+		require.NoError(t, err)
+		rows, err := store.DeadLetterList(ctx, f, db.DeadLetterPage{}, 100)
+		require.NoError(t, err)
+		require.EqualValues(t, n, len(rows), "the list and the count agree")
+		return n
+	}
+	require.EqualValues(t, 3, count(db.DeadLetterFilter{}))
+	require.EqualValues(t, 2, count(db.DeadLetterFilter{MerchantIDs: []int64{epA.MerchantID}}))
+	require.EqualValues(t, 3, count(db.DeadLetterFilter{MerchantIDs: []int64{epA.MerchantID, epB.MerchantID}}))
+	require.EqualValues(t, 0, count(db.DeadLetterFilter{MerchantIDs: []int64{}}), "an empty set matches none")
+	require.EqualValues(t, 0, count(db.DeadLetterFilter{MerchantID: epB.MerchantID, MerchantIDs: []int64{epA.MerchantID}}))
+	require.EqualValues(t, 1, count(db.DeadLetterFilter{CarrierIDs: []int64{carriers[1]}}))
+	require.EqualValues(t, 0, count(db.DeadLetterFilter{CarrierIDs: []int64{carriers[2]}, MerchantIDs: []int64{epA.MerchantID}}))
+
+	// By ids, the sets still limit: B's dead letter stays.
+	n, err := store.DeadLetterDiscard(ctx, ids, db.DeadLetterFilter{MerchantIDs: []int64{epA.MerchantID}, CarrierIDs: []int64{carriers[0]}})
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n)
+	n, err = store.DeadLetterRetry(ctx, ids, db.DeadLetterFilter{MerchantIDs: []int64{epA.MerchantID}})
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n)
+	n, err = store.DeadLetterRetry(ctx, nil, db.DeadLetterFilter{MerchantIDs: []int64{}})
+	require.NoError(t, err)
+	require.EqualValues(t, 0, n)
+	left, err := store.DeadLetterList(ctx, db.DeadLetterFilter{}, db.DeadLetterPage{}, 10)
+	require.NoError(t, err)
+	require.Len(t, left, 1)
+	require.Equal(t, ids[2], left[0].ID)
+}

@@ -44,6 +44,11 @@ type DeadLetterFilter struct {
 	CarrierID  int64
 	MerchantID int64
 	Since      time.Time // died at or after
+	// MerchantIDs and CarrierIDs, when not nil, keep the dead letters of
+	// these merchants (of the endpoint) and carriers (of the message) only:
+	// an empty, non-nil set matches none. They carry an operator's scope.
+	MerchantIDs []int64
+	CarrierIDs  []int64
 }
 
 func optID(v int64) *int64 {
@@ -69,6 +74,15 @@ type DeadLetterPage struct {
 	ID     int64
 }
 
+// DeadLetterGet returns one dead letter, or hookrelay.ENOTFOUND.
+func (db *DB) DeadLetterGet(ctx context.Context, id int64) (DeadLetter, error) {
+	r, err := db.q.DeadLetterGet(ctx, id)
+	if err != nil {
+		return DeadLetter{}, notFound(unavailableUnlessNoRows(err), "dead letter")
+	}
+	return deadLetterFrom(r), nil
+}
+
 // DeadLetterList returns up to limit dead letters matching f from page on.
 func (db *DB) DeadLetterList(ctx context.Context, f DeadLetterFilter, page DeadLetterPage, limit int) ([]DeadLetter, error) {
 	at, id := page.At, page.ID
@@ -81,7 +95,7 @@ func (db *DB) DeadLetterList(ctx context.Context, f DeadLetterFilter, page DeadL
 	}
 	rows, err := db.q.DeadLetterList(ctx, dbsqlc.DeadLetterListParams{
 		EndpointID: optID(f.EndpointID), CarrierID: optID(f.CarrierID), MerchantID: optID(f.MerchantID),
-		Since: optTime(f.Since), Newest: page.Newest, CursorAt: at, CursorID: id, Lim: int32(limit),
+		MerchantIDs: f.MerchantIDs, CarrierIDs: f.CarrierIDs, Since: optTime(f.Since), Newest: page.Newest, CursorAt: at, CursorID: id, Lim: int32(limit),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list dead letters: %w", unavailable(err))
@@ -97,7 +111,7 @@ func (db *DB) DeadLetterList(ctx context.Context, f DeadLetterFilter, page DeadL
 func (db *DB) DeadLetterCount(ctx context.Context, f DeadLetterFilter, limit int) (int64, error) {
 	n, err := db.q.DeadLetterCountCapped(ctx, dbsqlc.DeadLetterCountCappedParams{
 		EndpointID: optID(f.EndpointID), CarrierID: optID(f.CarrierID), MerchantID: optID(f.MerchantID),
-		Since: optTime(f.Since), Cap: int32(limit),
+		MerchantIDs: f.MerchantIDs, CarrierIDs: f.CarrierIDs, Since: optTime(f.Since), Cap: int32(limit),
 	})
 	if err != nil {
 		return 0, fmt.Errorf("count dead letters: %w", unavailable(err))
@@ -112,7 +126,7 @@ func (db *DB) DeadLetterCount(ctx context.Context, f DeadLetterFilter, limit int
 func (db *DB) DeadLetterRetry(ctx context.Context, ids []int64, f DeadLetterFilter) (int64, error) {
 	n, err := db.q.DeadLetterRetry(ctx, dbsqlc.DeadLetterRetryParams{
 		ByIDs: ids != nil, IDs: nonNil(ids), EndpointID: optID(f.EndpointID), CarrierID: optID(f.CarrierID),
-		MerchantID: optID(f.MerchantID), Since: optTime(f.Since),
+		MerchantID: optID(f.MerchantID), MerchantIDs: f.MerchantIDs, CarrierIDs: f.CarrierIDs, Since: optTime(f.Since),
 	})
 	if err != nil {
 		return 0, fmt.Errorf("retry dead letters: %w", unavailable(err))
@@ -125,7 +139,7 @@ func (db *DB) DeadLetterRetry(ctx context.Context, ids []int64, f DeadLetterFilt
 func (db *DB) DeadLetterDiscard(ctx context.Context, ids []int64, f DeadLetterFilter) (int64, error) {
 	n, err := db.q.DeadLetterDiscard(ctx, dbsqlc.DeadLetterDiscardParams{
 		ByIDs: ids != nil, IDs: nonNil(ids), EndpointID: optID(f.EndpointID), CarrierID: optID(f.CarrierID),
-		MerchantID: optID(f.MerchantID), Since: optTime(f.Since),
+		MerchantID: optID(f.MerchantID), MerchantIDs: f.MerchantIDs, CarrierIDs: f.CarrierIDs, Since: optTime(f.Since),
 	})
 	if err != nil {
 		return 0, fmt.Errorf("discard dead letters: %w", unavailable(err))

@@ -146,15 +146,6 @@ const StatSlice = statSlice
 // ParseAnnouncement is parseAnnouncement.
 func ParseAnnouncement(payload string) Announcement { return parseAnnouncement(payload) }
 
-// DeadLetterGet returns one dead letter, or hookrelay.ENOTFOUND.
-func (db *DB) DeadLetterGet(ctx context.Context, id int64) (DeadLetter, error) {
-	r, err := db.q.DeadLetterGet(ctx, id)
-	if err != nil {
-		return DeadLetter{}, notFound(unavailableUnlessNoRows(err), "dead letter")
-	}
-	return deadLetterFrom(r), nil
-}
-
 // DeliveryResumeEndpoint makes an endpoint's held rows visible now (not those
 // in flight, not parked non-heads).
 func (db *DB) DeliveryResumeEndpoint(ctx context.Context, endpointID int64) (int64, error) {

@@ -11,7 +11,9 @@ import (
 
 // Delivery returns delivery id with its attempts if a may act on it: the
 // operator always, a merchant while the delivery's endpoint is its own and
-// not deleted.
+// not deleted. A dead letter is also one the principal in ctx may see
+// (scopedDeadLetters: an operator scoped to carriers sees those of its
+// carriers' messages only).
 func (s *Service) Delivery(ctx context.Context, a Actor, id int64) (db.Delivery, []db.Attempt, error) {
 	d, attempts, err := s.db.DeliveryGet(ctx, id)
 	if err != nil {
@@ -19,11 +21,25 @@ func (s *Service) Delivery(ctx context.Context, a Actor, id int64) (db.Delivery,
 	}
 	if a.limited() {
 		if _, err := s.Endpoint(ctx, a, d.EndpointID); err != nil {
-			return db.Delivery{}, nil, hookrelay.Errorf(hookrelay.ENOTFOUND, "delivery not found")
+			return db.Delivery{}, nil, errDeliveryNotFound
+		}
+	}
+	lim := scopedDeadLetters(ctx, db.DeadLetterFilter{})
+	if d.State == db.DeliveryDead && (lim.MerchantIDs != nil || lim.CarrierIDs != nil) {
+		dl, err := s.db.DeadLetterGet(ctx, d.ID)
+		switch {
+		case hookrelay.CodeOf(err) == hookrelay.ENOTFOUND:
+			// Retried or discarded since: what DeliveryGet read stands.
+		case err != nil:
+			return db.Delivery{}, nil, err
+		case !scopeHolds(lim, dl):
+			return db.Delivery{}, nil, errDeliveryNotFound
 		}
 	}
 	return d, attempts, nil
 }
+
+var errDeliveryNotFound = hookrelay.Errorf(hookrelay.ENOTFOUND, "delivery not found")
 
 // RetryDelivery asks for delivery id to be attempted as soon as possible. A
 // dead letter goes back into the queue (unordered: it does not hold back the
@@ -44,7 +60,7 @@ func (s *Service) RetryDelivery(ctx context.Context, a Actor, id int64) (err err
 	case db.DeliveryDelivered:
 		return hookrelay.Errorf(hookrelay.ECONFLICT, "delivery already delivered")
 	case db.DeliveryDead:
-		n, err := s.db.DeadLetterRetry(ctx, []int64{d.ID}, db.DeadLetterFilter{})
+		n, err := s.db.DeadLetterRetry(ctx, []int64{d.ID}, scopedDeadLetters(ctx, db.DeadLetterFilter{}))
 		if err != nil {
 			return err
 		}

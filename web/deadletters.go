@@ -106,7 +106,7 @@ func (d *Dashboard) deadLetters(c echo.Context) error {
 		}
 		page.At, page.ID = time.Unix(0, n).UTC(), i
 	}
-	rows, err := d.reads(c).DeadLetterList(c.Request().Context(), q, page, pageSize+1)
+	rows, err := ops.ListDeadLettersFrom(c.Request().Context(), d.reads(c), q, page, pageSize+1)
 	if err != nil {
 		return err
 	}
@@ -175,7 +175,7 @@ func (d *Dashboard) deadLettersConfirm(c echo.Context) error {
 		a.Count = int64(len(a.IDs))
 	} else {
 		q, _ := a.Filter.query()
-		n, err := d.store.DeadLetterCount(c.Request().Context(), q, confirmCap+1)
+		n, err := d.cfg.Ops.CountDeadLetters(c.Request().Context(), q, confirmCap+1)
 		if err != nil {
 			return err
 		}

@@ -32,6 +32,9 @@ func (d *Dashboard) loadDelivery(ctx context.Context, a ops.Actor, id int64) (de
 	if err != nil {
 		return deliveryData{}, err
 	}
+	if v.DeadLetter != nil && !ops.DeadLetterVisible(ctx, *v.DeadLetter) {
+		return deliveryData{}, hookrelay.Errorf(hookrelay.ENOTFOUND, "delivery not found")
+	}
 	data := deliveryData{D: v}
 	data.TrackingNumber, _ = hookrelay.ChainKey(v.OrderingKey)
 	p := v.Pending

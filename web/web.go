@@ -72,7 +72,6 @@ type Store interface {
 	DeliveryCountByEndpoint(ctx context.Context, endpointIDs []int64, limit int) (map[int64]int64, error)
 	DeliveryPullLag(ctx context.Context, endpointIDs []int64, limit int64) ([]db.PullLag, error)
 	DeadLetterList(ctx context.Context, f db.DeadLetterFilter, page db.DeadLetterPage, limit int) ([]db.DeadLetter, error)
-	DeadLetterCount(ctx context.Context, f db.DeadLetterFilter, limit int) (int64, error)
 	DeliveryRead(ctx context.Context, id int64) (db.DeliveryRecord, error)
 	AttemptListRecent(ctx context.Context, endpointID int64, since, before time.Time, limit int) ([]db.Attempt, error)
 	DeliveryListPendingNewest(ctx context.Context, endpointID int64, limit int) ([]db.PendingDelivery, error)

@@ -30,7 +30,8 @@ ON CONFLICT (id) DO UPDATE SET
 SELECT * FROM dead_letters WHERE id = $1;
 
 -- name: DeadLetterList :many
--- Up to @lim dead letters matching the filter (NULL matches everything),
+-- Up to @lim dead letters matching the filter (NULL matches everything; the
+-- id sets, a scope's merchants and carriers, match their members only),
 -- keyset on (created_at, id): oldest first after the cursor, or with @newest
 -- newest first before it. Each direction is a branch of its own so that
 -- either walks an index in its order and stops at the limit; the branch of
@@ -41,6 +42,8 @@ WITH d AS NOT MATERIALIZED (
     WHERE (sqlc.narg(endpoint_id)::bigint IS NULL OR endpoint_id = sqlc.narg(endpoint_id)::bigint)
       AND (sqlc.narg(carrier_id)::bigint IS NULL OR carrier_id = sqlc.narg(carrier_id)::bigint)
       AND (sqlc.narg(merchant_id)::bigint IS NULL OR merchant_id = sqlc.narg(merchant_id)::bigint)
+      AND (sqlc.narg(merchant_ids)::bigint[] IS NULL OR merchant_id = ANY(sqlc.narg(merchant_ids)::bigint[]))
+      AND (sqlc.narg(carrier_ids)::bigint[] IS NULL OR carrier_id = ANY(sqlc.narg(carrier_ids)::bigint[]))
       AND (sqlc.narg(since)::timestamptz IS NULL OR created_at >= sqlc.narg(since)::timestamptz)
 )
 SELECT * FROM (
@@ -64,6 +67,8 @@ SELECT count(*)::bigint FROM (
     WHERE (sqlc.narg(endpoint_id)::bigint IS NULL OR endpoint_id = sqlc.narg(endpoint_id)::bigint)
       AND (sqlc.narg(carrier_id)::bigint IS NULL OR carrier_id = sqlc.narg(carrier_id)::bigint)
       AND (sqlc.narg(merchant_id)::bigint IS NULL OR merchant_id = sqlc.narg(merchant_id)::bigint)
+      AND (sqlc.narg(merchant_ids)::bigint[] IS NULL OR merchant_id = ANY(sqlc.narg(merchant_ids)::bigint[]))
+      AND (sqlc.narg(carrier_ids)::bigint[] IS NULL OR carrier_id = ANY(sqlc.narg(carrier_ids)::bigint[]))
       AND (sqlc.narg(since)::timestamptz IS NULL OR created_at >= sqlc.narg(since)::timestamptz)
     LIMIT @cap
 ) AS d;
@@ -83,6 +88,8 @@ WITH moved AS (
       AND (sqlc.narg(endpoint_id)::bigint IS NULL OR d.endpoint_id = sqlc.narg(endpoint_id)::bigint)
       AND (sqlc.narg(carrier_id)::bigint IS NULL OR d.carrier_id = sqlc.narg(carrier_id)::bigint)
       AND (sqlc.narg(merchant_id)::bigint IS NULL OR d.merchant_id = sqlc.narg(merchant_id)::bigint)
+      AND (sqlc.narg(merchant_ids)::bigint[] IS NULL OR d.merchant_id = ANY(sqlc.narg(merchant_ids)::bigint[]))
+      AND (sqlc.narg(carrier_ids)::bigint[] IS NULL OR d.carrier_id = ANY(sqlc.narg(carrier_ids)::bigint[]))
       AND (sqlc.narg(since)::timestamptz IS NULL OR d.created_at >= sqlc.narg(since)::timestamptz)
     RETURNING d.id, d.queue, d.endpoint_id, d.ordering_key, d.message_id, d.message_received_at
 ), inserted AS (
@@ -100,6 +107,8 @@ WHERE (NOT @by_ids::boolean OR d.id = ANY(@ids::bigint[]))
   AND (sqlc.narg(endpoint_id)::bigint IS NULL OR d.endpoint_id = sqlc.narg(endpoint_id)::bigint)
   AND (sqlc.narg(carrier_id)::bigint IS NULL OR d.carrier_id = sqlc.narg(carrier_id)::bigint)
   AND (sqlc.narg(merchant_id)::bigint IS NULL OR d.merchant_id = sqlc.narg(merchant_id)::bigint)
+  AND (sqlc.narg(merchant_ids)::bigint[] IS NULL OR d.merchant_id = ANY(sqlc.narg(merchant_ids)::bigint[]))
+  AND (sqlc.narg(carrier_ids)::bigint[] IS NULL OR d.carrier_id = ANY(sqlc.narg(carrier_ids)::bigint[]))
   AND (sqlc.narg(since)::timestamptz IS NULL OR d.created_at >= sqlc.narg(since)::timestamptz);
 
 -- name: DeadLetterDeleteExpired :execrows

@@ -27,17 +27,21 @@ SELECT count(*)::bigint FROM (
     WHERE ($1::bigint IS NULL OR endpoint_id = $1::bigint)
       AND ($2::bigint IS NULL OR carrier_id = $2::bigint)
       AND ($3::bigint IS NULL OR merchant_id = $3::bigint)
-      AND ($4::timestamptz IS NULL OR created_at >= $4::timestamptz)
-    LIMIT $5
+      AND ($4::bigint[] IS NULL OR merchant_id = ANY($4::bigint[]))
+      AND ($5::bigint[] IS NULL OR carrier_id = ANY($5::bigint[]))
+      AND ($6::timestamptz IS NULL OR created_at >= $6::timestamptz)
+    LIMIT $7
 ) AS d
 `
 
 type DeadLetterCountCappedParams struct {
-	EndpointID *int64
-	CarrierID  *int64
-	MerchantID *int64
-	Since      *time.Time
-	Cap        int32
+	EndpointID  *int64
+	CarrierID   *int64
+	MerchantID  *int64
+	MerchantIDs []int64
+	CarrierIDs  []int64
+	Since       *time.Time
+	Cap         int32
 }
 
 // Dead letters matching the filter (NULL matches everything), counted up to
@@ -47,6 +51,8 @@ func (q *Queries) DeadLetterCountCapped(ctx context.Context, arg DeadLetterCount
 		arg.EndpointID,
 		arg.CarrierID,
 		arg.MerchantID,
+		arg.MerchantIDs,
+		arg.CarrierIDs,
 		arg.Since,
 		arg.Cap,
 	)
@@ -75,16 +81,20 @@ WHERE (NOT $1::boolean OR d.id = ANY($2::bigint[]))
   AND ($3::bigint IS NULL OR d.endpoint_id = $3::bigint)
   AND ($4::bigint IS NULL OR d.carrier_id = $4::bigint)
   AND ($5::bigint IS NULL OR d.merchant_id = $5::bigint)
-  AND ($6::timestamptz IS NULL OR d.created_at >= $6::timestamptz)
+  AND ($6::bigint[] IS NULL OR d.merchant_id = ANY($6::bigint[]))
+  AND ($7::bigint[] IS NULL OR d.carrier_id = ANY($7::bigint[]))
+  AND ($8::timestamptz IS NULL OR d.created_at >= $8::timestamptz)
 `
 
 type DeadLetterDiscardParams struct {
-	ByIDs      bool
-	IDs        []int64
-	EndpointID *int64
-	CarrierID  *int64
-	MerchantID *int64
-	Since      *time.Time
+	ByIDs       bool
+	IDs         []int64
+	EndpointID  *int64
+	CarrierID   *int64
+	MerchantID  *int64
+	MerchantIDs []int64
+	CarrierIDs  []int64
+	Since       *time.Time
 }
 
 func (q *Queries) DeadLetterDiscard(ctx context.Context, arg DeadLetterDiscardParams) (int64, error) {
@@ -94,6 +104,8 @@ func (q *Queries) DeadLetterDiscard(ctx context.Context, arg DeadLetterDiscardPa
 		arg.EndpointID,
 		arg.CarrierID,
 		arg.MerchantID,
+		arg.MerchantIDs,
+		arg.CarrierIDs,
 		arg.Since,
 	)
 	if err != nil {
@@ -189,7 +201,9 @@ WITH d AS NOT MATERIALIZED (
     WHERE ($5::bigint IS NULL OR endpoint_id = $5::bigint)
       AND ($6::bigint IS NULL OR carrier_id = $6::bigint)
       AND ($7::bigint IS NULL OR merchant_id = $7::bigint)
-      AND ($8::timestamptz IS NULL OR created_at >= $8::timestamptz)
+      AND ($8::bigint[] IS NULL OR merchant_id = ANY($8::bigint[]))
+      AND ($9::bigint[] IS NULL OR carrier_id = ANY($9::bigint[]))
+      AND ($10::timestamptz IS NULL OR created_at >= $10::timestamptz)
 )
 SELECT id, message_id, message_received_at, endpoint_id, merchant_id, carrier_id, queue, ordering_key, event_type, attempts, last_status, last_error, created_at FROM (
     (SELECT id, message_id, message_received_at, endpoint_id, merchant_id, carrier_id, queue, ordering_key, event_type, attempts, last_status, last_error, created_at FROM d
@@ -206,14 +220,16 @@ ORDER BY CASE WHEN $1::boolean THEN created_at END DESC,
 `
 
 type DeadLetterListParams struct {
-	Newest     bool
-	CursorAt   time.Time
-	CursorID   int64
-	Lim        int32
-	EndpointID *int64
-	CarrierID  *int64
-	MerchantID *int64
-	Since      *time.Time
+	Newest      bool
+	CursorAt    time.Time
+	CursorID    int64
+	Lim         int32
+	EndpointID  *int64
+	CarrierID   *int64
+	MerchantID  *int64
+	MerchantIDs []int64
+	CarrierIDs  []int64
+	Since       *time.Time
 }
 
 type DeadLetterListRow struct {
@@ -232,7 +248,8 @@ type DeadLetterListRow struct {
 	CreatedAt         time.Time
 }
 
-// Up to @lim dead letters matching the filter (NULL matches everything),
+// Up to @lim dead letters matching the filter (NULL matches everything; the
+// id sets, a scope's merchants and carriers, match their members only),
 // keyset on (created_at, id): oldest first after the cursor, or with @newest
 // newest first before it. Each direction is a branch of its own so that
 // either walks an index in its order and stops at the limit; the branch of
@@ -247,6 +264,8 @@ func (q *Queries) DeadLetterList(ctx context.Context, arg DeadLetterListParams) 
 		arg.EndpointID,
 		arg.CarrierID,
 		arg.MerchantID,
+		arg.MerchantIDs,
+		arg.CarrierIDs,
 		arg.Since,
 	)
 	if err != nil {
@@ -290,7 +309,9 @@ WITH moved AS (
       AND ($3::bigint IS NULL OR d.endpoint_id = $3::bigint)
       AND ($4::bigint IS NULL OR d.carrier_id = $4::bigint)
       AND ($5::bigint IS NULL OR d.merchant_id = $5::bigint)
-      AND ($6::timestamptz IS NULL OR d.created_at >= $6::timestamptz)
+      AND ($6::bigint[] IS NULL OR d.merchant_id = ANY($6::bigint[]))
+      AND ($7::bigint[] IS NULL OR d.carrier_id = ANY($7::bigint[]))
+      AND ($8::timestamptz IS NULL OR d.created_at >= $8::timestamptz)
     RETURNING d.id, d.queue, d.endpoint_id, d.ordering_key, d.message_id, d.message_received_at
 ), inserted AS (
     INSERT INTO deliveries (id, queue, endpoint_id, ordering_key, ordered, message_id,
@@ -303,12 +324,14 @@ SELECT count(*) FROM inserted
 `
 
 type DeadLetterRetryParams struct {
-	ByIDs      bool
-	IDs        []int64
-	EndpointID *int64
-	CarrierID  *int64
-	MerchantID *int64
-	Since      *time.Time
+	ByIDs       bool
+	IDs         []int64
+	EndpointID  *int64
+	CarrierID   *int64
+	MerchantID  *int64
+	MerchantIDs []int64
+	CarrierIDs  []int64
+	Since       *time.Time
 }
 
 // Moves the selected dead letters back into deliveries in one statement:
@@ -321,6 +344,8 @@ func (q *Queries) DeadLetterRetry(ctx context.Context, arg DeadLetterRetryParams
 		arg.EndpointID,
 		arg.CarrierID,
 		arg.MerchantID,
+		arg.MerchantIDs,
+		arg.CarrierIDs,
 		arg.Since,
 	)
 	var count int64
