@@ -4638,10 +4638,14 @@ type ClientInterface interface {
 
 	// DeadLetterList List dead letters, oldest first.
 	//
+	// A scoped user or token sees and acts on the dead letters of its scope only (its merchants' endpoints, its carriers' messages): ids outside it are not counted, a filter outside it selects nothing.
+	//
 	// Corresponds with GET /v1/dead-letters (the `DeadLetterList` operationId).
 	DeadLetterList(ctx context.Context, params *DeadLetterListParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeadLetterDiscardWithBody Delete dead letters.
+	//
+	// A scoped user or token sees and acts on the dead letters of its scope only (its merchants' endpoints, its carriers' messages): ids outside it are not counted, a filter outside it selects nothing.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -4650,6 +4654,8 @@ type ClientInterface interface {
 
 	// DeadLetterDiscard Delete dead letters.
 	//
+	// A scoped user or token sees and acts on the dead letters of its scope only (its merchants' endpoints, its carriers' messages): ids outside it are not counted, a filter outside it selects nothing.
+	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /v1/dead-letters/discard (the `DeadLetterDiscard` operationId).
@@ -4657,12 +4663,16 @@ type ClientInterface interface {
 
 	// DeadLetterRetryWithBody Move dead letters back into the delivery queue, unordered.
 	//
+	// A scoped user or token sees and acts on the dead letters of its scope only (its merchants' endpoints, its carriers' messages): ids outside it are not counted, a filter outside it selects nothing.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/dead-letters/retry (the `DeadLetterRetry` operationId).
 	DeadLetterRetryWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeadLetterRetry Move dead letters back into the delivery queue, unordered.
+	//
+	// A scoped user or token sees and acts on the dead letters of its scope only (its merchants' endpoints, its carriers' messages): ids outside it are not counted, a filter outside it selects nothing.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -5521,6 +5531,8 @@ func (c *Client) CarrierTry(ctx context.Context, id PathID, body CarrierTryJSONR
 
 // DeadLetterList List dead letters, oldest first.
 //
+// A scoped user or token sees and acts on the dead letters of its scope only (its merchants' endpoints, its carriers' messages): ids outside it are not counted, a filter outside it selects nothing.
+//
 // Corresponds with GET /v1/dead-letters (the `DeadLetterList` operationId).
 func (c *Client) DeadLetterList(ctx context.Context, params *DeadLetterListParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDeadLetterListRequest(c.Server, params)
@@ -5535,6 +5547,8 @@ func (c *Client) DeadLetterList(ctx context.Context, params *DeadLetterListParam
 }
 
 // DeadLetterDiscardWithBody Delete dead letters.
+//
+// A scoped user or token sees and acts on the dead letters of its scope only (its merchants' endpoints, its carriers' messages): ids outside it are not counted, a filter outside it selects nothing.
 //
 // Takes any type of body and a specified content type.
 //
@@ -5553,6 +5567,8 @@ func (c *Client) DeadLetterDiscardWithBody(ctx context.Context, contentType stri
 
 // DeadLetterDiscard Delete dead letters.
 //
+// A scoped user or token sees and acts on the dead letters of its scope only (its merchants' endpoints, its carriers' messages): ids outside it are not counted, a filter outside it selects nothing.
+//
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /v1/dead-letters/discard (the `DeadLetterDiscard` operationId).
@@ -5570,6 +5586,8 @@ func (c *Client) DeadLetterDiscard(ctx context.Context, body DeadLetterDiscardJS
 
 // DeadLetterRetryWithBody Move dead letters back into the delivery queue, unordered.
 //
+// A scoped user or token sees and acts on the dead letters of its scope only (its merchants' endpoints, its carriers' messages): ids outside it are not counted, a filter outside it selects nothing.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/dead-letters/retry (the `DeadLetterRetry` operationId).
@@ -5586,6 +5604,8 @@ func (c *Client) DeadLetterRetryWithBody(ctx context.Context, contentType string
 }
 
 // DeadLetterRetry Move dead letters back into the delivery queue, unordered.
+//
+// A scoped user or token sees and acts on the dead letters of its scope only (its merchants' endpoints, its carriers' messages): ids outside it are not counted, a filter outside it selects nothing.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -10215,12 +10235,16 @@ type ClientWithResponsesInterface interface {
 
 	// DeadLetterListWithResponse List dead letters, oldest first.
 	//
+	// A scoped user or token sees and acts on the dead letters of its scope only (its merchants' endpoints, its carriers' messages): ids outside it are not counted, a filter outside it selects nothing.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/dead-letters (the `DeadLetterList` operationId).
 	DeadLetterListWithResponse(ctx context.Context, params *DeadLetterListParams, reqEditors ...RequestEditorFn) (*DeadLetterListResponse, error)
 
 	// DeadLetterDiscardWithBodyWithResponse Delete dead letters.
+	//
+	// A scoped user or token sees and acts on the dead letters of its scope only (its merchants' endpoints, its carriers' messages): ids outside it are not counted, a filter outside it selects nothing.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10229,6 +10253,8 @@ type ClientWithResponsesInterface interface {
 
 	// DeadLetterDiscardWithResponse Delete dead letters.
 	//
+	// A scoped user or token sees and acts on the dead letters of its scope only (its merchants' endpoints, its carriers' messages): ids outside it are not counted, a filter outside it selects nothing.
+	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/dead-letters/discard (the `DeadLetterDiscard` operationId).
@@ -10236,12 +10262,16 @@ type ClientWithResponsesInterface interface {
 
 	// DeadLetterRetryWithBodyWithResponse Move dead letters back into the delivery queue, unordered.
 	//
+	// A scoped user or token sees and acts on the dead letters of its scope only (its merchants' endpoints, its carriers' messages): ids outside it are not counted, a filter outside it selects nothing.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/dead-letters/retry (the `DeadLetterRetry` operationId).
 	DeadLetterRetryWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DeadLetterRetryResponse, error)
 
 	// DeadLetterRetryWithResponse Move dead letters back into the delivery queue, unordered.
+	//
+	// A scoped user or token sees and acts on the dead letters of its scope only (its merchants' endpoints, its carriers' messages): ids outside it are not counted, a filter outside it selects nothing.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -14715,6 +14745,8 @@ func (c *ClientWithResponses) CarrierTryWithResponse(ctx context.Context, id Pat
 
 // DeadLetterListWithResponse List dead letters, oldest first.
 //
+// A scoped user or token sees and acts on the dead letters of its scope only (its merchants' endpoints, its carriers' messages): ids outside it are not counted, a filter outside it selects nothing.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/dead-letters (the `DeadLetterList` operationId).
@@ -14727,6 +14759,8 @@ func (c *ClientWithResponses) DeadLetterListWithResponse(ctx context.Context, pa
 }
 
 // DeadLetterDiscardWithBodyWithResponse Delete dead letters.
+//
+// A scoped user or token sees and acts on the dead letters of its scope only (its merchants' endpoints, its carriers' messages): ids outside it are not counted, a filter outside it selects nothing.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -14741,6 +14775,8 @@ func (c *ClientWithResponses) DeadLetterDiscardWithBodyWithResponse(ctx context.
 
 // DeadLetterDiscardWithResponse Delete dead letters.
 //
+// A scoped user or token sees and acts on the dead letters of its scope only (its merchants' endpoints, its carriers' messages): ids outside it are not counted, a filter outside it selects nothing.
+//
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/dead-letters/discard (the `DeadLetterDiscard` operationId).
@@ -14754,6 +14790,8 @@ func (c *ClientWithResponses) DeadLetterDiscardWithResponse(ctx context.Context,
 
 // DeadLetterRetryWithBodyWithResponse Move dead letters back into the delivery queue, unordered.
 //
+// A scoped user or token sees and acts on the dead letters of its scope only (its merchants' endpoints, its carriers' messages): ids outside it are not counted, a filter outside it selects nothing.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/dead-letters/retry (the `DeadLetterRetry` operationId).
@@ -14766,6 +14804,8 @@ func (c *ClientWithResponses) DeadLetterRetryWithBodyWithResponse(ctx context.Co
 }
 
 // DeadLetterRetryWithResponse Move dead letters back into the delivery queue, unordered.
+//
+// A scoped user or token sees and acts on the dead letters of its scope only (its merchants' endpoints, its carriers' messages): ids outside it are not counted, a filter outside it selects nothing.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
