@@ -923,3 +923,36 @@ func testIngestParkingRace(t *testing.T, pipelined bool) {
 	wg.Wait()
 	claimed.requireInOrder(t, n)
 }
+
+// TestPromotedRowKeepsItsPlace: a promoted row becomes due at the time it
+// was stored, ahead of the later rows of its chain that no claim has parked
+// yet, so the next claim of a small share takes it. Made due "now" it would
+// sort behind them, and the claims of a deep chain's backlog would park
+// them a share at a time before reaching it (a drain of 50 keys × 400 rows
+// delivered one row per key, then nothing for minutes).
+func TestPromotedRowKeepsItsPlace(t *testing.T) {
+	t.Parallel()
+	store := dbtest.New(t)
+	ctx := context.Background()
+	ep, _ := dbtest.Endpoint(t, store, nil)
+	// More rows than a claim reads whole (the queue is walked), and a share
+	// of two rows per claim.
+	ids := storeChain(t, store, ep.ID, "D1", 60)
+	q := hookrelay.QueueFor("D1", 32)
+	claim := func(token int64) []db.ClaimedDelivery {
+		got, err := dbtest.DeliveryClaim(ctx, store, []int{q}, 2, 2, 1, token, time.Minute)
+		require.NoError(t, err)
+		return got
+	}
+	got := claim(1)
+	require.Len(t, got, 1)
+	require.Equal(t, ids[0], got[0].ID)
+	for i := 1; i < 4; i++ {
+		rep := ack(t, store, db.DeliveryResult{ID: ids[i-1], LeaseToken: int64(i), EndpointID: ep.ID, Kind: db.AckSuccess, Outcome: "success", Status: 200})
+		require.Equal(t, 1, rep.Applied)
+		require.EqualValues(t, 1, rep.Promoted, "row %d was parked by the claim that took row %d", i, i-1)
+		got = claim(int64(i + 1))
+		require.Len(t, got, 1, "the claim after row %d's acknowledgement takes its promoted successor", i-1)
+		require.Equal(t, ids[i], got[0].ID)
+	}
+}

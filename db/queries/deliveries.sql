@@ -333,7 +333,14 @@ FROM upd u;
 -- looked for by scanning the parked index itself (with few parked rows that
 -- looks as cheap, and a plan kept from such a time would read every parked
 -- row of a backlog at each acknowledgement).
-UPDATE deliveries d SET visible_at = now()
+-- The promoted row becomes due at the time it was stored (never later than
+-- now), not now: it keeps its place before the later rows of its chain in
+-- the claim index, whose (visible_at, id) order the walk and the shares
+-- read. Made due now it would sort behind every later row of its chain not
+-- parked yet, and under a backlog a claim would park those one share at a
+-- time before it reached the head (a drain of deep chains stalled for
+-- minutes).
+UPDATE deliveries d SET visible_at = least(d.created_at, now())
 WHERE d.id = ANY (ARRAY(
     SELECT p.id
     FROM (SELECT unnest(sqlc.arg(endpoint_ids)::bigint[]) AS endpoint_id,

@@ -867,7 +867,7 @@ func (q *Queries) DeliveryOldestReceivedAt(ctx context.Context) (time.Time, erro
 }
 
 const deliveryPromote = `-- name: DeliveryPromote :execrows
-UPDATE deliveries d SET visible_at = now()
+UPDATE deliveries d SET visible_at = least(d.created_at, now())
 WHERE d.id = ANY (ARRAY(
     SELECT p.id
     FROM (SELECT unnest($1::bigint[]) AS endpoint_id,
@@ -905,6 +905,13 @@ type DeliveryPromoteParams struct {
 // looked for by scanning the parked index itself (with few parked rows that
 // looks as cheap, and a plan kept from such a time would read every parked
 // row of a backlog at each acknowledgement).
+// The promoted row becomes due at the time it was stored (never later than
+// now), not now: it keeps its place before the later rows of its chain in
+// the claim index, whose (visible_at, id) order the walk and the shares
+// read. Made due now it would sort behind every later row of its chain not
+// parked yet, and under a backlog a claim would park those one share at a
+// time before it reached the head (a drain of deep chains stalled for
+// minutes).
 func (q *Queries) DeliveryPromote(ctx context.Context, arg DeliveryPromoteParams) (int64, error) {
 	result, err := q.db.Exec(ctx, deliveryPromote, arg.EndpointIDs, arg.Chains, arg.IDs)
 	if err != nil {
