@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hookrelay/hookrelay/db"
@@ -58,67 +57,6 @@ type acker struct {
 	// carried holds endpoint outcomes a batch could not apply (another
 	// session held the health row); the next batch folds them in first.
 	carried map[int64]db.EndpointOutcome
-	// backlogged holds the ordered chains that had a parked successor when
-	// last acknowledged, as far as the batches tell (noteChains): a result
-	// that removes such a chain's row is written at once (see run).
-	backlogged map[chainKey]struct{}
-}
-
-// chainKey names an endpoint's ordered chain.
-type chainKey struct {
-	endpoint int64
-	chain    string
-}
-
-// chainOf returns the ordered chain whose successor acknowledging r
-// promotes, and false when r promotes none (unordered, its chain unknown,
-// or a result that keeps the row).
-func chainOf(r db.DeliveryResult) (chainKey, bool) {
-	if !r.Ordered || !r.ChainKnown || r.Kind != db.AckSuccess && r.Kind != db.AckDead {
-		return chainKey{}, false
-	}
-	return chainKey{r.EndpointID, r.Chain}, true
-}
-
-// maxBacklogged bounds the chains the acker remembers; past it, it forgets
-// them all (they are learnt again from the next batches).
-const maxBacklogged = 10_000
-
-// noteChains records what an acknowledged batch tells of its chains: when
-// it promoted parked successors, each of its chains may have more parked
-// rows behind the successor (the batch does not say which chains had one);
-// when it promoted none, none of its chains has.
-func (a *acker) noteChains(results []db.DeliveryResult, promoted int64) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for _, r := range results {
-		k, ok := chainOf(r)
-		switch {
-		case !ok:
-		case promoted > 0:
-			if len(a.backlogged) >= maxBacklogged {
-				clear(a.backlogged)
-			}
-			a.backlogged[k] = struct{}{}
-		default:
-			delete(a.backlogged, k)
-		}
-	}
-}
-
-// releasesParked reports whether acknowledging r likely makes a parked
-// successor visible: its chain had one when last acknowledged. Its
-// successor's delivery waits for the acknowledgement's commit, so such a
-// result is not held for the batch to fill.
-func (a *acker) releasesParked(r db.DeliveryResult) bool {
-	k, ok := chainOf(r)
-	if !ok {
-		return false
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	_, ok = a.backlogged[k]
-	return ok
 }
 
 // ackBatch is one transaction's worth of results.
@@ -145,41 +83,26 @@ func newAcker(store *db.DB, logger *slog.Logger, m *metrics, dispatcherID int64,
 		db: store, logger: logger, metrics: m, dispatcherID: dispatcherID, policy: policy,
 		interval: interval, maxBatch: maxBatch, flushers: max(flushers, 1), now: now, onReport: onReport,
 		in: make(chan ackItem, maxBatch*4), lastHealth: map[int64]time.Time{}, cleanHealthy: map[int64]bool{},
-		carried: map[int64]db.EndpointOutcome{}, backlogged: map[chainKey]struct{}{},
+		carried: map[int64]db.EndpointOutcome{},
 	}
 }
 
 // run acknowledges until in is closed, then flushes what is left (each
 // batch retried for up to giveUp) and returns. Batches are written by
-// several flushers at once. A batch is written once it holds maxBatch
-// results or its first has waited interval, and sooner when it holds a
-// result a parked successor waits for (releasesParked) and no batch is
-// being written: with what is already waiting, without waiting for more.
-// While batches are being written the results gather as usual (the early
-// write then comes when the last of them is done), so under load early
-// writes do not break the batches into many small transactions.
+// several flushers at once.
 func (a *acker) run(giveUp time.Duration) {
 	batches := make(chan ackBatch, a.flushers)
-	var inFlight atomic.Int32 // batches sent and not yet written
-	idle := make(chan struct{}, 1)
 	var wg sync.WaitGroup
 	for range a.flushers {
 		wg.Go(func() {
 			for b := range batches {
 				a.flush(b, giveUp)
-				if inFlight.Add(-1) == 0 {
-					select {
-					case idle <- struct{}{}:
-					default:
-					}
-				}
 			}
 		})
 	}
 	defer wg.Wait()
 	defer close(batches)
 	var batch []ackItem
-	urgent := false // batch holds a result a parked successor waits for
 	send := func() {
 		b := ackBatch{results: make([]db.DeliveryResult, len(batch)), outcomes: a.outcomes(batch)}
 		for i, it := range batch {
@@ -188,10 +111,8 @@ func (a *acker) run(giveUp time.Duration) {
 				b.due = append(b.due, dueRow{queue: it.queue, delay: it.res.Delay})
 			}
 		}
-		inFlight.Add(1)
 		batches <- b
 		batch = batch[:0]
-		urgent = false
 	}
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
@@ -206,16 +127,6 @@ func (a *acker) run(giveUp time.Duration) {
 			case <-timer.C:
 				send()
 				continue
-			case <-idle:
-				if urgent && inFlight.Load() == 0 {
-					if batch, ok = a.takeWaiting(batch); !ok {
-						send()
-						return
-					}
-					timer.Stop()
-					send()
-				}
-				continue
 			}
 		}
 		if !ok {
@@ -228,35 +139,11 @@ func (a *acker) run(giveUp time.Duration) {
 			timer.Reset(a.interval)
 		}
 		batch = append(batch, item)
-		urgent = urgent || a.releasesParked(item.res)
-		if len(batch) < a.maxBatch && urgent && inFlight.Load() == 0 {
-			if batch, ok = a.takeWaiting(batch); !ok {
-				send()
-				return
-			}
-		}
-		if len(batch) >= a.maxBatch || urgent && inFlight.Load() == 0 {
+		if len(batch) >= a.maxBatch {
 			timer.Stop()
 			send()
 		}
 	}
-}
-
-// takeWaiting appends to batch the results already waiting in a.in, up to
-// maxBatch, without waiting for more; false when a.in is closed.
-func (a *acker) takeWaiting(batch []ackItem) ([]ackItem, bool) {
-	for len(batch) < a.maxBatch {
-		select {
-		case it, ok := <-a.in:
-			if !ok {
-				return batch, false
-			}
-			batch = append(batch, it)
-		default:
-			return batch, true
-		}
-	}
-	return batch, true
 }
 
 // flush writes one batch, retrying with back-off for up to giveUp.
@@ -281,7 +168,6 @@ func (a *acker) flush(b ackBatch, giveUp time.Duration) {
 				a.carried[o.EndpointID] = mergeOutcomes(a.carried[o.EndpointID], o)
 			}
 			a.mu.Unlock()
-			a.noteChains(b.results, rep.Promoted)
 			if a.onReport != nil {
 				a.onReport(rep)
 			}
