@@ -228,6 +228,10 @@ func (s *Server) Run(ctx context.Context) error {
 				func(ctx context.Context) {
 					_, _ = s.routes.Refresh(ctx)
 					_ = s.eventTypes.Refresh(ctx)
+				},
+				func(on bool) {
+					s.routes.SetListening(on)
+					s.eventTypes.SetListening(on)
 				})
 		}()
 	}

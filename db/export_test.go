@@ -173,3 +173,7 @@ func (db *DB) SessionSettings(ctx context.Context) (map[string]string, error) {
 
 // PID returns the server process id of the listening session.
 func (l *DueListener) PID() uint32 { return l.sess.PID() }
+
+// SessionVacuumsBuilt returns how many VACUUM statements s has built and
+// kept.
+func SessionVacuumsBuilt(s *Session) int { return len(s.vacuums) }

@@ -56,6 +56,18 @@ func (c SessionConfig) WithDefaults() SessionConfig {
 type Session struct {
 	conn *pgx.Conn
 	q    *dbsqlc.Queries
+	// vacuums are the VACUUM statements built for this session, by table
+	// and kind: the maintenance role vacuums the same few hot tables many
+	// times a second, and building the statement (quoting the name on the
+	// server) was a round trip before each.
+	vacuums map[vacuumKind]string
+}
+
+// vacuumKind names a built VACUUM statement: its table and whether it is a
+// heap pass.
+type vacuumKind struct {
+	table    string
+	heapOnly bool
 }
 
 // OpenSession opens a dedicated session on the store's database, through
@@ -155,8 +167,20 @@ func (s *Session) VacuumHeap(ctx context.Context, table string) error {
 }
 
 func (s *Session) vacuum(ctx context.Context, table string, heapOnly bool) error {
-	stmt, err := s.q.VacuumStatement(ctx, dbsqlc.VacuumStatementParams{TableName: table, HeapOnly: heapOnly})
-	return s.runBuilt(ctx, stmt, err, "vacuum "+table)
+	k := vacuumKind{table, heapOnly}
+	stmt, ok := s.vacuums[k]
+	if !ok {
+		var err error
+		stmt, err = s.q.VacuumStatement(ctx, dbsqlc.VacuumStatementParams{TableName: table, HeapOnly: heapOnly})
+		if err != nil {
+			return s.runBuilt(ctx, stmt, err, "vacuum "+table)
+		}
+		if s.vacuums == nil {
+			s.vacuums = map[vacuumKind]string{}
+		}
+		s.vacuums[k] = stmt
+	}
+	return s.runBuilt(ctx, stmt, nil, "vacuum "+table)
 }
 
 // VacuumFreeze runs VACUUM (FREEZE) of table, a closed day of the history:

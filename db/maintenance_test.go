@@ -57,3 +57,27 @@ func TestVacuumRunsWithoutParallelWorkers(t *testing.T) {
 	}
 	require.Equal(t, 3, indexPasses, "each index's removal of the 10,000 dead tuples reported; notices: %q", notices)
 }
+
+// TestVacuumStatementBuiltOncePerSession: a session builds a table's VACUUM
+// statement (the server quotes the name) once per kind and runs the kept
+// one afterwards, so a heap pass is one round trip; a name that needs
+// quoting still works.
+func TestVacuumStatementBuiltOncePerSession(t *testing.T) {
+	t.Parallel()
+	url := dbtest.NewURL(t)
+	store := dbtest.Open(t, url, db.Config{})
+	ctx := t.Context()
+	sess, err := store.OpenSession(ctx, db.SessionConfig{})
+	require.NoError(t, err)
+	defer sess.Close()
+	require.NoError(t, db.SessionExec(ctx, sess, `CREATE TABLE "Vacuum Probe" (id bigint PRIMARY KEY)`))
+	for range 3 {
+		require.NoError(t, sess.VacuumHeap(ctx, "Vacuum Probe"))
+	}
+	require.Equal(t, 1, db.SessionVacuumsBuilt(sess))
+	require.NoError(t, sess.Vacuum(ctx, "Vacuum Probe"))
+	require.NoError(t, sess.Vacuum(ctx, "Vacuum Probe"))
+	require.Equal(t, 2, db.SessionVacuumsBuilt(sess))
+	require.Error(t, sess.VacuumHeap(ctx, "no such table"))
+	require.Equal(t, 3, db.SessionVacuumsBuilt(sess), "a statement that failed to run is still well built")
+}

@@ -126,14 +126,41 @@ func (db *DB) listen(ctx context.Context, appName string, due bool) (*DueListene
 	return &DueListener{sess: sess}, nil
 }
 
+// ListenedRefresh is how often a cache that follows the configuration
+// announcements (FollowConfig) reloads anyway while its LISTEN session is
+// up (see RefreshEvery). A live session is told of every committed change
+// (the triggers of migration 00120 announce it in the changing
+// transaction), so the reload only bounds what a change that escaped them
+// costs: one written with the triggers disabled, or to a table they do not
+// watch.
+const ListenedRefresh = 30 * time.Second
+
+// RefreshEvery returns how often a cache with the TTL ttl reloads: every
+// ttl while it does not follow the announcements (listening false: no
+// LISTEN session, or it is lost), and every ListenedRefresh (ttl when
+// longer) while it does.
+func RefreshEvery(ttl time.Duration, listening bool) time.Duration {
+	if !listening {
+		return ttl
+	}
+	return max(ttl, ListenedRefresh)
+}
+
 // FollowConfig calls reload now and at every configuration announcement
 // of any process (ListenConfig, as application appName) until ctx ends. A
 // lost session is opened again after a pause (doubling from 500 ms up to
 // 30 s), and reload is called again then, since changes made while it was
 // away were not announced to it; what names what follows the changes in
 // the log. It needs LISTEN, which a pooler in transaction mode does not
-// carry: callers also reload by a TTL.
-func (db *DB) FollowConfig(ctx context.Context, appName, what string, logger *slog.Logger, reload func(context.Context)) {
+// carry: callers also reload by a TTL. listening (may be nil) is called
+// with true once a session listens and reload has run after it, and with
+// false when the session is lost and when FollowConfig returns: while it
+// is true, every change committed since is announced to the caller, which
+// may then reload by its TTL less often (RefreshEvery).
+func (db *DB) FollowConfig(ctx context.Context, appName, what string, logger *slog.Logger, reload func(context.Context), listening func(bool)) {
+	if listening == nil {
+		listening = func(bool) {}
+	}
 	const first = 500 * time.Millisecond
 	pause := first
 	retry := time.NewTimer(0)
@@ -156,12 +183,14 @@ func (db *DB) FollowConfig(ctx context.Context, appName, what string, logger *sl
 		}
 		pause = first
 		reload(ctx)
+		listening(true)
 		for {
 			if _, err = l.Wait(ctx); err != nil {
 				break
 			}
 			reload(ctx)
 		}
+		listening(false)
 		l.Close()
 		if ctx.Err() != nil {
 			return

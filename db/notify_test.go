@@ -2,6 +2,7 @@ package db_test
 
 import (
 	"context"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -124,4 +125,77 @@ func FuzzParseAnnouncement(f *testing.F) {
 		}
 		require.Equal(t, a, db.ParseAnnouncement(a.String()))
 	})
+}
+
+// TestFollowConfigReportsListening: FollowConfig reports its session
+// listening once it has reloaded after LISTEN, not listening when the
+// session is lost (the caller goes back to its TTL), and listening again
+// after the reload that follows the new session; a change announced
+// meanwhile reloads.
+func TestFollowConfigReportsListening(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	url := dbtest.NewURL(t)
+	store, err := db.Open(ctx, db.Config{URL: url, MaxConns: 4})
+	require.NoError(t, err)
+	t.Cleanup(store.Close)
+
+	reloads := make(chan struct{}, 16)
+	states := make(chan bool, 16)
+	followCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		store.FollowConfig(followCtx, "hookrelay-test-follow", "the test", slog.New(slog.DiscardHandler),
+			func(context.Context) { reloads <- struct{}{} }, func(on bool) { states <- on })
+	}()
+	next := func(what string) bool {
+		t.Helper()
+		select {
+		case on := <-states:
+			return on
+		case <-ctx.Done():
+			t.Fatalf("no listening report: %s", what)
+			return false
+		}
+	}
+	reloaded := func(what string) {
+		t.Helper()
+		select {
+		case <-reloads:
+		case <-ctx.Done():
+			t.Fatalf("no reload: %s", what)
+		}
+	}
+	reloaded("first session")
+	require.True(t, next("first session"))
+
+	// A change (any committed configuration version bump) reloads.
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	_, err = conn.Exec(ctx, `INSERT INTO merchants (name, api_key_hash, api_key_prefix) VALUES ('follow', '\x01', 'hrm_f')`)
+	require.NoError(t, err)
+	reloaded("announced change")
+	require.Empty(t, states, "still listening")
+
+	_, err = conn.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'hookrelay-test-follow'`)
+	require.NoError(t, err)
+	require.False(t, next("session lost"))
+	reloaded("second session")
+	require.True(t, next("second session"))
+
+	stop()
+	<-done
+	require.False(t, next("stopped"))
+}
+
+// TestRefreshEvery: a cache reloads every TTL without a LISTEN session,
+// every ListenedRefresh with one (its TTL when longer).
+func TestRefreshEvery(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, time.Second, db.RefreshEvery(time.Second, false))
+	require.Equal(t, db.ListenedRefresh, db.RefreshEvery(time.Second, true))
+	require.Equal(t, time.Minute, db.RefreshEvery(time.Minute, true))
 }

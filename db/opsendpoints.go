@@ -183,6 +183,17 @@ func (db *DB) OpsFanout(ctx context.Context, coalesce time.Duration, maxRows int
 	return ran, nil
 }
 
+// OpsDue reports whether a round of operational webhooks has work: an
+// outbox row OpsFanout would take (dead letters once their endpoint's
+// first one is older than coalesce), or a message due for an attempt.
+func (db *DB) OpsDue(ctx context.Context, coalesce time.Duration) (bool, error) {
+	due, err := db.q.OpsDue(ctx, coalesce)
+	if err != nil {
+		return false, fmt.Errorf("ops due: %w", unavailable(err))
+	}
+	return due, nil
+}
+
 // OpsDelivery is a message to an ops endpoint claimed for one attempt.
 type OpsDelivery struct {
 	ID       int64

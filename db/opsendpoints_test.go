@@ -1,8 +1,11 @@
 package db_test
 
 import (
+	"context"
 	"testing"
+	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hookrelay/hookrelay"
@@ -57,4 +60,47 @@ func TestOpsEventsOnlyForTransitionsAndSubscribers(t *testing.T) {
 
 	_, err = store.EndpointDisable(ctx, 1<<40, "")
 	require.Equal(t, hookrelay.ENOTFOUND, hookrelay.CodeOf(err))
+}
+
+// TestOpsDue: a round of operational webhooks has work while the outbox
+// holds a row the fan-out would take (a dead letter only once its
+// endpoint's coalescing window is over) or a message is due for an
+// attempt, and none once they are taken.
+func TestOpsDue(t *testing.T) {
+	t.Parallel()
+	url := dbtest.NewURL(t)
+	store := dbtest.Open(t, url, db.Config{})
+	ctx := t.Context()
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	due := func(coalesce time.Duration) bool {
+		t.Helper()
+		ok, err := store.OpsDue(ctx, coalesce)
+		require.NoError(t, err)
+		return ok
+	}
+	require.False(t, due(time.Minute), "nothing queued")
+
+	_, err = store.OpsEndpointCreate(ctx, "http://127.0.0.1:9/ops", []string{hookrelay.OpsEventEndpointDisabled}, "", hookrelay.NewSecret())
+	require.NoError(t, err)
+	ep, _ := dbtest.Endpoint(t, store, nil)
+	_, err = store.EndpointDisable(ctx, ep.ID, "ops due")
+	require.NoError(t, err)
+	require.True(t, due(time.Minute), "an outbox row")
+
+	_, err = store.OpsFanout(ctx, time.Minute, 100, func(evs []db.OpsOutboxEvent) []db.OpsMessage {
+		return []db.OpsMessage{{Type: evs[0].Type, MsgID: "msg_ops_due", Payload: []byte(`{}`)}}
+	})
+	require.NoError(t, err)
+	require.True(t, due(time.Minute), "a message due")
+	claimed, err := store.OpsDeliveryClaim(ctx, 10, time.Hour)
+	require.NoError(t, err)
+	require.Len(t, claimed, 1)
+	require.False(t, due(time.Minute), "the message is leased")
+
+	_, err = conn.Exec(ctx, `INSERT INTO ops_events (type, endpoint_id) VALUES ('delivery.dead_lettered', $1)`, ep.ID)
+	require.NoError(t, err)
+	require.False(t, due(time.Minute), "a dead letter within its coalescing window")
+	require.True(t, due(time.Nanosecond), "… and once the window is over")
 }

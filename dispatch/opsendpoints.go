@@ -41,8 +41,13 @@ func (d *Dispatcher) opsEventLoop(ctx context.Context) {
 }
 
 // opsEventRound queues the outbox's events ready to go and sends the messages
-// due, a batch at a time, until none is left.
+// due, a batch at a time, until none is left. A round with nothing to do
+// (most of them) is one read: the fan-out's transaction and the claim run
+// only when it finds work, or cannot tell.
 func (d *Dispatcher) opsEventRound(ctx context.Context) {
+	if due, err := d.db.OpsDue(ctx, d.cfg.OpsCoalesce); err == nil && !due {
+		return
+	}
 	if _, err := d.db.OpsFanout(ctx, d.cfg.OpsCoalesce, opsEventFanoutRows, opsEventMessages); err != nil {
 		if ctx.Err() == nil {
 			d.logger.Warn("operational webhooks: fan-out failed", "error", err)

@@ -42,6 +42,21 @@ type Catalog struct {
 	cfg   Config
 	cur   atomic.Pointer[snapshot]
 	mu    sync.Mutex // serialises loads
+	// listening reports whether a LISTEN session follows the
+	// configuration announcements for the catalog (SetListening), and
+	// failed whether the last load failed: Run then checks by the TTL.
+	listening, failed atomic.Bool
+}
+
+// SetListening records whether a LISTEN session follows the configuration
+// announcements for the catalog and has reloaded it since it listens
+// (db.FollowConfig's listening callback): Run then checks the configuration
+// version every db.ListenedRefresh instead of every TTL.
+func (c *Catalog) SetListening(on bool) { c.listening.Store(on) }
+
+// every returns how often Run checks the configuration version now.
+func (c *Catalog) every() time.Duration {
+	return db.RefreshEvery(c.cfg.TTL, c.listening.Load() && !c.failed.Load())
 }
 
 // snapshot is the compiled catalog at one configuration version.
@@ -121,7 +136,7 @@ func (c *Catalog) Lookup(ctx context.Context, eventType string) (info Info, ok b
 }
 
 // snapshot returns the current snapshot, loading it when there is none or
-// it is older than twice the TTL (Run not running, or failing): a look at
+// it is older than twice Run's period (Run not running, or failing): a look at
 // the configuration version, and a reload only when it moved.
 func (c *Catalog) snapshot(ctx context.Context) (*snapshot, error) {
 	if s := c.fresh(); s != nil {
@@ -136,7 +151,7 @@ func (c *Catalog) snapshot(ctx context.Context) (*snapshot, error) {
 }
 
 func (c *Catalog) fresh() *snapshot {
-	if s := c.cur.Load(); s != nil && time.Since(s.loadedAt) < 2*c.cfg.TTL {
+	if s := c.cur.Load(); s != nil && time.Since(s.loadedAt) < 2*c.every() {
 		return s
 	}
 	return nil
@@ -155,6 +170,13 @@ func (c *Catalog) Refresh(ctx context.Context) error {
 // current schemas, compiling those of versions not compiled yet; c.mu must
 // be held.
 func (c *Catalog) load(ctx context.Context, force bool) (*snapshot, error) {
+	s, err := c.read(ctx, force)
+	c.failed.Store(err != nil)
+	return s, err
+}
+
+// read is load without the record of its failure.
+func (c *Catalog) read(ctx context.Context, force bool) (*snapshot, error) {
 	start := time.Now()
 	cv, err := c.store.ConfigVersion(ctx)
 	if err != nil {
@@ -189,8 +211,11 @@ func (c *Catalog) load(ctx context.Context, force bool) (*snapshot, error) {
 	return s, nil
 }
 
-// Run checks the configuration version every TTL until ctx ends and
-// reloads the catalog when it moved. Failures keep the old snapshot.
+// Run checks the configuration version until ctx ends and reloads the
+// catalog when it moved: every TTL, or every db.ListenedRefresh while a
+// LISTEN session follows the announcements (SetListening; db.RefreshEvery).
+// Failures keep the old snapshot and bring the period back to the TTL
+// until a load succeeds.
 func (c *Catalog) Run(ctx context.Context) {
 	t := time.NewTicker(c.cfg.TTL)
 	defer t.Stop()
@@ -198,7 +223,10 @@ func (c *Catalog) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case now := <-t.C:
+			if s := c.cur.Load(); s != nil && now.Sub(s.loadedAt)+c.cfg.TTL/2 < c.every() {
+				continue // loaded (announced) within the period
+			}
 			c.mu.Lock()
 			_, _ = c.load(ctx, false)
 			c.mu.Unlock()
@@ -211,5 +239,6 @@ func (c *Catalog) Run(ctx context.Context) {
 // again with back-off (the TTL covers the gap). It needs a direct session
 // (LISTEN), which a pooler in transaction mode does not carry.
 func (c *Catalog) Watch(ctx context.Context) {
-	c.store.FollowConfig(ctx, "hookrelay-event-types", "the event type catalog", c.cfg.Logger, func(ctx context.Context) { _ = c.Refresh(ctx) })
+	c.store.FollowConfig(ctx, "hookrelay-event-types", "the event type catalog", c.cfg.Logger,
+		func(ctx context.Context) { _ = c.Refresh(ctx) }, c.SetListening)
 }

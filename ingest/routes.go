@@ -71,15 +71,22 @@ func (r *route) match(vals []filter.Value) bool {
 
 // Routes holds the current snapshot. It is refreshed at once after this
 // process changes carriers, merchants or endpoints (Refresh), when another
-// process announces a change (Watch), and every TTL by Run in any case: the
-// TTL bounds what a missed notification costs (the tables are small, one
-// read of each per refresh).
+// process announces a change (Watch, or db.FollowConfig with SetListening),
+// and by Run: every TTL while no LISTEN session follows the announcements,
+// every db.ListenedRefresh while one does (db.RefreshEvery). The TTL bounds
+// what a change made elsewhere costs without notifications; with them,
+// db.ListenedRefresh bounds what a change that escaped them costs (the
+// tables are small, one read of each per refresh).
 type Routes struct {
 	store     *db.DB
 	ttl       time.Duration
 	validator EventValidator
 	cur       atomic.Pointer[Snapshot]
-	mu        sync.Mutex // serialises loads; guards compiled
+	// listening reports whether a LISTEN session follows the
+	// configuration announcements for these routes (SetListening), and
+	// failed whether the last load failed: Run then reloads by the TTL.
+	listening, failed atomic.Bool
+	mu                sync.Mutex // serialises loads; guards compiled
 	// compiled are the adapter versions compiled by earlier loads: each
 	// version is compiled once, when it becomes active.
 	compiled map[adapterKey]*compiledAdapter
@@ -99,8 +106,18 @@ func (c *Routes) SetValidator(v EventValidator) {
 	c.cur.Store(nil)
 }
 
+// SetListening records whether a LISTEN session follows the configuration
+// announcements for these routes and has reloaded them since it listens
+// (db.FollowConfig's listening callback).
+func (c *Routes) SetListening(on bool) { c.listening.Store(on) }
+
+// every returns how often Run reloads now.
+func (c *Routes) every() time.Duration {
+	return db.RefreshEvery(c.ttl, c.listening.Load() && !c.failed.Load())
+}
+
 // Snapshot returns the current snapshot, loading it when none is loaded or
-// it is older than twice the TTL (Run not running, or failing).
+// it is older than twice Run's period (Run not running, or failing).
 func (c *Routes) Snapshot(ctx context.Context) (*Snapshot, error) {
 	if s := c.fresh(); s != nil {
 		return s, nil
@@ -114,7 +131,7 @@ func (c *Routes) Snapshot(ctx context.Context) (*Snapshot, error) {
 }
 
 func (c *Routes) fresh() *Snapshot {
-	if s := c.cur.Load(); s != nil && time.Since(s.loadedAt) < 2*c.ttl {
+	if s := c.cur.Load(); s != nil && time.Since(s.loadedAt) < 2*c.every() {
 		return s
 	}
 	return nil
@@ -129,6 +146,13 @@ func (c *Routes) Refresh(ctx context.Context) (*Snapshot, error) {
 
 // load reads the tables; c.mu must be held.
 func (c *Routes) load(ctx context.Context) (*Snapshot, error) {
+	s, err := c.read(ctx)
+	c.failed.Store(err != nil)
+	return s, err
+}
+
+// read reads the tables and stores the new snapshot; c.mu must be held.
+func (c *Routes) read(ctx context.Context) (*Snapshot, error) {
 	start := time.Now()
 	carriers, err := c.store.CarrierAll(ctx)
 	if err != nil {
@@ -226,8 +250,11 @@ func (c *Routes) load(ctx context.Context) (*Snapshot, error) {
 	return s, nil
 }
 
-// Run refreshes the snapshot every TTL until ctx ends. Failures keep the old
-// snapshot (Snapshot reloads on demand once it is too old).
+// Run refreshes the snapshot until ctx ends: it looks every TTL and
+// reloads once the snapshot is as old as the period of db.RefreshEvery (the
+// TTL unless a LISTEN session follows the announcements). Failures keep the
+// old snapshot (Snapshot reloads on demand once it is too old) and bring
+// the period back to the TTL until a load succeeds.
 func (c *Routes) Run(ctx context.Context) {
 	t := time.NewTicker(c.ttl)
 	defer t.Stop()
@@ -235,10 +262,20 @@ func (c *Routes) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
-			_, _ = c.Refresh(ctx)
+		case now := <-t.C:
+			if s := c.cur.Load(); s == nil || refreshDue(now.Sub(s.loadedAt), c.ttl, c.every()) {
+				_, _ = c.Refresh(ctx)
+			}
 		}
 	}
+}
+
+// refreshDue reports whether a snapshot age old is due for a reload at a
+// tick of a loop that ticks every ttl and reloads every period: a snapshot
+// reloaded between two ticks (by an announcement) counts as due at the
+// tick nearest to its period, never a tick later.
+func refreshDue(age, ttl, period time.Duration) bool {
+	return age+ttl/2 >= period
 }
 
 // CarrierByKeyHash returns the carrier of an API key's hash: its current
@@ -357,7 +394,8 @@ func (s *Snapshot) fanOut(carrierID int64, eventType, merchantRef string, vals [
 // on regardless. It needs LISTEN, which a pooler in transaction mode does
 // not carry.
 func (c *Routes) Watch(ctx context.Context, logger *slog.Logger) {
-	c.store.FollowConfig(ctx, "hookrelay-api-config", "the routing cache", logger, func(ctx context.Context) { _, _ = c.Refresh(ctx) })
+	c.store.FollowConfig(ctx, "hookrelay-api-config", "the routing cache", logger,
+		func(ctx context.Context) { _, _ = c.Refresh(ctx) }, c.SetListening)
 }
 
 // Validator returns the schema validator of canonical events the snapshots

@@ -27,6 +27,7 @@ const (
 	DefaultVacuumChurnWindow  = 2 * time.Second
 	DefaultVacuumDeadSpace    = 0.05
 	DefaultVacuumMaxGap       = time.Second
+	DefaultVacuumMinChurn     = 250
 	DefaultVacuumFullGap      = 5 * time.Second
 	DefaultVacuumHeapBudget   = 0.5
 	DefaultHistoryAnalyzeRows = 100_000
@@ -109,6 +110,15 @@ type Config struct {
 	// hot heap bloat or vacuum every small table as often. Default
 	// DefaultVacuumDeadSpace (0.05).
 	VacuumDeadSpace float64
+	// VacuumMinChurn is the fewest rows a churning table deletes or updates
+	// between two of its heap passes: the gap VacuumDeadSpace sets is
+	// lengthened to the time the churn takes to reach it. At full load a
+	// VacuumInterval's churn of the queue table is about this many rows
+	// (2,700 callbacks a second, two rows each, 50 ms), so the passes there
+	// keep to every tick; at 500 callbacks a second the small heap's
+	// dead-space share asked for one every tick as well, where 250 rows
+	// take a quarter of a second. Default DefaultVacuumMinChurn (250).
+	VacuumMinChurn int64
 	// VacuumMaxGap is the longest gap between the heap passes of a churning
 	// table. Default DefaultVacuumMaxGap (1s).
 	VacuumMaxGap time.Duration
@@ -231,6 +241,7 @@ func (c Config) WithDefaults() Config {
 	c.VacuumChurnWindow = cmp.Or(c.VacuumChurnWindow, DefaultVacuumChurnWindow)
 	c.VacuumDeadSpace = cmp.Or(c.VacuumDeadSpace, DefaultVacuumDeadSpace)
 	c.VacuumMaxGap = cmp.Or(c.VacuumMaxGap, DefaultVacuumMaxGap)
+	c.VacuumMinChurn = cmp.Or(c.VacuumMinChurn, DefaultVacuumMinChurn)
 	c.VacuumFullGap = cmp.Or(c.VacuumFullGap, DefaultVacuumFullGap)
 	c.VacuumBudget = cmp.Or(c.VacuumBudget, 0.05)
 	c.VacuumHeapBudget = cmp.Or(c.VacuumHeapBudget, DefaultVacuumHeapBudget)

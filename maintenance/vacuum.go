@@ -283,14 +283,20 @@ const minHeapBytes = 8 * 8192
 
 // churnGap returns the gap between heap passes of a table whose heap has
 // heapBytes and which deletes or updates rate rows (of rowBytes each) a
-// second: the time its churn takes to fill VacuumDeadSpace of the heap,
-// between a VacuumInterval and VacuumMaxGap; VacuumMinGap while the rate is
-// not known.
+// second: the time its churn takes to fill VacuumDeadSpace of the heap, or
+// to churn VacuumMinChurn rows when that takes longer, between a
+// VacuumInterval and VacuumMaxGap; VacuumMinGap while the rate is not known.
+// At full load a tick's churn is about VacuumMinChurn rows, so the floor
+// leaves the passes there at every tick; at a moderate rate the small queue
+// table's dead-space share would ask for a pass every tick too, and the
+// floor spaces them so that no more dead rows wait for a pass than at full
+// load.
 func (mt *Maintainer) churnGap(heapBytes int64, rowBytes, rate float64) time.Duration {
 	if rate <= 0 {
 		return mt.cfg.VacuumMinGap
 	}
-	fill := mt.cfg.VacuumDeadSpace * float64(max(heapBytes, minHeapBytes)) / (rate * rowBytes)
+	rows := max(mt.cfg.VacuumDeadSpace*float64(max(heapBytes, minHeapBytes))/rowBytes, float64(mt.cfg.VacuumMinChurn))
+	fill := rows / rate
 	// Clamped in seconds: a slow churn's fill time can pass time.Duration's range.
 	secs := min(max(fill, mt.cfg.VacuumInterval.Seconds()), mt.cfg.VacuumMaxGap.Seconds())
 	return time.Duration(secs * float64(time.Second))

@@ -210,8 +210,9 @@ func TestVacuumPolicy(t *testing.T) {
 }
 
 // TestChurnGap: a churning table's heap passes are spaced so that its churn
-// fills VacuumDeadSpace of its heap between two, within [VacuumInterval,
-// VacuumMaxGap]; VacuumMinGap while the rate is unknown.
+// fills VacuumDeadSpace of its heap between two, or churns VacuumMinChurn
+// rows when that takes longer, within [VacuumInterval, VacuumMaxGap];
+// VacuumMinGap while the rate is unknown.
 func TestChurnGap(t *testing.T) {
 	t.Parallel()
 	mt := &Maintainer{cfg: Config{}.WithDefaults()}
@@ -222,17 +223,27 @@ func TestChurnGap(t *testing.T) {
 		row, rate float64
 		want      time.Duration
 	}{
-		// The queue table on a slow machine at full load: 500 kB of heap,
-		// 3,000 rows (1,500 deliveries) a second of 128 bytes.
-		{"small heap, fast churn", 500_000, 128, 3_000, 65 * ms},
-		{"larger heap, same churn", 2_000_000, 128, 3_000, 260 * ms},
+		// The queue table at full load: 400 kB of heap, 5,400 rows (2,700
+		// deliveries) a second of 150 bytes: 5 % of the heap is 133 rows,
+		// a tick's churn 270.
+		{"full load: every tick", 400_000, 150, 5_400, 50 * ms},
+		// On a slow machine at full load: 500 kB of heap, 3,000 rows
+		// (1,500 deliveries) a second of 128 bytes: 5 % is 195 rows, under
+		// the 250 of the floor.
+		{"slow full load: the floor", 500_000, 128, 3_000, 83 * ms},
+		{"larger heap, same churn: the share", 2_000_000, 128, 3_000, 260 * ms},
+		// 500 callbacks a second: a heap of 100 kB, 1,000 rows a second;
+		// 5 % of the heap (33 rows) would ask for a pass every tick.
+		{"moderate rate: the floor", 100_000, 150, 1_000, 250 * ms},
 		{"at least a tick", 500_000, 128, 30_000, 50 * ms},
 		{"at most VacuumMaxGap", 500_000, 128, 30, time.Second},
-		{"a few pages count as eight", 8192, 100, 100, 327 * ms},
+		{"a few pages count as eight", 8192, 10, 1_000, 327 * ms},
 		{"rate unknown", 500_000, 128, 0, 150 * ms},
 	} {
 		require.InDelta(t, tc.want, mt.churnGap(tc.heap, tc.row, tc.rate), float64(ms), tc.name)
 	}
+	mt.cfg.VacuumMinChurn = 1
+	require.InDelta(t, 133*ms, mt.churnGap(400_000, 150, 1_000), float64(ms), "without the floor: the share")
 }
 
 // TestChurnRate: the rate is the counter's over the last 3 s, unknown until
@@ -295,13 +306,13 @@ func TestFullVacuumPolicy(t *testing.T) {
 // deleted gets heap passes while it churns, though its dead tuples stay far
 // under VacuumMinDead (the count alone would never ask for one), and none
 // once the churn has stopped for VacuumChurnWindow. With a dead-space target
-// this small, the gap is the floor (a tick, 50 ms).
+// this small and no floor of rows, the gap is a tick (50 ms).
 func TestChurningTableGetsRegularHeapPasses(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.fillDeliveries(t, 2000)
 	r := b.start(t, Config{RetentionInterval: -1, VacuumInterval: 50 * time.Millisecond, VacuumChurnWindow: 500 * time.Millisecond,
-		VacuumDeadSpace: 1e-6})
+		VacuumDeadSpace: 1e-6, VacuumMinChurn: 1})
 	r.waitVacuumCheck(t, time.Time{}) // the first check records the counter
 	vacuums := func() float64 { return value(t, r.mt.m.vacuums.WithLabelValues("deliveries")) }
 	before := vacuums()

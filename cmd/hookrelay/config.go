@@ -455,6 +455,8 @@ func loadMaintenance(p *envParser, queues int, idleInTx time.Duration) maintenan
 		VacuumDeadSpace: p.fraction("HOOKRELAY_VACUUM_DEAD_SPACE_PERMILLE", maintenance.DefaultVacuumDeadSpace, 1000, 1, 500),
 		// Longest gap between the heap passes of a churning table.
 		VacuumMaxGap: p.duration("HOOKRELAY_VACUUM_MAX_GAP", maintenance.DefaultVacuumMaxGap, 50*time.Millisecond, time.Hour),
+		// Fewest rows a churning table churns between two heap passes.
+		VacuumMinChurn: int64(p.int("HOOKRELAY_VACUUM_MIN_CHURN", maintenance.DefaultVacuumMinChurn, 1, 1<<30)),
 		// Share of wall time (in %) heap passes may spend on one table.
 		VacuumHeapBudget: p.fraction("HOOKRELAY_VACUUM_HEAP_BUDGET_PERCENT", maintenance.DefaultVacuumHeapBudget, 100, 1, 100),
 		// Shortest gap between two full VACUUMs (indexes included).

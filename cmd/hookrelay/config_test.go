@@ -127,6 +127,7 @@ func TestConfigDefaultsArePackageDefaults(t *testing.T) {
 		{"HOOKRELAY_VACUUM_CHURN_WINDOW", m.VacuumChurnWindow, mDef.VacuumChurnWindow},
 		{"HOOKRELAY_VACUUM_DEAD_SPACE_PERMILLE", m.VacuumDeadSpace, mDef.VacuumDeadSpace},
 		{"HOOKRELAY_VACUUM_MAX_GAP", m.VacuumMaxGap, mDef.VacuumMaxGap},
+		{"HOOKRELAY_VACUUM_MIN_CHURN", m.VacuumMinChurn, mDef.VacuumMinChurn},
 		{"HOOKRELAY_VACUUM_HEAP_BUDGET_PERCENT", m.VacuumHeapBudget, mDef.VacuumHeapBudget},
 		{"HOOKRELAY_VACUUM_FULL_GAP", m.VacuumFullGap, mDef.VacuumFullGap},
 		{"HOOKRELAY_VACUUM_DEAD_TUPLES", m.VacuumDeadTuples, mDef.VacuumDeadTuples},

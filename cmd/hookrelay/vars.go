@@ -102,6 +102,7 @@ var varMeanings = map[string]string{
 	"HOOKRELAY_VACUUM_CHURN_WINDOW":           "a table whose churn counter moved within this window is churning",
 	"HOOKRELAY_VACUUM_DEAD_SPACE_PERMILLE":    "share (per mille) of a churning heap its churn may fill between heap passes",
 	"HOOKRELAY_VACUUM_MAX_GAP":                "longest gap between heap passes of a churning table",
+	"HOOKRELAY_VACUUM_MIN_CHURN":              "fewest rows a churning table churns between two heap passes",
 	"HOOKRELAY_VACUUM_HEAP_BUDGET_PERCENT":    "share (%) of wall time heap passes may spend on one table",
 	"HOOKRELAY_VACUUM_FULL_GAP":               "shortest gap between two full VACUUMs (indexes included) of a table",
 	"HOOKRELAY_VACUUM_DEAD_TUPLES":            "dead tuples that trigger a VACUUM at any time",

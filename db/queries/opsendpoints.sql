@@ -53,6 +53,19 @@ DELETE FROM ops_events WHERE id IN (
     LIMIT sqlc.arg(max_rows)::integer)
 RETURNING id, type, endpoint_id, count, data, created_at;
 
+-- name: OpsDue :one
+-- Whether a round of operational webhooks has work: an outbox row
+-- OpsEventTake would take (the same conditions), or a message due for an
+-- attempt. One read instead of the round's transaction when none has.
+SELECT (EXISTS (
+           SELECT 1 FROM ops_events ev
+           WHERE ev.type <> 'delivery.dead_lettered'
+              OR ev.endpoint_id IN (SELECT d.endpoint_id FROM ops_events d
+                                    WHERE d.type = 'delivery.dead_lettered'
+                                    GROUP BY d.endpoint_id
+                                    HAVING min(d.created_at) <= now() - sqlc.arg(coalesce)::interval))
+       OR EXISTS (SELECT 1 FROM ops_deliveries q WHERE q.next_attempt_at <= now()))::boolean AS due;
+
 -- name: OpsDeliveryInsert :exec
 -- Queues each message to every ops endpoint that wants its type (audit
 -- entries only to those that name audit.entry).

@@ -114,6 +114,27 @@ func (q *Queries) OpsDeliveryRetryLater(ctx context.Context, arg OpsDeliveryRetr
 	return err
 }
 
+const opsDue = `-- name: OpsDue :one
+SELECT (EXISTS (
+           SELECT 1 FROM ops_events ev
+           WHERE ev.type <> 'delivery.dead_lettered'
+              OR ev.endpoint_id IN (SELECT d.endpoint_id FROM ops_events d
+                                    WHERE d.type = 'delivery.dead_lettered'
+                                    GROUP BY d.endpoint_id
+                                    HAVING min(d.created_at) <= now() - $1::interval))
+       OR EXISTS (SELECT 1 FROM ops_deliveries q WHERE q.next_attempt_at <= now()))::boolean AS due
+`
+
+// Whether a round of operational webhooks has work: an outbox row
+// OpsEventTake would take (the same conditions), or a message due for an
+// attempt. One read instead of the round's transaction when none has.
+func (q *Queries) OpsDue(ctx context.Context, coalesce time.Duration) (bool, error) {
+	row := q.db.QueryRow(ctx, opsDue, coalesce)
+	var due bool
+	err := row.Scan(&due)
+	return due, err
+}
+
 const opsEndpointDelete = `-- name: OpsEndpointDelete :execrows
 DELETE FROM ops_endpoints WHERE id = $1
 `
