@@ -2,6 +2,7 @@ package audit_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -295,7 +296,9 @@ func TestRedact(t *testing.T) {
 		{"nil", nil, ""},
 		{"plain", map[string]any{"url": "https://x.example", "max_in_flight": 10}, `{"max_in_flight":10,"url":"https://x.example"}`},
 		{"signature", map[string]any{"signature": sig{"hmac", "X-Sig", "s3cr3t-value-1234"}},
-			`{"signature":{"header":"X-Sig","scheme":"hmac","secret":"[redacted]"}}`},
+			`{"signature":{"scheme":"hmac","header":"X-Sig","secret":"[redacted]"}}`},
+		{"raw JSON with spaces and escapes", json.RawMessage(` { "na\u006de" : "a\"b" , "pass\u0077ord" : [ 1 , { } ] , "headers" : { "X-A" : { "b" : 1 } } , "auth" : { } } `),
+			`{"na\u006de":"a\"b","pass\u0077ord":"[redacted]","headers":{"X-A":"[redacted]"},"auth":{}}`},
 		{"empty secret stays visible", map[string]any{"secret": ""}, `{"secret":""}`},
 		{"keys", map[string]any{"Key": "mk_abc", "APIKeyHash": "aGFzaA==", "APIKeyPrefix": "mk_ab", "api_key": "ck_x", "public_key": "whpk_y"},
 			`{"APIKeyHash":"[redacted]","APIKeyPrefix":"mk_ab","Key":"[redacted]","api_key":"[redacted]","public_key":"whpk_y"}`},

@@ -3,6 +3,7 @@ package audit
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"strings"
 )
 
@@ -43,7 +44,9 @@ func secretField(name string) bool {
 // values of fields whose names say secret (secretField: signing secrets,
 // API keys and their hashes, tokens, passwords, TOTP, credentials) and of
 // every custom header ("headers": names kept, values redacted, as they may
-// carry credentials). nil gives "".
+// carry credentials). nil gives "". The JSON is v's encoding, compact, its
+// fields in their order: one pass over the encoded bytes, no decoding into
+// maps and encoding again.
 func Redact(v any) (string, error) {
 	if v == nil {
 		return "", nil
@@ -54,68 +57,195 @@ func Redact(v any) (string, error) {
 		if raw, err = json.Marshal(v); err != nil {
 			return "", err
 		}
+	} else if !json.Valid(raw) {
+		return "", errors.New("audit: invalid JSON")
 	}
-	if bytes.Equal(raw, []byte("null")) {
+	r := redactor{src: raw}
+	r.ws()
+	if bytes.HasPrefix(raw[r.i:], []byte("null")) {
 		return "", nil
 	}
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.UseNumber()
-	var x any
-	if err := d.Decode(&x); err != nil {
-		return "", err
-	}
-	out, err := json.Marshal(redact(x))
-	return string(out), err
+	r.out = make([]byte, 0, len(raw))
+	r.value(true)
+	return string(r.out), nil
 }
 
-func redact(x any) any {
-	switch t := x.(type) {
-	case map[string]any:
-		for k, v := range t {
-			n := strings.ToLower(k)
-			switch {
-			case n == "headers":
-				if h, ok := v.(map[string]any); ok {
-					for name := range h {
-						h[name] = Redacted
-					}
-					continue
+// redactor copies valid JSON from src to out, compact, with the values of
+// secret fields replaced.
+type redactor struct {
+	src []byte
+	i   int
+	out []byte
+}
+
+func (r *redactor) ws() {
+	for r.i < len(r.src) {
+		switch r.src[r.i] {
+		case ' ', '\t', '\n', '\r':
+			r.i++
+		default:
+			return
+		}
+	}
+}
+
+// value copies (emit) or skips the value at r.i.
+func (r *redactor) value(emit bool) {
+	r.ws()
+	switch r.src[r.i] {
+	case '{':
+		r.object(emit)
+	case '[':
+		r.i++
+		if emit {
+			r.out = append(r.out, '[')
+		}
+		for first := true; ; first = false {
+			r.ws()
+			if r.src[r.i] == ']' {
+				break
+			}
+			if !first {
+				r.i++ // ','
+				if emit {
+					r.out = append(r.out, ',')
 				}
-				t[k] = redactValue(v)
-			case secretField(k):
-				t[k] = redactValue(v)
-			default:
-				t[k] = redact(v)
+			}
+			r.value(emit)
+			r.ws()
+		}
+		r.i++
+		if emit {
+			r.out = append(r.out, ']')
+		}
+	case '"':
+		start := r.i
+		r.skipString()
+		if emit {
+			r.out = append(r.out, r.src[start:r.i]...)
+		}
+	default: // number, true, false, null
+		start := r.i
+	scalar:
+		for ; r.i < len(r.src); r.i++ {
+			switch r.src[r.i] {
+			case ' ', '\t', '\n', '\r', ',', ']', '}':
+				break scalar
 			}
 		}
-		return t
-	case []any:
-		for i, v := range t {
-			t[i] = redact(v)
+		if emit {
+			r.out = append(r.out, r.src[start:r.i]...)
 		}
-		return t
 	}
-	return x
 }
 
-// redactValue is Redacted for a value that holds something, the value
-// itself when empty (so "no secret" stays visible).
-func redactValue(v any) any {
-	switch t := v.(type) {
-	case nil:
-		return nil
-	case string:
-		if t == "" {
-			return ""
-		}
-	case []any:
-		if len(t) == 0 {
-			return t
-		}
-	case map[string]any:
-		if len(t) == 0 {
-			return t
+func (r *redactor) skipString() {
+	for r.i++; r.src[r.i] != '"'; r.i++ {
+		if r.src[r.i] == '\\' {
+			r.i++
 		}
 	}
-	return Redacted
+	r.i++
+}
+
+// object copies or skips the object at r.i, redacting its secret fields.
+func (r *redactor) object(emit bool) {
+	r.i++
+	if emit {
+		r.out = append(r.out, '{')
+	}
+	for first := true; ; first = false {
+		r.ws()
+		if r.src[r.i] == '}' {
+			break
+		}
+		if !first {
+			r.i++ // ','
+			r.ws()
+			if emit {
+				r.out = append(r.out, ',')
+			}
+		}
+		start := r.i
+		r.skipString()
+		key := r.src[start:r.i]
+		if emit {
+			r.out = append(r.out, key...)
+			r.out = append(r.out, ':')
+		}
+		r.ws()
+		r.i++ // ':'
+		r.ws()
+		if !emit {
+			r.value(false)
+		} else {
+			name := fieldName(key)
+			switch {
+			case strings.EqualFold(name, "headers") && r.src[r.i] == '{':
+				r.headers()
+			case strings.EqualFold(name, "headers") || secretField(name):
+				r.secret()
+			default:
+				r.value(true)
+			}
+		}
+		r.ws()
+	}
+	r.i++
+	if emit {
+		r.out = append(r.out, '}')
+	}
+}
+
+// headers copies a headers object with every value redacted.
+func (r *redactor) headers() {
+	r.i++
+	r.out = append(r.out, '{')
+	for first := true; ; first = false {
+		r.ws()
+		if r.src[r.i] == '}' {
+			break
+		}
+		if !first {
+			r.i++
+			r.ws()
+			r.out = append(r.out, ',')
+		}
+		start := r.i
+		r.skipString()
+		r.out = append(r.out, r.src[start:r.i]...)
+		r.out = append(r.out, ':')
+		r.ws()
+		r.i++
+		r.value(false)
+		r.out = append(r.out, redactedJSON...)
+		r.ws()
+	}
+	r.i++
+	r.out = append(r.out, '}')
+}
+
+// secret copies a secret field's value when it holds nothing (null, "",
+// [] or {}: "no secret" stays visible), else Redacted.
+func (r *redactor) secret() {
+	start := len(r.out)
+	r.value(true)
+	switch string(r.out[start:]) {
+	case "null", `""`, "[]", "{}":
+		return
+	}
+	r.out = append(r.out[:start], redactedJSON...)
+}
+
+var redactedJSON = []byte(`"` + Redacted + `"`)
+
+// fieldName is the name of an object key as JSON writes it (quotes
+// included).
+func fieldName(key []byte) string {
+	if bytes.IndexByte(key, '\\') < 0 {
+		return string(key[1 : len(key)-1])
+	}
+	var s string
+	_ = json.Unmarshal(key, &s)
+	return s
 }
