@@ -94,7 +94,7 @@ func (r *redactor) value(emit bool) {
 	r.ws()
 	switch r.src[r.i] {
 	case '{':
-		r.object(emit)
+		r.object(emit, false)
 	case '[':
 		r.i++
 		if emit {
@@ -148,8 +148,9 @@ func (r *redactor) skipString() {
 	r.i++
 }
 
-// object copies or skips the object at r.i, redacting its secret fields.
-func (r *redactor) object(emit bool) {
+// object copies or skips the object at r.i, redacting its secret fields;
+// with headers, every field's value (a headers object: names kept).
+func (r *redactor) object(emit, headers bool) {
 	r.i++
 	if emit {
 		r.out = append(r.out, '{')
@@ -176,13 +177,17 @@ func (r *redactor) object(emit bool) {
 		r.ws()
 		r.i++ // ':'
 		r.ws()
-		if !emit {
+		switch {
+		case !emit:
 			r.value(false)
-		} else {
+		case headers:
+			r.value(false)
+			r.out = append(r.out, redactedJSON...)
+		default:
 			name := fieldName(key)
 			switch {
 			case strings.EqualFold(name, "headers") && r.src[r.i] == '{':
-				r.headers()
+				r.object(true, true)
 			case strings.EqualFold(name, "headers") || secretField(name):
 				r.secret()
 			default:
@@ -195,34 +200,6 @@ func (r *redactor) object(emit bool) {
 	if emit {
 		r.out = append(r.out, '}')
 	}
-}
-
-// headers copies a headers object with every value redacted.
-func (r *redactor) headers() {
-	r.i++
-	r.out = append(r.out, '{')
-	for first := true; ; first = false {
-		r.ws()
-		if r.src[r.i] == '}' {
-			break
-		}
-		if !first {
-			r.i++
-			r.ws()
-			r.out = append(r.out, ',')
-		}
-		start := r.i
-		r.skipString()
-		r.out = append(r.out, r.src[start:r.i]...)
-		r.out = append(r.out, ':')
-		r.ws()
-		r.i++
-		r.value(false)
-		r.out = append(r.out, redactedJSON...)
-		r.ws()
-	}
-	r.i++
-	r.out = append(r.out, '}')
 }
 
 // secret copies a secret field's value when it holds nothing (null, "",
